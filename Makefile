@@ -1,0 +1,49 @@
+# C core + C unit tests (no Python). The Python extension is built by setup.py.
+#   make ctest            build and run the C unit tests
+#   make ctest SAN=1      the same under AddressSanitizer + UBSan (build-asan/)
+CC ?= cc
+PYTHON ?= python3
+SAN ?=
+BUILD := $(if $(SAN),build-asan,build)/c
+CFLAGS_BASE := -std=c11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+               -Wno-format-truncation -D_GNU_SOURCE -Icsrc
+ifeq ($(SAN),)
+CFLAGS_OPT := -O2 -g
+else
+CFLAGS_OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+CFLAGS := $(CFLAGS_BASE) $(CFLAGS_OPT)
+LDLIBS := -ldl -lm -lpthread
+
+CORE_DIRS := common ir passes partition convert engine runtime kernels
+CORE_SRC := $(sort $(foreach d,$(CORE_DIRS),$(wildcard csrc/$(d)/*.c))) csrc/kernels/embedded.c
+CORE_SRC := $(sort $(CORE_SRC))
+CORE_OBJ := $(patsubst csrc/%.c,$(BUILD)/%.o,$(CORE_SRC))
+TEST_SRC := $(wildcard csrc/tests/test_*.c)
+TEST_BIN := $(patsubst csrc/tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+HEADERS := $(wildcard csrc/*/*.h csrc/ir/ops.def)
+
+.PHONY: all lib ctest clean
+all: lib $(TEST_BIN)
+lib: $(BUILD)/libttc.a
+
+csrc/kernels/embedded.c: $(wildcard csrc/kernels/*.cl) csrc/kernels/embed.py
+	$(PYTHON) csrc/kernels/embed.py $@
+
+$(BUILD)/%.o: csrc/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libttc.a: $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: csrc/tests/%.c $(BUILD)/libttc.a csrc/tests/ctest.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libttc.a $(LDLIBS) -o $@
+
+ctest: $(TEST_BIN)
+	@fail=0; for t in $(TEST_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+
+clean:
+	rm -rf build build-asan csrc/kernels/embedded.c

@@ -1,0 +1,166 @@
+/* Thread-local error state and small allocation helpers for the C core. */
+#define _GNU_SOURCE
+#include "status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TTC_MSG_CAP 65536
+
+static _Thread_local char ttc_msg[TTC_MSG_CAP];
+static _Thread_local int32_t ttc_cl_code;
+
+const char *ttc_last_error(void) { return ttc_msg; }
+int32_t ttc_last_cl_error(void) { return ttc_cl_code; }
+
+void ttc_clear_error(void) { ttc_msg[0] = 0; ttc_cl_code = 0; }
+
+const char *ttc_status_name(ttc_status s) {
+    static const char *names[TTC_STATUS_COUNT] = {
+        "ok", "invalid argument", "out of memory", "parse error", "verification failed",
+        "unsupported", "OpenCL error", "build error", "serialization error",
+        "input error", "partition error", "internal error",
+    };
+    return (unsigned)s < TTC_STATUS_COUNT ? names[s] : "unknown status";
+}
+
+static void vset(const char *fmt, va_list ap) { vsnprintf(ttc_msg, TTC_MSG_CAP, fmt, ap); }
+
+ttc_status ttc_fail(ttc_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vset(fmt, ap);
+    va_end(ap);
+    ttc_cl_code = 0;
+    return s;
+}
+
+ttc_status ttc_fail_cl(int32_t code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vset(fmt, ap);
+    va_end(ap);
+    ttc_cl_code = code;
+    return TTC_ERR_OPENCL;
+}
+
+ttc_status ttc_fail_context(ttc_status s, const char *fmt, ...) {
+    static _Thread_local char old[TTC_MSG_CAP];
+    memcpy(old, ttc_msg, TTC_MSG_CAP);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(ttc_msg, TTC_MSG_CAP, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && n < TTC_MSG_CAP - 3) {
+        size_t room = (size_t)(TTC_MSG_CAP - n - 3);
+        size_t ol = strnlen(old, room);
+        ttc_msg[n] = ':'; ttc_msg[n + 1] = ' ';
+        memcpy(ttc_msg + n + 2, old, ol);
+        ttc_msg[n + 2 + ol] = 0;
+    }
+    return s;
+}
+
+ttc_status ttc_fail_long(ttc_status s, const char *prefix, const char *body) {
+    snprintf(ttc_msg, TTC_MSG_CAP, "%s%s", prefix ? prefix : "", body ? body : "");
+    ttc_cl_code = 0;
+    return s;
+}
+
+void *ttc_malloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) ttc_fail(TTC_ERR_NOMEM, "out of memory allocating %zu bytes", n);
+    return p;
+}
+
+void *ttc_calloc(size_t n, size_t sz) {
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) ttc_fail(TTC_ERR_NOMEM, "out of memory allocating %zu x %zu bytes", n, sz);
+    return p;
+}
+
+void *ttc_realloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) ttc_fail(TTC_ERR_NOMEM, "out of memory reallocating %zu bytes", n);
+    return q;
+}
+
+char *ttc_strdup(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = ttc_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+char *ttc_strfmt(const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = n >= 0 ? ttc_malloc((size_t)n + 1) : NULL;
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return s;
+}
+
+ttc_status ttc_grow(void **arr, int32_t *cap, int32_t need, size_t esz) {
+    if (need <= *cap) return TTC_OK;
+    int64_t nc = *cap ? (int64_t)*cap * 2 : 8;
+    while (nc < need) nc *= 2;
+    if (nc > INT32_MAX) return ttc_fail(TTC_ERR_NOMEM, "array too large (%lld)", (long long)nc);
+    void *p = ttc_realloc(*arr, (size_t)nc * esz);
+    if (!p) return TTC_ERR_NOMEM;
+    *arr = p;
+    *cap = (int32_t)nc;
+    return TTC_OK;
+}
+
+void ttc_sbuf_append(ttc_sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 256;
+        while (nc < b->len + n + 1) nc *= 2;
+        char *p = realloc(b->data, nc);
+        if (!p) { b->oom = true; return; }
+        b->data = p;
+        b->cap = nc;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+void ttc_sbuf_printf(ttc_sbuf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) { va_end(ap2); return; }
+    if ((size_t)n < sizeof tmp) {
+        ttc_sbuf_append(b, tmp, (size_t)n);
+    } else {
+        char *big = malloc((size_t)n + 1);
+        if (!big) { b->oom = true; va_end(ap2); return; }
+        vsnprintf(big, (size_t)n + 1, fmt, ap2);
+        ttc_sbuf_append(b, big, (size_t)n);
+        free(big);
+    }
+    va_end(ap2);
+}
+
+char *ttc_sbuf_take(ttc_sbuf *b) {
+    bool oom = b->oom;
+    char *d = oom ? NULL : b->data;
+    if (oom) free(b->data);
+    b->data = NULL; b->len = b->cap = 0; b->oom = false;
+    if (oom) { ttc_fail(TTC_ERR_NOMEM, "out of memory building a string"); return NULL; }
+    return d ? d : ttc_strdup("");
+}
+
+void ttc_sbuf_free(ttc_sbuf *b) { free(b->data); b->data = NULL; b->len = b->cap = 0; b->oom = false; }
