@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# torchtrt_c set-up and entry points. Safe to run again.
+#   ./run.sh quickstart   install everything, build, compile + run a model on the default device
+#   ./run.sh test         install everything, build, run the whole test suite
+#   ./run.sh bench ARGS   install everything, build, run bench/run.py ARGS
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3}
+
+need_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_system() {
+    # PoCL (OpenCL on the CPU), the OpenCL ICD loader and headers, a compiler.
+    if ! { [ -e /usr/include/CL/cl.h ] && ldconfig -p | grep -q libOpenCL.so.1 \
+           && ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1 && command -v cc >/dev/null && command -v make >/dev/null; }; then
+        if command -v apt-get >/dev/null; then
+            need_root apt-get update -qq
+            need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo build-essential >/dev/null
+        else
+            echo "run.sh: please install an OpenCL ICD (e.g. PoCL), the OpenCL loader/headers and a C compiler" >&2
+            exit 1
+        fi
+    fi
+}
+
+install_python() {
+    # torch 2.13.0 CPU build (a plain 'pip install torch' would pull GBs of CUDA packages).
+    if ! "$PY" -c "import torch" 2>/dev/null; then
+        "$PY" -m pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu 2>/dev/null \
+            || "$PY" -m pip install -q torch==2.13.0
+    fi
+    "$PY" -c "import numpy, pytest, setuptools, wheel" 2>/dev/null \
+        || "$PY" -m pip install -q numpy pytest setuptools wheel
+}
+
+build() {
+    "$PY" -m pip install -q --no-build-isolation -e . 
+}
+
+setup_all() { install_system; install_python; build; }
+
+case "${1:-}" in
+    quickstart) setup_all; exec "$PY" examples/quickstart.py ;;
+    test)
+        setup_all
+        make -s ctest
+        set +e
+        "$PY" -m pytest tests -q "${@:2}"
+        rc=$?
+        set -e
+        # pytest exits 5 when it collects no tests: that is a failure of the suite, not a pass.
+        if [ $rc -eq 5 ]; then echo "run.sh: pytest collected no tests" >&2; exit 1; fi
+        exit $rc ;;
+    bench) setup_all; shift; exec "$PY" bench/run.py "$@" ;;
+    *) echo "usage: $0 quickstart | test [pytest args] | bench [args]" >&2; exit 2 ;;
+esac
