@@ -1,5 +1,5 @@
 /*
- * OpenCL C kernel templates, embedded at build time from csrc/kernels/*.cl.
+ * OpenCL C kernel templates, embedded at build time from csrc/kernels/ (*.cl files).
  * Templates are specialised with -D defines or by the code generator.
  *
  *   const char *src = ttc_kernel_source_get("gemm");   // NULL if there is none

@@ -1,0 +1,23 @@
+/*
+ * Declarations of every converter and validator; registry.c puts them in the table.
+ * One file per family: conv_elementwise.c, conv_matmul.c, conv_shape.c, conv_nn.c,
+ * conv_reduce.c. A converter reads arguments with ttc_cx_* and emits kernel IR.
+ */
+#ifndef TTC_CONVERTERS_H
+#define TTC_CONVERTERS_H
+
+#include "convert.h"
+
+#define TTC_DECLARE_CONVERTER(fn) ttc_status fn(ttc_conv_ctx *cx, const ttc_node *n)
+#define TTC_DECLARE_VALIDATOR(fn) bool fn(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not)
+
+/* conv_elementwise.c */
+TTC_DECLARE_CONVERTER(ttc_convert_unary);
+TTC_DECLARE_CONVERTER(ttc_convert_binary);
+TTC_DECLARE_CONVERTER(ttc_convert_div_mode);
+TTC_DECLARE_CONVERTER(ttc_convert_activation);
+TTC_DECLARE_CONVERTER(ttc_convert_where);
+TTC_DECLARE_CONVERTER(ttc_convert_cast);
+TTC_DECLARE_VALIDATOR(ttc_validate_elementwise);
+
+#endif

@@ -1,0 +1,94 @@
+/* The converter table, indexed by op id: the single source of truth for OpenCL support. */
+#include "converters.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* prim.Constant / prim.ListConstruct are evaluated on demand by the conversion context. */
+static ttc_status convert_eval(ttc_conv_ctx *cx, const ttc_node *n) { return TTC_OK; }
+
+#define EW(fn) {fn, ttc_validate_elementwise, TTC_CONVF_DYNAMIC}
+
+static const ttc_converter table[TTC_OP_COUNT] = {
+    [TTC_OP_CONSTANT] = {convert_eval, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
+    [TTC_OP_LIST_CONSTRUCT] = {convert_eval, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
+    /* elementwise binary */
+    [TTC_OP_ADD_TENSOR] = EW(ttc_convert_binary), [TTC_OP_ADD_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_SUB_TENSOR] = EW(ttc_convert_binary), [TTC_OP_SUB_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_RSUB_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_MUL_TENSOR] = EW(ttc_convert_binary), [TTC_OP_MUL_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_DIV_TENSOR] = EW(ttc_convert_binary), [TTC_OP_DIV_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_DIV_TENSOR_MODE] = EW(ttc_convert_div_mode),
+    [TTC_OP_POW_TS] = EW(ttc_convert_binary), [TTC_OP_POW_TT] = EW(ttc_convert_binary),
+    [TTC_OP_MAXIMUM] = EW(ttc_convert_binary), [TTC_OP_MINIMUM] = EW(ttc_convert_binary),
+    [TTC_OP_EQ_TENSOR] = EW(ttc_convert_binary), [TTC_OP_EQ_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_NE_TENSOR] = EW(ttc_convert_binary), [TTC_OP_NE_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_LT_TENSOR] = EW(ttc_convert_binary), [TTC_OP_LT_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_LE_TENSOR] = EW(ttc_convert_binary), [TTC_OP_LE_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_GT_TENSOR] = EW(ttc_convert_binary), [TTC_OP_GT_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_GE_TENSOR] = EW(ttc_convert_binary), [TTC_OP_GE_SCALAR] = EW(ttc_convert_binary),
+    [TTC_OP_LOGICAL_AND] = EW(ttc_convert_binary), [TTC_OP_LOGICAL_OR] = EW(ttc_convert_binary),
+    [TTC_OP_LOGICAL_XOR] = EW(ttc_convert_binary),
+    [TTC_OP_WHERE_SELF] = EW(ttc_convert_where), [TTC_OP_MASKED_FILL_S] = EW(ttc_convert_where),
+    [TTC_OP_MASKED_FILL_T] = EW(ttc_convert_where),
+    [TTC_OP_CLAMP] = EW(ttc_convert_activation), [TTC_OP_CLAMP_MIN] = EW(ttc_convert_activation),
+    [TTC_OP_CLAMP_MAX] = EW(ttc_convert_activation), [TTC_OP_HARDTANH] = EW(ttc_convert_activation),
+    /* elementwise unary */
+    [TTC_OP_NEG] = EW(ttc_convert_unary), [TTC_OP_ABS] = EW(ttc_convert_unary),
+    [TTC_OP_EXP] = EW(ttc_convert_unary), [TTC_OP_LOG] = EW(ttc_convert_unary),
+    [TTC_OP_SQRT] = EW(ttc_convert_unary), [TTC_OP_RSQRT] = EW(ttc_convert_unary),
+    [TTC_OP_RECIPROCAL] = EW(ttc_convert_unary), [TTC_OP_SIN] = EW(ttc_convert_unary),
+    [TTC_OP_COS] = EW(ttc_convert_unary), [TTC_OP_ERF] = EW(ttc_convert_unary),
+    [TTC_OP_FLOOR] = EW(ttc_convert_unary), [TTC_OP_CEIL] = EW(ttc_convert_unary),
+    [TTC_OP_ROUND] = EW(ttc_convert_unary), [TTC_OP_SIGN] = EW(ttc_convert_unary),
+    [TTC_OP_LOGICAL_NOT] = EW(ttc_convert_unary), [TTC_OP_BITWISE_NOT] = EW(ttc_convert_unary),
+    /* activations */
+    [TTC_OP_RELU] = EW(ttc_convert_unary), [TTC_OP_SILU] = EW(ttc_convert_unary),
+    [TTC_OP_SIGMOID] = EW(ttc_convert_unary), [TTC_OP_TANH] = EW(ttc_convert_unary),
+    [TTC_OP_HARDSWISH] = EW(ttc_convert_unary), [TTC_OP_HARDSIGMOID] = EW(ttc_convert_unary),
+    [TTC_OP_LOG_SIGMOID] = EW(ttc_convert_unary),
+    [TTC_OP_LEAKY_RELU] = EW(ttc_convert_activation), [TTC_OP_GELU] = EW(ttc_convert_activation),
+    [TTC_OP_ELU] = EW(ttc_convert_activation), [TTC_OP_SOFTPLUS] = EW(ttc_convert_activation),
+    /* casts */
+    [TTC_OP_TO_COPY] = EW(ttc_convert_cast), [TTC_OP_TO_DTYPE] = EW(ttc_convert_cast),
+};
+
+const ttc_converter *ttc_converter_get(ttc_op_id op) {
+    if ((unsigned)op >= TTC_OP_COUNT || !table[op].convert) return NULL;
+    return &table[op];
+}
+
+static bool type_ok(const ttc_type *t, char **why, const char *what, int32_t i) {
+    if (t->kind != TTC_TYPE_TENSOR) return true;
+    if (t->rank < 0 || t->rank > TTC_MAX_RANK) {
+        if (why) *why = ttc_strfmt("%s %d has unknown or too large rank", what, i);
+        return false;
+    }
+    if (t->dtype == TTC_DTYPE_FLOAT64 || t->dtype == TTC_DTYPE_BFLOAT16) {
+        if (why) *why = ttc_strfmt("%s %d has dtype %s (not supported on OpenCL)", what, i, ttc_dtype_name(t->dtype));
+        return false;
+    }
+    return true;
+}
+
+bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not, bool *dynamic_ok) {
+    if (why_not) *why_not = NULL;
+    if (dynamic_ok) *dynamic_ok = false;
+    const ttc_converter *c = ttc_converter_get(n->op);
+    if (!c) {
+        if (why_not) *why_not = ttc_strfmt("no OpenCL converter for %s", n->op_name);
+        return false;
+    }
+    if (!(c->flags & TTC_CONVF_EVAL)) {
+        for (int32_t i = 0; i < n->n_inputs; i++)
+            if (!type_ok(&n->inputs[i]->type, why_not, "input", i)) return false;
+        for (int32_t i = 0; i < n->n_outputs; i++)
+            if (!type_ok(&n->outputs[i]->type, why_not, "output", i)) return false;
+    }
+    if (c->validate && !c->validate(g, n, fp16, why_not)) {
+        if (why_not && !*why_not) *why_not = ttc_strfmt("%s: arguments not supported", n->op_name);
+        return false;
+    }
+    if (dynamic_ok) *dynamic_ok = (c->flags & TTC_CONVF_DYNAMIC) != 0;
+    return true;
+}

@@ -1,0 +1,184 @@
+/*
+ * Kernel IR: what converters emit and the engine builder fuses, plans, generates and runs.
+ *
+ * An engine is a list of engine tensors (ttc_et) and a list of kernel ops (ttc_kop) in
+ * execution order. Tensors have a dtype and affine symbolic dims (as in the graph IR), and
+ * are one of: an engine input, a constant (weights), an intermediate produced by a kernel
+ * op, or a view (alias of another tensor: reshape/permute/expand/slice/select) resolved to
+ * (buffer, offset, strides) when the launch plan is made for concrete symbol values.
+ *
+ * Every kernel op may carry an expression (ttc_expr): a small SSA program over leaves
+ * (the value the op produced, "acc", and extra input tensors read at the output element's
+ * index with broadcasting). An ELEMENTWISE op is only an expression; for GEMM/CONV/... it
+ * is the epilogue, which is how bias, activation and residual adds fold into them.
+ *
+ *   ttc_kir *k = ttc_kir_new();
+ *   int32_t x = ttc_kir_input(k, "x", TTC_DTYPE_FLOAT32, 2, dims);
+ *   ttc_expr e; ttc_expr_init(&e);
+ *   int32_t a = ttc_expr_leaf(&e, x), r = ttc_expr_unary(&e, TTC_EOP_RELU, a);
+ *   int32_t y = ttc_kir_elementwise(k, &e, r, TTC_DTYPE_FLOAT32, 2, dims, "relu");
+ */
+#ifndef TTC_ENGINE_KIR_H
+#define TTC_ENGINE_KIR_H
+
+#include "../ir/ir.h"
+
+#define TTC_EXPR_MAX_LEAVES 16
+
+typedef enum ttc_eop {
+    TTC_EOP_LEAF = 0,   /* a = leaf index (-1: acc) */
+    TTC_EOP_CONST,      /* f */
+    TTC_EOP_CAST,       /* a, to dtype */
+    /* binary */
+    TTC_EOP_ADD, TTC_EOP_SUB, TTC_EOP_MUL, TTC_EOP_DIV, TTC_EOP_MAX, TTC_EOP_MIN, TTC_EOP_POW,
+    TTC_EOP_EQ, TTC_EOP_NE, TTC_EOP_LT, TTC_EOP_LE, TTC_EOP_GT, TTC_EOP_GE,
+    TTC_EOP_AND, TTC_EOP_OR, TTC_EOP_XOR, TTC_EOP_FLOORDIV, TTC_EOP_TRUNCDIV,
+    /* unary */
+    TTC_EOP_NEG, TTC_EOP_ABS, TTC_EOP_EXP, TTC_EOP_LOG, TTC_EOP_SQRT, TTC_EOP_RSQRT,
+    TTC_EOP_RECIP, TTC_EOP_SIN, TTC_EOP_COS, TTC_EOP_ERF, TTC_EOP_FLOOR, TTC_EOP_CEIL,
+    TTC_EOP_ROUND, TTC_EOP_SIGN, TTC_EOP_NOT, TTC_EOP_BITNOT, TTC_EOP_LGAMMA,
+    TTC_EOP_RELU, TTC_EOP_SIGMOID, TTC_EOP_TANH, TTC_EOP_GELU_ERF, TTC_EOP_GELU_TANH,
+    TTC_EOP_SILU, TTC_EOP_HARDSWISH, TTC_EOP_HARDSIGMOID, TTC_EOP_LOG_SIGMOID,
+    /* ternary */
+    TTC_EOP_WHERE,      /* a ? b : c */
+    TTC_EOP_COUNT
+} ttc_eop;
+
+typedef struct ttc_enode {
+    ttc_eop op;
+    ttc_dtype dtype;    /* result dtype (compute type is float for floating dtypes) */
+    int32_t a, b, c;    /* operand node indices (earlier nodes) */
+    double f;
+} ttc_enode;
+
+typedef struct ttc_expr {
+    ttc_enode *nodes;
+    int32_t n, cap;
+    int32_t root;                       /* node giving the result */
+    int32_t leaves[TTC_EXPR_MAX_LEAVES];/* tensor id of each leaf */
+    int32_t n_leaves;
+} ttc_expr;
+
+void ttc_expr_init(ttc_expr *e);
+void ttc_expr_free(ttc_expr *e);
+/* Each returns the new node index, or -1 on failure (error set). */
+int32_t ttc_expr_leaf(ttc_expr *e, int32_t tensor, ttc_dtype dtype); /* reuses a leaf for the same tensor */
+int32_t ttc_expr_acc(ttc_expr *e, ttc_dtype dtype);
+int32_t ttc_expr_const(ttc_expr *e, double v, ttc_dtype dtype);
+int32_t ttc_expr_cast(ttc_expr *e, int32_t a, ttc_dtype to);
+int32_t ttc_expr_op(ttc_expr *e, ttc_eop op, int32_t a, int32_t b, int32_t c, ttc_dtype dtype);
+bool ttc_eop_is_compare(ttc_eop op);
+
+/* ---- tensors ---- */
+typedef enum ttc_et_kind {
+    TTC_ET_INPUT = 0,
+    TTC_ET_CONST,
+    TTC_ET_INTER,      /* produced by a kernel op (also an engine output when binding >= 0) */
+    TTC_ET_VIEW,
+} ttc_et_kind;
+
+typedef enum ttc_view_kind {
+    TTC_VIEW_RESHAPE = 0,  /* base is contiguous: same memory, new dims */
+    TTC_VIEW_PERMUTE,      /* perm[] */
+    TTC_VIEW_EXPAND,       /* size-1 dims of base broadcast (rank may grow at the front) */
+    TTC_VIEW_SLICE,        /* vdim, start, end, step (clamped at plan time) */
+    TTC_VIEW_SELECT,       /* vdim, start (negative counts from the end) */
+} ttc_view_kind;
+
+typedef struct ttc_et {
+    ttc_et_kind kind;
+    ttc_dtype dtype;
+    int32_t rank;
+    ttc_dim dims[TTC_MAX_RANK];
+    char *name;               /* IR value name (for messages) */
+    int32_t binding;          /* INPUT: input index; INTER: output index or -1 */
+    int32_t producer;         /* INTER: kernel op index */
+    ttc_tensor_data *data;    /* CONST */
+    /* VIEW */
+    int32_t base;
+    ttc_view_kind vkind;
+    int32_t perm[TTC_MAX_RANK];
+    int32_t vdim;
+    int64_t start, end, step;
+    bool contig;              /* statically dense row-major */
+    int32_t n_reads;          /* kernel ops reading it (directly) */
+} ttc_et;
+
+/* ---- kernel ops ---- */
+typedef enum ttc_kop_kind {
+    TTC_KOP_ELEMENTWISE = 0,
+    TTC_KOP_GEMM,
+    TTC_KOP_CONV2D,
+    TTC_KOP_REDUCE,
+    TTC_KOP_SOFTMAX,
+    TTC_KOP_NORM,
+    TTC_KOP_POOL,
+    TTC_KOP_GATHER,
+    TTC_KOP_COPY,          /* reserved: strided copies are ELEMENTWISE identity ops */
+    TTC_KOP_KIND_COUNT
+} ttc_kop_kind;
+
+typedef enum ttc_reduce_kind { TTC_RED_SUM, TTC_RED_MEAN, TTC_RED_MAX, TTC_RED_MIN, TTC_RED_VAR,
+                               TTC_RED_ARGMAX, TTC_RED_ARGMIN, TTC_RED_PROD } ttc_reduce_kind;
+typedef enum ttc_pool_kind { TTC_POOL_MAX, TTC_POOL_AVG, TTC_POOL_ADAPTIVE_AVG } ttc_pool_kind;
+
+typedef struct ttc_kop {
+    ttc_kop_kind kind;
+    int32_t out;              /* tensor written */
+    int32_t in[4];            /* primary inputs (kind-specific), -1 unused */
+    ttc_expr epi;             /* ELEMENTWISE: the op; others: epilogue over acc (may be empty) */
+    char *name;               /* IR node name(s), for messages and info() */
+    bool dead;
+    union {
+        struct { bool trans_b; } gemm;          /* in: A, B (B may be [N,K] when trans_b) */
+        struct { int32_t stride[2], pad[2], dil[2], groups, ocb; } conv; /* in: x, w(packed), bias */
+        struct { ttc_reduce_kind kind; uint32_t mask; int64_t correction; bool keepdim; } red;
+        struct { int32_t dim; bool log; } softmax;
+        struct { int32_t groups; int32_t axis_from; double eps; bool group; } norm; /* in: x, w, b */
+        struct { ttc_pool_kind kind; int32_t k[2], stride[2], pad[2], dil[2]; bool ceil, count_pad;
+                 int64_t divisor; } pool;
+        struct { int32_t dim; int32_t mode; } gather;  /* mode 0: index_select/embedding rows */
+    } p;
+    int32_t tile;             /* tuning choice (index into the kind's candidate list) */
+} ttc_kop;
+
+typedef struct ttc_kir {
+    ttc_et *ts;
+    int32_t n_ts, cap_ts;
+    ttc_kop *ops;
+    int32_t n_ops, cap_ops;
+    int32_t *inputs;  int32_t n_inputs;   /* tensor ids by binding index */
+    int32_t *outputs; int32_t n_outputs;
+    char **in_names, **out_names;
+    ttc_symbol *syms; int32_t n_syms;     /* copied from the graph */
+    bool fp16;                            /* intermediates/compute in half */
+} ttc_kir;
+
+ttc_kir *ttc_kir_new(void);
+void ttc_kir_free(ttc_kir *k);
+
+/* Tensor creation; each returns the tensor id or -1 (error set). */
+int32_t ttc_kir_tensor(ttc_kir *k, ttc_et_kind kind, ttc_dtype dt, int32_t rank,
+                       const ttc_dim *dims, const char *name);
+int32_t ttc_kir_const(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t *shape,
+                      ttc_tensor_data *data, const char *name); /* takes a reference */
+/* A constant made from host floats converted to dt (copied). */
+int32_t ttc_kir_const_f32(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t *shape,
+                          const float *vals, const char *name);
+int32_t ttc_kir_view(ttc_kir *k, int32_t base, ttc_view_kind vk, int32_t rank,
+                     const ttc_dim *dims, const char *name);
+/* Adds a kernel op producing a fresh INTER tensor; returns the op index or -1.
+ * The expression (for ELEMENTWISE/epilogues) is moved into the op. */
+int32_t ttc_kir_op(ttc_kir *k, ttc_kop_kind kind, ttc_dtype out_dt, int32_t rank,
+                   const ttc_dim *dims, const char *name);
+/* Shortcut: ELEMENTWISE op over expression e (moved), returns the output tensor id. */
+int32_t ttc_kir_elementwise(ttc_kir *k, ttc_expr *e, ttc_dtype dt, int32_t rank,
+                            const ttc_dim *dims, const char *name);
+
+/* Concrete value of a dim for symbol values sv. */
+static inline int64_t ttc_dim_eval(ttc_dim d, const int64_t *sv) {
+    return d.sym < 0 ? d.add : d.mul * sv[d.sym] + d.add;
+}
+bool ttc_dims_eq(int32_t ra, const ttc_dim *a, int32_t rb, const ttc_dim *b);
+
+#endif
