@@ -95,7 +95,8 @@ bool ttc_type_is_static(const ttc_type *t) {
 int64_t ttc_type_numel_static(const ttc_type *t) {
     if (!ttc_type_is_static(t)) return -1;
     int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) n *= t->dims[i].add;
+    for (int i = 0; i < t->rank; i++)
+        if (__builtin_mul_overflow(n, t->dims[i].add, &n)) return -1; /* not addressable anyway */
     return n;
 }
 
