@@ -29,8 +29,10 @@ ttc_status ttc_strmap_put(ttc_strmap *m, const char *key, void *val) {
         m->cap = nc;
     }
     ttc_strmap_slot *s = find_slot(m->slots, m->cap, key);
-    if (!s->key) m->n++;
-    s->key = key;
+    if (!s->key) {
+        m->n++;
+        s->key = key;
+    }
     s->val = val;
     return TTC_OK;
 }

@@ -16,7 +16,8 @@
 typedef struct ttc_strmap_slot { const char *key; void *val; } ttc_strmap_slot;
 typedef struct ttc_strmap { ttc_strmap_slot *slots; size_t cap, n; } ttc_strmap;
 
-/* Inserts or replaces key -> val. */
+/* Inserts key -> val; for a key already present only the value is replaced (the stored
+ * key pointer stays, so owners of copied keys free the new copy). */
 ttc_status ttc_strmap_put(ttc_strmap *m, const char *key, void *val);
 void *ttc_strmap_get(const ttc_strmap *m, const char *key);
 void ttc_strmap_free(ttc_strmap *m);

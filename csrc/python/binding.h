@@ -50,4 +50,11 @@ int ttc_py_init_partition(PyObject *m, ttc_py_state *st);  /* py_partition.c */
 int ttc_py_init_runtime(PyObject *m, ttc_py_state *st);    /* py_runtime.c: devices() */
 int ttc_py_init_engine(PyObject *m, ttc_py_state *st);     /* py_engine.c: Engine */
 
+/* Graph objects (py_graph.c). wrap takes ownership of g (freed on failure) and returns a
+ * new reference or NULL; get returns the borrowed C graph, or NULL with TypeError set when
+ * obj is not a Graph. */
+struct ttc_graph;
+PyObject *ttc_py_graph_wrap(ttc_py_state *st, struct ttc_graph *g);
+struct ttc_graph *ttc_py_graph_get(PyObject *obj);
+
 #endif
