@@ -12,3 +12,13 @@ from torchtrt_c._C import (  # noqa: F401
 )
 
 __version__ = "0.1.0"
+
+from torchtrt_c._input import Input  # noqa: E402,F401
+from torchtrt_c._settings import CompilationSettings  # noqa: E402,F401
+from torchtrt_c._devices import Device, default_device, devices  # noqa: E402,F401
+from torchtrt_c import runtime  # noqa: E402,F401  (registers torch.ops.torchtrt_c.execute_engine)
+from torchtrt_c._compile import compile, load, save  # noqa: E402,F401
+from torchtrt_c import dynamo  # noqa: E402,F401
+from torchtrt_c.dynamo.lowering import register_decomposition  # noqa: E402,F401
+from torchtrt_c.dynamo.partitioning import get_graph_converter_support  # noqa: E402,F401
+from torchtrt_c import backend  # noqa: E402,F401  (registers torch.compile backend "torchtrt_c")

@@ -1,0 +1,129 @@
+"""The user-facing entry points: compile, save, load.
+
+    trt = torchtrt_c.compile(model, inputs=[torchtrt_c.Input(min_shape=(1, 3, 32, 32),
+                             opt_shape=(8, 3, 32, 32), max_shape=(32, 3, 32, 32))], min_block_size=3)
+    torchtrt_c.save(trt, "model.ep")            # exported-program format, engines embedded
+    trt2 = torchtrt_c.load("model.ep")          # a fresh process needs no model class
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+
+from torchtrt_c._input import Input, as_inputs
+from torchtrt_c._settings import CompilationSettings
+
+log = logging.getLogger("torchtrt_c")
+
+_IRS = ("default", "dynamo", "torch_compile")
+
+
+def _gather_inputs(inputs, arg_inputs, kwarg_inputs):
+    if inputs is not None and arg_inputs is not None:
+        raise ValueError("give inputs or arg_inputs, not both")
+    args = arg_inputs if arg_inputs is not None else inputs
+    if args is None and not kwarg_inputs:
+        raise ValueError("torchtrt_c.compile needs example inputs: inputs=[torchtrt_c.Input(...) "
+                         "or tensors]")
+    if isinstance(args, (torch.Tensor, Input)):
+        args = [args]
+    args = as_inputs(list(args or ()))
+    kw = {}
+    for k, v in (kwarg_inputs or {}).items():
+        kw[k] = as_inputs([v])[0]
+    return args, kw
+
+
+def compile(module, ir: str = "default", inputs=None, arg_inputs=None, kwarg_inputs=None,
+            **settings):
+    """Compiles module into a torch.fx.GraphModule whose OpenCL segments run as engines
+    (`_run_on_acc_N`) and whose fallback segments run in torch (`_run_on_gpu_N`)."""
+    if ir not in _IRS:
+        raise ValueError(f"ir={ir!r} is not supported; use one of {', '.join(_IRS)}")
+    s = CompilationSettings.from_kwargs(**settings)
+    if ir == "torch_compile":
+        import torchtrt_c.backend  # noqa: F401  (registers the backend)
+        return torch.compile(module, backend="torchtrt_c", options=dict(settings))
+    if not isinstance(module, (torch.nn.Module, torch.export.ExportedProgram)):
+        raise TypeError(f"torchtrt_c.compile expects a torch.nn.Module, got {type(module).__name__}")
+    if isinstance(module, torch.export.ExportedProgram):
+        module = module.module()
+    args, kw = _gather_inputs(inputs, arg_inputs, kwarg_inputs)
+    from torchtrt_c.dynamo._compiler import compile_module
+    gm = compile_module(module, args, kw, s)
+    gm._torchtrt_c_inputs = (args, kw)
+    return gm
+
+
+def _engine_nodes(gm):
+    op = torch.ops.torchtrt_c.execute_engine.default
+    for mod in gm.modules():
+        g = getattr(mod, "graph", None)
+        if not isinstance(g, torch.fx.Graph):
+            continue
+        for n in g.nodes:
+            if n.op == "call_function" and n.target is op:
+                yield mod, n
+
+
+def save(module, path, inputs=None, arg_inputs=None, kwarg_inputs=None,
+         output_format: str = "exported_program", retrace: bool = True) -> None:
+    """Saves a compiled module as a torch.export program (engines are buffers inside it).
+    inputs default to the Input specs the module was compiled with (dynamic ranges kept)."""
+    from torchtrt_c.dynamo._capture import _dynamic_spec
+    if output_format != "exported_program":
+        raise ValueError(f"output_format={output_format!r}: only 'exported_program' is supported")
+    if inputs is None and arg_inputs is None and kwarg_inputs is None:
+        stored = getattr(module, "_torchtrt_c_inputs", None)
+        if stored is None:
+            raise ValueError("torchtrt_c.save: pass inputs= (the module was not compiled by "
+                             "torchtrt_c.compile, so its input specs are unknown)")
+        args, kw = stored
+    else:
+        args, kw = _gather_inputs(inputs, arg_inputs, kwarg_inputs)
+    ex_args = tuple(i.example_tensor() for i in args)
+    ex_kw = {k: v.example_tensor() for k, v in kw.items()}
+    dyn = [_dynamic_spec(i) for i in args]
+    dyn_kw = {k: _dynamic_spec(v) for k, v in kw.items()}
+    dynamic = None
+    if any(d is not None for d in dyn) or any(d is not None for d in dyn_kw.values()):
+        dynamic = tuple(dyn) if not dyn_kw else {**{f"arg_{i}": d for i, d in enumerate(dyn)}, **dyn_kw}
+    ep = torch.export.export(module, ex_args, ex_kw, dynamic_shapes=dynamic, strict=False)
+    torch.export.save(ep, os.fspath(path))
+
+
+def load(path, device=None) -> torch.nn.Module:
+    """Loads a module saved by save(); engines are checked (and rebuilt for this machine's
+    device when the file comes from another one) before it returns."""
+    from torchtrt_c import SerializationError, _C
+    from torchtrt_c.runtime._execute import ENGINES
+    from torchtrt_c.runtime._shapes import EngineMeta
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(path)
+    try:
+        ep = torch.export.load(path)
+        gm = ep.module()
+    except Exception as ex:
+        raise SerializationError(f"cannot load {path}: not a valid torchtrt_c program ({ex})") from ex
+    for mod, n in _engine_nodes(gm):
+        blob_node, meta = n.args[1], n.args[2]
+        try:
+            blob = _fetch(mod, blob_node.target)
+            m = EngineMeta.from_json(meta)
+            e = _C.Engine.deserialize(blob.detach().cpu().contiguous().numpy().tobytes(), device=device)
+        except SerializationError:
+            raise
+        except Exception as ex:
+            raise SerializationError(f"cannot load {path}: engine {n.name}: {ex}") from ex
+        ENGINES.put(m.id, e)
+    return gm
+
+
+def _fetch(mod, target):
+    obj = mod
+    for p in target.split("."):
+        obj = getattr(obj, p)
+    return obj

@@ -1,0 +1,303 @@
+"""The compile pipeline: capture -> decompose -> import -> lower (C) -> partition (C) ->
+engines (C) -> stitch (FX).
+
+    gm = compile_module(model, [Input(...)], {}, CompilationSettings.from_kwargs(...))
+    gm._run_on_acc_0   # EngineModule
+    gm._run_on_gpu_1   # torch.fx.GraphModule with the fallback nodes
+
+The stitched parent is a GraphModule calling the segment submodules in the partitioner's
+order; it takes and returns what the original forward did (pytree in/out specs from export).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import operator
+import os
+
+import torch
+import torch.fx
+
+from torchtrt_c._settings import CompilationSettings
+from torchtrt_c.dynamo._capture import capture, decompose
+from torchtrt_c.dynamo._importer import ImportResult, import_program
+from torchtrt_c.dynamo._progress import Progress
+from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module
+from torchtrt_c.runtime._module import EngineModule
+from torchtrt_c.runtime._shapes import EngineMeta
+
+log = logging.getLogger("torchtrt_c")
+
+OPENCL = "opencl"
+
+
+# ---------------------------------------------------------------- settings -> C
+def forced_nodes_for_modules(graph: torch.fx.Graph, modules) -> dict:
+    """Nodes whose module stack passes through one of `modules` (classes or qualified names),
+    with the reason the partitioner will record."""
+    if not modules:
+        return {}
+    names = {m for m in modules if isinstance(m, str)}
+    classes = {m for m in modules if isinstance(m, type)}
+    class_names = {f"{c.__module__}.{c.__qualname__}" for c in classes} | {c.__qualname__ for c in classes}
+    out = {}
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        for path, ty in (n.meta.get("nn_module_stack") or {}).values():
+            tyname = ty if isinstance(ty, str) else f"{ty.__module__}.{ty.__qualname__}"
+            short = tyname.rsplit(".", 1)[-1]
+            hit = None
+            if path in names or any(path.startswith(p + ".") for p in names if p):
+                hit = path
+            elif tyname in class_names or tyname in names or short in names:
+                hit = f"{path} ({short})"
+            if hit is not None:
+                out[n.name] = f"torch_executed_modules: inside {hit}"
+                break
+    return out
+
+
+def partition_settings(s: CompilationSettings, forced: dict) -> dict:
+    d = {
+        "min_block_size": s.min_block_size,
+        "torch_executed_ops": s.torch_executed_op_names(),
+        "forced_nodes": dict(forced),
+        "require_full_compilation": s.require_full_compilation,
+        "strategy": "fast" if s.use_fast_partitioner else "global",
+        "assume_dynamic_shape_support": s.assume_dynamic_shape_support,
+        "enable_resource_partitioning": s.enable_resource_partitioning,
+    }
+    if s.cpu_memory_budget is not None:
+        d["cpu_memory_budget"] = s.cpu_memory_budget
+    return d
+
+
+def resolve_device(device):
+    """settings.device -> an OpenCL device index (None: the runtime's default)."""
+    if device is None:
+        return None
+    from torchtrt_c._devices import find_device
+    return find_device(device)["index"]
+
+
+# ---------------------------------------------------------------- engines
+class _EngineFactory:
+    def __init__(self, settings: CompilationSettings, imp: ImportResult, view: GraphView):
+        self.s = settings
+        self.imp = imp
+        self.view = view
+        self.device = resolve_device(settings.device)
+
+    def _cache_key(self, sub) -> str:
+        h = hashlib.sha256()
+        h.update(str(sub).encode())
+        for n in sub.nodes():
+            if n["op"] == "prim.Constant":
+                for o in n["outputs"]:
+                    t = self.imp.weights.get(o)
+                    if t is not None:
+                        h.update(o.encode())
+                        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(json.dumps(self.s.engine_key_fields(), sort_keys=True).encode())
+        h.update(json.dumps({k: list(v) for k, v in self.imp.symbols.items()}, sort_keys=True).encode())
+        from torchtrt_c import _C
+        dev = _C.devices()[self.device if self.device is not None else _C.default_device()]
+        h.update(json.dumps({k: dev.get(k) for k in ("platform", "name", "vendor", "driver")},
+                            sort_keys=True, default=str).encode())
+        return h.hexdigest()
+
+    def build(self, sub, name: str):
+        from torchtrt_c import _C
+        path = None
+        if self.s.cache_built_engines or self.s.reuse_cached_engines:
+            key = self._cache_key(sub)
+            path = os.path.join(os.fspath(self.s.engine_cache_dir), key[:40] + ".ttce")
+            if self.s.reuse_cached_engines and os.path.exists(path):
+                with open(path, "rb") as f:
+                    blob = f.read()
+                try:
+                    e = _C.Engine.deserialize(blob, device=self.device)
+                    log.info("%s: reused cached engine %s", name, path)
+                    return e, blob
+                except Exception as ex:  # a stale/corrupt cache entry: rebuild it
+                    log.warning("%s: ignoring cached engine %s (%s)", name, path, ex)
+        e = _C.Engine.build(sub, name=name, device=self.device, precision=self.s.precision(),
+                            optimization_level=self.s.opt_level(),
+                            cache_dir=os.fspath(self.s.engine_cache_dir) if self.s.cache_built_engines else None)
+        blob = e.serialize()
+        if path is not None and self.s.cache_built_engines:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = path + f".{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, path)
+        return e, blob
+
+    def meta(self, e, name: str, blob: bytes) -> EngineMeta:
+        used = set()
+        ios = []
+        for io in (e.inputs, e.outputs):
+            lst = []
+            for b in io:
+                shape = [d if isinstance(d, int) else str(d) for d in b["shape"]]
+                for d in shape:
+                    if isinstance(d, str):
+                        used.add(EngineMeta_dim_sym(d))
+                lst.append({"name": b["name"], "dtype": b["dtype"], "shape": shape})
+            ios.append(lst)
+        syms = {s: [self.imp.symbols[s][0], self.imp.symbols[s][2]] for s in used if s in self.imp.symbols}
+        return EngineMeta({"id": hashlib.sha256(blob).hexdigest()[:32], "name": name,
+                           "inputs": ios[0], "outputs": ios[1], "symbols": syms})
+
+
+def EngineMeta_dim_sym(d: str):
+    from torchtrt_c.runtime._shapes import Dim
+    return Dim.parse(d).sym
+
+
+# ---------------------------------------------------------------- stitching
+def _fx_codegen(ep):
+    from torch.export._unlift import _get_codegen
+    names = None
+    try:
+        names = ep.module_call_graph[0].signature.forward_arg_names
+    except Exception:
+        names = None
+    return _get_codegen(ep.call_spec.in_spec, ep.call_spec.out_spec, names)
+
+
+def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progress: Progress,
+           ep=None, build_engines: bool = True, orig_input_dtypes=None) -> torch.fx.GraphModule:
+    g = imp.graph
+    view = GraphView(g)
+    parent = torch.fx.Graph()
+    root = torch.nn.Module()
+    used = set()
+    env = {}
+    for k, v in enumerate(g.inputs):
+        ph = parent.placeholder(_ident(v, used))
+        if orig_input_dtypes is not None and orig_input_dtypes[k] == torch.float64 and settings.truncate_double:
+            ph = parent.call_function(torch.ops.aten._to_copy.default, (ph,), {"dtype": torch.float32})
+        env[v] = ph
+    segs = part["segments"]
+    acc = [s for s in segs if s["target"] == OPENCL]
+    factory = _EngineFactory(settings, imp, view) if build_engines and acc else None
+    n_built = 0
+    for seg in segs:
+        idx = seg["index"]
+        outs = list(seg["outputs"])
+        mod, args = None, None
+        if seg["target"] == "torch":
+            name = f"_run_on_gpu_{idx}"
+        elif seg["target"] != OPENCL:  # another backend of hierarchical partitioning
+            name = f"_run_on_acc_{seg['target']}_{idx}"
+        else:
+            name = f"_run_on_acc_{idx}"
+            if build_engines:
+                n_built += 1
+                progress.engine(n_built, len(acc), name)
+                sub, in_names, out_names = g.extract(seg["nodes"])
+                try:
+                    e, blob = factory.build(sub, name)
+                    mod = EngineModule(blob, factory.meta(e, name, blob), engine=e)
+                    args, outs = list(in_names), list(out_names)
+                except Exception as ex:
+                    from torchtrt_c import Error
+                    if settings.pass_through_build_failures or not isinstance(ex, Error):
+                        raise
+                    log.warning("%s: engine build failed, running the segment in torch instead: %s",
+                                name, ex)
+                    mod = None
+        if mod is None:
+            args = [v for v in seg["inputs"] if not view.is_constant(v)]
+            mod = build_torch_module(view, seg["nodes"], args, outs, imp,
+                                     class_name="TorchSegment" if name.startswith("_run_on_gpu") else "AccStandIn")
+        root.add_module(name, mod)
+        missing = [v for v in args if v not in env]
+        if missing:
+            raise RuntimeError(f"{name}: inputs {missing} are not produced by an earlier segment")
+        call = parent.call_module(name, tuple(env[v] for v in args))
+        for k, o in enumerate(outs):
+            env[o] = parent.call_function(operator.getitem, (call, k))
+    results = []
+    for v in g.outputs:
+        if v in env:
+            results.append(env[v])
+        elif view.is_constant(v):
+            # a graph output that is a literal or a weight: materialise it in the parent
+            info = view.value(v)
+            if info["kind"] == "tensor":
+                from torchtrt_c.dynamo._rebuild import tensor_from_graph
+                t = imp.weights.get(v)
+                attr = _ident("_const_" + v, used)
+                root.register_buffer(attr, t if t is not None else tensor_from_graph(g, v))
+                results.append(parent.get_attr(attr))
+            else:
+                results.append(None if info["kind"] == "none" else info["const"])
+        else:
+            raise RuntimeError(f"graph output %{v} is not produced by any segment")
+    parent.output(tuple(results))
+    gm = torch.fx.GraphModule(root, parent, class_name="CompiledModule")
+    if ep is not None:
+        gm.graph._codegen = _fx_codegen(ep)
+        gm.recompile()
+    return gm
+
+
+# ---------------------------------------------------------------- pipeline
+def _keep_ops(settings):
+    keep = []
+    for name in settings.torch_executed_op_names():
+        ns, op, ov = name.split(".")
+        keep.append(getattr(getattr(getattr(torch.ops, ns), op), ov))
+    return keep
+
+
+def lower_and_partition(imp: ImportResult, settings, forced, progress):
+    g = imp.graph
+    progress.dump("imported graph", str(g))
+    progress.phase("lowering")
+    passes = g.lower(debug=settings.debug)
+    if settings.debug:
+        for p in passes:
+            log.debug("pass %s: %.4fs%s", p[0], p[1], " (changed)" if p[2] else "")
+    progress.dump("lowered graph", str(g))
+    progress.phase("partitioning")
+    part = g.partition(partition_settings(settings, forced))
+    if settings.debug:
+        progress.dump("partition", "\n".join(
+            f"segment {s['index']} [{s['target']}] {len(s['nodes'])} nodes: in={s['inputs']} out={s['outputs']}"
+            for s in part["segments"]))
+    return part
+
+
+def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):
+    progress = Progress(settings.debug)
+    if settings.debug:
+        log.setLevel(logging.DEBUG)
+    progress.phase("capture (torch.export)")
+    ep = capture(module, arg_inputs, kwarg_inputs)
+    progress.phase("decompositions")
+    ep = decompose(ep, keep=_keep_ops(settings))
+    progress.dump("decomposed FX graph", str(ep.graph))
+    forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
+    progress.phase("import")
+    imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
+    part = lower_and_partition(imp, settings, forced, progress)
+    if settings.dryrun:
+        from torchtrt_c.dynamo._dryrun import DryRunReport
+        report = DryRunReport.build(imp, part, settings, forced)
+        report.emit(settings.dryrun)
+        gm = stitch(imp, part, settings, progress, ep=ep, build_engines=False,
+                    orig_input_dtypes=[i.dtype for i in arg_inputs] + [i.dtype for i in kwarg_inputs.values()])
+        gm.dryrun_report = report
+        progress.done()
+        return gm
+    progress.phase("conversion + stitching")
+    gm = stitch(imp, part, settings, progress, ep=ep,
+                orig_input_dtypes=[i.dtype for i in arg_inputs] + [i.dtype for i in kwarg_inputs.values()])
+    progress.dump("compiled module", gm.code)
+    progress.done()
+    return gm

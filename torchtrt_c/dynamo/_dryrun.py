@@ -1,0 +1,178 @@
+"""The dry-run report: what would run where, and why, without building engines.
+
+    gm = torchtrt_c.compile(model, inputs=[x], dryrun=True)   # or dryrun="report.txt"
+    r = gm.dryrun_report
+    print(r)            # text; in a notebook the cell shows r._repr_html_()
+    r.coverage, r.unsupported, r.engines, r.recommended_min_block_size
+
+Ops are the nodes that compute (prim.* structure such as constants and lists is not counted).
+"""
+from __future__ import annotations
+
+import html
+import logging
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+log = logging.getLogger("torchtrt_c")
+
+
+def _is_op(n) -> bool:
+    return not n["op"].startswith("prim.")
+
+
+@dataclass
+class SegmentInfo:
+    name: str
+    target: str
+    n_ops: int
+    inputs: list      # [(value name, type str)]
+    outputs: list
+    ops: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class DryRunReport:
+    total_ops: int
+    supported_ops: int
+    unsupported: dict                 # op -> (count, sorted reasons)
+    forced: dict                      # node -> reason
+    engines: list                     # SegmentInfo for OpenCL segments
+    torch_segments: list              # SegmentInfo for torch segments
+    min_block_size: int
+    recommended_min_block_size: int
+    recommendation: str
+
+    @property
+    def coverage(self) -> float:
+        return self.supported_ops / self.total_ops if self.total_ops else 1.0
+
+    # ---- building ----
+    @classmethod
+    def build(cls, imp, part, settings, forced) -> "DryRunReport":
+        from torchtrt_c.dynamo._compiler import partition_settings
+        g = imp.graph
+        nodes = g.nodes()
+        by_name = {n["name"]: n for n in nodes}
+        pset = partition_settings(settings, forced)
+        cov = g.coverage(pset)
+        unsup = defaultdict(lambda: [0, set()])
+        for node, reason in cov.get("reasons", {}).items():
+            n = by_name.get(node)
+            if n is None or not _is_op(n):
+                continue
+            e = unsup[n["op"]]
+            e[0] += 1
+            e[1].add(reason or "unsupported")
+        forced_out = {}
+        for name, info in part["nodes"].items():
+            r = info.get("reason") or ""
+            if name in forced or "torch_executed" in r:
+                forced_out[name] = r or forced.get(name, "forced")
+
+        def seg_info(s):
+            prefix = "_run_on_acc_" if s["target"] == "opencl" else "_run_on_gpu_"
+            ops = Counter(by_name[n]["op"] for n in s["nodes"] if n in by_name and _is_op(by_name[n]))
+
+            def desc(v):
+                try:
+                    val = g.value(v)
+                except Exception:
+                    return "?"
+                if val.get("kind") == "tensor":
+                    return f"{val.get('dtype')}{tuple(val.get('shape') or ())}"
+                return str(val.get("kind"))
+            return SegmentInfo(prefix + str(s["index"]), s["target"], sum(ops.values()),
+                               [(v, desc(v)) for v in s["inputs"]], [(v, desc(v)) for v in s["outputs"]], ops)
+        segs = [seg_info(s) for s in part["segments"]]
+        rec, why = _recommend(g, pset, by_name)
+        total = sum(1 for n in nodes if _is_op(n))
+        supported = total - sum(c for c, _ in unsup.values())
+        return cls(total, supported,
+                   {op: (c, sorted(r)) for op, (c, r) in sorted(unsup.items(), key=lambda kv: -kv[1][0])},
+                   forced_out, [s for s in segs if s.target == "opencl"],
+                   [s for s in segs if s.target != "opencl"], settings.min_block_size, rec, why)
+
+    # ---- output ----
+    def __str__(self) -> str:
+        L = ["torchtrt_c dry run",
+             f"  ops: {self.total_ops} total, {self.supported_ops} supported "
+             f"({100 * self.coverage:.1f}% coverage)"]
+        if self.unsupported:
+            L.append("  unsupported ops:")
+            for op, (c, reasons) in self.unsupported.items():
+                L.append(f"    {op} x{c}: {'; '.join(reasons)}")
+        if self.forced:
+            L.append("  nodes forced to torch:")
+            for n, r in self.forced.items():
+                L.append(f"    {n}: {r}")
+        L.append(f"  engines: {len(self.engines)}, torch segments: {len(self.torch_segments)}")
+        for s in self.engines:
+            L.append(f"    {s.name}: {s.n_ops} ops; inputs {_io(s.inputs)} -> outputs {_io(s.outputs)}")
+        for s in self.torch_segments:
+            L.append(f"    {s.name} (torch): {s.n_ops} ops: "
+                     + ", ".join(f"{op} x{c}" for op, c in s.ops.most_common()))
+        L.append(f"  min_block_size: {self.min_block_size}; recommended: "
+                 f"{self.recommended_min_block_size} ({self.recommendation})")
+        return "\n".join(L)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        rows = "".join(f"<tr><td>{e(op)}</td><td>{c}</td><td>{e('; '.join(r))}</td></tr>"
+                       for op, (c, r) in self.unsupported.items())
+        forced = "".join(f"<tr><td>{e(n)}</td><td>{e(r)}</td></tr>" for n, r in self.forced.items())
+        segs = "".join(
+            f"<tr><td>{e(s.name)}</td><td>{e(s.target)}</td><td>{s.n_ops}</td>"
+            f"<td>{e(_io(s.inputs))}</td><td>{e(_io(s.outputs))}</td></tr>"
+            for s in self.engines + self.torch_segments)
+        pct = 100 * self.coverage
+        return (
+            "<div><b>torchtrt_c dry run</b>"
+            f"<p>{self.supported_ops} / {self.total_ops} ops supported ({pct:.1f}%)</p>"
+            f"<div style='background:#ddd;width:300px'><div style='background:#4a4;width:{3 * pct:.0f}px;"
+            "height:8px'></div></div>"
+            + (f"<h4>Unsupported ops</h4><table><tr><th>op</th><th>count</th><th>reasons</th></tr>{rows}</table>"
+               if rows else "")
+            + (f"<h4>Nodes forced to torch</h4><table><tr><th>node</th><th>reason</th></tr>{forced}</table>"
+               if forced else "")
+            + "<h4>Segments</h4><table><tr><th>module</th><th>target</th><th>ops</th><th>inputs</th>"
+              f"<th>outputs</th></tr>{segs}</table>"
+            f"<p>min_block_size {self.min_block_size}; recommended {self.recommended_min_block_size}: "
+            f"{e(self.recommendation)}</p></div>")
+
+    def emit(self, dryrun) -> None:
+        text = str(self)
+        print(text)
+        log.info("%s", text)
+        if isinstance(dryrun, (str, os.PathLike)) and not isinstance(dryrun, bool):
+            with open(dryrun, "w") as f:
+                f.write(text + "\n")
+
+
+def _io(items) -> str:
+    return "(" + ", ".join(f"{n}: {t}" for n, t in items) + ")"
+
+
+def _recommend(g, pset, by_name):
+    """The largest min_block_size that still keeps >= 90% of the supported ops on OpenCL
+    (bigger blocks mean fewer engine/torch switches)."""
+    trial = dict(pset, min_block_size=1, require_full_compilation=False)
+    try:
+        p = g.clone().partition(trial)
+    except Exception as ex:  # the report must not fail because of the recommendation
+        return pset["min_block_size"], f"could not evaluate ({ex})"
+    sizes = sorted((sum(1 for n in s["nodes"] if n in by_name and _is_op(by_name[n]))
+                    for s in p["segments"] if s["target"] == "opencl"), reverse=True)
+    sizes = [x for x in sizes if x > 0]
+    total = sum(sizes)
+    if not total:
+        return pset["min_block_size"], "nothing is supported"
+    acc, rec = 0, 1
+    for x in sizes:
+        acc += x
+        rec = x
+        if acc >= 0.9 * total:
+            break
+    return rec, (f"{len(sizes)} supported block(s) of sizes {sizes[:8]}{'...' if len(sizes) > 8 else ''}; "
+                 f"blocks of {rec}+ ops hold {100 * acc / total:.0f}% of supported ops")

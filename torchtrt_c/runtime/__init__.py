@@ -1,0 +1,4 @@
+"""Runtime: the execute_engine op, the engine submodule, the engine cache."""
+from torchtrt_c.runtime._execute import ENGINES, execute_engine  # noqa: F401
+from torchtrt_c.runtime._module import EngineModule  # noqa: F401
+from torchtrt_c.runtime._shapes import Dim, EngineMeta  # noqa: F401

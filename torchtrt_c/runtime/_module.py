@@ -1,0 +1,36 @@
+"""The engine submodule of a compiled graph (`_run_on_acc_N`): an engine blob + its meta.
+
+    acc = EngineModule(engine, meta)          # at compile time
+    y0, y1 = acc(x, w)                        # calls torch.ops.torchtrt_c.execute_engine
+
+The blob is a uint8 buffer, so state_dict, torch.export and torch.export.save carry it.
+"""
+from __future__ import annotations
+
+import torch
+
+from torchtrt_c.runtime import _execute  # noqa: F401  (registers the op)
+from torchtrt_c.runtime._shapes import EngineMeta
+
+
+class EngineModule(torch.nn.Module):
+    def __init__(self, blob: bytes, meta: EngineMeta, engine=None):
+        super().__init__()
+        self.register_buffer("engine", torch.frombuffer(bytearray(blob), dtype=torch.uint8))
+        self.meta = meta.to_json()
+        self.engine_name = meta.name
+        if engine is not None:
+            _execute.ENGINES.put(meta.id, engine)
+
+    @property
+    def engine_meta(self) -> EngineMeta:
+        return EngineMeta.from_json(self.meta)
+
+    def forward(self, *inputs):
+        return tuple(torch.ops.torchtrt_c.execute_engine(list(inputs), self.engine, self.meta))
+
+    def extra_repr(self) -> str:
+        m = self.engine_meta
+        ins = ", ".join(f"{n}: {dt}{EngineMeta.shape_str(d)}" for n, dt, d in m.inputs)
+        outs = ", ".join(f"{n}: {dt}{EngineMeta.shape_str(d)}" for n, dt, d in m.outputs)
+        return f"name={m.name}, inputs=[{ins}], outputs=[{outs}], bytes={self.engine.numel()}"
