@@ -1,5 +1,4 @@
 /* Thread-local error state and small allocation helpers for the C core. */
-#define _GNU_SOURCE
 #include "status.h"
 
 #include <stdarg.h>

@@ -1,5 +1,4 @@
 /* Graph construction, ownership and editing. Everything created is owned by the graph
-#define _GNU_SOURCE
  * (all_nodes / all_values) and freed with it; erased nodes leave g->nodes at once. */
 #include "ir.h"
 
