@@ -582,6 +582,10 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
     ttc_type *types = NULL;
     const char *nodename = NULL, *ms = NULL;
     if (!*opname) { PyErr_SetString(PyExc_ValueError, "add_node: empty op name"); return NULL; }
+    if (PyUnicode_Check(inputs) || PyUnicode_Check(otypes) || PyUnicode_Check(onames)) {
+        PyErr_SetString(PyExc_TypeError, "add_node: inputs, output_types and output_names must be lists, not str");
+        return NULL;
+    }
     if (!(ins = PySequence_Fast(inputs, "add_node: inputs must be a list of value names")) ||
         !(tys = PySequence_Fast(otypes, "add_node: output_types must be a list of types")))
         goto done;
@@ -655,6 +659,10 @@ done:
 }
 
 static ttc_value **values_from_names(GraphObject *self, PyObject *names, Py_ssize_t *n, const char *what) {
+    if (PyUnicode_Check(names)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a list of value names, not a str", what);
+        return NULL;
+    }
     PyObject *seq = PySequence_Fast(names, "expected a list of value names");
     if (!seq) return NULL;
     *n = PySequence_Fast_GET_SIZE(seq);
@@ -812,6 +820,10 @@ static PyObject *g_clone(PyObject *op, PyObject *unused) {
 static PyObject *g_extract(PyObject *op, PyObject *names) {
     GraphObject *self = (GraphObject *)op;
     ttc_py_state *st = state_of(op);
+    if (PyUnicode_Check(names)) {
+        PyErr_SetString(PyExc_TypeError, "extract: expected a list of node names, not a str");
+        return NULL;
+    }
     PyObject *seq = PySequence_Fast(names, "extract: expected a list of node names");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
