@@ -1,0 +1,129 @@
+/*
+ * Fuses matrix multiply + bias back into one aten.linear (x @ W^T + b):
+ *   add(mm(x, w), b) / add(b, mm(x, w)) / add(matmul(x, w), b), and addmm(b, x, w)
+ * with unit alpha/beta and a 1-D bias over the last dim. W is recovered without a copy
+ * when w is t(W), transpose(W, 0, 1) or permute(W, [1, 0]); a 2-D constant w gets a
+ * transposed constant; anything else gets a t node.
+ */
+#include "pass_manager.h"
+#include "pass_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_transpose_2d(const ttc_node *p) {
+    if (!p || p->n_inputs < 1 || p->inputs[0]->type.kind != TTC_TYPE_TENSOR || p->inputs[0]->type.rank != 2) return false;
+    if (p->op == TTC_OP_T) return true;
+    int64_t a, b;
+    if (p->op == TTC_OP_TRANSPOSE && p->n_inputs == 3 && ttc_value_const_int(p->inputs[1], &a) &&
+        ttc_value_const_int(p->inputs[2], &b))
+        return (a == 0 || a == -2) != (b == 0 || b == -2) && (a == 1 || a == -1 || b == 1 || b == -1);
+    int64_t *d; int32_t k;
+    if (p->op == TTC_OP_PERMUTE && p->n_inputs == 2 && ttc_value_const_ints(p->inputs[1], &d, &k)) {
+        bool ok = k == 2 && (d[0] == 1 || d[0] == -1) && (d[1] == 0 || d[1] == -2);
+        free(d);
+        return ok;
+    }
+    return false;
+}
+
+/* W with linear(x, W) == x @ w, placed before `before`. */
+static ttc_value *weight_for(ttc_graph *g, ttc_node *before, ttc_value *w) {
+    if (is_transpose_2d(w->producer)) return w->producer->inputs[0];
+    const ttc_type *t = &w->type;
+    ttc_type tt = *t;
+    tt.dims[0] = t->dims[1];
+    tt.dims[1] = t->dims[0];
+    const ttc_attr *a = ttc_pass_tensor_const(w);
+    if (a && ttc_type_is_static(t)) {
+        size_t esz = ttc_dtype_size(t->dtype);
+        int64_t r = t->dims[0].add, c = t->dims[1].add;
+        ttc_tensor_data *d = ttc_tensor_data_copy(NULL, (size_t)(r * c) * esz);
+        if (!d) return NULL;
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < c; j++)
+                memcpy((char *)d->data + (size_t)(j * r + i) * esz, (const char *)a->tensor->data + (size_t)(i * c + j) * esz, esz);
+        ttc_value *v = ttc_graph_const_tensor(g, before, NULL, &tt, d);
+        ttc_tensor_data_unref(d);
+        return v;
+    }
+    ttc_node *tn = ttc_graph_insert_node_before(g, before, "aten.t.default", &w, 1, &tt, 1, NULL);
+    return tn ? tn->outputs[0] : NULL;
+}
+
+static bool bias_fits(const ttc_value *b, const ttc_type *out) {
+    const ttc_type *t = &b->type;
+    return t->kind == TTC_TYPE_TENSOR && t->rank == 1 && out->rank >= 1 && t->dtype == out->dtype &&
+           ttc_dim_eq(t->dims[0], out->dims[out->rank - 1]);
+}
+
+static bool is_mm(const ttc_value *v) {
+    const ttc_node *p = v->producer;
+    if (!p || v->n_users != 1 || p->n_inputs != 2) return false;
+    if (p->inputs[1]->type.kind != TTC_TYPE_TENSOR || p->inputs[1]->type.rank != 2) return false;
+    if (p->op == TTC_OP_MM) return true;
+    return p->op == TTC_OP_MATMUL && p->inputs[0]->type.kind == TTC_TYPE_TENSOR && p->inputs[0]->type.rank >= 1;
+}
+
+ttc_status ttc_pass_fuse_linear(ttc_graph *g, void *ctx, bool *changed) {
+    (void)ctx;
+    *changed = false;
+    int32_t n0 = g->n_nodes;
+    ttc_node **todo = ttc_malloc(sizeof(ttc_node *) * (size_t)(n0 ? n0 : 1));
+    if (!todo) return TTC_ERR_NOMEM;
+    int32_t nt = 0;
+    for (int32_t i = 0; i < n0; i++) todo[nt++] = g->nodes[i];
+    ttc_status s = TTC_OK;
+    bool *kill = NULL;
+    ttc_node **dead = ttc_malloc(sizeof(ttc_node *) * (size_t)(2 * n0 + 1));
+    int32_t nd = 0;
+    if (!dead) { free(todo); return TTC_ERR_NOMEM; }
+    for (int32_t k = 0; k < nt && s == TTC_OK; k++) {
+        ttc_node *n = todo[k];
+        ttc_value *x = NULL, *w = NULL, *b = NULL;
+        ttc_node *mm = NULL;
+        const ttc_type *out = &n->outputs[0]->type;
+        if (n->op == TTC_OP_ADD_TENSOR && n->n_inputs == 3) {
+            double alpha;
+            if (!ttc_pass_float_arg(n->inputs[2], 1, &alpha) || alpha != 1) continue;
+            for (int side = 0; side < 2 && !mm; side++)
+                if (is_mm(n->inputs[side]) && bias_fits(n->inputs[1 - side], out) &&
+                    ttc_type_eq(&n->inputs[side]->type, out)) {
+                    mm = n->inputs[side]->producer;
+                    b = n->inputs[1 - side];
+                }
+            if (!mm) continue;
+            x = mm->inputs[0];
+            w = mm->inputs[1];
+        } else if (n->op == TTC_OP_ADDMM && n->n_inputs == 5) {
+            double beta, alpha;
+            if (!ttc_pass_float_arg(n->inputs[3], 1, &beta) || !ttc_pass_float_arg(n->inputs[4], 1, &alpha) ||
+                beta != 1 || alpha != 1 || !bias_fits(n->inputs[0], out) || n->inputs[2]->type.rank != 2)
+                continue;
+            b = n->inputs[0];
+            x = n->inputs[1];
+            w = n->inputs[2];
+        } else {
+            continue;
+        }
+        ttc_value *W = weight_for(g, n, w);
+        if (!W) { s = TTC_ERR_NOMEM; break; }
+        ttc_value *in[3] = {x, W, b};
+        ttc_node *lin = ttc_graph_insert_node_before(g, n, "aten.linear.default", in, 3, out, 1, NULL);
+        if (!lin) { s = TTC_ERR_NOMEM; break; }
+        if (n->module_stack) lin->module_stack = ttc_strdup(n->module_stack);
+        s = ttc_pass_replace_value(g, n->outputs[0], lin->outputs[0]);
+        dead[nd++] = n;
+        if (mm) dead[nd++] = mm;
+        *changed = true;
+    }
+    if (s == TTC_OK && nd) {
+        if (!(kill = ttc_calloc((size_t)g->n_nodes, sizeof(bool)))) s = TTC_ERR_NOMEM;
+        for (int32_t k = 0; k < nd && s == TTC_OK; k++) kill[dead[k]->order] = true;
+        if (s == TTC_OK) s = ttc_pass_erase_marked(g, kill);
+    }
+    free(kill);
+    free(todo);
+    free(dead);
+    return s;
+}
