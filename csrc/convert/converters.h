@@ -20,4 +20,20 @@ TTC_DECLARE_CONVERTER(ttc_convert_where);
 TTC_DECLARE_CONVERTER(ttc_convert_cast);
 TTC_DECLARE_VALIDATOR(ttc_validate_elementwise);
 
+/* conv_matmul.c */
+TTC_DECLARE_CONVERTER(ttc_convert_mm);
+TTC_DECLARE_CONVERTER(ttc_convert_addmm);
+TTC_DECLARE_CONVERTER(ttc_convert_linear);
+TTC_DECLARE_CONVERTER(ttc_convert_matmul);
+TTC_DECLARE_VALIDATOR(ttc_validate_matmul);
+
+/* conv_shape.c */
+TTC_DECLARE_CONVERTER(ttc_convert_reshape);
+TTC_DECLARE_CONVERTER(ttc_convert_permute);
+TTC_DECLARE_CONVERTER(ttc_convert_expand);
+TTC_DECLARE_CONVERTER(ttc_convert_slice);
+TTC_DECLARE_CONVERTER(ttc_convert_select);
+TTC_DECLARE_CONVERTER(ttc_convert_identity);
+TTC_DECLARE_VALIDATOR(ttc_validate_shape);
+
 #endif

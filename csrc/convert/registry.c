@@ -8,6 +8,7 @@
 static ttc_status convert_eval(ttc_conv_ctx *cx, const ttc_node *n) { return TTC_OK; }
 
 #define EW(fn) {fn, ttc_validate_elementwise, TTC_CONVF_DYNAMIC}
+#define SH(fn) {fn, ttc_validate_shape, TTC_CONVF_DYNAMIC}
 
 static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_CONSTANT] = {convert_eval, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
@@ -49,6 +50,24 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_LOG_SIGMOID] = EW(ttc_convert_unary),
     [TTC_OP_LEAKY_RELU] = EW(ttc_convert_activation), [TTC_OP_GELU] = EW(ttc_convert_activation),
     [TTC_OP_ELU] = EW(ttc_convert_activation), [TTC_OP_SOFTPLUS] = EW(ttc_convert_activation),
+    /* matmul family */
+    [TTC_OP_MM] = {ttc_convert_mm, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
+    [TTC_OP_BMM] = {ttc_convert_mm, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
+    [TTC_OP_ADDMM] = {ttc_convert_addmm, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
+    [TTC_OP_LINEAR] = {ttc_convert_linear, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
+    [TTC_OP_MATMUL] = {ttc_convert_matmul, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
+    /* views */
+    [TTC_OP_VIEW] = SH(ttc_convert_reshape), [TTC_OP_RESHAPE] = SH(ttc_convert_reshape),
+    [TTC_OP_UNSAFE_VIEW] = SH(ttc_convert_reshape), [TTC_OP_FLATTEN] = SH(ttc_convert_reshape),
+    [TTC_OP_SQUEEZE] = SH(ttc_convert_reshape), [TTC_OP_SQUEEZE_DIM] = SH(ttc_convert_reshape),
+    [TTC_OP_SQUEEZE_DIMS] = SH(ttc_convert_reshape), [TTC_OP_UNSQUEEZE] = SH(ttc_convert_reshape),
+    [TTC_OP_PERMUTE] = SH(ttc_convert_permute), [TTC_OP_TRANSPOSE] = SH(ttc_convert_permute),
+    [TTC_OP_T] = SH(ttc_convert_permute), [TTC_OP_EXPAND] = SH(ttc_convert_expand),
+    [TTC_OP_SLICE] = SH(ttc_convert_slice), [TTC_OP_SELECT] = SH(ttc_convert_select),
+    /* identities at inference */
+    [TTC_OP_CLONE] = SH(ttc_convert_identity), [TTC_OP_CONTIGUOUS] = SH(ttc_convert_identity),
+    [TTC_OP_DETACH] = SH(ttc_convert_identity), [TTC_OP_ALIAS] = SH(ttc_convert_identity),
+    [TTC_OP_DROPOUT] = SH(ttc_convert_identity), [TTC_OP_LIFT_FRESH_COPY] = SH(ttc_convert_identity),
     /* casts */
     [TTC_OP_TO_COPY] = EW(ttc_convert_cast), [TTC_OP_TO_DTYPE] = EW(ttc_convert_cast),
 };

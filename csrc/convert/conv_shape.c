@@ -1,0 +1,123 @@
+/* Converters for shape ops. They make views (no kernels): reshape-like ops alias dense
+ * tensors (a copy is inserted first when the input is a non-dense view), permute/transpose,
+ * expand, slice and select re-stride. Output dims always come from the IR types. */
+#include "converters.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ttc_status view_out(ttc_conv_ctx *cx, const ttc_node *n, int32_t base, ttc_view_kind vk, int32_t **perm_out,
+                           int32_t *tid) {
+    const ttc_type *ot = &n->outputs[0]->type;
+    int32_t v = ttc_kir_view(cx->k, base, vk, ot->rank, ot->dims, n->outputs[0]->name);
+    if (v < 0) return TTC_ERR_NOMEM;
+    if (perm_out) *perm_out = cx->k->ts[v].perm;
+    *tid = v;
+    return TTC_OK;
+}
+
+/* view, reshape, _unsafe_view, flatten, squeeze*, unsqueeze */
+ttc_status ttc_convert_reshape(ttc_conv_ctx *cx, const ttc_node *n) {
+    int32_t x, xc, v;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    TTC_TRY(ttc_cx_contiguous(cx, x, n->outputs[0]->name, &xc));
+    TTC_TRY(view_out(cx, n, xc, TTC_VIEW_RESHAPE, NULL, &v));
+    return ttc_cx_set_output(cx, n, 0, v);
+}
+
+/* permute(x, dims), transpose(x, d0, d1), t(x) */
+ttc_status ttc_convert_permute(ttc_conv_ctx *cx, const ttc_node *n) {
+    int32_t x, v, *perm;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    int32_t r = cx->k->ts[x].rank;
+    int32_t p[TTC_MAX_RANK];
+    for (int32_t d = 0; d < r; d++) p[d] = d;
+    if (n->op == TTC_OP_PERMUTE) {
+        const int64_t *dims;
+        int32_t nd;
+        TTC_TRY(ttc_cx_ints(cx, n, 1, &dims, &nd));
+        if (nd != r) return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: permute of rank %d with %d dims", n->name, r, nd);
+        bool seen[TTC_MAX_RANK] = {0};
+        for (int32_t d = 0; d < r; d++) {
+            TTC_TRY(ttc_cx_dim(n, dims[d], r, &p[d]));
+            if (seen[p[d]]) return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: permute repeats dim %d", n->name, p[d]);
+            seen[p[d]] = true;
+        }
+    } else if (n->op == TTC_OP_TRANSPOSE) {
+        int64_t a, b;
+        int32_t da, db;
+        TTC_TRY(ttc_cx_int(cx, n, 1, &a));
+        TTC_TRY(ttc_cx_int(cx, n, 2, &b));
+        TTC_TRY(ttc_cx_dim(n, a, r, &da));
+        TTC_TRY(ttc_cx_dim(n, b, r, &db));
+        if (r == 0) return ttc_cx_set_output(cx, n, 0, x);
+        p[da] = db;
+        p[db] = da;
+    } else if (r == 2) {
+        p[0] = 1;
+        p[1] = 0;
+    }
+    TTC_TRY(view_out(cx, n, x, TTC_VIEW_PERMUTE, &perm, &v));
+    memcpy(perm, p, sizeof(int32_t) * (size_t)r);
+    /* a permutation that only moves size-1 dims keeps the memory order */
+    return ttc_cx_set_output(cx, n, 0, v);
+}
+
+/* expand(x, sizes, implicit) */
+ttc_status ttc_convert_expand(ttc_conv_ctx *cx, const ttc_node *n) {
+    int32_t x, v;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    TTC_TRY(view_out(cx, n, x, TTC_VIEW_EXPAND, NULL, &v));
+    return ttc_cx_set_output(cx, n, 0, v);
+}
+
+/* slice(x, dim, start, end, step) */
+ttc_status ttc_convert_slice(ttc_conv_ctx *cx, const ttc_node *n) {
+    int32_t x, v;
+    int64_t dim = 0, start = 0, end = INT64_MAX, step = 1;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    if (n->n_inputs > 1) TTC_TRY(ttc_cx_int(cx, n, 1, &dim));
+    if (n->n_inputs > 2 && !ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_int(cx, n, 2, &start));
+    if (n->n_inputs > 3 && !ttc_cx_is_none(cx, n, 3)) TTC_TRY(ttc_cx_int(cx, n, 3, &end));
+    if (n->n_inputs > 4 && !ttc_cx_is_none(cx, n, 4)) TTC_TRY(ttc_cx_int(cx, n, 4, &step));
+    if (step < 1) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: slice step %lld", n->name, (long long)step);
+    int32_t d;
+    TTC_TRY(ttc_cx_dim(n, dim, cx->k->ts[x].rank, &d));
+    TTC_TRY(view_out(cx, n, x, TTC_VIEW_SLICE, NULL, &v));
+    ttc_et *t = &cx->k->ts[v];
+    t->vdim = d;
+    t->start = start;
+    t->end = end;
+    t->step = step;
+    return ttc_cx_set_output(cx, n, 0, v);
+}
+
+/* select(x, dim, index) */
+ttc_status ttc_convert_select(ttc_conv_ctx *cx, const ttc_node *n) {
+    int32_t x, v;
+    int64_t dim, idx;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    TTC_TRY(ttc_cx_int(cx, n, 1, &dim));
+    TTC_TRY(ttc_cx_int(cx, n, 2, &idx));
+    int32_t d;
+    TTC_TRY(ttc_cx_dim(n, dim, cx->k->ts[x].rank, &d));
+    TTC_TRY(view_out(cx, n, x, TTC_VIEW_SELECT, NULL, &v));
+    cx->k->ts[v].vdim = d;
+    cx->k->ts[v].start = idx;
+    return ttc_cx_set_output(cx, n, 0, v);
+}
+
+/* Identity at inference: clone, contiguous, detach, alias, dropout (eval). */
+ttc_status ttc_convert_identity(ttc_conv_ctx *cx, const ttc_node *n) {
+    int32_t x;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    return ttc_cx_set_output(cx, n, 0, x);
+}
+
+bool ttc_validate_shape(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
+    if (n->n_outputs != 1 || n->outputs[0]->type.kind != TTC_TYPE_TENSOR || n->outputs[0]->type.rank < 0) {
+        if (why_not) *why_not = ttc_strdup("output type unknown");
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,182 @@
+/* The engine builder: convert -> fuse -> generate -> one program build -> constants. */
+#include "engine_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../convert/convert.h"
+
+ttc_engine_options ttc_engine_options_default(void) {
+    ttc_engine_options o = {"engine", NULL, false, 3, NULL};
+    return o;
+}
+
+static const char *kind_name(ttc_kop_kind k) {
+    static const char *names[] = {"elementwise", "gemm", "conv2d", "reduce", "softmax", "norm", "pool", "gather", "copy"};
+    return (unsigned)k < TTC_KOP_KIND_COUNT ? names[k] : "?";
+}
+
+static ttc_status upload_consts(ttc_engine *e) {
+    const ttc_kir *k = e->k;
+    e->const_mem = ttc_calloc((size_t)k->n_ts + 1, sizeof(cl_mem));
+    if (!e->const_mem) return TTC_ERR_NOMEM;
+    /* only constants some kernel reads */
+    bool *used = ttc_calloc((size_t)k->n_ts + 1, sizeof(bool));
+    if (!used) return TTC_ERR_NOMEM;
+    for (int32_t i = 0; i < e->cg.n_kernels; i++)
+        for (int32_t a = 0; a < e->cg.kernels[i].n_args; a++)
+            if (e->cg.kernels[i].args[a].kind == TTC_ARG_BUF) {
+                int32_t t = e->cg.kernels[i].args[a].t;
+                while (k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+                used[t] = true;
+            }
+    ttc_status s = TTC_OK;
+    for (int32_t t = 0; t < k->n_ts && s == TTC_OK; t++) {
+        if (k->ts[t].kind != TTC_ET_CONST || !used[t]) continue;
+        int64_t numel = 1;
+        for (int32_t d = 0; d < k->ts[t].rank; d++) numel *= k->ts[t].dims[d].add;
+        size_t n = (size_t)numel * ttc_dtype_size(k->ts[t].dtype);
+        cl_int err = CL_SUCCESS;
+        e->const_mem[t] = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_ONLY | (n ? CL_MEM_COPY_HOST_PTR : 0), n ? n : 16,
+                                               n ? k->ts[t].data->data : NULL, &err);
+        if (!e->const_mem[t] || err != CL_SUCCESS) {
+            e->const_mem[t] = NULL;
+            s = ttc_fail_cl(err, "clCreateBuffer(constant %s, %zu bytes) failed: %s", k->ts[t].name, n, ttc_cl_error_name(err));
+        }
+        e->const_bytes += n;
+    }
+    free(used);
+    return s;
+}
+
+static ttc_status make_bindings(ttc_engine *e) {
+    const ttc_kir *k = e->k;
+    e->n_in = k->n_inputs;
+    e->n_out = k->n_outputs;
+    e->ins = ttc_calloc((size_t)e->n_in + 1, sizeof(ttc_binding));
+    e->outs = ttc_calloc((size_t)e->n_out + 1, sizeof(ttc_binding));
+    if (!e->ins || !e->outs) return TTC_ERR_NOMEM;
+    for (int32_t i = 0; i < e->n_in; i++) {
+        const ttc_et *t = &k->ts[k->inputs[i]];
+        e->ins[i].name = ttc_strdup(k->in_names[i]);
+        e->ins[i].dtype = t->dtype;
+        e->ins[i].rank = t->rank;
+        memcpy(e->ins[i].dims, t->dims, sizeof t->dims);
+    }
+    for (int32_t i = 0; i < e->n_out; i++) {
+        const ttc_et *t = &k->ts[k->outputs[i]];
+        e->outs[i].name = ttc_strdup(k->out_names[i]);
+        e->outs[i].dtype = t->dtype;
+        e->outs[i].rank = t->rank;
+        memcpy(e->outs[i].dims, t->dims, sizeof t->dims);
+    }
+    return TTC_OK;
+}
+
+ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len) {
+    TTC_TRY(ttc_fuse(e->k, &e->n_fused));
+    TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
+    e->options = ttc_strdup("-cl-std=CL1.2");
+    ttc_status s = TTC_ERR_BUILD;
+    if (bin && bin_len) {
+        s = ttc_cl_program_from_binary(e->dev, bin, bin_len, e->options, &e->prog);
+        if (s != TTC_OK) ttc_clear_error();
+    }
+    if (s != TTC_OK) TTC_TRY(ttc_cl_program_build(e->dev, e->cg.source, e->options, e->cache_dir_opt, &e->prog));
+    TTC_TRY(upload_consts(e));
+    TTC_TRY(make_bindings(e));
+    e->kdesc = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(char *));
+    if (!e->kdesc) return TTC_ERR_NOMEM;
+    for (int32_t i = 0; i < e->cg.n_kernels; i++) {
+        const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
+        e->kdesc[i] = ttc_strfmt("%s %s: %s", e->cg.kernels[i].name, kind_name(op->kind), op->name ? op->name : "");
+    }
+    return TTC_OK;
+}
+
+static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
+    ttc_engine *e = ttc_calloc(1, sizeof *e);
+    if (!e) return TTC_ERR_NOMEM;
+    pthread_mutex_init(&e->lock, NULL);
+    e->name = ttc_strdup(o->name ? o->name : "engine");
+    e->fp16 = o->fp16;
+    e->opt_level = o->optimization_level;
+    e->cache_dir_opt = o->cache_dir ? ttc_strdup(o->cache_dir) : NULL;
+    *out = e;
+    ttc_status s = ttc_cl_device_select(o->device, &e->dev);
+    if (s == TTC_OK) s = ttc_cl_device_context(e->dev, &e->ctx);
+    return s;
+}
+
+ttc_status ttc_engine_build(const ttc_graph *g, const ttc_engine_options *opts, ttc_engine **out) {
+    *out = NULL;
+    ttc_engine_options o = opts ? *opts : ttc_engine_options_default();
+    ttc_engine *e = NULL;
+    ttc_status s = engine_new(&o, &e);
+    if (s == TTC_OK) s = ttc_convert_graph(g, o.fp16, &e->k);
+    if (s == TTC_OK) {
+        e->ir_text = ttc_graph_print(g);
+        s = ttc_engine_finish(e, NULL, 0);
+    }
+    if (s != TTC_OK) {
+        if (e && e->name && !strstr(ttc_last_error(), "engine ")) ttc_fail_context(s, "building engine %s", e->name);
+        ttc_engine_free(e);
+        return s;
+    }
+    *out = e;
+    return TTC_OK;
+}
+
+ttc_status ttc_engine_new_for_load(const ttc_engine_options *o, ttc_engine **out) { return engine_new(o, out); }
+
+void ttc_engine_free(ttc_engine *e) {
+    if (!e) return;
+    ttc_engine_pool_free(e);
+    for (int32_t i = 0; i < e->n_plans; i++)
+        if (--e->plans[i]->refs == 0) ttc_plan_free(e->plans[i]);
+    if (e->const_mem && e->k)
+        for (int32_t t = 0; t < e->k->n_ts; t++)
+            if (e->const_mem[t]) TTC_CL(ReleaseMemObject)(e->const_mem[t]);
+    free(e->const_mem);
+    ttc_cl_program_release(&e->prog);
+    if (e->kdesc)
+        for (int32_t i = 0; i < e->cg.n_kernels; i++) free(e->kdesc[i]);
+    free(e->kdesc);
+    ttc_codegen_free(&e->cg);
+    for (int32_t i = 0; e->ins && i < e->n_in; i++) free(e->ins[i].name);
+    for (int32_t i = 0; e->outs && i < e->n_out; i++) free(e->outs[i].name);
+    free(e->ins);
+    free(e->outs);
+    ttc_kir_free(e->k);
+    free(e->ir_text);
+    free(e->options);
+    free(e->cache_dir_opt);
+    free(e->name);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+int32_t ttc_engine_n_inputs(const ttc_engine *e) { return e->n_in; }
+int32_t ttc_engine_n_outputs(const ttc_engine *e) { return e->n_out; }
+const ttc_binding *ttc_engine_input(const ttc_engine *e, int32_t i) { return i >= 0 && i < e->n_in ? &e->ins[i] : NULL; }
+const ttc_binding *ttc_engine_output(const ttc_engine *e, int32_t i) { return i >= 0 && i < e->n_out ? &e->outs[i] : NULL; }
+const ttc_symbol *ttc_engine_symbols(const ttc_engine *e, int32_t *n) { *n = e->k->n_syms; return e->k->syms; }
+const char *ttc_engine_name(const ttc_engine *e) { return e->name; }
+ttc_cl_device *ttc_engine_device(const ttc_engine *e) { return e->dev; }
+const char *ttc_engine_source(const ttc_engine *e) { return e->cg.source; }
+int32_t ttc_engine_n_kernels(const ttc_engine *e) { return e->cg.n_kernels; }
+const char *ttc_engine_kernel_desc(const ttc_engine *e, int32_t i) {
+    return i >= 0 && i < e->cg.n_kernels ? e->kdesc[i] : NULL;
+}
+int32_t ttc_engine_n_fused(const ttc_engine *e) { return e->n_fused; }
+bool ttc_engine_program_from_cache(const ttc_engine *e) { return e->prog.from_cache || e->prog.from_binary; }
+
+size_t ttc_engine_peak_memory(ttc_engine *e) {
+    int64_t sv[64];
+    for (int32_t i = 0; i < e->k->n_syms && i < 64; i++) sv[i] = e->k->syms[i].opt;
+    ttc_plan *p;
+    if (ttc_engine_get_plan(e, sv, &p) != TTC_OK) return e->const_bytes;
+    size_t r = e->const_bytes + p->arena_bytes;
+    ttc_plan_release(e, p);
+    return r;
+}

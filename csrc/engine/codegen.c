@@ -1,0 +1,354 @@
+/* Code generation for the kernel IR: expressions and epilogues are generated here; the
+ * heavy kernels (GEMM, convolution, ...) are templates from csrc/kernels/ specialised with
+ * #defines around their text, so that all kernels of an engine form one program. */
+#include "codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kernels.h"
+
+const char *ttc_cl_storage_type(ttc_dtype d) {
+    switch (d) {
+    case TTC_DTYPE_FLOAT32: return "float";
+    case TTC_DTYPE_FLOAT16: return "half";
+    case TTC_DTYPE_INT64: return "long";
+    case TTC_DTYPE_INT32: return "int";
+    case TTC_DTYPE_INT8: return "char";
+    default: return "uchar";   /* bool, uint8 */
+    }
+}
+
+static bool is_floatish(ttc_dtype d) {
+    return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT64 || d == TTC_DTYPE_BFLOAT16;
+}
+
+static const char *ctype(ttc_dtype d) {
+    if (is_floatish(d)) return "float";
+    if (d == TTC_DTYPE_INT64) return "long";
+    return "int";
+}
+
+static ttc_status add_arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v) {
+    TTC_TRY(ttc_grow((void **)&ks->args, &ks->cap_args, ks->n_args + 1, sizeof(ttc_argspec)));
+    ttc_argspec a = {kind, t, d, r, v};
+    ks->args[ks->n_args++] = a;
+    return TTC_OK;
+}
+
+/* A leaf reads with the output's linear index when it is dense with the output's dims. */
+static bool leaf_dense(const ttc_kir *k, const ttc_et *out, int32_t t) {
+    const ttc_et *lt = &k->ts[t];
+    return lt->contig && ttc_dims_eq(out->rank, out->dims, lt->rank, lt->dims);
+}
+
+static void emit_load(ttc_sbuf *b, ttc_dtype sd, const char *ptr, const char *idx) {
+    if (sd == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, "vload_half(%s, %s)", idx, ptr);
+    else ttc_sbuf_printf(b, "%s[%s]", ptr, idx);
+}
+
+static void emit_const(ttc_sbuf *b, double v, ttc_dtype dt) {
+    if (!is_floatish(dt)) { ttc_sbuf_printf(b, "((%s)%lld)", ctype(dt), (long long)v); return; }
+    if (isnan(v)) ttc_sbuf_printf(b, "NAN");
+    else if (isinf(v)) ttc_sbuf_printf(b, v > 0 ? "INFINITY" : "(-INFINITY)");
+    else ttc_sbuf_printf(b, "%.9ef", v);
+}
+
+/* Emits "v<i> = ..." for every node of e. acc_name names the produced value. */
+static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, const char *acc_name) {
+    for (int32_t i = 0; i < e->n; i++) {
+        const ttc_enode *nd = &e->nodes[i];
+        const char *ct = ctype(nd->dtype);
+        bool fl = is_floatish(nd->dtype);
+        ttc_sbuf_printf(b, "    %s v%d = ", ct, i);
+        int32_t a = nd->a, c2 = nd->b, c3 = nd->c;
+        bool afl = a >= 0 && nd->op != TTC_EOP_LEAF && nd->op != TTC_EOP_CONST && is_floatish(e->nodes[a].dtype);
+#define A ttc_sbuf_printf(b, "v%d", a)
+        switch (nd->op) {
+        case TTC_EOP_LEAF:
+            if (a < 0) ttc_sbuf_printf(b, "(%s)%s", ct, acc_name);
+            else ttc_sbuf_printf(b, "(%s)l%d_v", ct, a);
+            break;
+        case TTC_EOP_CONST: emit_const(b, nd->f, nd->dtype); break;
+        case TTC_EOP_CAST:
+            if (nd->dtype == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "(v%d != 0)", a);
+            else ttc_sbuf_printf(b, "(%s)v%d", ct, a);
+            break;
+        case TTC_EOP_ADD: ttc_sbuf_printf(b, "v%d + v%d", a, c2); break;
+        case TTC_EOP_SUB: ttc_sbuf_printf(b, "v%d - v%d", a, c2); break;
+        case TTC_EOP_MUL: ttc_sbuf_printf(b, "v%d * v%d", a, c2); break;
+        case TTC_EOP_DIV: ttc_sbuf_printf(b, "v%d / v%d", a, c2); break;
+        case TTC_EOP_MAX: ttc_sbuf_printf(b, fl ? "fmax(v%d, v%d)" : "max(v%d, v%d)", a, c2); break;
+        case TTC_EOP_MIN: ttc_sbuf_printf(b, fl ? "fmin(v%d, v%d)" : "min(v%d, v%d)", a, c2); break;
+        case TTC_EOP_POW: {
+            const ttc_enode *bn = &e->nodes[c2];
+            if (bn->op == TTC_EOP_CONST && bn->f == 2.0) ttc_sbuf_printf(b, "v%d * v%d", a, a);
+            else if (bn->op == TTC_EOP_CONST && bn->f == 0.5 && fl) ttc_sbuf_printf(b, "sqrt(v%d)", a);
+            else if (fl) ttc_sbuf_printf(b, "pow(v%d, v%d)", a, c2);
+            else ttc_sbuf_printf(b, "(%s)pow((float)v%d, (float)v%d)", ct, a, c2);
+            break;
+        }
+        case TTC_EOP_EQ: ttc_sbuf_printf(b, "v%d == v%d", a, c2); break;
+        case TTC_EOP_NE: ttc_sbuf_printf(b, "v%d != v%d", a, c2); break;
+        case TTC_EOP_LT: ttc_sbuf_printf(b, "v%d < v%d", a, c2); break;
+        case TTC_EOP_LE: ttc_sbuf_printf(b, "v%d <= v%d", a, c2); break;
+        case TTC_EOP_GT: ttc_sbuf_printf(b, "v%d > v%d", a, c2); break;
+        case TTC_EOP_GE: ttc_sbuf_printf(b, "v%d >= v%d", a, c2); break;
+        case TTC_EOP_AND: ttc_sbuf_printf(b, "(v%d != 0) && (v%d != 0)", a, c2); break;
+        case TTC_EOP_OR: ttc_sbuf_printf(b, "(v%d != 0) || (v%d != 0)", a, c2); break;
+        case TTC_EOP_XOR: ttc_sbuf_printf(b, "(v%d != 0) != (v%d != 0)", a, c2); break;
+        case TTC_EOP_FLOORDIV:
+            if (fl) ttc_sbuf_printf(b, "floor(v%d / v%d)", a, c2);
+            else ttc_sbuf_printf(b, "v%d / v%d - ((v%d %% v%d != 0) && ((v%d < 0) != (v%d < 0)))", a, c2, a, c2, a, c2);
+            break;
+        case TTC_EOP_TRUNCDIV:
+            if (fl) ttc_sbuf_printf(b, "trunc(v%d / v%d)", a, c2);
+            else ttc_sbuf_printf(b, "v%d / v%d", a, c2);
+            break;
+        case TTC_EOP_NEG: ttc_sbuf_printf(b, "-v%d", a); break;
+        case TTC_EOP_ABS: if (afl) ttc_sbuf_printf(b, "fabs(v%d)", a); else ttc_sbuf_printf(b, "(v%d < 0 ? -v%d : v%d)", a, a, a); break;
+        case TTC_EOP_EXP: ttc_sbuf_printf(b, "exp(v%d)", a); break;
+        case TTC_EOP_LOG: ttc_sbuf_printf(b, "log(v%d)", a); break;
+        case TTC_EOP_SQRT: ttc_sbuf_printf(b, "sqrt(v%d)", a); break;
+        case TTC_EOP_RSQRT: ttc_sbuf_printf(b, "rsqrt(v%d)", a); break;
+        case TTC_EOP_RECIP: ttc_sbuf_printf(b, "1.0f / v%d", a); break;
+        case TTC_EOP_SIN: ttc_sbuf_printf(b, "sin(v%d)", a); break;
+        case TTC_EOP_COS: ttc_sbuf_printf(b, "cos(v%d)", a); break;
+        case TTC_EOP_ERF: ttc_sbuf_printf(b, "erf(v%d)", a); break;
+        case TTC_EOP_FLOOR: if (afl) ttc_sbuf_printf(b, "floor(v%d)", a); else A; break;
+        case TTC_EOP_CEIL: if (afl) ttc_sbuf_printf(b, "ceil(v%d)", a); else A; break;
+        case TTC_EOP_ROUND: if (afl) ttc_sbuf_printf(b, "rint(v%d)", a); else A; break;
+        case TTC_EOP_SIGN: ttc_sbuf_printf(b, "(%s)((v%d > 0) - (v%d < 0))", ct, a, a); break;
+        case TTC_EOP_NOT: ttc_sbuf_printf(b, "!v%d", a); break;
+        case TTC_EOP_BITNOT:
+            if (nd->dtype == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "!v%d", a); else ttc_sbuf_printf(b, "~v%d", a);
+            break;
+        case TTC_EOP_LGAMMA: ttc_sbuf_printf(b, "lgamma(v%d)", a); break;
+        case TTC_EOP_RELU: ttc_sbuf_printf(b, fl ? "fmax(v%d, 0.0f)" : "max(v%d, (%s)0)", a, ct); break;
+        case TTC_EOP_SIGMOID: ttc_sbuf_printf(b, "1.0f / (1.0f + exp(-v%d))", a); break;
+        case TTC_EOP_TANH: ttc_sbuf_printf(b, "tanh(v%d)", a); break;
+        case TTC_EOP_GELU_ERF: ttc_sbuf_printf(b, "0.5f * v%d * (1.0f + erf(v%d * 0.70710678118654752f))", a, a); break;
+        case TTC_EOP_GELU_TANH:
+            ttc_sbuf_printf(b, "0.5f * v%d * (1.0f + tanh(0.79788456080286536f * (v%d + 0.044715f * v%d * v%d * v%d)))",
+                            a, a, a, a, a);
+            break;
+        case TTC_EOP_SILU: ttc_sbuf_printf(b, "v%d / (1.0f + exp(-v%d))", a, a); break;
+        case TTC_EOP_HARDSWISH: ttc_sbuf_printf(b, "v%d * clamp(v%d + 3.0f, 0.0f, 6.0f) / 6.0f", a, a); break;
+        case TTC_EOP_HARDSIGMOID: ttc_sbuf_printf(b, "clamp(v%d + 3.0f, 0.0f, 6.0f) / 6.0f", a); break;
+        case TTC_EOP_LOG_SIGMOID: ttc_sbuf_printf(b, "fmin(v%d, 0.0f) - log1p(exp(-fabs(v%d)))", a, a); break;
+        case TTC_EOP_WHERE: ttc_sbuf_printf(b, "v%d ? v%d : v%d", a, c2, c3); break;
+        default: return ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op);
+        }
+#undef A
+        ttc_sbuf_printf(b, ";\n");
+    }
+    return TTC_OK;
+}
+
+/* Emits the store function "<kname>_store(acc, lin, ...)" computing op's expression at
+ * output index lin, and appends its arguments to ks. params/args get the parameter list
+ * and the argument names (each starting with ", "). */
+static ttc_status emit_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                                ttc_sbuf *params, ttc_sbuf *args) {
+    const ttc_et *out = &k->ts[op->out];
+    const ttc_expr *e = &op->epi;
+    int32_t R = out->rank;
+    bool need_idx = false;
+    for (int32_t l = 0; l < e->n_leaves; l++)
+        if (!leaf_dense(k, out, e->leaves[l])) need_idx = true;
+    ttc_sbuf_printf(params, ", __global %s *o_, int o_off", ttc_cl_storage_type(out->dtype));
+    ttc_sbuf_printf(args, ", o_, o_off");
+    TTC_TRY(add_arg(ks, TTC_ARG_BUF, op->out, 0, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_OFF, op->out, 0, 0, 0));
+    if (need_idx)
+        for (int32_t d = 0; d < R; d++) {
+            ttc_sbuf_printf(params, ", int od%d", d);
+            ttc_sbuf_printf(args, ", od%d", d);
+            TTC_TRY(add_arg(ks, TTC_ARG_DIM, op->out, d, 0, 0));
+        }
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        int32_t t = e->leaves[l];
+        ttc_sbuf_printf(params, ", __global const %s *l%d, int l%d_off", ttc_cl_storage_type(k->ts[t].dtype), l, l);
+        ttc_sbuf_printf(args, ", l%d, l%d_off", l, l);
+        TTC_TRY(add_arg(ks, TTC_ARG_BUF, t, 0, 0, 0));
+        TTC_TRY(add_arg(ks, TTC_ARG_OFF, t, 0, 0, 0));
+        if (!leaf_dense(k, out, t))
+            for (int32_t d = 0; d < R; d++) {
+                ttc_sbuf_printf(params, ", int l%d_s%d", l, d);
+                ttc_sbuf_printf(args, ", l%d_s%d", l, d);
+                TTC_TRY(add_arg(ks, TTC_ARG_STRIDE, t, d, R, 0));
+            }
+    }
+    ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin%s) {\n", ks->name,
+                    params->data ? params->data : "");
+    if (need_idx) {
+        ttc_sbuf_printf(src, "    int rem = lin;\n");
+        for (int32_t d = R - 1; d >= 0; d--)
+            ttc_sbuf_printf(src, "    int i%d = rem %% od%d; rem /= od%d;\n", d, d, d);
+    }
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        int32_t t = e->leaves[l];
+        ttc_sbuf_printf(src, "    int l%d_p = l%d_off", l, l);
+        if (leaf_dense(k, out, t)) ttc_sbuf_printf(src, " + lin");
+        else for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + i%d * l%d_s%d", d, l, d);
+        ttc_sbuf_printf(src, ";\n    %s l%d_v = ", ctype(k->ts[t].dtype), l);
+        char ptr[16], idx[16];
+        snprintf(ptr, sizeof ptr, "l%d", l);
+        snprintf(idx, sizeof idx, "l%d_p", l);
+        emit_load(src, k->ts[t].dtype, ptr, idx);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    const char *res = "acc";
+    char rbuf[16];
+    if (e->n > 0) {
+        TTC_TRY(emit_expr(src, k, e, "acc"));
+        snprintf(rbuf, sizeof rbuf, "v%d", e->root);
+        res = rbuf;
+    }
+    if (out->dtype == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(src, "    vstore_half((float)%s, o_off + lin, o_);\n}\n", res);
+    else if (out->dtype == TTC_DTYPE_BOOL) ttc_sbuf_printf(src, "    o_[o_off + lin] = (uchar)(%s != 0);\n}\n", res);
+    else ttc_sbuf_printf(src, "    o_[o_off + lin] = (%s)%s;\n}\n", ttc_cl_storage_type(out->dtype), res);
+    return TTC_OK;
+}
+
+static void gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local) {
+    ttc_gdim g = {t, from, to, div, local};
+    ks->g[i] = g;
+    if (i + 1 > ks->work_dims) ks->work_dims = i + 1;
+}
+
+/* Appends the template `name` specialised by defines (a NULL-terminated list of
+ * name/value pairs), undefining them afterwards. */
+static ttc_status emit_template(ttc_sbuf *src, const char *tmpl, const char *const *defs) {
+    const char *body = ttc_kernel_source_get(tmpl);
+    if (!body) return ttc_fail(TTC_ERR_INTERNAL, "kernel template %s.cl is missing", tmpl);
+    for (int i = 0; defs[i]; i += 2) ttc_sbuf_printf(src, "#define %s %s\n", defs[i], defs[i + 1]);
+    ttc_sbuf_append(src, body, strlen(body));
+    for (int i = 0; defs[i]; i += 2) ttc_sbuf_printf(src, "#undef %s\n", defs[i]);
+    return TTC_OK;
+}
+
+static void ld_macros(ttc_dtype d, char *ld, char *ld8, size_t cap) {
+    if (d == TTC_DTYPE_FLOAT16) {
+        snprintf(ld, cap, "(p,i) vload_half((i), (p))");
+        snprintf(ld8, cap, "(p,i) vload_half8(0, (p) + (i))");
+    } else {
+        snprintf(ld, cap, "(p,i) ((float)(p)[i])");
+        snprintf(ld8, cap, "(p,i) convert_float8(vload8(0, (p) + (i)))");
+    }
+}
+
+static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
+                           const char *P, const char *A_) {
+    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *out = &k->ts[op->out];
+    int32_t R = out->rank;
+    char lda[96], lda8[96], ldb[96], ldb8[96], kname[24], store[32], tb[8];
+    ld_macros(a->dtype, lda, lda8, sizeof lda);
+    ld_macros(b->dtype, ldb, ldb8, sizeof ldb);
+    /* function-like macros: name and parameter list are glued by the #define line */
+    char dA[16] = "LDA", dA8[16] = "LDA8", dB[16] = "LDB", dB8[16] = "LDB8";
+    snprintf(kname, sizeof kname, "%s", ks->name);
+    snprintf(store, sizeof store, "%s_store", ks->name);
+    snprintf(tb, sizeof tb, "%d", op->p.gemm.trans_b ? 1 : 0);
+    ttc_sbuf_printf(src, "#define %s%s\n#define %s%s\n#define %s%s\n#define %s%s\n", dA, lda, dA8, lda8, dB, ldb, dB8, ldb8);
+    const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+                          "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
+                          "TRANS_B", tb, "TS", "16", NULL};
+    TTC_TRY(emit_template(src, gpu ? "gemm_gpu" : "gemm_cpu", defs));
+    ttc_sbuf_printf(src, "#undef LDA\n#undef LDA8\n#undef LDB\n#undef LDB8\n");
+    /* args: A, offA, B, offB, M, N, K, sAb, sBb */
+    int32_t ra = a->rank, rb = b->rank;
+    TTC_TRY(add_arg(ks, TTC_ARG_BUF, op->in[0], 0, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_OFF, op->in[0], 0, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_BUF, op->in[1], 0, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_OFF, op->in[1], 0, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_DIM, op->out, R - 2, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_DIM, op->out, R - 1, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_DIM, op->in[0], ra - 1, 0, 0));
+    if (ra > 2) TTC_TRY(add_arg(ks, TTC_ARG_PROD, op->in[0], ra - 2, ra, 0));
+    else TTC_TRY(add_arg(ks, TTC_ARG_INT, 0, 0, 0, 0));
+    if (rb > 2) TTC_TRY(add_arg(ks, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0));
+    else TTC_TRY(add_arg(ks, TTC_ARG_INT, 0, 0, 0, 0));
+    if (gpu) {
+        gdim(ks, 0, op->out, R - 1, R, 1, 16);
+        gdim(ks, 1, op->out, R - 2, R - 1, 1, 16);
+        ks->use_local = true;
+    } else {
+        gdim(ks, 0, op->out, R - 1, R, op->p.gemm.trans_b ? 4 : 8, 0);
+        gdim(ks, 1, op->out, R - 2, R - 1, op->p.gemm.trans_b ? 2 : 4, 0);
+    }
+    gdim(ks, 2, op->out, 0, R - 2, 1, ks->use_local ? 1 : 0);
+    return TTC_OK;
+}
+
+ttc_status ttc_codegen_kind(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
+                            const char *P, const char *A_);
+
+static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec *ks, bool gpu) {
+    const ttc_kop *op = &k->ops[oi];
+    const ttc_et *out = &k->ts[op->out];
+    ttc_sbuf params = {0}, args = {0};
+    ttc_status s = emit_store_fn(src, k, op, ks, &params, &args);
+    const char *P = params.data ? params.data : "", *A_ = args.data ? args.data : "";
+    if (s == TTC_OK) {
+        /* The store-function arguments come first in ks->args; kernels put them last:
+         * rotate after the kind-specific arguments are appended. */
+        int32_t n_epi = ks->n_args;
+        switch (op->kind) {
+        case TTC_KOP_ELEMENTWISE:
+            ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n"
+                            "    if (lin >= n) return;\n    %s_store(0.0f, lin%s);\n}\n", ks->name, P, ks->name, A_);
+            s = add_arg(ks, TTC_ARG_PROD, op->out, 0, out->rank, 0);
+            gdim(ks, 0, op->out, 0, out->rank, 1, 0);
+            break;
+        case TTC_KOP_GEMM: s = gen_gemm(src, k, op, ks, gpu, P, A_); break;
+        default: s = ttc_codegen_kind(src, k, op, ks, gpu, P, A_); break;
+        }
+        if (s == TTC_OK) {
+            int32_t n_kind = ks->n_args - n_epi;
+            ttc_argspec *tmp = ttc_malloc(sizeof(ttc_argspec) * (size_t)(ks->n_args + 1));
+            if (!tmp) s = TTC_ERR_NOMEM;
+            else {
+                memcpy(tmp, ks->args + n_epi, sizeof(ttc_argspec) * (size_t)n_kind);
+                memcpy(tmp + n_kind, ks->args, sizeof(ttc_argspec) * (size_t)n_epi);
+                memcpy(ks->args, tmp, sizeof(ttc_argspec) * (size_t)ks->n_args);
+                free(tmp);
+            }
+        }
+    }
+    ttc_sbuf_free(&params);
+    ttc_sbuf_free(&args);
+    if (s != TTC_OK) ttc_fail_context(s, "generating the kernel for %s", op->name);
+    return s;
+}
+
+ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out) {
+    memset(out, 0, sizeof *out);
+    ttc_sbuf src = {0};
+    ttc_sbuf_printf(&src, "/* torchtrt_c engine program (generated) */\n");
+    int32_t live = 0;
+    for (int32_t i = 0; i < k->n_ops; i++) live += !k->ops[i].dead;
+    out->kernels = ttc_calloc((size_t)live + 1, sizeof(ttc_kspec));
+    if (!out->kernels) return TTC_ERR_NOMEM;
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        if (k->ops[i].dead) continue;
+        ttc_kspec *ks = &out->kernels[out->n_kernels++];
+        ks->op = i;
+        snprintf(ks->name, sizeof ks->name, "k%d", out->n_kernels - 1);
+        ttc_sbuf_printf(&src, "\n/* %s: %s */\n", ks->name, k->ops[i].name);
+        ttc_status s = gen_op(&src, k, i, ks, gpu);
+        if (s != TTC_OK) { ttc_sbuf_free(&src); ttc_codegen_free(out); return s; }
+    }
+    if (src.oom) { ttc_sbuf_free(&src); ttc_codegen_free(out); return ttc_fail(TTC_ERR_NOMEM, "generating source"); }
+    out->source = ttc_sbuf_take(&src);
+    return TTC_OK;
+}
+
+void ttc_codegen_free(ttc_codegen *cg) {
+    for (int32_t i = 0; i < cg->n_kernels; i++) free(cg->kernels[i].args);
+    free(cg->kernels);
+    free(cg->source);
+    memset(cg, 0, sizeof *cg);
+}

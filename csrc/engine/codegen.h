@@ -1,0 +1,52 @@
+/*
+ * Code generation: every kernel op of an engine becomes one kernel ("k<i>") of one OpenCL
+ * program, plus an argument spec saying how the launch plan fills each argument from the
+ * concrete shapes (buffers, offsets, strides, dims) and how big the launch is.
+ *
+ *   ttc_codegen cg;
+ *   TTC_TRY(ttc_codegen_run(kir, dev_is_gpu, &cg));   // cg.source, cg.kernels[i].args
+ */
+#ifndef TTC_ENGINE_CODEGEN_H
+#define TTC_ENGINE_CODEGEN_H
+
+#include "kir.h"
+
+typedef enum ttc_arg_kind {
+    TTC_ARG_BUF = 0,   /* t: the buffer behind tensor t */
+    TTC_ARG_OFF,       /* t: element offset of t in its buffer */
+    TTC_ARG_STRIDE,    /* t, d, r: stride of t for dim d of a rank-r index space (right-aligned,
+                          0 where t broadcasts) */
+    TTC_ARG_DIM,       /* t, d: size of dim d */
+    TTC_ARG_PROD,      /* t, d..r: product of dims [d, r) */
+    TTC_ARG_INT,       /* v: a literal int */
+} ttc_arg_kind;
+
+typedef struct ttc_argspec { ttc_arg_kind kind; int32_t t, d, r; int64_t v; } ttc_argspec;
+
+/* One launch dimension: ceil(product of dims [from, to) of tensor t / div), rounded up to
+ * a multiple of local (when local > 0). */
+typedef struct ttc_gdim { int32_t t, from, to; int32_t div; int32_t local; } ttc_gdim;
+
+typedef struct ttc_kspec {
+    int32_t op;               /* kernel op index */
+    char name[16];
+    ttc_argspec *args;
+    int32_t n_args, cap_args;
+    ttc_gdim g[3];
+    int32_t work_dims;
+    bool use_local;           /* pass local sizes (tiled GPU kernels) */
+} ttc_kspec;
+
+typedef struct ttc_codegen {
+    char *source;
+    ttc_kspec *kernels;       /* one per live kernel op, in execution order */
+    int32_t n_kernels;
+} ttc_codegen;
+
+ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out);
+void ttc_codegen_free(ttc_codegen *cg);
+
+/* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
+const char *ttc_cl_storage_type(ttc_dtype d);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * Engines: a converted, fused, planned and compiled OpenCL segment, executed many times.
+ *
+ *   ttc_engine_options o = ttc_engine_options_default();
+ *   ttc_engine *e;
+ *   TTC_TRY(ttc_engine_build(graph, &o, &e));
+ *   const void *in[1] = {x}; int64_t shape[1][TTC_MAX_RANK] = {{2, 3}}; void *out[1] = {y};
+ *   TTC_TRY(ttc_engine_execute(e, in, in_sizes, in_shapes, out, out_sizes));
+ *   ttc_engine_free(e);
+ *
+ * An engine may be executed from several threads at once: each call takes an execution
+ * context (queue, kernels, intermediate arena) from a pool. Launch plans are made per
+ * concrete set of symbol values and the last few are cached.
+ */
+#ifndef TTC_ENGINE_H
+#define TTC_ENGINE_H
+
+#include "../runtime/runtime.h"
+#include "codegen.h"
+#include "kir.h"
+
+typedef struct ttc_engine_options {
+    const char *name;          /* "engine" */
+    const char *device;        /* NULL: default device (see ttc_cl_device_select) */
+    bool fp16;                 /* precision "fp16" */
+    int32_t optimization_level;/* 0..5; >= 3 tunes tile choices */
+    const char *cache_dir;     /* NULL: default program cache, "": none */
+} ttc_engine_options;
+
+ttc_engine_options ttc_engine_options_default(void);
+
+typedef struct ttc_binding {
+    char *name;
+    ttc_dtype dtype;
+    int32_t rank;
+    ttc_dim dims[TTC_MAX_RANK];
+} ttc_binding;
+
+typedef struct ttc_engine ttc_engine;
+
+ttc_status ttc_engine_build(const ttc_graph *g, const ttc_engine_options *opts, ttc_engine **out);
+void ttc_engine_free(ttc_engine *e);
+
+int32_t ttc_engine_n_inputs(const ttc_engine *e);
+int32_t ttc_engine_n_outputs(const ttc_engine *e);
+const ttc_binding *ttc_engine_input(const ttc_engine *e, int32_t i);
+const ttc_binding *ttc_engine_output(const ttc_engine *e, int32_t i);
+const ttc_symbol *ttc_engine_symbols(const ttc_engine *e, int32_t *n);
+const char *ttc_engine_name(const ttc_engine *e);
+ttc_cl_device *ttc_engine_device(const ttc_engine *e);
+/* Peak device memory of the plan for the symbols' opt values (bytes): constants + arena. */
+size_t ttc_engine_peak_memory(ttc_engine *e);
+const char *ttc_engine_source(const ttc_engine *e);
+/* Kernel op count, fused op count, kernel names (for info()). */
+int32_t ttc_engine_n_kernels(const ttc_engine *e);
+const char *ttc_engine_kernel_desc(const ttc_engine *e, int32_t i); /* "k3 gemm: linear_1+relu" */
+int32_t ttc_engine_n_fused(const ttc_engine *e);
+bool ttc_engine_program_from_cache(const ttc_engine *e);
+
+/* Checks input shapes (count, rank, each dim against its symbol's [min, max] and
+ * consistency) and computes the output shapes. shapes[i] has rank of input i. */
+ttc_status ttc_engine_output_shapes(ttc_engine *e, const int64_t (*in_shapes)[TTC_MAX_RANK],
+                                    int64_t (*out_shapes)[TTC_MAX_RANK]);
+/* Runs the engine. Inputs/outputs are dense row-major host buffers of the bindings'
+ * dtypes; sizes in bytes are checked against the shapes. */
+ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
+                              const int64_t (*in_shapes)[TTC_MAX_RANK], void *const *outputs,
+                              const size_t *out_bytes);
+
+/* serialize.c */
+ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len);
+ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const char *device,
+                                  const char *cache_dir, ttc_engine **out);
+
+#endif

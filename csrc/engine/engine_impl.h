@@ -1,0 +1,87 @@
+/*
+ * Engine internals shared by build.c, plan.c, exec.c, fuse.c and serialize.c.
+ *
+ * A plan (ttc_plan) is the engine instantiated for concrete symbol values: every tensor's
+ * shape, where it lives (input/output/constant buffer or an arena offset) with offset and
+ * strides, the arena size, and each kernel's argument values and launch size.
+ */
+#ifndef TTC_ENGINE_IMPL_H
+#define TTC_ENGINE_IMPL_H
+
+#include "engine.h"
+
+enum { TTC_ROOT_INPUT = 0, TTC_ROOT_OUTPUT, TTC_ROOT_CONST, TTC_ROOT_ARENA, TTC_ROOT_NONE };
+
+typedef struct ttc_res {
+    int8_t root;              /* TTC_ROOT_* */
+    int32_t idx;              /* binding index or constant tensor id */
+    int64_t off;              /* element offset */
+    int64_t shape[TTC_MAX_RANK], strides[TTC_MAX_RANK];
+    int64_t numel;
+} ttc_res;
+
+typedef struct ttc_plan {
+    int64_t *sv;              /* symbol values */
+    int32_t n_syms;
+    ttc_res *res;             /* per tensor */
+    size_t arena_bytes;
+    int64_t **argv;           /* per kernel, per arg: the value (tensor id for BUF args) */
+    size_t (*gws)[3], (*lws)[3];
+    bool *skip;               /* kernels with an empty launch */
+    int32_t refs;             /* users in flight + 1 while cached */
+} ttc_plan;
+
+typedef struct ttc_exec_ctx {
+    cl_command_queue q;
+    cl_kernel *kernels;
+    cl_mem arena;
+    size_t arena_cap;
+    cl_mem *dev_in, *dev_out; /* device-side copies (non-CPU devices) */
+    size_t *dev_in_cap, *dev_out_cap;
+} ttc_exec_ctx;
+
+#define TTC_PLAN_CACHE 4
+
+struct ttc_engine {
+    char *name;
+    ttc_cl_device *dev;
+    cl_context ctx;
+    char *ir_text;            /* the segment IR (for serialisation); NULL when unavailable */
+    ttc_kir *k;
+    ttc_codegen cg;
+    ttc_cl_program prog;
+    char *options;
+    char *cache_dir_opt;     /* program cache directory option (NULL: default) */
+    bool fp16;
+    int32_t opt_level;
+    cl_mem *const_mem;        /* per tensor id (NULL for non-constants) */
+    size_t const_bytes;
+    ttc_binding *ins, *outs;
+    int32_t n_in, n_out;
+    int32_t n_fused;
+    char **kdesc;
+    pthread_mutex_t lock;
+    ttc_plan *plans[TTC_PLAN_CACHE];
+    int32_t n_plans, plan_next;
+    ttc_exec_ctx **pool;      /* idle execution contexts */
+    int32_t n_pool, cap_pool;
+};
+
+/* fuse.c: elementwise chains into one op; elementwise consumers into producers' epilogues. */
+ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused);
+/* plan.c */
+ttc_status ttc_plan_make(ttc_engine *e, const int64_t *sv, ttc_plan **out);
+void ttc_plan_free(ttc_plan *p);
+/* Symbol values from input shapes (checked against bindings and symbol ranges). */
+ttc_status ttc_engine_symbols_from_shapes(ttc_engine *e, const int64_t (*in_shapes)[TTC_MAX_RANK], int64_t *sv);
+/* Returns a plan (cached) with a reference the caller drops with ttc_plan_release. */
+ttc_status ttc_engine_get_plan(ttc_engine *e, const int64_t *sv, ttc_plan **out);
+void ttc_plan_release(ttc_engine *e, ttc_plan *p);
+/* build.c: everything after conversion (fusion, codegen, program, constants, bindings).
+ * bin/bin_len: a stored program binary to try first (may be NULL). */
+ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len);
+void ttc_exec_ctx_free(ttc_exec_ctx *x);
+void ttc_engine_pool_free(ttc_engine *e);
+ttc_status ttc_engine_new_for_load(const ttc_engine_options *o, ttc_engine **out);
+
+#endif

@@ -1,0 +1,121 @@
+/* Fusion on the kernel IR.
+ * 1. An elementwise op whose only reader is another elementwise op of the same shape is
+ *    inlined into it (chains become one kernel).
+ * 2. An elementwise op whose input is the sole use of a GEMM/conv/reduce/... result, with
+ *    the same shape, becomes that op's epilogue: the producer moves to the consumer's
+ *    place in the schedule (its inputs are all computed earlier) and writes the
+ *    consumer's output. */
+#include "engine_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void count_reads(ttc_kir *k) {
+    for (int32_t t = 0; t < k->n_ts; t++) k->ts[t].n_reads = 0;
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        ttc_kop *op = &k->ops[i];
+        if (op->dead) continue;
+        for (int j = 0; j < 4; j++) if (op->in[j] >= 0) k->ts[op->in[j]].n_reads++;
+        for (int32_t l = 0; l < op->epi.n_leaves; l++) k->ts[op->epi.leaves[l]].n_reads++;
+    }
+    for (int32_t t = 0; t < k->n_ts; t++)
+        if (k->ts[t].kind == TTC_ET_VIEW) k->ts[k->ts[t].base].n_reads++;
+}
+
+/* Builds the composition: nodes of `inner` (leaves remapped into `outer`'s leaf table),
+ * then `outer`'s nodes with reads of leaf tensor t replaced by inner's result.
+ * inner_acc: inner reads acc (an epilogue); the result keeps acc references. */
+static ttc_status compose(ttc_expr *outer, int32_t t, const ttc_expr *inner, ttc_expr *res) {
+    ttc_expr_init(res);
+    int32_t *map_in = ttc_malloc(sizeof(int32_t) * (size_t)(inner->n + 1));
+    int32_t *map_out = ttc_malloc(sizeof(int32_t) * (size_t)(outer->n + 1));
+    if (!map_in || !map_out) { free(map_in); free(map_out); return TTC_ERR_NOMEM; }
+    ttc_status s = TTC_OK;
+    /* leaves of outer except t, then inner's */
+    for (int32_t i = 0; i < inner->n && s == TTC_OK; i++) {
+        ttc_enode nd = inner->nodes[i];
+        int32_t r;
+        if (nd.op == TTC_EOP_LEAF && nd.a >= 0) r = ttc_expr_leaf(res, inner->leaves[nd.a], nd.dtype);
+        else if (nd.op == TTC_EOP_LEAF) r = ttc_expr_acc(res, nd.dtype);
+        else if (nd.op == TTC_EOP_CONST) r = ttc_expr_const(res, nd.f, nd.dtype);
+        else r = ttc_expr_op(res, nd.op, map_in[nd.a], nd.b >= 0 ? map_in[nd.b] : -1, nd.c >= 0 ? map_in[nd.c] : -1, nd.dtype);
+        if (r < 0) s = TTC_ERR_UNSUPPORTED;
+        else map_in[i] = r;
+    }
+    int32_t inner_root = inner->n ? map_in[inner->root] : -1;
+    if (s == TTC_OK && inner_root < 0) {
+        inner_root = ttc_expr_acc(res, TTC_DTYPE_FLOAT32);
+        if (inner_root < 0) s = TTC_ERR_NOMEM;
+    }
+    for (int32_t i = 0; i < outer->n && s == TTC_OK; i++) {
+        ttc_enode nd = outer->nodes[i];
+        int32_t r;
+        if (nd.op == TTC_EOP_LEAF && nd.a >= 0 && outer->leaves[nd.a] == t) r = ttc_expr_cast(res, inner_root, nd.dtype);
+        else if (nd.op == TTC_EOP_LEAF && nd.a >= 0) r = ttc_expr_leaf(res, outer->leaves[nd.a], nd.dtype);
+        else if (nd.op == TTC_EOP_LEAF) r = ttc_expr_acc(res, nd.dtype);
+        else if (nd.op == TTC_EOP_CONST) r = ttc_expr_const(res, nd.f, nd.dtype);
+        else r = ttc_expr_op(res, nd.op, map_out[nd.a], nd.b >= 0 ? map_out[nd.b] : -1, nd.c >= 0 ? map_out[nd.c] : -1, nd.dtype);
+        if (r < 0) s = TTC_ERR_UNSUPPORTED;
+        else map_out[i] = r;
+    }
+    if (s == TTC_OK) res->root = outer->n ? map_out[outer->root] : inner_root;
+    free(map_in);
+    free(map_out);
+    if (s != TTC_OK) { ttc_expr_free(res); ttc_clear_error(); }
+    return s;
+}
+
+static bool fusable_input(const ttc_kir *k, const ttc_kop *consumer, int32_t t) {
+    const ttc_et *et = &k->ts[t];
+    const ttc_et *out = &k->ts[consumer->out];
+    return et->kind == TTC_ET_INTER && et->producer >= 0 && et->binding < 0 && et->n_reads == 1 &&
+           ttc_dims_eq(et->rank, et->dims, out->rank, out->dims);
+}
+
+ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
+    *n_fused = 0;
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        count_reads(k);
+        for (int32_t j = 0; j < k->n_ops && !changed; j++) {
+            ttc_kop *c = &k->ops[j];
+            if (c->dead || c->kind != TTC_KOP_ELEMENTWISE) continue;
+            for (int32_t l = 0; l < c->epi.n_leaves && !changed; l++) {
+                int32_t t = c->epi.leaves[l];
+                if (!fusable_input(k, c, t)) continue;
+                int32_t pi = k->ts[t].producer;
+                ttc_kop *p = &k->ops[pi];
+                if (p->dead) continue;
+                ttc_expr res;
+                if (compose(&c->epi, t, &p->epi, &res) != TTC_OK) continue;  /* too many leaves: keep apart */
+                ttc_expr_free(&c->epi);
+                c->epi = res;
+                if (p->kind != TTC_KOP_ELEMENTWISE) {
+                    /* the producer takes the consumer's slot, writing the consumer's output */
+                    int32_t out = c->out;
+                    char *name = ttc_strfmt("%s+%s", p->name, c->name);
+                    ttc_expr epi = c->epi;
+                    ttc_expr_init(&c->epi);
+                    free(c->name);
+                    *c = *p;
+                    c->epi = epi;
+                    ttc_expr_free(&p->epi);
+                    c->out = out;
+                    c->name = name ? name : ttc_strdup("fused");
+                    p->name = NULL;
+                    k->ts[out].producer = j;
+                } else {
+                    char *name = ttc_strfmt("%s+%s", p->name, c->name);
+                    if (name) { free(c->name); c->name = name; }
+                    ttc_expr_free(&p->epi);
+                }
+                p->dead = true;
+                k->ts[t].producer = -1;
+                (*n_fused)++;
+                changed = true;
+            }
+        }
+    }
+    return TTC_OK;
+}
