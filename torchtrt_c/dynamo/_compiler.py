@@ -255,6 +255,24 @@ def _keep_ops(settings):
     return keep
 
 
+def _undecomposable_fallbacks(imp, settings, forced) -> set:
+    from torchtrt_c.dynamo.lowering import NATIVE_OPS
+    from torchtrt_c.dynamo.lowering._decompositions import torch_disabled_decompositions
+    native = {str(o): o for o in NATIVE_OPS if o not in torch_disabled_decompositions}
+    if not native:
+        return set()
+    user_forced = set(settings.torch_executed_op_names())
+    table = torch.export.default_decompositions()
+    cov = imp.graph.coverage(partition_settings(settings, forced))
+    ops = {n["name"]: n["op"] for n in imp.graph.nodes()}
+    out = set()
+    for name in cov.get("reasons", {}):
+        op = native.get(ops.get(name))
+        if op is not None and name not in forced and str(op) not in user_forced and op in table:
+            out.add(op)
+    return out
+
+
 def lower_and_partition(imp: ImportResult, settings, forced, progress):
     g = imp.graph
     progress.dump("imported graph", str(g))
@@ -286,6 +304,15 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     progress.phase("import")
     imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
     part = lower_and_partition(imp, settings, forced, progress)
+    # Ops we kept whole for the C core but that it could not take here (a validator said no):
+    # decompose them after all and go again, so their pieces can still run on OpenCL.
+    redo = _undecomposable_fallbacks(imp, settings, forced)
+    if redo:
+        log.info("decomposing %s after all (not convertible whole)", ", ".join(sorted(map(str, redo))))
+        ep = decompose(ep, keep=_keep_ops(settings), decompose=redo)
+        forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
+        imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
+        part = lower_and_partition(imp, settings, forced, progress)
     if settings.dryrun:
         from torchtrt_c.dynamo._dryrun import DryRunReport
         report = DryRunReport.build(imp, part, settings, forced)
