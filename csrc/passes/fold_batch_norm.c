@@ -95,7 +95,8 @@ ttc_status ttc_pass_fold_batch_norm(ttc_graph *g, void *ctx, bool *changed) {
     for (int32_t i = 0; i < n0; i++) {
         ttc_node *bn = g->nodes[i];
         bool legit = bn->op == TTC_OP_BN_NO_TRAINING && bn->n_inputs == 7 && bn->n_outputs == 3 &&
-                     !bn->outputs[1]->n_users && !bn->outputs[2]->n_users;
+                     !bn->outputs[1]->n_users && !bn->outputs[2]->n_users &&
+                     !ttc_value_is_graph_output(g, bn->outputs[1]) && !ttc_value_is_graph_output(g, bn->outputs[2]);
         bool plain = bn->op == TTC_OP_BATCH_NORM && bn->n_inputs == 9;
         if (!legit && !plain) continue;
         ttc_node *conv = bn->inputs[0]->producer;
