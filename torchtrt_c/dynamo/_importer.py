@@ -82,6 +82,8 @@ class _Importer:
         self.weights = {}
         self.opaque = {}
         self.n_const = 0
+        self.n_lists = 0
+        self.cur = "input"
         # truncate_double: every float64 in the graph becomes float32 (the stitched module
         # casts float64 inputs on entry).
         self.truncate = bool(settings is not None and settings.truncate_double)
@@ -221,17 +223,24 @@ class _Importer:
             v = torch.float32
         return self.g.add_constant(_literal(v))
 
+    def _list_name(self):
+        # Every node gets a name: segments and extract() refer to nodes by name.
+        self.n_lists += 1
+        return f"{self.cur}__list{self.n_lists}"
+
     def _value(self, a, elem_type=None):
         """An FX argument -> a C value name."""
         if isinstance(a, torch.fx.Node):
             v = self.env[a]
             if isinstance(v, list):   # a multi-output node used whole: make the list
-                return self.g.add_node("prim.ListConstruct", v, [("list", "tensor")])[0]
+                return self.g.add_node("prim.ListConstruct", v, [("list", "tensor")],
+                                       name=self._list_name())[0]
             return v
         if isinstance(a, (list, tuple)):
             if any(isinstance(x, torch.fx.Node) for x in a) or elem_type == "tensor":
                 items = [self._value(x) for x in a]
-                return self.g.add_node("prim.ListConstruct", items, [("list", elem_type or "any")])[0]
+                return self.g.add_node("prim.ListConstruct", items, [("list", elem_type or "any")],
+                                       name=self._list_name())[0]
             return self._const(list(_literal(x) for x in a))
         if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             raise NotImplementedError(f"unexpected symbolic literal {a}")
@@ -268,6 +277,7 @@ class _Importer:
         return paths[-1] if paths else None
 
     def _call(self, node):
+        self.cur = node.name
         tgt = node.target
         if tgt is operator.getitem and isinstance(self.env.get(node.args[0]), list):
             self.env[node] = self.env[node.args[0]][node.args[1]]
@@ -312,6 +322,7 @@ class _Importer:
             if node.op == "call_function":
                 self._call(node)
             elif node.op == "output":
+                self.cur = "output"
                 for a in node.args[0]:
                     outputs.append(self._value(a))
             else:
