@@ -72,7 +72,7 @@ def save(module, path, inputs=None, arg_inputs=None, kwarg_inputs=None,
          output_format: str = "exported_program", retrace: bool = True) -> None:
     """Saves a compiled module as a torch.export program (engines are buffers inside it).
     inputs default to the Input specs the module was compiled with (dynamic ranges kept)."""
-    from torchtrt_c.dynamo._capture import _dynamic_spec
+    from torchtrt_c.dynamo._capture import dynamic_shapes_for
     if output_format != "exported_program":
         raise ValueError(f"output_format={output_format!r}: only 'exported_program' is supported")
     if inputs is None and arg_inputs is None and kwarg_inputs is None:
@@ -85,13 +85,11 @@ def save(module, path, inputs=None, arg_inputs=None, kwarg_inputs=None,
         args, kw = _gather_inputs(inputs, arg_inputs, kwarg_inputs)
     ex_args = tuple(i.example_tensor() for i in args)
     ex_kw = {k: v.example_tensor() for k, v in kw.items()}
-    dyn = [_dynamic_spec(i) for i in args]
-    dyn_kw = {k: _dynamic_spec(v) for k, v in kw.items()}
-    dynamic = None
-    if any(d is not None for d in dyn) or any(d is not None for d in dyn_kw.values()):
-        dynamic = tuple(dyn) if not dyn_kw else {**{f"arg_{i}": d for i, d in enumerate(dyn)}, **dyn_kw}
+    dynamic = dynamic_shapes_for(module, args, kw)
     ep = torch.export.export(module, ex_args, ex_kw, dynamic_shapes=dynamic, strict=False)
-    torch.export.save(ep, os.fspath(path))
+    # A file object: torch warns about names not ending in .pt2, ours often end in .ep.
+    with open(os.fspath(path), "wb") as f:
+        torch.export.save(ep, f)
 
 
 def load(path, device=None) -> torch.nn.Module:
@@ -104,7 +102,8 @@ def load(path, device=None) -> torch.nn.Module:
     if not os.path.exists(path):
         raise FileNotFoundError(path)
     try:
-        ep = torch.export.load(path)
+        with open(path, "rb") as f:
+            ep = torch.export.load(f)
         gm = ep.module()
     except Exception as ex:
         raise SerializationError(f"cannot load {path}: not a valid torchtrt_c program ({ex})") from ex

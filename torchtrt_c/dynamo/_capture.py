@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import inspect
 import logging
 
 import torch
@@ -22,26 +23,31 @@ def _dynamic_spec(inp: Input):
             for i in inp.dynamic_dims()}
 
 
+def dynamic_shapes_for(module, arg_inputs, kwarg_inputs):
+    """torch.export's dynamic_shapes for these Input specs (None when all are static), keyed
+    by forward's parameter names so that kwargs work too."""
+    dyn_args = [_dynamic_spec(i) for i in arg_inputs]
+    dyn_kwargs = {k: _dynamic_spec(v) for k, v in kwarg_inputs.items()}
+    if all(d is None for d in dyn_args) and all(d is None for d in dyn_kwargs.values()):
+        return None
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (TypeError, ValueError):
+        params = []
+    if len(params) >= len(dyn_args) and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        spec = {params[i].name: d for i, d in enumerate(dyn_args)}
+        spec.update(dyn_kwargs)
+        return spec
+    if dyn_kwargs:
+        raise ValueError("dynamic kwarg inputs need a forward with named parameters")
+    return tuple(dyn_args)
+
+
 def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs) -> torch.export.ExportedProgram:
     args = tuple(i.example_tensor() for i in arg_inputs)
     kwargs = {k: v.example_tensor() for k, v in kwarg_inputs.items()}
-    dyn_args = tuple(_dynamic_spec(i) for i in arg_inputs)
-    dyn_kwargs = {k: _dynamic_spec(v) for k, v in kwarg_inputs.items()}
-    any_dynamic = any(d is not None for d in dyn_args) or any(d is not None for d in dyn_kwargs.values())
-    dynamic_shapes = None
-    if any_dynamic:
-        dynamic_shapes = {} if not dyn_args and not dyn_kwargs else None
-        # torch.export wants the spec shaped like forward's signature: use arg names.
-        import inspect
-        try:
-            params = list(inspect.signature(module.forward).parameters)
-        except (TypeError, ValueError):
-            params = []
-        if len(params) >= len(args):
-            dynamic_shapes = {params[i]: d for i, d in enumerate(dyn_args)}
-            dynamic_shapes.update(dyn_kwargs)
-        else:
-            dynamic_shapes = dyn_args
+    dynamic_shapes = dynamic_shapes_for(module, arg_inputs, kwarg_inputs)
     was_training = module.training
     module.eval()
     try:
