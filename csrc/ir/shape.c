@@ -631,6 +631,18 @@ static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, in
         TTC_TRY(need_tensor(n, 1));
         const ttc_type *x = T(n, 0), *w = T(n, 1);
         if (x->rank < 1 || w->rank != 2) return BAD(n, "needs input rank >= 1 and a 2-d weight");
+        /* remove_flatten_linear tags linears that flatten their input from dim 1 first */
+        const ttc_attr *fl = ttc_node_attr(n, "flatten_input");
+        if (fl && fl->kind == TTC_ATTR_INT && fl->i && x->rank >= 2) {
+            ttc_dim p = ttc_dim_const(1);
+            for (int i = 1; i < x->rank; i++)
+                if (!d_mul(p, x->dims[i], &p)) return UNSUP(n, "flattened size is not affine");
+            TTC_TRY(same_dim(n, p, w->dims[1], "in_features differ"));
+            *out = *x;
+            out->rank = 2;
+            out->dims[1] = w->dims[0];
+            return TTC_OK;
+        }
         TTC_TRY(same_dim(n, x->dims[x->rank - 1], w->dims[1], "in_features differ"));
         *out = *x;
         out->dims[x->rank - 1] = w->dims[0];
