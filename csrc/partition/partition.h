@@ -69,6 +69,10 @@ typedef struct ttc_partition_result {
 
 void ttc_partition_settings_init(ttc_partition_settings *s);
 
+/* The support hook backed by the converter registry (registry_support.c). */
+bool ttc_partition_registry_support(const ttc_graph *g, const ttc_node *n, const ttc_partition_settings *s,
+                                    char **why_not, bool *dynamic_ok);
+
 /* Partitions g (whose node array must be in topological order, as the verifier demands).
  * Writes target/segment/reason into every node. With require_full_compilation, fails with
  * TTC_ERR_PARTITION listing every node that cannot run on the preferred backend. */

@@ -56,5 +56,9 @@ int ttc_py_init_engine(PyObject *m, ttc_py_state *st);     /* py_engine.c: Engin
 struct ttc_graph;
 PyObject *ttc_py_graph_wrap(ttc_py_state *st, struct ttc_graph *g);
 struct ttc_graph *ttc_py_graph_get(PyObject *obj);
+/* Graph methods defined by the feature files (py_passes.c, py_partition.c). */
+PyObject *ttc_py_graph_lower(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *ttc_py_graph_partition(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *ttc_py_graph_coverage(PyObject *self, PyObject *args, PyObject *kw);
 
 #endif

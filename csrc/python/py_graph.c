@@ -916,6 +916,13 @@ static PyMethodDef graph_methods[] = {
     {"extract", g_extract, METH_O, "extract(node names) -> (Graph, input value names, output value names)."},
     {"parse", (PyCFunction)(void (*)(void))g_parse, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "Graph.parse(text, tensors=None) -> Graph; tensors maps names of weights printed by name to buffers."},
+    /* lowering and partitioning live in py_passes.c / py_partition.c */
+    {"lower", (PyCFunction)(void (*)(void))ttc_py_graph_lower, METH_VARARGS | METH_KEYWORDS,
+     "lower(disabled=(), enabled=(), debug=False, dump_after=None, dump=None, passes=None) -> [(pass, seconds, changed)]."},
+    {"partition", (PyCFunction)(void (*)(void))ttc_py_graph_partition, METH_VARARGS | METH_KEYWORDS,
+     "partition(settings=None) -> dict(segments, nodes)."},
+    {"coverage", (PyCFunction)(void (*)(void))ttc_py_graph_coverage, METH_VARARGS | METH_KEYWORDS,
+     "coverage(settings=None) -> dict(supported, total, per_op, reasons)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,25 @@
+/*
+ * The support hook backed by the converter registry (csrc/convert/registry.h), with the
+ * partitioner's wording: "no converter for <op>" when the registry has none, otherwise
+ * "validator: <why>". Kept in its own file so that code using the partitioner with its
+ * own hook does not link the converters.
+ *
+ *   s.support = ttc_partition_registry_support;
+ */
+#include "partition.h"
+#include "../convert/registry.h"
+
+#include <stdlib.h>
+
+bool ttc_partition_registry_support(const ttc_graph *g, const ttc_node *n, const ttc_partition_settings *s,
+                                    char **why_not, bool *dynamic_ok) {
+    if (!ttc_converter_get(n->op)) {
+        *why_not = ttc_strfmt("no converter for %s", n->op_name);
+        return false;
+    }
+    char *w = NULL;
+    if (ttc_op_supported(g, n, s->fp16, &w, dynamic_ok)) { free(w); return true; }
+    *why_not = ttc_strfmt("validator: %s", w ? w : "rejected");
+    free(w);
+    return false;
+}
