@@ -56,7 +56,7 @@ static void test_asserts(void) {
                 "graph(%x : Float(s0, 2), %k : int) where s0 in [1, 4, 8]:\n"
                 "  %m : str = prim.Constant[value=\"shape\"]()\n"
                 "  %n : NoneType = prim.Constant()\n"
-                "  %ok : Bool() = aten.gt.Scalar(%x, %k)\n"
+                "  %ok : Bool(s0, 2) = aten.gt.Scalar(%x, %k)\n"
                 "  = aten._assert_async.msg(%ok, %m)\n"
                 "  = aten._assert_scalar.default(%k, %m)\n"
                 "  = aten.sym_constrain_range_for_size.default(%k, %n, %n)\n"
@@ -65,7 +65,7 @@ static void test_asserts(void) {
                 "graph(%x : Float(s0, 2), %k : int) where s0 in [1, 4, 8]:\n"
                 "  %m : str = prim.Constant[value=\"shape\"]()\n"
                 "  %n : NoneType = prim.Constant()\n"
-                "  %ok : Bool() = aten.gt.Scalar(%x, %k)\n"
+                "  %ok : Bool(s0, 2) = aten.gt.Scalar(%x, %k)\n"
                 "  %y : Float(s0, 2) = aten.relu.default(%x)\n"
                 "  return (%y)\n",
                 true);
