@@ -213,3 +213,28 @@ def test_parse_and_verify_errors():
     g = _C.Graph.parse("graph(%x : Float(2)):\n  %y : Float(2) = aten.relu.default(%x, %x)\n  return (%y)\n")
     with pytest.raises(_C.VerifyError, match=r"aten.relu.default.*2 inputs, the op takes 1"):
         g.verify()
+
+
+def test_generated_names_never_collide():
+    g = _C.Graph()
+    x = g.add_input("x", ("tensor", "float32", [2]))
+    # take the names the generator would hand out next
+    taken = [g.add_constant(i, name=str(i)) for i in range(4)]
+    outs = [g.add_node("aten.relu.default", [x], [("tensor", "float32", [2])])[0] for _ in range(6)]
+    assert len(set(outs + taken + [x])) == len(outs) + len(taken) + 1
+    g.set_outputs(outs)
+    g.verify()
+
+
+def test_large_graph_is_fast():
+    import time
+    g = _C.Graph()
+    v = g.add_input("x", ("tensor", "float32", [4]))
+    t = time.monotonic()
+    for i in range(20000):
+        (v,) = g.add_node("aten.relu.default", [v], [("tensor", "float32", [4])], name=f"n{i}")
+    g.set_outputs([v])
+    sub, ins, outs = g.extract([f"n{i}" for i in range(100, 10000)])
+    g.verify()
+    assert len(sub.nodes()) == 9900 and len(ins) == 1 and len(outs) == 1
+    assert time.monotonic() - t < 10, "building/extracting must stay roughly linear"

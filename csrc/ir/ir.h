@@ -273,7 +273,9 @@ bool ttc_graph_equal(const ttc_graph *a, const ttc_graph *b); /* structural, nam
 /* Text format (print.c, parse.c). ttc_graph_print returns a malloc'd string. */
 char *ttc_graph_print(const ttc_graph *g);
 /* ttc_graph_parse is in the public header. Tensor constants whose data is not inline
- * are looked up by name through `lookup` (may be NULL: then they are an error). */
+ * are looked up by name through `lookup` (may be NULL: then they are an error); lookup
+ * returns a new reference, which the parser takes over, or NULL. Parsing checks syntax and
+ * names only: call ttc_graph_verify for the semantic checks. */
 typedef ttc_tensor_data *(*ttc_tensor_lookup_fn)(void *ctx, const char *name,
                                                  const ttc_type *type);
 ttc_status ttc_graph_parse_ex(const char *text, ttc_tensor_lookup_fn lookup, void *ctx,

@@ -27,6 +27,7 @@ typedef struct {
     ttc_graph *g;
     ttc_strmap vcache;  /* value name (owned copy) -> ttc_value* */
     ttc_strmap ncache;  /* node name (owned copy) -> ttc_node* */
+    int32_t synced_values, synced_nodes; /* all_values / all_nodes already in the caches */
 } GraphObject;
 
 static ttc_py_state *state_of(PyObject *self) { return ttc_py_state_of_type(Py_TYPE(self)); }
@@ -46,21 +47,47 @@ static void cache_put(ttc_strmap *m, const char *name, void *p) {
 
 static bool value_live(const ttc_value *v) { return !v->producer || !v->producer->dead; }
 
-static ttc_value *find_value(GraphObject *self, const char *name) {
+/* Adds values and nodes created since the last call (by the binding or by C passes). */
+static void sync_caches(GraphObject *self) {
+    ttc_graph *g = self->g;
+    /* An entry that is still right is kept: a newer duplicate name must not hide it. */
+    for (; self->synced_values < g->n_all_values; self->synced_values++) {
+        ttc_value *v = g->all_values[self->synced_values], *o;
+        if (!value_live(v) || !v->name) continue;
+        o = ttc_strmap_get(&self->vcache, v->name);
+        if (!o || !o->name || strcmp(o->name, v->name) || !value_live(o)) cache_put(&self->vcache, v->name, v);
+    }
+    for (; self->synced_nodes < g->n_all_nodes; self->synced_nodes++) {
+        ttc_node *n = g->all_nodes[self->synced_nodes], *o;
+        if (n->dead || !n->name) continue;
+        o = ttc_strmap_get(&self->ncache, n->name);
+        if (!o || !o->name || strcmp(o->name, n->name) || o->dead) cache_put(&self->ncache, n->name, n);
+    }
+}
+
+/* Hits are checked against the graph; a miss falls back to a scan only when the name is
+ * expected to exist (a C pass may have renamed a value), so that building stays linear. */
+static ttc_value *lookup_value(GraphObject *self, const char *name, bool scan) {
+    sync_caches(self);
     ttc_value *v = ttc_strmap_get(&self->vcache, name);
     if (v && v->name && !strcmp(v->name, name) && value_live(v)) return v;
-    v = ttc_graph_find_value(self->g, name);
+    v = scan ? ttc_graph_find_value(self->g, name) : NULL;
     if (v) cache_put(&self->vcache, name, v);
     return v;
 }
 
-static ttc_node *find_node(GraphObject *self, const char *name) {
+static ttc_value *find_value(GraphObject *self, const char *name) { return lookup_value(self, name, true); }
+
+static ttc_node *lookup_node(GraphObject *self, const char *name, bool scan) {
+    sync_caches(self);
     ttc_node *n = ttc_strmap_get(&self->ncache, name);
     if (n && n->name && !strcmp(n->name, name) && !n->dead) return n;
-    n = ttc_graph_find_node(self->g, name);
+    n = scan ? ttc_graph_find_node(self->g, name) : NULL;
     if (n) cache_put(&self->ncache, name, n);
     return n;
 }
+
+static ttc_node *find_node(GraphObject *self, const char *name) { return lookup_node(self, name, true); }
 
 /* ---- object lifetime ---- */
 static void graph_dealloc(PyObject *op) {
@@ -355,7 +382,7 @@ static PyObject *attr_to_py(const ttc_attr *a) {
 /* A name given by the caller for a new value must be non-empty and unused. */
 static int check_new_value_name(GraphObject *self, const char *name, const char *what) {
     if (!*name) { PyErr_Format(PyExc_ValueError, "%s: value names must not be empty", what); return -1; }
-    if (find_value(self, name)) {
+    if (lookup_value(self, name, false)) {
         PyErr_Format(PyExc_ValueError, "%s: value name %%%s is already used", what, name);
         return -1;
     }
@@ -374,7 +401,7 @@ static int rename_value(GraphObject *self, ttc_value *v, const char *name) {
 /* Generated names ("12") may collide with names the caller chose earlier. */
 static int make_unique(GraphObject *self, ttc_value *v) {
     for (int tries = 0; tries < 1000000; tries++) {
-        ttc_value *o = find_value(self, v->name);
+        ttc_value *o = lookup_value(self, v->name, false);
         if (!o || o == v) { cache_put(&self->vcache, v->name, v); return 0; }
         char buf[32];
         snprintf(buf, sizeof buf, "%d", self->g->next_name++);
@@ -603,7 +630,7 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
     }
     if (name != Py_None) {
         if (!(nodename = utf8_of(name, "add_node: name"))) goto done;
-        if (find_node(self, nodename)) { PyErr_Format(PyExc_ValueError, "add_node: node name %s is already used", nodename); goto done; }
+        if (lookup_node(self, nodename, false)) { PyErr_Format(PyExc_ValueError, "add_node: node name %s is already used", nodename); goto done; }
     }
     if (mstack != Py_None && !(ms = utf8_of(mstack, "add_node: module_stack"))) goto done;
     if (onames != Py_None) {
