@@ -36,4 +36,19 @@ TTC_DECLARE_CONVERTER(ttc_convert_select);
 TTC_DECLARE_CONVERTER(ttc_convert_identity);
 TTC_DECLARE_VALIDATOR(ttc_validate_shape);
 
+/* conv_nn.c */
+TTC_DECLARE_CONVERTER(ttc_convert_conv);
+TTC_DECLARE_VALIDATOR(ttc_validate_conv);
+TTC_DECLARE_CONVERTER(ttc_convert_batch_norm);
+TTC_DECLARE_VALIDATOR(ttc_validate_batch_norm);
+TTC_DECLARE_CONVERTER(ttc_convert_pool);
+TTC_DECLARE_VALIDATOR(ttc_validate_pool);
+TTC_DECLARE_CONVERTER(ttc_convert_softmax);
+TTC_DECLARE_CONVERTER(ttc_convert_norm);
+TTC_DECLARE_VALIDATOR(ttc_validate_norm);
+
+/* conv_reduce.c */
+TTC_DECLARE_CONVERTER(ttc_convert_reduce);
+TTC_DECLARE_VALIDATOR(ttc_validate_reduce);
+
 #endif

@@ -8,6 +8,7 @@
 static ttc_status convert_eval(ttc_conv_ctx *cx, const ttc_node *n) { return TTC_OK; }
 
 #define EW(fn) {fn, ttc_validate_elementwise, TTC_CONVF_DYNAMIC}
+#define RD {ttc_convert_reduce, ttc_validate_reduce, TTC_CONVF_DYNAMIC}
 #define SH(fn) {fn, ttc_validate_shape, TTC_CONVF_DYNAMIC}
 
 static const ttc_converter table[TTC_OP_COUNT] = {
@@ -56,6 +57,29 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_ADDMM] = {ttc_convert_addmm, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
     [TTC_OP_LINEAR] = {ttc_convert_linear, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
     [TTC_OP_MATMUL] = {ttc_convert_matmul, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
+    /* convolution, normalisation, pooling, softmax (static channels; dynamic batch/spatial) */
+    [TTC_OP_CONVOLUTION] = {ttc_convert_conv, ttc_validate_conv, TTC_CONVF_DYNAMIC},
+    [TTC_OP_CONV2D] = {ttc_convert_conv, ttc_validate_conv, TTC_CONVF_DYNAMIC},
+    [TTC_OP_CONV1D] = {ttc_convert_conv, ttc_validate_conv, TTC_CONVF_DYNAMIC},
+    [TTC_OP_BATCH_NORM] = {ttc_convert_batch_norm, ttc_validate_batch_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_BN_NO_TRAINING] = {ttc_convert_batch_norm, ttc_validate_batch_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_MAX_POOL2D] = {ttc_convert_pool, ttc_validate_pool, TTC_CONVF_DYNAMIC},
+    [TTC_OP_MAX_POOL2D_IDX] = {ttc_convert_pool, ttc_validate_pool, TTC_CONVF_DYNAMIC},
+    [TTC_OP_AVG_POOL2D] = {ttc_convert_pool, ttc_validate_pool, TTC_CONVF_DYNAMIC},
+    [TTC_OP_ADAPTIVE_AVG_POOL2D] = {ttc_convert_pool, ttc_validate_pool, TTC_CONVF_DYNAMIC},
+    [TTC_OP_ADAPTIVE_AVG_POOL2D_] = {ttc_convert_pool, ttc_validate_pool, TTC_CONVF_DYNAMIC},
+    [TTC_OP_SOFTMAX] = {ttc_convert_softmax, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_SOFTMAX_INT] = {ttc_convert_softmax, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_LOG_SOFTMAX] = {ttc_convert_softmax, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_LOG_SOFTMAX_INT] = {ttc_convert_softmax, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_LAYER_NORM] = {ttc_convert_norm, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_NATIVE_LAYER_NORM] = {ttc_convert_norm, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_GROUP_NORM] = {ttc_convert_norm, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    [TTC_OP_NATIVE_GROUP_NORM] = {ttc_convert_norm, ttc_validate_norm, TTC_CONVF_DYNAMIC},
+    /* reductions */
+    [TTC_OP_SUM] = RD, [TTC_OP_SUM_DIM] = RD, [TTC_OP_MEAN] = RD, [TTC_OP_MEAN_DIM] = RD,
+    [TTC_OP_AMAX] = RD, [TTC_OP_AMIN] = RD, [TTC_OP_VAR_CORRECTION] = RD, [TTC_OP_VAR_DIM] = RD,
+    [TTC_OP_ARGMAX] = RD, [TTC_OP_ARGMIN] = RD, [TTC_OP_PROD_DIM] = RD,
     /* views */
     [TTC_OP_VIEW] = SH(ttc_convert_reshape), [TTC_OP_RESHAPE] = SH(ttc_convert_reshape),
     [TTC_OP_UNSAFE_VIEW] = SH(ttc_convert_reshape), [TTC_OP_FLATTEN] = SH(ttc_convert_reshape),

@@ -12,7 +12,8 @@ ttc_engine_options ttc_engine_options_default(void) {
 }
 
 static const char *kind_name(ttc_kop_kind k) {
-    static const char *names[] = {"elementwise", "gemm", "conv2d", "reduce", "softmax", "norm", "pool", "gather", "copy"};
+    static const char *names[] = {"elementwise", "gemm", "conv2d", "reduce", "softmax", "norm", "pool", "gather", "copy",
+                                  "concat", "pad", "index", "resize", "attention"};
     return (unsigned)k < TTC_KOP_KIND_COUNT ? names[k] : "?";
 }
 
@@ -78,7 +79,8 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
     e->options = ttc_strdup("-cl-std=CL1.2");
     ttc_status s = TTC_ERR_BUILD;
-    if (bin && bin_len) {
+    /* a stored binary is only valid for exactly the source we generate now */
+    if (bin && bin_len && (!e->stored_source || strcmp(e->stored_source, e->cg.source) == 0)) {
         s = ttc_cl_program_from_binary(e->dev, bin, bin_len, e->options, &e->prog);
         if (s != TTC_OK) ttc_clear_error();
     }
@@ -115,8 +117,8 @@ ttc_status ttc_engine_build(const ttc_graph *g, const ttc_engine_options *opts, 
     ttc_status s = engine_new(&o, &e);
     if (s == TTC_OK) s = ttc_convert_graph(g, o.fp16, &e->k);
     if (s == TTC_OK) {
-        e->ir_text = ttc_graph_print(g);
-        s = ttc_engine_finish(e, NULL, 0);
+        s = ttc_graph_clone(g, &e->graph);
+        if (s == TTC_OK) s = ttc_engine_finish(e, NULL, 0);
     }
     if (s != TTC_OK) {
         if (e && e->name && !strstr(ttc_last_error(), "engine ")) ttc_fail_context(s, "building engine %s", e->name);
@@ -148,7 +150,8 @@ void ttc_engine_free(ttc_engine *e) {
     free(e->ins);
     free(e->outs);
     ttc_kir_free(e->k);
-    free(e->ir_text);
+    ttc_graph_free(e->graph);
+    free(e->stored_source);
     free(e->options);
     free(e->cache_dir_opt);
     free(e->name);

@@ -31,6 +31,9 @@ static const char *ctype(ttc_dtype d) {
     return "int";
 }
 
+static void gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local);
+static ttc_status emit_template(ttc_sbuf *src, const char *tmpl, const char *const *defs);
+
 static ttc_status add_arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v) {
     TTC_TRY(ttc_grow((void **)&ks->args, &ks->cap_args, ks->n_args + 1, sizeof(ttc_argspec)));
     ttc_argspec a = {kind, t, d, r, v};
@@ -213,8 +216,27 @@ static ttc_status emit_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     return TTC_OK;
 }
 
+ttc_status ttc_codegen_add_arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v) {
+    return add_arg(ks, kind, t, d, r, v);
+}
+
+void ttc_codegen_loader(ttc_sbuf *src, const char *name, ttc_dtype d, bool vec8) {
+    if (d == TTC_DTYPE_FLOAT16)
+        ttc_sbuf_printf(src, vec8 ? "#define %s(p,i) vload_half8(0, (p) + (i))\n" : "#define %s(p,i) vload_half((i), (p))\n", name);
+    else
+        ttc_sbuf_printf(src, vec8 ? "#define %s(p,i) convert_float8(vload8(0, (p) + (i)))\n" : "#define %s(p,i) ((float)(p)[i])\n", name);
+}
+
+ttc_status ttc_codegen_template(ttc_sbuf *src, const char *tmpl, const char *const *defs) {
+    return emit_template(src, tmpl, defs);
+}
+
+void ttc_codegen_gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local) {
+    gdim(ks, i, t, from, to, div, local);
+}
+
 static void gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local) {
-    ttc_gdim g = {t, from, to, div, local};
+    ttc_gdim g = {t, from, to, div, local, 1};
     ks->g[i] = g;
     if (i + 1 > ks->work_dims) ks->work_dims = i + 1;
 }

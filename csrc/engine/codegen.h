@@ -17,15 +17,16 @@ typedef enum ttc_arg_kind {
     TTC_ARG_STRIDE,    /* t, d, r: stride of t for dim d of a rank-r index space (right-aligned,
                           0 where t broadcasts) */
     TTC_ARG_DIM,       /* t, d: size of dim d */
-    TTC_ARG_PROD,      /* t, d..r: product of dims [d, r) */
+    TTC_ARG_PROD,      /* t, d..r: product of dims [d, r), times v when v > 0, divided by -v
+                          when v < 0 */
     TTC_ARG_INT,       /* v: a literal int */
 } ttc_arg_kind;
 
 typedef struct ttc_argspec { ttc_arg_kind kind; int32_t t, d, r; int64_t v; } ttc_argspec;
 
-/* One launch dimension: ceil(product of dims [from, to) of tensor t / div), rounded up to
- * a multiple of local (when local > 0). */
-typedef struct ttc_gdim { int32_t t, from, to; int32_t div; int32_t local; } ttc_gdim;
+/* One launch dimension: ceil(product of dims [from, to) of tensor t * mul / div), rounded
+ * up to a multiple of local (when local > 0). */
+typedef struct ttc_gdim { int32_t t, from, to; int32_t div; int32_t local; int32_t mul; /* 0 = 1 */ } ttc_gdim;
 
 typedef struct ttc_kspec {
     int32_t op;               /* kernel op index */
@@ -48,5 +49,14 @@ void ttc_codegen_free(ttc_codegen *cg);
 
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
 const char *ttc_cl_storage_type(ttc_dtype d);
+
+/* Helpers for kind-specific generators (codegen_*.c). */
+ttc_status ttc_codegen_add_arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v);
+void ttc_codegen_gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local);
+/* Appends template `tmpl` (csrc/kernels/<tmpl>.cl) between #define/#undef of the
+ * NULL-terminated name/value pairs in defs. */
+ttc_status ttc_codegen_template(ttc_sbuf *src, const char *tmpl, const char *const *defs);
+/* "#define <name>(p,i) ..." loaders reading dtype d as float (scalar, or 8-vector). */
+void ttc_codegen_loader(ttc_sbuf *src, const char *name, ttc_dtype d, bool vec8);
 
 #endif

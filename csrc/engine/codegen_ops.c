@@ -7,7 +7,217 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ARG(kind, t, d, r, v) TTC_TRY(ttc_codegen_add_arg(ks, (kind), (t), (d), (r), (v)))
+
+static void num(char *buf, size_t cap, int64_t v) { snprintf(buf, cap, "%lld", (long long)v); }
+
+static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
+                           const char *P, const char *A_) {
+    bool blocked = op->p.conv.ocb == 8 && op->in[3] >= 0 && !gpu;
+    int32_t wid = blocked ? op->in[3] : op->in[1];
+    const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[wid], *out = &k->ts[op->out];
+    int32_t G = op->p.conv.groups;
+    int64_t C = x->dims[1].add, OC = out->dims[1].add;
+    int64_t ICG = C / G, OCG = OC / G;
+    char v[20][24];
+    num(v[0], 24, C); num(v[1], 24, OC); num(v[2], 24, ICG); num(v[3], 24, OCG);
+    num(v[4], 24, op->p.conv.k[0]); num(v[5], 24, op->p.conv.k[1]);
+    num(v[6], 24, op->p.conv.stride[0]); num(v[7], 24, op->p.conv.stride[1]);
+    num(v[8], 24, op->p.conv.pad[0]); num(v[9], 24, op->p.conv.pad[1]);
+    num(v[10], 24, op->p.conv.dil[0]); num(v[11], 24, op->p.conv.dil[1]);
+    num(v[12], 24, G); num(v[13], 24, (OCG + 7) / 8);
+    char store[32];
+    snprintf(store, sizeof store, "%s_store", ks->name);
+    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    ttc_codegen_loader(src, blocked ? "LDW8" : "LDW", w->dtype, blocked);
+    const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+                          "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
+                          "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "KH", v[4], "KW", v[5], "SH", v[6],
+                          "SW", v[7], "PH", v[8], "PW", v[9], "DH", v[10], "DW", v[11], "G", v[12], "NOB", v[13], NULL};
+    TTC_TRY(ttc_codegen_template(src, blocked ? "conv2d_ocb8" : "conv2d_direct", defs));
+    ttc_sbuf_printf(src, "#undef LDX\n#undef %s\n", blocked ? "LDW8" : "LDW");
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_BUF, wid, 0, 0, 0);
+    ARG(TTC_ARG_OFF, wid, 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
+    ttc_codegen_gdim(ks, 0, op->out, 3, 4, blocked ? 4 : 1, 0);
+    ttc_codegen_gdim(ks, 1, op->out, 2, 3, 1, 0);
+    if (blocked) {
+        ttc_codegen_gdim(ks, 2, op->out, 0, 1, 1, 0);
+        ks->g[2].mul = (int32_t)(G * ((OCG + 7) / 8));
+    } else {
+        ttc_codegen_gdim(ks, 2, op->out, 0, 2, 1, 0);
+    }
+    return TTC_OK;
+}
+
+static ttc_status gen_softmax(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                              const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]];
+    int32_t d = op->p.softmax.dim, R = x->rank;
+    char store[32];
+    snprintf(store, sizeof store, "%s_store", ks->name);
+    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+                          "TX", ttc_cl_storage_type(x->dtype), "LOG", op->p.softmax.log ? "1" : "0", NULL};
+    TTC_TRY(ttc_codegen_template(src, "softmax", defs));
+    ttc_sbuf_printf(src, "#undef LDX\n");
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
+    ARG(TTC_ARG_PROD, op->in[0], d + 1, R, 0);
+    ttc_codegen_gdim(ks, 0, op->in[0], d + 1, R, 1, 0);
+    ttc_codegen_gdim(ks, 1, op->in[0], 0, d, 1, 0);
+    return TTC_OK;
+}
+
+static ttc_status gen_norm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                           const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]];
+    int32_t R = x->rank, from = op->p.norm.axis_from;
+    bool hw = op->in[1] >= 0, hb = op->in[2] >= 0;
+    ttc_dtype wd = hw ? k->ts[op->in[1]].dtype : hb ? k->ts[op->in[2]].dtype : TTC_DTYPE_FLOAT32;
+    char store[32], eps[40];
+    snprintf(store, sizeof store, "%s_store", ks->name);
+    snprintf(eps, sizeof eps, "%.9ef", op->p.norm.eps);
+    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    ttc_codegen_loader(src, "LDW", wd, false);
+    const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+                          "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(wd),
+                          "HAS_W", hw ? "1" : "0", "HAS_B", hb ? "1" : "0", "GROUP", op->p.norm.group ? "1" : "0",
+                          "EPS", eps, NULL};
+    TTC_TRY(ttc_codegen_template(src, "norm", defs));
+    ttc_sbuf_printf(src, "#undef LDX\n#undef LDW\n");
+    int32_t wt = hw ? op->in[1] : hb ? op->in[2] : op->in[0], bt = hb ? op->in[2] : wt;
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_BUF, wt, 0, 0, 0);
+    ARG(TTC_ARG_OFF, wt, 0, 0, 0);
+    ARG(TTC_ARG_BUF, bt, 0, 0, 0);
+    ARG(TTC_ARG_OFF, bt, 0, 0, 0);
+    if (op->p.norm.group) {
+        /* x [N, C, *]: rows (n, g) of C/G * HW elements */
+        int32_t G = op->p.norm.groups;
+        int64_t C = x->dims[1].add;
+        ARG(TTC_ARG_PROD, op->in[0], 1, R, -G);  /* C*HW / G per row */
+        ARG(TTC_ARG_PROD, op->in[0], 0, 1, G);   /* rows = N * G */
+        ARG(TTC_ARG_PROD, op->in[0], 2, R, 0);
+        ARG(TTC_ARG_INT, 0, 0, 0, C / G);
+        ARG(TTC_ARG_INT, 0, 0, 0, G);
+        ttc_codegen_gdim(ks, 0, op->in[0], 0, 1, 1, 0);
+        ks->g[0].mul = G;
+    } else {
+        ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
+        ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
+        ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        ttc_codegen_gdim(ks, 0, op->in[0], 0, from, 1, 0);
+    }
+    return TTC_OK;
+}
+
+static ttc_status gen_pool(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                           const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
+    int32_t R = out->rank;
+    char v[12][24], store[32];
+    snprintf(store, sizeof store, "%s_store", ks->name);
+    num(v[0], 24, op->p.pool.kind == TTC_POOL_MAX ? 0 : op->p.pool.kind == TTC_POOL_AVG ? 1 : 2);
+    num(v[1], 24, op->p.pool.k[0]); num(v[2], 24, op->p.pool.k[1]);
+    num(v[3], 24, op->p.pool.stride[0]); num(v[4], 24, op->p.pool.stride[1]);
+    num(v[5], 24, op->p.pool.pad[0]); num(v[6], 24, op->p.pool.pad[1]);
+    num(v[7], 24, op->p.pool.dil[0]); num(v[8], 24, op->p.pool.dil[1]);
+    num(v[9], 24, op->p.pool.count_pad); num(v[10], 24, op->p.pool.divisor);
+    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+                          "TX", ttc_cl_storage_type(x->dtype), "MODE", v[0], "KH", v[1], "KW", v[2], "SH", v[3],
+                          "SW", v[4], "PH", v[5], "PW", v[6], "DH", v[7], "DW", v[8], "COUNT_PAD", v[9],
+                          "DIVISOR", v[10], NULL};
+    TTC_TRY(ttc_codegen_template(src, "pool2d", defs));
+    ttc_sbuf_printf(src, "#undef LDX\n");
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 1, 0, 0);
+    ttc_codegen_gdim(ks, 0, op->out, R - 1, R, 1, 0);
+    ttc_codegen_gdim(ks, 1, op->out, R - 2, R - 1, 1, 0);
+    ttc_codegen_gdim(ks, 2, op->out, 0, R - 2, 1, 0);
+    return TTC_OK;
+}
+
+/* Reductions over the dims in mask of a strided input: one work-item per output element,
+ * index math generated for the input's rank. */
+static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                             const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
+    int32_t R = x->rank;
+    uint32_t mask = op->p.red.mask;
+    ttc_reduce_kind rk = op->p.red.kind;
+    const char *n = ks->name;
+    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    ttc_sbuf_printf(src, "__kernel void %s(__global const %s *X, int offX", n, ttc_cl_storage_type(x->dtype));
+    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, ", int xd%d, int xs%d", d, d);
+    ttc_sbuf_printf(src, ", int nout%s) {\n    int lin = get_global_id(0);\n    if (lin >= nout) return;\n"
+                         "    int rem = lin, base = offX;\n", P);
+    for (int32_t d = R - 1; d >= 0; d--)
+        if (!(mask & (1u << d))) ttc_sbuf_printf(src, "    base += (rem %% xd%d) * xs%d; rem /= xd%d;\n", d, d, d);
+    ttc_sbuf_printf(src, "    int nred = 1");
+    for (int32_t d = 0; d < R; d++) if (mask & (1u << d)) ttc_sbuf_printf(src, " * xd%d", d);
+    ttc_sbuf_printf(src, ";\n");
+    const char *init = rk == TTC_RED_MAX || rk == TTC_RED_ARGMAX ? "-INFINITY"
+                     : rk == TTC_RED_MIN || rk == TTC_RED_ARGMIN ? "INFINITY" : rk == TTC_RED_PROD ? "1.0f" : "0.0f";
+    int passes = rk == TTC_RED_VAR ? 2 : 1;
+    ttc_sbuf_printf(src, "    float acc = %s, mean = 0.0f; int best = 0;\n", rk == TTC_RED_VAR ? "0.0f" : init);
+    for (int pass = 0; pass < passes; pass++) {
+        ttc_sbuf_printf(src, "    for (int r = 0; r < nred; r++) {\n        int rr = r, off = base;\n");
+        for (int32_t d = R - 1; d >= 0; d--)
+            if (mask & (1u << d)) ttc_sbuf_printf(src, "        off += (rr %% xd%d) * xs%d; rr /= xd%d;\n", d, d, d);
+        ttc_sbuf_printf(src, "        float v = LDX(X, off);\n");
+        switch (rk) {
+        case TTC_RED_SUM: case TTC_RED_MEAN: ttc_sbuf_printf(src, "        acc += v;\n"); break;
+        case TTC_RED_PROD: ttc_sbuf_printf(src, "        acc *= v;\n"); break;
+        case TTC_RED_MAX: ttc_sbuf_printf(src, "        acc = (v > acc || isnan(v)) ? v : acc;\n"); break;
+        case TTC_RED_MIN: ttc_sbuf_printf(src, "        acc = (v < acc || isnan(v)) ? v : acc;\n"); break;
+        case TTC_RED_ARGMAX: ttc_sbuf_printf(src, "        if (v > acc) { acc = v; best = r; }\n"); break;
+        case TTC_RED_ARGMIN: ttc_sbuf_printf(src, "        if (v < acc) { acc = v; best = r; }\n"); break;
+        case TTC_RED_VAR:
+            if (pass == 0) ttc_sbuf_printf(src, "        mean += v;\n");
+            else ttc_sbuf_printf(src, "        acc += (v - mean) * (v - mean);\n");
+            break;
+        }
+        ttc_sbuf_printf(src, "    }\n");
+        if (rk == TTC_RED_VAR && pass == 0) ttc_sbuf_printf(src, "    mean /= (float)nred;\n");
+    }
+    if (rk == TTC_RED_MEAN) ttc_sbuf_printf(src, "    acc /= (float)nred;\n");
+    if (rk == TTC_RED_VAR) ttc_sbuf_printf(src, "    acc /= (float)max(nred - %lld, 0);\n", (long long)op->p.red.correction);
+    if (rk == TTC_RED_ARGMAX || rk == TTC_RED_ARGMIN) ttc_sbuf_printf(src, "    acc = (float)best;\n");
+    ttc_sbuf_printf(src, "    %s_store(acc, lin%s);\n}\n#undef LDX\n", n, A_);
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    for (int32_t d = 0; d < R; d++) {
+        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
+        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
+    }
+    ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
+    ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, 0);
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_kind(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                             const char *P, const char *A_) {
-    return ttc_fail(TTC_ERR_UNSUPPORTED, "no code generator for kernel kind %d (%s)", op->kind, op->name);
+    switch (op->kind) {
+    case TTC_KOP_CONV2D: return gen_conv(src, k, op, ks, gpu, P, A_);
+    case TTC_KOP_SOFTMAX: return gen_softmax(src, k, op, ks, P, A_);
+    case TTC_KOP_NORM: return gen_norm(src, k, op, ks, P, A_);
+    case TTC_KOP_POOL: return gen_pool(src, k, op, ks, P, A_);
+    case TTC_KOP_REDUCE: return gen_reduce(src, k, op, ks, P, A_);
+    default: return ttc_fail(TTC_ERR_UNSUPPORTED, "no code generator for kernel kind %d (%s)", op->kind, op->name);
+    }
 }

@@ -46,7 +46,8 @@ struct ttc_engine {
     char *name;
     ttc_cl_device *dev;
     cl_context ctx;
-    char *ir_text;            /* the segment IR (for serialisation); NULL when unavailable */
+    ttc_graph *graph;         /* the segment IR (a clone sharing weights), for serialisation */
+    char *stored_source;      /* deserialising: the source the stored binary was built from */
     ttc_kir *k;
     ttc_codegen cg;
     ttc_cl_program prog;

@@ -115,6 +115,12 @@ typedef enum ttc_kop_kind {
     TTC_KOP_POOL,
     TTC_KOP_GATHER,
     TTC_KOP_COPY,          /* reserved: strided copies are ELEMENTWISE identity ops */
+    /* data movement, indexing, resize and attention kernels (engine/codegen_data.c) */
+    TTC_KOP_CONCAT,        /* in[0..n) joined along p.concat.dim; `stacked` inputs lack that dim */
+    TTC_KOP_PAD,           /* in[0] padded by p.pad.lo per dim (negative crops), filled with value */
+    TTC_KOP_INDEX,         /* in[0] indexed on dims p.index.dims[j] by in[1+j], broadcast together */
+    TTC_KOP_RESIZE,        /* in[0] [N, C, H, W] upsampled, nearest or bilinear */
+    TTC_KOP_ATTENTION,     /* softmax(q k^T * scale + mask) v: in q, k, v, mask (-1: none) */
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -131,13 +137,20 @@ typedef struct ttc_kop {
     bool dead;
     union {
         struct { bool trans_b; } gemm;          /* in: A, B (B may be [N,K] when trans_b) */
-        struct { int32_t stride[2], pad[2], dil[2], groups, ocb; } conv; /* in: x, w(packed), bias */
+        struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2]; } conv; /* in: x, w (packed when ocb 8) */
         struct { ttc_reduce_kind kind; uint32_t mask; int64_t correction; bool keepdim; } red;
         struct { int32_t dim; bool log; } softmax;
         struct { int32_t groups; int32_t axis_from; double eps; bool group; } norm; /* in: x, w, b */
         struct { ttc_pool_kind kind; int32_t k[2], stride[2], pad[2], dil[2]; bool ceil, count_pad;
                  int64_t divisor; } pool;
         struct { int32_t dim; int32_t mode; } gather;  /* mode 0: index_select/embedding rows */
+        /* TTC_KOP_GATHER with mode 1: torch.gather along dim (see codegen_data.c) */
+        struct { int32_t dim; int32_t n; uint32_t stacked; } concat;
+        struct { int64_t lo[TTC_MAX_RANK]; double value; } pad;
+        /* the broadcast index dims (brank of them) sit at output dim `at` */
+        struct { int32_t n; int32_t dims[3]; int32_t brank; int32_t at; } index;
+        struct { bool bilinear, align_corners; double scale[2]; } resize; /* scale 0: in/out */
+        struct { double scale; bool causal; int32_t e, ev; } attn;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

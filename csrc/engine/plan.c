@@ -232,7 +232,12 @@ ttc_status ttc_plan_make(ttc_engine *e, const int64_t *sv, ttc_plan **out) {
             case TTC_ARG_OFF: v = r->off; break;
             case TTC_ARG_STRIDE: v = stride_for(k, r, as->t, as->d, as->r); break;
             case TTC_ARG_DIM: v = r->shape[as->d]; break;
-            case TTC_ARG_PROD: v = 1; for (int32_t d = as->d; d < as->r; d++) v *= r->shape[d]; break;
+            case TTC_ARG_PROD:
+                v = 1;
+                for (int32_t d = as->d; d < as->r; d++) v *= r->shape[d];
+                if (as->v > 0) v *= as->v;
+                else if (as->v < 0) v /= -as->v;
+                break;
             case TTC_ARG_INT: v = as->v; break;
             }
             if (as->kind != TTC_ARG_BUF && (v > INT32_MAX || v < INT32_MIN)) {
@@ -249,6 +254,7 @@ ttc_status ttc_plan_make(ttc_engine *e, const int64_t *sv, ttc_plan **out) {
             const ttc_gdim *g = &ks->g[d];
             int64_t v = 1;
             for (int32_t x = g->from; x < g->to; x++) v *= p->res[g->t].shape[x];
+            v *= g->mul > 0 ? g->mul : 1;
             v = (v + g->div - 1) / g->div;
             if (v == 0) p->skip[i] = true;
             if (g->local > 0) { v = (v + g->local - 1) / g->local * g->local; p->lws[i][d] = (size_t)g->local; }

@@ -1,3 +1,373 @@
-/* Placeholder: replaced by the engine binding. */
+/* torchtrt_c._C.Engine: build from a Graph, execute on buffers, serialise. */
 #include "binding.h"
-int ttc_py_init_engine(PyObject *m, ttc_py_state *st) { (void)m; (void)st; return 0; }
+
+#include "../common/status.h"
+#include "../engine/engine.h"
+
+PyObject *ttc_py_device_dict(const ttc_cl_device *d);
+
+typedef struct {
+    PyObject_HEAD
+    ttc_engine *e;
+} EngineObject;
+
+static void engine_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    ttc_engine_free(((EngineObject *)self)->e);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *engine_wrap(ttc_py_state *st, ttc_engine *e) {
+    PyTypeObject *tp = (PyTypeObject *)st->EngineType;
+    EngineObject *self = (EngineObject *)tp->tp_alloc(tp, 0);
+    if (!self) { ttc_engine_free(e); return NULL; }
+    self->e = e;
+    return (PyObject *)self;
+}
+
+static PyObject *dim_obj(ttc_dim d, const ttc_symbol *syms) {
+    if (d.sym < 0) return PyLong_FromLongLong(d.add);
+    const char *nm = syms[d.sym].name;
+    if (d.mul == 1 && d.add == 0) return PyUnicode_FromString(nm);
+    if (d.mul == 1) return PyUnicode_FromFormat("%s%c%lld", nm, d.add < 0 ? '-' : '+', (long long)(d.add < 0 ? -d.add : d.add));
+    if (d.add == 0) return PyUnicode_FromFormat("%lld*%s", (long long)d.mul, nm);
+    return PyUnicode_FromFormat("%lld*%s%c%lld", (long long)d.mul, nm, d.add < 0 ? '-' : '+',
+                                (long long)(d.add < 0 ? -d.add : d.add));
+}
+
+static PyObject *bindings(ttc_engine *e, bool outputs) {
+    int32_t n = outputs ? ttc_engine_n_outputs(e) : ttc_engine_n_inputs(e), ns;
+    const ttc_symbol *syms = ttc_engine_symbols(e, &ns);
+    PyObject *list = PyList_New(n);
+    if (!list) return NULL;
+    for (int32_t i = 0; i < n; i++) {
+        const ttc_binding *b = outputs ? ttc_engine_output(e, i) : ttc_engine_input(e, i);
+        PyObject *shape = PyTuple_New(b->rank), *mn = PyTuple_New(b->rank), *mx = PyTuple_New(b->rank);
+        if (!shape || !mn || !mx) { Py_XDECREF(shape); Py_XDECREF(mn); Py_XDECREF(mx); Py_DECREF(list); return NULL; }
+        for (int32_t d = 0; d < b->rank; d++) {
+            ttc_dim dm = b->dims[d];
+            PyTuple_SET_ITEM(shape, d, dim_obj(dm, syms));
+            int64_t lo = dm.sym < 0 ? dm.add : dm.mul * syms[dm.sym].min + dm.add;
+            int64_t hi = dm.sym < 0 ? dm.add : dm.mul * syms[dm.sym].max + dm.add;
+            PyTuple_SET_ITEM(mn, d, PyLong_FromLongLong(lo < hi ? lo : hi));
+            PyTuple_SET_ITEM(mx, d, PyLong_FromLongLong(lo < hi ? hi : lo));
+        }
+        PyObject *dct = Py_BuildValue("{s:s,s:s,s:N,s:N,s:N}", "name", b->name, "dtype", ttc_dtype_name(b->dtype),
+                                      "shape", shape, "min_shape", mn, "max_shape", mx);
+        if (!dct) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, dct);
+    }
+    return list;
+}
+
+static PyObject *e_build(PyObject *cls, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"graph", "name", "device", "precision", "optimization_level", "cache_dir", NULL};
+    PyObject *graph, *device = Py_None, *cache = Py_None;
+    const char *name = "engine", *precision = "fp32";
+    int level = 3;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sOsiO:build", kwlist, &graph, &name, &device, &precision, &level, &cache))
+        return NULL;
+    ttc_py_state *st = ttc_py_state_of_type((PyTypeObject *)cls);
+    ttc_graph *g = ttc_py_graph_get(graph);
+    if (!g) return NULL;
+    ttc_engine_options o = ttc_engine_options_default();
+    o.name = name;
+    o.optimization_level = level;
+    if (!strcmp(precision, "fp16")) o.fp16 = true;
+    else if (strcmp(precision, "fp32")) return PyErr_Format(PyExc_ValueError, "precision must be \"fp32\" or \"fp16\", got %s", precision);
+    if (level < 0 || level > 5) return PyErr_Format(PyExc_ValueError, "optimization_level must be 0..5, got %d", level);
+    PyObject *dev_str = NULL;
+    if (device != Py_None) {
+        dev_str = PyObject_Str(device);
+        if (!dev_str) return NULL;
+        o.device = PyUnicode_AsUTF8(dev_str);
+        if (!o.device) { Py_DECREF(dev_str); return NULL; }
+    }
+    if (cache != Py_None) {
+        o.cache_dir = PyUnicode_AsUTF8(cache);
+        if (!o.cache_dir) { Py_XDECREF(dev_str); return NULL; }
+    }
+    ttc_engine *e = NULL;
+    ttc_status s;
+    Py_INCREF(graph);  /* the graph must outlive the build while the GIL is released */
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_engine_build(g, &o, &e);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(graph);
+    Py_XDECREF(dev_str);
+    if (s != TTC_OK) return ttc_py_raise(st, s);
+    return engine_wrap(st, e);
+}
+
+static bool format_ok(const Py_buffer *v, ttc_dtype dt) {
+    const char *f = v->format ? v->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<') f++;
+    if ((size_t)v->itemsize != ttc_dtype_size(dt)) return false;
+    switch (dt) {
+    case TTC_DTYPE_FLOAT32: return !strcmp(f, "f");
+    case TTC_DTYPE_FLOAT16: return !strcmp(f, "e");
+    case TTC_DTYPE_INT64: return !strcmp(f, "q") || !strcmp(f, "l");
+    case TTC_DTYPE_INT32: return !strcmp(f, "i") || !strcmp(f, "l");
+    case TTC_DTYPE_INT8: return !strcmp(f, "b");
+    case TTC_DTYPE_UINT8: return !strcmp(f, "B");
+    case TTC_DTYPE_BOOL: return !strcmp(f, "?") || !strcmp(f, "B");
+    default: return false;
+    }
+}
+
+static PyObject *input_error(ttc_py_state *st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (msg) { PyErr_SetObject(st->InputError, msg); Py_DECREF(msg); }
+    return NULL;
+}
+
+static PyObject *e_execute(PyObject *self, PyObject *args) {
+    ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
+    ttc_engine *e = ((EngineObject *)self)->e;
+    PyObject *ins, *outs;
+    if (!PyArg_ParseTuple(args, "OO:execute", &ins, &outs)) return NULL;
+    PyObject *inf = PySequence_Fast(ins, "inputs must be a sequence"), *outf = NULL;
+    if (!inf) return NULL;
+    outf = PySequence_Fast(outs, "outputs must be a sequence");
+    if (!outf) { Py_DECREF(inf); return NULL; }
+    Py_ssize_t ni = PySequence_Fast_GET_SIZE(inf), no = PySequence_Fast_GET_SIZE(outf);
+    int32_t en = ttc_engine_n_inputs(e), eo = ttc_engine_n_outputs(e);
+    PyObject *ret = NULL;
+    Py_buffer *bufs = NULL;
+    Py_ssize_t n_got = 0;
+    const void **in_ptr = NULL;
+    size_t *in_bytes = NULL, *out_bytes = NULL;
+    void **out_ptr = NULL;
+    int64_t (*shapes)[TTC_MAX_RANK] = NULL, (*oshapes)[TTC_MAX_RANK] = NULL;
+    if (ni != en) { input_error(st, "engine %s takes %d inputs, %zd given", ttc_engine_name(e), en, ni); goto done; }
+    if (no != eo) { input_error(st, "engine %s has %d outputs, %zd output buffers given", ttc_engine_name(e), eo, no); goto done; }
+    bufs = PyMem_Calloc((size_t)(ni + no + 1), sizeof(Py_buffer));
+    in_ptr = PyMem_Calloc((size_t)ni + 1, sizeof(void *));
+    in_bytes = PyMem_Calloc((size_t)ni + 1, sizeof(size_t));
+    out_ptr = PyMem_Calloc((size_t)no + 1, sizeof(void *));
+    out_bytes = PyMem_Calloc((size_t)no + 1, sizeof(size_t));
+    shapes = PyMem_Calloc((size_t)ni + 1, sizeof *shapes);
+    oshapes = PyMem_Calloc((size_t)no + 1, sizeof *oshapes);
+    if (!bufs || !in_ptr || !in_bytes || !out_ptr || !out_bytes || !shapes || !oshapes) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        const ttc_binding *b = ttc_engine_input(e, (int32_t)i);
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(inf, i), &bufs[n_got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            input_error(st, "input %s: expected a C-contiguous buffer (numpy array / memoryview), got %s", b->name,
+                        Py_TYPE(PySequence_Fast_GET_ITEM(inf, i))->tp_name);
+            goto done;
+        }
+        Py_buffer *v = &bufs[n_got++];
+        if (!format_ok(v, b->dtype)) {
+            input_error(st, "input %s: dtype %s expected, buffer has format '%s' (itemsize %zd)", b->name,
+                        ttc_dtype_name(b->dtype), v->format ? v->format : "B", v->itemsize);
+            goto done;
+        }
+        if (v->ndim != b->rank) {
+            input_error(st, "input %s: rank %d expected, got %d", b->name, b->rank, v->ndim);
+            goto done;
+        }
+        for (int d = 0; d < v->ndim; d++) shapes[i][d] = v->shape ? v->shape[d] : v->len / v->itemsize;
+        in_ptr[i] = v->buf;
+        in_bytes[i] = (size_t)v->len;
+    }
+    ttc_status s = ttc_engine_output_shapes(e, (const int64_t(*)[TTC_MAX_RANK])shapes, oshapes);
+    if (s != TTC_OK) { ttc_py_raise(st, s); goto done; }
+    for (Py_ssize_t i = 0; i < no; i++) {
+        const ttc_binding *b = ttc_engine_output(e, (int32_t)i);
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(outf, i), &bufs[n_got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+            PyErr_Clear();
+            input_error(st, "output %s: expected a writable C-contiguous buffer, got %s", b->name,
+                        Py_TYPE(PySequence_Fast_GET_ITEM(outf, i))->tp_name);
+            goto done;
+        }
+        Py_buffer *v = &bufs[n_got++];
+        if (!format_ok(v, b->dtype)) {
+            input_error(st, "output %s: dtype %s expected, buffer has format '%s'", b->name, ttc_dtype_name(b->dtype),
+                        v->format ? v->format : "B");
+            goto done;
+        }
+        int64_t numel = 1;
+        for (int32_t d = 0; d < b->rank; d++) numel *= oshapes[i][d];
+        if (v->len != (Py_ssize_t)(numel * (int64_t)ttc_dtype_size(b->dtype))) {
+            input_error(st, "output %s: buffer has %zd bytes, its shape needs %lld", b->name, v->len,
+                        (long long)(numel * (int64_t)ttc_dtype_size(b->dtype)));
+            goto done;
+        }
+        out_ptr[i] = v->buf;
+        out_bytes[i] = (size_t)v->len;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_engine_execute(e, in_ptr, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, out_ptr, out_bytes);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) { ttc_py_raise(st, s); goto done; }
+    ret = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t i = 0; i < n_got; i++) PyBuffer_Release(&bufs[i]);
+    PyMem_Free(bufs); PyMem_Free(in_ptr); PyMem_Free(in_bytes); PyMem_Free(out_ptr); PyMem_Free(out_bytes);
+    PyMem_Free(shapes); PyMem_Free(oshapes);
+    Py_DECREF(inf);
+    Py_DECREF(outf);
+    return ret;
+}
+
+static PyObject *e_output_shapes(PyObject *self, PyObject *arg) {
+    ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
+    ttc_engine *e = ((EngineObject *)self)->e;
+    PyObject *seq = PySequence_Fast(arg, "output_shapes takes a list of input shapes");
+    if (!seq) return NULL;
+    int32_t ni = ttc_engine_n_inputs(e), no = ttc_engine_n_outputs(e);
+    int64_t shapes[64][TTC_MAX_RANK], oshapes[64][TTC_MAX_RANK];
+    PyObject *ret = NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != ni || ni > 64 || no > 64) {
+        input_error(st, "engine %s takes %d inputs, %zd shapes given", ttc_engine_name(e), ni, PySequence_Fast_GET_SIZE(seq));
+        goto done;
+    }
+    for (int32_t i = 0; i < ni; i++) {
+        const ttc_binding *b = ttc_engine_input(e, i);
+        PyObject *sh = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i), "a shape must be a sequence of ints");
+        if (!sh) goto done;
+        if (PySequence_Fast_GET_SIZE(sh) != b->rank) {
+            Py_DECREF(sh);
+            input_error(st, "input %s: rank %d expected, got %zd", b->name, b->rank, PySequence_Fast_GET_SIZE(seq));
+            goto done;
+        }
+        for (int32_t d = 0; d < b->rank; d++) {
+            shapes[i][d] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sh, d));
+            if (shapes[i][d] == -1 && PyErr_Occurred()) { Py_DECREF(sh); goto done; }
+        }
+        Py_DECREF(sh);
+    }
+    ttc_status s = ttc_engine_output_shapes(e, (const int64_t(*)[TTC_MAX_RANK])shapes, oshapes);
+    if (s != TTC_OK) { ttc_py_raise(st, s); goto done; }
+    ret = PyList_New(no);
+    if (!ret) goto done;
+    for (int32_t i = 0; i < no; i++) {
+        const ttc_binding *b = ttc_engine_output(e, i);
+        PyObject *t = PyTuple_New(b->rank);
+        if (!t) { Py_CLEAR(ret); goto done; }
+        for (int32_t d = 0; d < b->rank; d++) PyTuple_SET_ITEM(t, d, PyLong_FromLongLong(oshapes[i][d]));
+        PyList_SET_ITEM(ret, i, t);
+    }
+done:
+    Py_DECREF(seq);
+    return ret;
+}
+
+static PyObject *e_serialize(PyObject *self, PyObject *unused) {
+    ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    ttc_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_engine_serialize(((EngineObject *)self)->e, &blob, &len);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) return ttc_py_raise(st, s);
+    PyObject *r = PyBytes_FromStringAndSize((const char *)blob, (Py_ssize_t)len);
+    free(blob);
+    return r;
+}
+
+static PyObject *e_deserialize(PyObject *cls, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"blob", "device", "cache_dir", NULL};
+    Py_buffer b;
+    PyObject *device = Py_None, *cache = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|OO:deserialize", kwlist, &b, &device, &cache)) return NULL;
+    ttc_py_state *st = ttc_py_state_of_type((PyTypeObject *)cls);
+    PyObject *dev_str = NULL;
+    const char *dev = NULL, *cdir = NULL;
+    if (device != Py_None) {
+        dev_str = PyObject_Str(device);
+        if (!dev_str || !(dev = PyUnicode_AsUTF8(dev_str))) { Py_XDECREF(dev_str); PyBuffer_Release(&b); return NULL; }
+    }
+    if (cache != Py_None && !(cdir = PyUnicode_AsUTF8(cache))) { Py_XDECREF(dev_str); PyBuffer_Release(&b); return NULL; }
+    ttc_engine *e = NULL;
+    ttc_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_engine_deserialize(b.buf, (size_t)b.len, dev, cdir, &e);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    Py_XDECREF(dev_str);
+    if (s != TTC_OK) return ttc_py_raise(st, s);
+    return engine_wrap(st, e);
+}
+
+static PyObject *e_info(PyObject *self, PyObject *unused) {
+    ttc_engine *e = ((EngineObject *)self)->e;
+    int32_t n = ttc_engine_n_kernels(e);
+    PyObject *ks = PyList_New(n);
+    if (!ks) return NULL;
+    for (int32_t i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(ttc_engine_kernel_desc(e, i));
+        if (!s) { Py_DECREF(ks); return NULL; }
+        PyList_SET_ITEM(ks, i, s);
+    }
+    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:s}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
+                         "fused", ttc_engine_n_fused(e), "program_cached", ttc_engine_program_from_cache(e) ? Py_True : Py_False,
+                         "peak_memory", (Py_ssize_t)ttc_engine_peak_memory(e), "source", ttc_engine_source(e));
+}
+
+static PyObject *e_get_inputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, false); }
+static PyObject *e_get_outputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, true); }
+static PyObject *e_get_device(PyObject *self, void *c) { return ttc_py_device_dict(ttc_engine_device(((EngineObject *)self)->e)); }
+static PyObject *e_get_name(PyObject *self, void *c) { return PyUnicode_FromString(ttc_engine_name(((EngineObject *)self)->e)); }
+static PyObject *e_get_peak(PyObject *self, void *c) {
+    size_t v;
+    ttc_engine *e = ((EngineObject *)self)->e;
+    Py_BEGIN_ALLOW_THREADS
+    v = ttc_engine_peak_memory(e);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromSize_t(v);
+}
+
+static PyMethodDef engine_methods[] = {
+    {"build", (PyCFunction)(void (*)(void))e_build, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Engine.build(graph, name='engine', device=None, precision='fp32', optimization_level=3, cache_dir=None)"},
+    {"deserialize", (PyCFunction)(void (*)(void))e_deserialize, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Engine.deserialize(blob, device=None, cache_dir=None) -> Engine (rebuilt for this device when foreign)"},
+    {"execute", e_execute, METH_VARARGS, "execute(inputs: list[buffer], outputs: list[writable buffer]) -> None"},
+    {"output_shapes", e_output_shapes, METH_O, "output_shapes(list[tuple[int]]) -> list[tuple[int]]"},
+    {"serialize", e_serialize, METH_NOARGS, "serialize() -> bytes"},
+    {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, source)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef engine_getset[] = {
+    {"inputs", e_get_inputs, NULL, "list of dict(name, dtype, shape, min_shape, max_shape)", NULL},
+    {"outputs", e_get_outputs, NULL, "list of dict(name, dtype, shape, min_shape, max_shape)", NULL},
+    {"device", e_get_device, NULL, "the OpenCL device (dict as in devices())", NULL},
+    {"name", e_get_name, NULL, "engine name", NULL},
+    {"peak_memory", e_get_peak, NULL, "device bytes (constants + intermediates) at the opt shapes", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyObject *engine_new_forbidden(PyTypeObject *tp, PyObject *a, PyObject *k) {
+    PyErr_SetString(PyExc_TypeError, "use Engine.build(graph, ...) or Engine.deserialize(blob)");
+    return NULL;
+}
+
+static PyType_Slot engine_slots[] = {
+    {Py_tp_new, engine_new_forbidden},
+    {Py_tp_dealloc, engine_dealloc},
+    {Py_tp_methods, engine_methods},
+    {Py_tp_getset, engine_getset},
+    {Py_tp_doc, "An OpenCL engine built from a graph segment. See docs/binding_api.md."},
+    {0, NULL},
+};
+
+static PyType_Spec engine_spec = {
+    .name = "torchtrt_c._C.Engine",
+    .basicsize = sizeof(EngineObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = engine_slots,
+};
+
+int ttc_py_init_engine(PyObject *m, ttc_py_state *st) {
+    st->EngineType = PyType_FromModuleAndSpec(m, &engine_spec, NULL);
+    if (!st->EngineType) return -1;
+    return PyModule_AddObjectRef(m, "Engine", st->EngineType);
+}

@@ -1,3 +1,55 @@
-/* Placeholder: replaced by the runtime binding. */
+/* torchtrt_c._C.devices() / default_device(): the OpenCL devices the runtime sees. */
 #include "binding.h"
-int ttc_py_init_runtime(PyObject *m, ttc_py_state *st) { (void)m; (void)st; return 0; }
+
+#include "../common/status.h"
+#include "../runtime/runtime.h"
+
+PyObject *ttc_py_device_dict(const ttc_cl_device *d) {
+    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:K,s:K,s:n,s:O,s:O}",
+                         "index", d->index, "platform", d->platform, "name", d->name,
+                         "type", d->is_gpu ? "gpu" : d->is_cpu ? "cpu" : "other", "vendor", d->vendor,
+                         "version", d->version, "driver", d->driver, "compute_units", d->compute_units,
+                         "global_mem", (unsigned long long)d->global_mem, "local_mem", (unsigned long long)d->local_mem,
+                         "max_work_group", (Py_ssize_t)d->max_work_group, "fp16", d->fp16 ? Py_True : Py_False,
+                         "opencl2", d->opencl2 ? Py_True : Py_False);
+}
+
+static PyObject *py_devices(PyObject *m, PyObject *unused) {
+    ttc_cl_device *ds;
+    int32_t n;
+    ttc_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_cl_devices(&ds, &n);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
+    PyObject *list = PyList_New(n);
+    if (!list) return NULL;
+    for (int32_t i = 0; i < n; i++) {
+        PyObject *d = ttc_py_device_dict(&ds[i]);
+        if (!d) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, d);
+    }
+    return list;
+}
+
+static PyObject *py_default_device(PyObject *m, PyObject *unused) {
+    ttc_cl_device *d;
+    ttc_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_cl_device_select(NULL, &d);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
+    return PyLong_FromLong(d->index);
+}
+
+static PyMethodDef runtime_methods[] = {
+    {"devices", py_devices, METH_NOARGS,
+     "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ...)."},
+    {"default_device", py_default_device, METH_NOARGS,
+     "default_device() -> int: TORCHTRT_C_DEVICE, else the first GPU, else the first device."},
+    {NULL, NULL, 0, NULL},
+};
+
+int ttc_py_init_runtime(PyObject *m, ttc_py_state *st) {
+    return PyModule_AddFunctions(m, runtime_methods);
+}

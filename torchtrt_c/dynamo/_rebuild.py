@@ -21,6 +21,8 @@ import torch.fx
 from torchtrt_c.runtime._execute import torch_dtype
 
 _IN = "__ttc_input__"
+_VIEW_AS_RESHAPE = {"aten.view.default": "aten.reshape.default",
+                    "aten._unsafe_view.default": "aten.reshape.default"}
 
 
 def _ident(name: str, used: set) -> str:
@@ -166,7 +168,9 @@ class _Builder:
                 self.env[o] = self.graph.call_function(operator.getitem, (ins[0], k))
             return
         recipe = self.imp.opaque.get(n["name"]) if self.imp is not None else None
-        target = resolve_op(op)
+        # Lowering drops clone/contiguous (no-ops for engines, whose tensors are always
+        # contiguous), so in torch a view may now see a strided input: reshape copies then.
+        target = resolve_op(_VIEW_AS_RESHAPE.get(op, op))
         if isinstance(target, torch._ops.OpOverload):
             args, kwargs = self._schema_args(target, ins, n)
         elif recipe is not None:

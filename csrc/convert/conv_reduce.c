@@ -1,0 +1,106 @@
+/* Converters for reductions: sum, mean, amax, amin, var, argmax/argmin, prod. One REDUCE
+ * kernel op reads the (possibly strided) input directly; the output keeps or drops the
+ * reduced dims as the IR type says (the element order is the same either way). */
+#include "converters.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ttc_status dims_mask(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, int32_t rank, uint32_t *mask) {
+    *mask = 0;
+    if (i >= n->n_inputs || ttc_cx_is_none(cx, n, i)) { *mask = (1u << rank) - 1; return TTC_OK; }
+    const int64_t *d;
+    int32_t nd;
+    TTC_TRY(ttc_cx_ints(cx, n, i, &d, &nd));
+    if (nd == 0) { *mask = (1u << rank) - 1; return TTC_OK; }
+    for (int32_t j = 0; j < nd; j++) {
+        int32_t dd;
+        TTC_TRY(ttc_cx_dim(n, d[j], rank, &dd));
+        *mask |= 1u << dd;
+    }
+    return TTC_OK;
+}
+
+ttc_status ttc_convert_reduce(ttc_conv_ctx *cx, const ttc_node *n) {
+    ttc_kir *k = cx->k;
+    int32_t x;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    int32_t R = k->ts[x].rank;
+    uint32_t mask = 0;
+    ttc_reduce_kind rk;
+    int64_t correction = 0;
+    switch (n->op) {
+    case TTC_OP_SUM: case TTC_OP_MEAN:
+        mask = (1u << R) - 1;
+        rk = n->op == TTC_OP_SUM ? TTC_RED_SUM : TTC_RED_MEAN;
+        break;
+    case TTC_OP_SUM_DIM: case TTC_OP_MEAN_DIM: case TTC_OP_AMAX: case TTC_OP_AMIN:
+        TTC_TRY(dims_mask(cx, n, 1, R, &mask));
+        rk = n->op == TTC_OP_SUM_DIM ? TTC_RED_SUM : n->op == TTC_OP_MEAN_DIM ? TTC_RED_MEAN
+           : n->op == TTC_OP_AMAX ? TTC_RED_MAX : TTC_RED_MIN;
+        break;
+    case TTC_OP_PROD_DIM:
+        TTC_TRY(dims_mask(cx, n, 1, R, &mask));
+        rk = TTC_RED_PROD;
+        break;
+    case TTC_OP_VAR_CORRECTION:  /* var(x, dims, correction, keepdim) */
+        TTC_TRY(dims_mask(cx, n, 1, R, &mask));
+        rk = TTC_RED_VAR;
+        correction = 1;
+        if (n->n_inputs > 2 && !ttc_cx_is_none(cx, n, 2)) {
+            double c;
+            TTC_TRY(ttc_cx_float(cx, n, 2, &c));
+            correction = (int64_t)c;
+        }
+        break;
+    case TTC_OP_VAR_DIM: {  /* var(x, dims, unbiased, keepdim) */
+        TTC_TRY(dims_mask(cx, n, 1, R, &mask));
+        bool unbiased = true;
+        if (n->n_inputs > 2) TTC_TRY(ttc_cx_bool(cx, n, 2, &unbiased));
+        rk = TTC_RED_VAR;
+        correction = unbiased;
+        break;
+    }
+    case TTC_OP_ARGMAX: case TTC_OP_ARGMIN:  /* argmax(x, dim?, keepdim) */
+        if (ttc_cx_is_none(cx, n, 1)) {
+            /* over the flattened tensor: reduce all dims of a dense copy */
+            mask = (1u << R) - 1;
+            TTC_TRY(ttc_cx_contiguous(cx, x, n->outputs[0]->name, &x));
+        } else {
+            int64_t d;
+            int32_t dd;
+            TTC_TRY(ttc_cx_int(cx, n, 1, &d));
+            TTC_TRY(ttc_cx_dim(n, d, R, &dd));
+            mask = 1u << dd;
+        }
+        rk = n->op == TTC_OP_ARGMAX ? TTC_RED_ARGMAX : TTC_RED_ARGMIN;
+        break;
+    default:
+        return ttc_fail(TTC_ERR_INTERNAL, "no reduction mapping for %s", n->op_name);
+    }
+    if (R == 0) mask = 0;
+    const ttc_type *ot = &n->outputs[0]->type;
+    ttc_dtype dt = rk == TTC_RED_ARGMAX || rk == TTC_RED_ARGMIN ? ot->dtype : ttc_cx_float_dtype(cx, ot->dtype);
+    int32_t oi = ttc_kir_op(k, TTC_KOP_REDUCE, dt, ot->rank, ot->dims, n->outputs[0]->name);
+    if (oi < 0) return TTC_ERR_NOMEM;
+    ttc_kop *op = &k->ops[oi];
+    op->in[0] = x;
+    op->p.red.kind = rk;
+    op->p.red.mask = mask;
+    op->p.red.correction = correction;
+    return ttc_cx_set_output(cx, n, 0, op->out);
+}
+
+bool ttc_validate_reduce(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
+    const ttc_type *t = &n->inputs[0]->type;
+    if (t->dtype != TTC_DTYPE_FLOAT32 && t->dtype != TTC_DTYPE_FLOAT16) {
+        if (why_not) *why_not = ttc_strfmt("reduction of %s (only floating inputs)", ttc_dtype_name(t->dtype));
+        return false;
+    }
+    const ttc_type *o = &n->outputs[0]->type;
+    if (o->dtype != TTC_DTYPE_FLOAT32 && o->dtype != TTC_DTYPE_FLOAT16 && o->dtype != TTC_DTYPE_INT64) {
+        if (why_not) *why_not = ttc_strfmt("reduction to %s", ttc_dtype_name(o->dtype));
+        return false;
+    }
+    return true;
+}
