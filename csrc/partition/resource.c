@@ -196,7 +196,7 @@ ttc_status ttc_part_split_resources(ttc_part_state *st) {
             while (q < m && blocked[q] > 0) q++;
             int64_t uw = 0;
             for (int32_t x = p; x < q; x++) uw += node_weight(st->g->nodes[order[sg][x]], cstamp, piece_id);
-            if (p > 0 && pw > 0 && pw + uw > budget) {
+            if (p > 0 && pw > 0 && uw > 0 && pw + uw > budget) {
                 cur++;
                 piece_id++;
                 pw = 0;
