@@ -26,7 +26,7 @@ class Const:
 def rand(*shape, dtype=torch.float32, low=-2.0, high=2.0, seed=None):
     """Random values, never exactly zero (so that wrong-zero results cannot pass)."""
     g = torch.Generator().manual_seed(hash((shape, seed)) & 0xFFFFFFFF)
-    t = torch.rand(*shape, generator=g) * (high - low) + low
+    t = torch.rand(shape, generator=g) * (high - low) + low
     t = torch.where(t.abs() < 1e-3, torch.full_like(t, 0.5), t)
     return t.to(dtype)
 
@@ -34,6 +34,18 @@ def rand(*shape, dtype=torch.float32, low=-2.0, high=2.0, seed=None):
 def aten_op(name):
     _, op, overload = name.split(".")
     return getattr(getattr(torch.ops.aten, op), overload)
+
+
+def call_aten(name, args):
+    """Calls the ATen overload with args in schema order (kwarg-only ones passed by name)."""
+    fn = aten_op(name)
+    pos, kw = [], {}
+    for a, sa in zip(args, fn._schema.arguments):
+        if sa.kwarg_only:
+            kw[sa.name] = a
+        else:
+            pos.append(a)
+    return fn(*pos, **kw)
 
 
 def _ttype(t, shape=None):
@@ -59,9 +71,9 @@ class Node:
         self.op, self.args, self.out_types, self.index = op, list(args), list(out_types), index
 
 
-def build(op, args, outs, dynamic=None, precision="fp32"):
+def build(op, args, outs, dynamic=None, precision="fp32", keep=None):
     """The one-op graph and its engine. dynamic=(min, opt, max) makes dim 0 of every tensor
-    input and output the symbol s0."""
+    input and output the symbol s0; keep: indices of the op outputs that are graph outputs."""
     g = C.Graph()
     if dynamic:
         g.add_symbol("s0", *dynamic)
@@ -73,7 +85,7 @@ def build(op, args, outs, dynamic=None, precision="fp32"):
             shape[0] = "s0"
         otypes.append(("tensor", DTYPES[o.dtype], shape))
     res = g.add_node(op, names, otypes, name="op")
-    g.set_outputs(res)
+    g.set_outputs([res[i] for i in (keep if keep is not None else range(len(res)))])
     return g, C.Engine.build(g, name="test_" + op, precision=precision, cache_dir="")
 
 
@@ -107,13 +119,16 @@ def assert_close(got, ref, atol, rtol, what=""):
                              f"index {i}: got {float(g.flatten()[i])}, expected {float(r.flatten()[i])}")
 
 
-def check_op(op, args, tol=1e-5, rtol=None, dynamic=None, precision="fp32", ref=None):
-    """Builds op over args, runs it, compares every output with torch eager. Returns the engine."""
+def check_op(op, args, tol=1e-5, rtol=None, dynamic=None, precision="fp32", ref=None, keep=None):
+    """Builds op over args, runs it, compares the outputs (all, or those in keep) with torch
+    eager. Returns the engine."""
     targs = [a.t if isinstance(a, Const) else a for a in args]
     with torch.no_grad():
-        r = ref(*targs) if ref else aten_op(op)(*targs)
+        r = ref(*targs) if ref else call_aten(op, targs)
     refs = list(r) if isinstance(r, (tuple, list)) else [r]
-    _, e = build(op, args, refs, dynamic=dynamic, precision=precision)
+    _, e = build(op, args, refs, dynamic=dynamic, precision=precision, keep=keep)
+    if keep is not None:
+        refs = [refs[i] for i in keep]
     got = run(e, args, refs)
     for i, (a, b) in enumerate(zip(got, refs)):
         assert_close(a, b, tol, tol if rtol is None else rtol, f"{op} output {i}")
