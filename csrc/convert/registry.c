@@ -1,5 +1,6 @@
 /* The converter table, indexed by op id: the single source of truth for OpenCL support. */
 #include "converters.h"
+#include "converters_data.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,15 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_CLONE] = SH(ttc_convert_identity), [TTC_OP_CONTIGUOUS] = SH(ttc_convert_identity),
     [TTC_OP_DETACH] = SH(ttc_convert_identity), [TTC_OP_ALIAS] = SH(ttc_convert_identity),
     [TTC_OP_DROPOUT] = SH(ttc_convert_identity), [TTC_OP_LIFT_FRESH_COPY] = SH(ttc_convert_identity),
+    /* data movement, indexing, creation, resize, attention (converters_data.h) */
+#define DATA(fn, val) {fn, val, TTC_CONVF_DYNAMIC}
+    [TTC_OP_CAT] = DATA(ttc_convert_cat, ttc_validate_cat), [TTC_OP_STACK] = DATA(ttc_convert_cat, ttc_validate_cat),
+    [TTC_OP_SPLIT] = DATA(ttc_convert_split, ttc_validate_split),
+    [TTC_OP_SPLIT_WITH_SIZES] = DATA(ttc_convert_split, ttc_validate_split),
+    [TTC_OP_CHUNK] = DATA(ttc_convert_split, ttc_validate_split),
+    [TTC_OP_UNBIND] = DATA(ttc_convert_unbind, ttc_validate_split),
+    [TTC_OP_CONSTANT_PAD_ND] = DATA(ttc_convert_pad, ttc_validate_pad),
+#undef DATA
     /* casts */
     [TTC_OP_TO_COPY] = EW(ttc_convert_cast), [TTC_OP_TO_DTYPE] = EW(ttc_convert_cast),
 };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../kernels/kernels.h"
+#include "codegen_data.h"
 
 const char *ttc_cl_storage_type(ttc_dtype d) {
     switch (d) {
@@ -326,6 +327,10 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
             gdim(ks, 0, op->out, 0, out->rank, 1, 0);
             break;
         case TTC_KOP_GEMM: s = gen_gemm(src, k, op, ks, gpu, P, A_); break;
+        case TTC_KOP_GATHER: case TTC_KOP_CONCAT: case TTC_KOP_PAD: case TTC_KOP_INDEX:
+        case TTC_KOP_RESIZE: case TTC_KOP_ATTENTION:
+            s = ttc_codegen_data(src, k, op, ks, gpu, P, A_);
+            break;
         default: s = ttc_codegen_kind(src, k, op, ks, gpu, P, A_); break;
         }
         if (s == TTC_OK) {

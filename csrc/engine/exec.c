@@ -228,8 +228,11 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     if (err != CL_SUCCESS && s == TTC_OK)
         s = ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));
     if (host_ptr) {
-        for (int32_t i = 0; in_mem && i < e->n_in; i++) if (in_mem[i]) TTC_CL(ReleaseMemObject)(in_mem[i]);
-        for (int32_t i = 0; out_mem && i < e->n_out; i++) if (out_mem[i]) TTC_CL(ReleaseMemObject)(out_mem[i]);
+        /* empty bindings use the context's own buffers (released with the context) */
+        for (int32_t i = 0; in_mem && i < e->n_in; i++)
+            if (in_mem[i] && in_mem[i] != x->dev_in[i]) TTC_CL(ReleaseMemObject)(in_mem[i]);
+        for (int32_t i = 0; out_mem && i < e->n_out; i++)
+            if (out_mem[i] && out_mem[i] != x->dev_out[i]) TTC_CL(ReleaseMemObject)(out_mem[i]);
     }
     free(in_mem);
     free(out_mem);

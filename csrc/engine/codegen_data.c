@@ -1,0 +1,400 @@
+/* Kernels for data movement, indexing, resizing and attention (see codegen_data.h).
+ * Every kernel is one work-item per output element (attention: per query row) and the
+ * output is dense: work-item `lin` is decomposed into the output's multi-index i0..iR-1. */
+#include "codegen_data.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static ttc_status arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v) {
+    TTC_TRY(ttc_grow((void **)&ks->args, &ks->cap_args, ks->n_args + 1, sizeof(ttc_argspec)));
+    ttc_argspec a = {kind, t, d, r, v};
+    ks->args[ks->n_args++] = a;
+    return TTC_OK;
+}
+
+static void launch(ttc_kspec *ks, int32_t t, int32_t from, int32_t to) {
+    ttc_gdim g = {t, from, to, 1, 0};
+    ks->g[0] = g;
+    ks->work_dims = 1;
+}
+
+static bool is_fl(ttc_dtype d) { return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16; }
+
+/* The type values of dtype d are held in inside a kernel. */
+static const char *vtype(ttc_dtype d) {
+    if (is_fl(d)) return "float";
+    if (d == TTC_DTYPE_INT64) return "long";
+    if (d == TTC_DTYPE_INT32) return "int";
+    if (d == TTC_DTYPE_INT8) return "char";
+    return "uchar";
+}
+
+static void load(ttc_sbuf *b, ttc_dtype d, const char *ptr, const char *idx) {
+    if (d == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, "vload_half(%s, %s)", idx, ptr);
+    else ttc_sbuf_printf(b, "%s[%s]", ptr, idx);
+}
+
+static void literal(ttc_sbuf *b, double v, ttc_dtype d) {
+    if (!is_fl(d)) ttc_sbuf_printf(b, "((%s)%lld)", vtype(d), (long long)v);
+    else if (isnan(v)) ttc_sbuf_printf(b, "NAN");
+    else if (isinf(v)) ttc_sbuf_printf(b, v > 0 ? "INFINITY" : "(-INFINITY)");
+    else ttc_sbuf_printf(b, "%.9ef", v);
+}
+
+/* Writes value expression `val` at output element `lin`: through the store function when an
+ * epilogue was fused in, else directly in the output's type. */
+static void emit_write(ttc_sbuf *b, const ttc_kir *k, const ttc_kop *op, const ttc_kspec *ks, const char *val,
+                       const char *lin, const char *A_) {
+    ttc_dtype od = k->ts[op->out].dtype;
+    if (op->epi.n > 0) ttc_sbuf_printf(b, "    %s_store((float)(%s), %s%s);\n", ks->name, val, lin, A_);
+    else if (od == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, "    vstore_half((float)(%s), o_off + %s, o_);\n", val, lin);
+    else if (od == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "    o_[o_off + %s] = (uchar)((%s) != 0);\n", lin, val);
+    else ttc_sbuf_printf(b, "    o_[o_off + %s] = (%s)(%s);\n", lin, ttc_cl_storage_type(od), val);
+}
+
+/* Parameters "<nm>, <nm>_off[, <nm>_s<d>...]" for tensor t; strides are for t's own dims,
+ * or, with index rank r > 0, for a rank-r index space t broadcasts into (right-aligned). */
+static ttc_status tensor_params(ttc_sbuf *sig, ttc_kspec *ks, const ttc_kir *k, int32_t t, const char *nm, int32_t r) {
+    ttc_sbuf_printf(sig, ", __global const %s *%s, int %s_off", ttc_cl_storage_type(k->ts[t].dtype), nm, nm);
+    TTC_TRY(arg(ks, TTC_ARG_BUF, t, 0, 0, 0));
+    TTC_TRY(arg(ks, TTC_ARG_OFF, t, 0, 0, 0));
+    int32_t rank = r > 0 ? r : k->ts[t].rank;
+    for (int32_t d = 0; d < rank; d++) {
+        ttc_sbuf_printf(sig, ", int %s_s%d", nm, d);
+        TTC_TRY(arg(ks, TTC_ARG_STRIDE, t, d, rank, 0));
+    }
+    return TTC_OK;
+}
+
+/* "int n, int sz0.." over the output and the decomposition of lin into i0..iR-1. */
+static ttc_status out_params(ttc_sbuf *sig, ttc_kspec *ks, const ttc_kir *k, const ttc_kop *op) {
+    int32_t R = k->ts[op->out].rank;
+    ttc_sbuf_printf(sig, "int n");
+    TTC_TRY(arg(ks, TTC_ARG_PROD, op->out, 0, R, 0));
+    for (int32_t d = 0; d < R; d++) {
+        ttc_sbuf_printf(sig, ", int sz%d", d);
+        TTC_TRY(arg(ks, TTC_ARG_DIM, op->out, d, 0, 0));
+    }
+    launch(ks, op->out, 0, R);
+    return TTC_OK;
+}
+
+static void open_kernel(ttc_sbuf *src, const ttc_kspec *ks, const ttc_sbuf *sig, const char *P, int32_t R) {
+    ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n",
+                    ks->name, sig->data ? sig->data : "", P);
+    if (R > 0) ttc_sbuf_printf(src, "    int rem = lin;\n");
+    for (int32_t d = R - 1; d >= 0; d--) ttc_sbuf_printf(src, "    int i%d = rem %% sz%d; rem /= sz%d;\n", d, d, d);
+}
+
+static ttc_status gen_concat(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                             const char *P, const char *A_) {
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank, D = op->p.concat.dim, n = op->p.concat.n;
+    TTC_TRY(out_params(sig, ks, k, op));
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = op->in[i];
+        bool st = (op->p.concat.stacked >> i) & 1u;
+        char nm[8];
+        snprintf(nm, sizeof nm, "x%d", i);
+        TTC_TRY(tensor_params(sig, ks, k, t, nm, 0));
+        if (!st) {
+            ttc_sbuf_printf(sig, ", int x%d_len", i);
+            TTC_TRY(arg(ks, TTC_ARG_DIM, t, D, 0, 0));
+        }
+    }
+    open_kernel(src, ks, sig, P, R);
+    const char *vt = vtype(out->dtype);
+    ttc_sbuf_printf(src, "    int c = i%d;\n    %s v;\n", D, vt);
+    for (int32_t i = 0; i < n; i++) {
+        bool st = (op->p.concat.stacked >> i) & 1u;
+        const ttc_et *x = &k->ts[op->in[i]];
+        if (i < n - 1) {
+            if (st) ttc_sbuf_printf(src, "    if (c < 1) {\n");
+            else ttc_sbuf_printf(src, "    if (c < x%d_len) {\n", i);
+        } else {
+            ttc_sbuf_printf(src, "    {\n");
+        }
+        ttc_sbuf_printf(src, "        int p = x%d_off", i);
+        for (int32_t d = 0; d < R; d++) {
+            if (st && d == D) continue;
+            int32_t xd = st && d > D ? d - 1 : d;
+            if (d == D) ttc_sbuf_printf(src, " + c * x%d_s%d", i, xd);
+            else ttc_sbuf_printf(src, " + i%d * x%d_s%d", d, i, xd);
+        }
+        char ptr[8];
+        snprintf(ptr, sizeof ptr, "x%d", i);
+        ttc_sbuf_printf(src, ";\n        v = (%s)(", vt);
+        load(src, x->dtype, ptr, "p");
+        ttc_sbuf_printf(src, ");\n    }");
+        if (i < n - 1) {
+            if (st) ttc_sbuf_printf(src, " else {\n    c -= 1;\n");
+            else ttc_sbuf_printf(src, " else {\n    c -= x%d_len;\n", i);
+        } else {
+            ttc_sbuf_printf(src, "\n");
+        }
+    }
+    for (int32_t i = 0; i < n - 1; i++) ttc_sbuf_printf(src, "    }\n");
+    emit_write(src, k, op, ks, "v", "lin", A_);
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}
+
+static ttc_status gen_pad(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                          const char *P, const char *A_) {
+    const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
+    int32_t R = out->rank;
+    TTC_TRY(out_params(sig, ks, k, op));
+    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    for (int32_t d = 0; d < R; d++) {
+        ttc_sbuf_printf(sig, ", int xd%d", d);
+        TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], d, 0, 0));
+    }
+    open_kernel(src, ks, sig, P, R);
+    const char *vt = vtype(out->dtype);
+    ttc_sbuf_printf(src, "    int p = x_off;\n    bool ok = true;\n");
+    for (int32_t d = 0; d < R; d++)
+        ttc_sbuf_printf(src, "    int s%d = i%d - (%lld); ok = ok && s%d >= 0 && s%d < xd%d; p += s%d * x_s%d;\n", d, d,
+                        (long long)op->p.pad.lo[d], d, d, d, d, d);
+    ttc_sbuf_printf(src, "    %s v = ok ? (%s)(", vt, vt);
+    load(src, x->dtype, "x", "p");
+    ttc_sbuf_printf(src, ") : ");
+    literal(src, op->p.pad.value, out->dtype);
+    ttc_sbuf_printf(src, ";\n");
+    emit_write(src, k, op, ks, "v", "lin", A_);
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}
+
+/* Emits "long v<j> = <index j>" wrapped (negative counts from the end) and clamped into
+ * [0, size): out-of-range indices must never read outside the tensor. */
+static void emit_index_value(ttc_sbuf *src, int32_t j, const char *pos, const char *size) {
+    ttc_sbuf_printf(src, "    long v%d = (long)ix%d[%s];\n", j, j, pos);
+    ttc_sbuf_printf(src, "    if (v%d < 0) v%d += %s;\n    v%d = clamp(v%d, 0L, (long)%s - 1L);\n", j, j, size, j, j, size);
+}
+
+static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                            const char *P, const char *A_) {
+    const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
+    int32_t R = out->rank, XR = x->rank, B = op->p.index.brank, at = op->p.index.at, ni = op->p.index.n;
+    TTC_TRY(out_params(sig, ks, k, op));
+    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    for (int32_t j = 0; j < ni; j++) {
+        ttc_sbuf_printf(sig, ", int xd%d", j);
+        TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], op->p.index.dims[j], 0, 0));
+        char nm[8];
+        snprintf(nm, sizeof nm, "ix%d", j);
+        if (B > 0) TTC_TRY(tensor_params(sig, ks, k, op->in[1 + j], nm, B));
+        else {
+            ttc_sbuf_printf(sig, ", __global const %s *%s, int %s_off", ttc_cl_storage_type(k->ts[op->in[1 + j]].dtype), nm, nm);
+            TTC_TRY(arg(ks, TTC_ARG_BUF, op->in[1 + j], 0, 0, 0));
+            TTC_TRY(arg(ks, TTC_ARG_OFF, op->in[1 + j], 0, 0, 0));
+        }
+    }
+    open_kernel(src, ks, sig, P, R);
+    ttc_sbuf_printf(src, "    long p = x_off;\n");
+    /* non-indexed input dims take the output dims outside [at, at + B), in order */
+    int32_t o = 0;
+    for (int32_t d = 0; d < XR; d++) {
+        bool indexed = false;
+        for (int32_t j = 0; j < ni; j++) indexed = indexed || op->p.index.dims[j] == d;
+        if (indexed) continue;
+        if (o == at) o += B;
+        ttc_sbuf_printf(src, "    p += (long)i%d * x_s%d;\n", o, d);
+        o++;
+    }
+    for (int32_t j = 0; j < ni; j++) {
+        ttc_sbuf pos = {0};
+        ttc_sbuf_printf(&pos, "ix%d_off", j);
+        for (int32_t b = 0; b < B; b++) ttc_sbuf_printf(&pos, " + i%d * ix%d_s%d", at + b, j, b);
+        char size[8];
+        snprintf(size, sizeof size, "xd%d", j);
+        emit_index_value(src, j, pos.data ? pos.data : "0", size);
+        bool oom = pos.oom;
+        ttc_sbuf_free(&pos);
+        if (oom) return TTC_ERR_NOMEM;
+        ttc_sbuf_printf(src, "    p += v%d * x_s%d;\n", j, op->p.index.dims[j]);
+    }
+    ttc_sbuf_printf(src, "    %s v = (%s)(", vtype(out->dtype), vtype(out->dtype));
+    load(src, x->dtype, "x", "p");
+    ttc_sbuf_printf(src, ");\n");
+    emit_write(src, k, op, ks, "v", "lin", A_);
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}
+
+/* torch.gather(x, dim, index): out[i] = x[i with i_dim = index[i]] */
+static ttc_status gen_gather(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                             const char *P, const char *A_) {
+    const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
+    int32_t R = out->rank, D = op->p.gather.dim;
+    if (op->p.gather.mode != 1) return ttc_fail(TTC_ERR_INTERNAL, "gather %s: mode %d", op->name, op->p.gather.mode);
+    TTC_TRY(out_params(sig, ks, k, op));
+    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    ttc_sbuf_printf(sig, ", int xd0");
+    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], D, 0, 0));
+    TTC_TRY(tensor_params(sig, ks, k, op->in[1], "ix0", R));
+    open_kernel(src, ks, sig, P, R);
+    ttc_sbuf pos = {0};
+    ttc_sbuf_printf(&pos, "ix0_off");
+    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(&pos, " + i%d * ix0_s%d", d, d);
+    emit_index_value(src, 0, pos.data ? pos.data : "0", "xd0");
+    bool oom = pos.oom;
+    ttc_sbuf_free(&pos);
+    if (oom) return TTC_ERR_NOMEM;
+    ttc_sbuf_printf(src, "    long p = x_off + v0 * x_s%d", D);
+    for (int32_t d = 0; d < R; d++)
+        if (d != D) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
+    ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vtype(out->dtype), vtype(out->dtype));
+    load(src, x->dtype, "x", "p");
+    ttc_sbuf_printf(src, ");\n");
+    emit_write(src, k, op, ks, "v", "lin", A_);
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}
+
+/* The source-to-destination scale of axis a: 1/scale_factor when one was given (as torch
+ * does), else in/out computed at run time. */
+static void resize_scale(ttc_sbuf *src, const ttc_kop *op, int32_t a, const char *in, const char *out) {
+    double sf = op->p.resize.scale[a];
+    if (sf > 0) ttc_sbuf_printf(src, "%.9ef", 1.0 / sf);
+    else ttc_sbuf_printf(src, "((float)%s / (float)%s)", in, out);
+}
+
+static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                             const char *P, const char *A_) {
+    const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
+    if (out->rank != 4 || x->rank != 4) return ttc_fail(TTC_ERR_UNSUPPORTED, "resize %s: rank %d", op->name, out->rank);
+    TTC_TRY(out_params(sig, ks, k, op));
+    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    ttc_sbuf_printf(sig, ", int ih, int iw");
+    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], 2, 0, 0));
+    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], 3, 0, 0));
+    open_kernel(src, ks, sig, P, 4);
+    ttc_sbuf_printf(src, "    int base = x_off + i0 * x_s0 + i1 * x_s1;\n");
+    const char *ax[2][4] = {{"y", "i2", "ih", "sz2"}, {"x", "i3", "iw", "sz3"}};
+    for (int32_t a = 0; a < 2; a++) {
+        const char *c = ax[a][0], *i = ax[a][1], *in = ax[a][2], *o = ax[a][3];
+        if (!op->p.resize.bilinear) {
+            ttc_sbuf_printf(src, "    float sc%s = ", c);
+            resize_scale(src, op, a, in, o);
+            ttc_sbuf_printf(src, ";\n    int %s0 = %s == %s ? %s : %s == 2 * %s ? (%s >> 1) : min((int)floor((float)%s * sc%s), %s - 1);\n",
+                            c, o, in, i, o, in, i, i, c, in);
+            continue;
+        }
+        if (op->p.resize.align_corners)
+            ttc_sbuf_printf(src, "    float sc%s = %s > 1 ? (float)(%s - 1) / (float)(%s - 1) : 0.0f;\n"
+                                 "    float r%s = sc%s * (float)%s;\n", c, o, in, o, c, c, i);
+        else {
+            ttc_sbuf_printf(src, "    float sc%s = ", c);
+            resize_scale(src, op, a, in, o);
+            ttc_sbuf_printf(src, ";\n    float r%s = fmax(sc%s * ((float)%s + 0.5f) - 0.5f, 0.0f);\n", c, c, i);
+        }
+        ttc_sbuf_printf(src, "    int %s0 = (int)r%s; int %s1 = %s0 + (%s0 < %s - 1 ? 1 : 0);\n"
+                             "    float w%s1 = clamp(r%s - (float)%s0, 0.0f, 1.0f), w%s0 = 1.0f - w%s1;\n",
+                        c, c, c, c, c, in, c, c, c, c, c);
+    }
+    const char *vt = vtype(out->dtype);
+    if (!op->p.resize.bilinear) {
+        ttc_sbuf_printf(src, "    int p = base + y0 * x_s2 + x0 * x_s3;\n    %s v = (%s)(", vt, vt);
+        load(src, x->dtype, "x", "p");
+        ttc_sbuf_printf(src, ");\n");
+    } else {
+        const char *pts[4] = {"y0 * x_s2 + x0 * x_s3", "y0 * x_s2 + x1 * x_s3", "y1 * x_s2 + x0 * x_s3", "y1 * x_s2 + x1 * x_s3"};
+        for (int32_t q = 0; q < 4; q++) {
+            char idx[48];
+            snprintf(idx, sizeof idx, "base + %s", pts[q]);
+            ttc_sbuf_printf(src, "    float p%d = (float)(", q);
+            load(src, x->dtype, "x", idx);
+            ttc_sbuf_printf(src, ");\n");
+        }
+        ttc_sbuf_printf(src, "    float v = wy0 * (wx0 * p0 + wx1 * p1) + wy1 * (wx0 * p2 + wx1 * p3);\n");
+    }
+    emit_write(src, k, op, ks, "v", "lin", A_);
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}
+
+/* One work-item per query row: scores, an online softmax and the weighted sum of values in
+ * one pass over the keys (no [L, S] score matrix in memory). */
+static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                                const char *P, const char *A_) {
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank, E = op->p.attn.e, EV = op->p.attn.ev, mt = op->in[3];
+    if (R < 2 || E < 1 || EV < 1) return ttc_fail(TTC_ERR_INTERNAL, "attention %s: rank %d, E %d, EV %d", op->name, R, E, EV);
+    ttc_sbuf_printf(sig, "int n");
+    TTC_TRY(arg(ks, TTC_ARG_PROD, op->out, 0, R - 1, 0));
+    for (int32_t d = 0; d < R - 1; d++) {
+        ttc_sbuf_printf(sig, ", int sz%d", d);
+        TTC_TRY(arg(ks, TTC_ARG_DIM, op->out, d, 0, 0));
+    }
+    ttc_sbuf_printf(sig, ", int S");
+    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[1], k->ts[op->in[1]].rank - 2, 0, 0));
+    const char *nm[4] = {"q", "k", "v", "m"};
+    for (int32_t i = 0; i < 4; i++)
+        if (op->in[i] >= 0) TTC_TRY(tensor_params(sig, ks, k, op->in[i], nm[i], R));
+    launch(ks, op->out, 0, R - 1);
+    ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int g = get_global_id(0);\n    if (g >= n) return;\n",
+                    ks->name, sig->data ? sig->data : "", P);
+    ttc_sbuf_printf(src, "    int rem = g;\n    int l = rem %% sz%d; rem /= sz%d;\n", R - 2, R - 2);
+    for (int32_t d = R - 3; d >= 0; d--) ttc_sbuf_printf(src, "    int b%d = rem %% sz%d; rem /= sz%d;\n", d, d, d);
+    for (int32_t i = 0; i < 4; i++) {
+        if (op->in[i] < 0) continue;
+        ttc_sbuf_printf(src, "    int %sb = %s_off", nm[i], nm[i]);
+        for (int32_t d = 0; d < R - 2; d++) ttc_sbuf_printf(src, " + b%d * %s_s%d", d, nm[i], d);
+        if (i == 0 || i == 3) ttc_sbuf_printf(src, " + l * %s_s%d", nm[i], R - 2);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    ttc_dtype qd = k->ts[op->in[0]].dtype, kd = k->ts[op->in[1]].dtype, vd = k->ts[op->in[2]].dtype;
+    ttc_sbuf_printf(src, "    float qv[%d];\n    for (int e = 0; e < %d; e++) qv[e] = (float)(", E, E);
+    char idx[64];
+    snprintf(idx, sizeof idx, "qb + e * q_s%d", R - 1);
+    load(src, qd, "q", idx);
+    ttc_sbuf_printf(src, ") * %.9ef;\n", op->p.attn.scale);
+    ttc_sbuf_printf(src, "    float acc[%d];\n    for (int e = 0; e < %d; e++) acc[e] = 0.0f;\n", EV, EV);
+    ttc_sbuf_printf(src, "    float mx = -INFINITY, sm = 0.0f;\n    int jn = %s;\n", op->p.attn.causal ? "min(S, l + 1)" : "S");
+    ttc_sbuf_printf(src, "    for (int j = 0; j < jn; j++) {\n        int kp = kb + j * k_s%d;\n        float x = 0.0f;\n"
+                         "        for (int e = 0; e < %d; e++) x += qv[e] * (float)(", R - 2, E);
+    snprintf(idx, sizeof idx, "kp + e * k_s%d", R - 1);
+    load(src, kd, "k", idx);
+    ttc_sbuf_printf(src, ");\n");
+    if (mt >= 0) {
+        snprintf(idx, sizeof idx, "mb + j * m_s%d", R - 1);
+        if (k->ts[mt].dtype == TTC_DTYPE_BOOL) {
+            ttc_sbuf_printf(src, "        if (!m[%s]) continue;\n", idx);
+        } else {
+            ttc_sbuf_printf(src, "        x += (float)(");
+            load(src, k->ts[mt].dtype, "m", idx);
+            ttc_sbuf_printf(src, ");\n");
+        }
+    }
+    ttc_sbuf_printf(src, "        if (x == -INFINITY) continue;\n"
+                         "        float mn = fmax(mx, x), c = exp(mx - mn), pj = exp(x - mn);\n"
+                         "        sm = sm * c + pj;\n        mx = mn;\n        int vp = vb + j * v_s%d;\n"
+                         "        for (int e = 0; e < %d; e++) acc[e] = acc[e] * c + pj * (float)(", R - 2, EV);
+    snprintf(idx, sizeof idx, "vp + e * v_s%d", R - 1);
+    load(src, vd, "v", idx);
+    ttc_sbuf_printf(src, ");\n    }\n    float inv = 1.0f / sm;\n    for (int e = 0; e < %d; e++) {\n        int lin = g * %d + e;\n", EV, EV);
+    emit_write(src, k, op, ks, "acc[e] * inv", "lin", A_);
+    ttc_sbuf_printf(src, "    }\n}\n");
+    return TTC_OK;
+}
+
+ttc_status ttc_codegen_data(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
+                            const char *P, const char *A_) {
+    ttc_sbuf sig = {0};
+    ttc_status s;
+    switch (op->kind) {
+    case TTC_KOP_CONCAT: s = gen_concat(src, k, op, ks, &sig, P, A_); break;
+    case TTC_KOP_PAD: s = gen_pad(src, k, op, ks, &sig, P, A_); break;
+    case TTC_KOP_INDEX: s = gen_index(src, k, op, ks, &sig, P, A_); break;
+    case TTC_KOP_GATHER: s = gen_gather(src, k, op, ks, &sig, P, A_); break;
+    case TTC_KOP_RESIZE: s = gen_resize(src, k, op, ks, &sig, P, A_); break;
+    case TTC_KOP_ATTENTION: s = gen_attention(src, k, op, ks, &sig, P, A_); break;
+    default: s = ttc_fail(TTC_ERR_INTERNAL, "codegen_data: kernel kind %d (%s)", op->kind, op->name); break;
+    }
+    if (s == TTC_OK && (sig.oom || src->oom)) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);
+    ttc_sbuf_free(&sig);
+    return s;
+}
