@@ -12,6 +12,7 @@ import torch
 
 from torchtrt_c._input import Input
 from torchtrt_c.dynamo.lowering import get_decompositions
+from torchtrt_c.dynamo.lowering._decompositions import infer_single_symbolic_size
 
 log = logging.getLogger("torchtrt_c")
 
@@ -58,4 +59,6 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs) -> torch.export.E
 
 
 def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
-    return ep.run_decompositions(get_decompositions(keep=keep, decompose=decompose))
+    ep = ep.run_decompositions(get_decompositions(keep=keep, decompose=decompose))
+    infer_single_symbolic_size(ep.graph_module)
+    return ep

@@ -295,6 +295,7 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     progress = Progress(settings.debug)
     if settings.debug:
         log.setLevel(logging.DEBUG)
+    resolve_device(settings.device)   # a bad device fails now, not after capture
     progress.phase("capture (torch.export)")
     ep = capture(module, arg_inputs, kwarg_inputs)
     progress.phase("decompositions")

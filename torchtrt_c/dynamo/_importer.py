@@ -321,6 +321,9 @@ class _Importer:
                 continue
             if node.op == "call_function":
                 self._call(node)
+            elif node.op == "call_module" and not node.users:
+                # ep.module()'s input-guard call (_guards_fn): checks, nothing computed
+                log.debug("import: skipping unused call_module %s", node.target)
             elif node.op == "output":
                 self.cur = "output"
                 for a in node.args[0]:

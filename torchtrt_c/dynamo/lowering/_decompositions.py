@@ -92,3 +92,32 @@ def _square(x):
 @register_decomposition(aten.addcmul.default)
 def _addcmul(x, t1, t2, value=1):
     return aten.add.Tensor(x, aten.mul.Tensor(aten.mul.Tensor(t1, t2), value))
+
+
+# ---------------------------------------------------------------- FX passes before import
+_RESHAPES = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
+
+
+def infer_single_symbolic_size(gm) -> int:
+    """view/reshape sizes with exactly one symbolic entry (view(x, [s0, 8]) after a dynamic
+    batch) get -1 there instead: the size then needs no aten.sym_size.int from another
+    segment, and the sym_size nodes usually die. Returns how many nodes changed."""
+    import torch.fx
+    changed = 0
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target not in _RESHAPES or len(n.args) < 2:
+            continue
+        size = n.args[1]
+        if not isinstance(size, (list, tuple)):
+            continue
+        sym = [i for i, d in enumerate(size) if isinstance(d, torch.fx.Node)]
+        if len(sym) != 1 or any(isinstance(d, int) and d == -1 for d in size):
+            continue
+        new = list(size)
+        new[sym[0]] = -1
+        n.args = (n.args[0], new) + tuple(n.args[2:])
+        changed += 1
+    if changed:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return changed

@@ -1,0 +1,163 @@
+"""torchtrt_c.compile end to end on the OpenCL device: results, I/O structure, dynamic shapes,
+errors at call time, dry run, debug output, engine cache, precisions."""
+import logging
+
+import pytest
+import torch
+import torch.nn as nn
+
+import torchtrt_c
+from models import assert_tree_close, submodules
+
+pytestmark = pytest.mark.device
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(16, 32), nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.l1(x)))
+
+
+def test_compile_returns_graph_module_with_one_engine():
+    torch.manual_seed(0)
+    m = MLP().eval()
+    x = torch.randn(4, 16)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    assert isinstance(trt, torch.fx.GraphModule)
+    assert submodules(trt, "_run_on_acc_") == ["_run_on_acc_0"]
+    assert submodules(trt, "_run_on_gpu_") == []
+    assert isinstance(trt._run_on_acc_0, torchtrt_c.runtime.EngineModule)
+    assert_tree_close(trt(x), m(x))
+    assert_tree_close(trt(x * 3), m(x * 3))
+
+
+class MultiIO(nn.Module):
+    def forward(self, x, y):
+        a = torch.relu(x + y) * 2
+        b = torch.sigmoid(x - y)
+        return {"sum": a, "pair": (b, a * b), "n": x.shape[0]}
+
+
+def test_multiple_outputs_tuples_dicts_and_kwargs():
+    m = MultiIO().eval()
+    x, y = torch.randn(3, 5), torch.randn(3, 5)
+    trt = torchtrt_c.compile(m, arg_inputs=[x], kwarg_inputs={"y": y}, min_block_size=1)
+    out = trt(x, y=y)
+    assert_tree_close(out, m(x, y))
+    assert out["n"] == 3
+
+
+class DynamicNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.softmax(self.l(x) * 2 + 1, dim=-1).reshape(x.shape[0], 2, 4)
+
+
+def test_dynamic_batch_range_and_out_of_range_error():
+    m = DynamicNet().eval()
+    inp = torchtrt_c.Input(min_shape=(1, 8), opt_shape=(8, 8), max_shape=(32, 8))
+    trt = torchtrt_c.compile(m, inputs=[inp], min_block_size=1)
+    assert len(submodules(trt, "_run_on_acc_")) == 1
+    for b in (1, 7, 32):
+        x = torch.randn(b, 8)
+        assert_tree_close(trt(x), m(x))
+    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': dim 0 is 33, outside the compiled range \[1, 32\]"):
+        trt(torch.randn(33, 8))
+
+
+def test_bad_inputs_at_call_time_name_the_input():
+    m = MLP().eval()
+    trt = torchtrt_c.compile(m, inputs=[torch.randn(4, 16)], min_block_size=1)
+    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': expected rank 2"):
+        trt(torch.randn(4, 16, 1))
+    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': expected dtype float32, got float64"):
+        trt(torch.randn(4, 16, dtype=torch.float64))
+    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': dim 0 is 5, the engine was built for 4"):
+        trt(torch.randn(5, 16))
+    two = torchtrt_c.compile(MultiIO().eval(), inputs=[torch.randn(3, 5), torch.randn(3, 5)], min_block_size=1)
+    with pytest.raises(TypeError, match="'y'"):
+        two(torch.randn(3, 5))
+
+
+def test_compile_needs_inputs_and_a_module():
+    with pytest.raises(ValueError, match="needs example inputs"):
+        torchtrt_c.compile(MLP())
+    with pytest.raises(TypeError, match="nn.Module"):
+        torchtrt_c.compile(lambda x: x, inputs=[torch.randn(2)])
+
+
+def test_dryrun_reports_without_building(capsys, tmp_path):
+    m = MLP().eval()
+    x = torch.randn(4, 16)
+    path = tmp_path / "report.txt"
+    gm = torchtrt_c.compile(m, inputs=[x], min_block_size=1, dryrun=str(path),
+                            torch_executed_ops={"aten::relu"})
+    r = gm.dryrun_report
+    printed = capsys.readouterr().out
+    assert "coverage" in printed and path.read_text().strip() == str(r).strip()
+    assert r.total_ops >= 3 and 0 < r.supported_ops < r.total_ops
+    assert any("relu" in n for n in r.forced), r.forced
+    assert r.recommended_min_block_size >= 1
+    assert "<table>" in r._repr_html_()
+    assert all(not isinstance(mod, torchtrt_c.runtime.EngineModule) for mod in gm.children())
+    assert_tree_close(gm(x), m(x))  # the dry-run module still runs (in torch)
+
+
+def test_debug_logs_each_phase(caplog):
+    with caplog.at_level(logging.DEBUG, logger="torchtrt_c"):
+        torchtrt_c.compile(MLP().eval(), inputs=[torch.randn(2, 16)], min_block_size=1, debug=True)
+    text = caplog.text
+    for what in ("imported graph", "lowered graph", "partition", "compiled module", "building engine 1 of 1"):
+        assert what in text, f"debug output lacks {what!r}"
+
+
+def test_engine_cache_reuses_built_engines(tmp_path, caplog):
+    m = MLP().eval()
+    x = torch.randn(4, 16)
+    kw = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
+              engine_cache_dir=str(tmp_path))
+    a = torchtrt_c.compile(m, **kw)
+    assert len(list(tmp_path.glob("*.ttce"))) == 1
+    with caplog.at_level(logging.INFO, logger="torchtrt_c"):
+        b = torchtrt_c.compile(m, **kw)
+    assert "reused cached engine" in caplog.text
+    assert_tree_close(b(x), a(x))
+    with torch.no_grad():
+        m.l1.weight.mul_(2)   # other weights: another key, no stale reuse
+    c = torchtrt_c.compile(m, **kw)
+    assert len(list(tmp_path.glob("*.ttce"))) == 2
+    assert_tree_close(c(x), m(x))
+
+
+def test_fp16_precision():
+    m = MLP().eval()
+    x = torch.randn(4, 16)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={torch.float16})
+    assert_tree_close(trt(x), m(x), atol=2e-2, rtol=2e-2)
+
+
+def test_truncate_double():
+    class D(nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2 + 1
+    x = torch.randn(3, 4, dtype=torch.float64)
+    trt = torchtrt_c.compile(D(), inputs=[x], min_block_size=1, truncate_double=True)
+    out = trt(x)
+    assert out.dtype == torch.float32
+    assert_tree_close(out, D()(x).float())
+
+
+def test_devices_lists_the_opencl_device():
+    devs = torchtrt_c.devices()
+    assert devs and all(isinstance(d, torchtrt_c.Device) for d in devs)
+    assert torchtrt_c.default_device() in devs
+    trt = torchtrt_c.compile(MLP().eval(), inputs=[torch.randn(2, 16)], min_block_size=1, device=devs[0].index)
+    assert len(submodules(trt, "_run_on_acc_")) == 1
+    with pytest.raises(ValueError, match="no OpenCL device matches"):
+        torchtrt_c.compile(MLP().eval(), inputs=[torch.randn(2, 16)], device="no-such-device-xyz")
