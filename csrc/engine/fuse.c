@@ -103,6 +103,7 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                     ttc_expr_free(&p->epi);
                     c->out = out;
                     c->name = name ? name : ttc_strdup("fused");
+                    free(p->name);
                     p->name = NULL;
                     k->ts[out].producer = j;
                 } else {

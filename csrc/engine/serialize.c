@@ -5,7 +5,7 @@
  *
  * Sections: NAME, DEVICE (platform, device name, driver as length-prefixed strings),
  * OPTIONS (u32 fp16, u32 optimization level), IR (text; weights by name), WEIGHTS (u32
- * count, then name, u64 nbytes, bytes each), SOURCE, BINARY, BINDINGS (names of inputs
+ * count, then name, u64 nbytes, bytes each), SOURCE, BINARY (u64 seal, bytes), BINDINGS (names of inputs
  * and outputs, checked after the rebuild). Loading checks every length against what is
  * left before reading; anything off is TTC_ERR_SERIALIZATION saying what. The engine is
  * always rebuilt from the IR (conversion is cheap); the stored program binary is used when
@@ -40,6 +40,16 @@ static void put_section(ttc_sbuf *b, uint32_t tag, const ttc_sbuf *payload) {
     put_u32(b, tag);
     put_u64(b, payload->len);
     if (payload->len) ttc_sbuf_append(b, payload->data, payload->len);
+}
+
+/* Drivers may abort on malformed binaries (PoCL asserts), so a stored binary is handed to
+ * the driver only when this seal over (binary, source, device identity) still matches. */
+static uint64_t binary_seal(const unsigned char *bin, size_t len, const char *src, const ttc_cl_device *d) {
+    uint64_t h = ttc_hash64(src, strlen(src), 0x9e3779b97f4a7c15ull);
+    h = ttc_hash64(d->platform, strlen(d->platform), h);
+    h = ttc_hash64(d->name, strlen(d->name), h);
+    h = ttc_hash64(d->driver, strlen(d->driver), h);
+    return ttc_hash64(bin, len, h);
 }
 
 ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len) {
@@ -82,6 +92,7 @@ ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len
     ttc_sbuf_append(&sec, ir, strlen(ir)); put_section(&out, SEC_IR, &sec); sec.len = 0;
     put_u32(&sec, n_w); if (w.len) ttc_sbuf_append(&sec, w.data, w.len); put_section(&out, SEC_WEIGHTS, &sec); sec.len = 0;
     ttc_sbuf_append(&sec, e->cg.source, strlen(e->cg.source)); put_section(&out, SEC_SOURCE, &sec); sec.len = 0;
+    put_u64(&sec, binary_seal(e->prog.binary, e->prog.binary_len, e->cg.source, e->dev));
     if (e->prog.binary_len) ttc_sbuf_append(&sec, (const char *)e->prog.binary, e->prog.binary_len);
     put_section(&out, SEC_BINARY, &sec); sec.len = 0;
     put_u32(&sec, (uint32_t)e->n_in);
@@ -262,7 +273,10 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         e->stored_source = src;
         src = NULL;
         rd *b = &secs[SEC_BINARY];
-        s = ttc_engine_finish(e, same_dev ? b->p : NULL, same_dev ? b->left : 0);
+        uint64_t seal = 0;
+        s = get_u64(b, &seal, "binary seal");
+        bool use = s == TTC_OK && same_dev && b->left > 0 && binary_seal(b->p, b->left, e->stored_source, e->dev) == seal;
+        if (s == TTC_OK) s = ttc_engine_finish(e, use ? b->p : NULL, use ? b->left : 0);
     }
     if (s == TTC_OK) {
         rd *b = &secs[SEC_BINDINGS];
