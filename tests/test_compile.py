@@ -78,11 +78,25 @@ def test_bad_inputs_at_call_time_name_the_input():
         trt(torch.randn(4, 16, 1))
     with pytest.raises(torchtrt_c.InputError, match=r"input 'x': expected dtype float32, got float64"):
         trt(torch.randn(4, 16, dtype=torch.float64))
-    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': dim 0 is 5, the engine was built for 4"):
+    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': dim 0 is 5, the module was compiled for 4"):
         trt(torch.randn(5, 16))
     two = torchtrt_c.compile(MultiIO().eval(), inputs=[torch.randn(3, 5), torch.randn(3, 5)], min_block_size=1)
-    with pytest.raises(TypeError, match="'y'"):
+    with pytest.raises(torchtrt_c.InputError, match="input 'y' is missing"):
         two(torch.randn(3, 5))
+
+
+def test_user_inputs_are_checked_even_when_torch_runs_first():
+    class TorchFirst(nn.Module):
+        def forward(self, x):
+            return torch.relu(torch.lgamma(x.abs() + 1)) * 2 + 1
+
+    spec = torchtrt_c.Input(min_shape=(1, 4), opt_shape=(4, 4), max_shape=(8, 4))
+    trt = torchtrt_c.compile(TorchFirst(), inputs=[spec], min_block_size=1, torch_executed_ops={"aten::lgamma"})
+    assert submodules(trt, "_run_on_gpu_") and submodules(trt, "_run_on_acc_")
+    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': dim 0 is 9, outside the compiled range \[1, 8\]"):
+        trt(torch.randn(9, 4))
+    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': dim 1 is 5, the module was compiled for 4"):
+        trt(torch.randn(2, 5))
 
 
 def test_compile_needs_inputs_and_a_module():

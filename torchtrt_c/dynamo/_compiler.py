@@ -21,6 +21,7 @@ import torch.fx
 
 from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, decompose
+from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._importer import ImportResult, import_program
 from torchtrt_c.dynamo._progress import Progress
 from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module
@@ -169,7 +170,8 @@ def _fx_codegen(ep):
 
 
 def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progress: Progress,
-           ep=None, build_engines: bool = True, orig_input_dtypes=None) -> torch.fx.GraphModule:
+           ep=None, build_engines: bool = True, orig_input_dtypes=None,
+           input_specs=None) -> torch.fx.GraphModule:
     g = imp.graph
     view = GraphView(g)
     parent = torch.fx.Graph()
@@ -239,10 +241,13 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
         else:
             raise RuntimeError(f"graph output %{v} is not produced by any segment")
     parent.output(tuple(results))
-    gm = torch.fx.GraphModule(root, parent, class_name="CompiledModule")
+    gm = CompiledModule(root, parent, class_name="CompiledModule")
     if ep is not None:
         gm.graph._codegen = _fx_codegen(ep)
         gm.recompile()
+    if input_specs is not None:
+        gm._ttc_specs = list(input_specs)
+        gm._ttc_truncate = settings.truncate_double
     return gm
 
 
@@ -273,7 +278,7 @@ def _undecomposable_fallbacks(imp, settings, forced) -> set:
     return out
 
 
-def lower_and_partition(imp: ImportResult, settings, forced, progress):
+def lower(imp: ImportResult, settings, progress):
     g = imp.graph
     progress.dump("imported graph", str(g))
     progress.phase("lowering")
@@ -282,13 +287,26 @@ def lower_and_partition(imp: ImportResult, settings, forced, progress):
         for p in passes:
             log.debug("pass %s: %.4fs%s", p[0], p[1], " (changed)" if p[2] else "")
     progress.dump("lowered graph", str(g))
+
+
+def partition(imp: ImportResult, settings, forced, progress):
     progress.phase("partitioning")
-    part = g.partition(partition_settings(settings, forced))
+    part = imp.graph.partition(partition_settings(settings, forced))
     if settings.debug:
         progress.dump("partition", "\n".join(
             f"segment {s['index']} [{s['target']}] {len(s['nodes'])} nodes: in={s['inputs']} out={s['outputs']}"
             for s in part["segments"]))
     return part
+
+
+def _input_names(ep, n):
+    try:
+        names = list(ep.module_call_graph[0].signature.forward_arg_names)
+    except Exception:
+        names = []
+    if len(names) < n:
+        names = [n_.name for n_ in ep.graph.nodes if n_.op == "placeholder"][-n:]
+    return names[:n]
 
 
 def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):
@@ -304,28 +322,31 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
     progress.phase("import")
     imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
-    part = lower_and_partition(imp, settings, forced, progress)
-    # Ops we kept whole for the C core but that it could not take here (a validator said no):
-    # decompose them after all and go again, so their pieces can still run on OpenCL.
+    lower(imp, settings, progress)
+    # Ops we kept whole for the C core but that it cannot take here (no converter, or a
+    # validator said no): decompose them after all, so their pieces can still run on OpenCL.
     redo = _undecomposable_fallbacks(imp, settings, forced)
     if redo:
         log.info("decomposing %s after all (not convertible whole)", ", ".join(sorted(map(str, redo))))
         ep = decompose(ep, keep=_keep_ops(settings), decompose=redo)
         forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
         imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
-        part = lower_and_partition(imp, settings, forced, progress)
+        lower(imp, settings, progress)
+    part = partition(imp, settings, forced, progress)
+    all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
+    specs = list(zip(_input_names(ep, len(all_inputs)), all_inputs))
     if settings.dryrun:
         from torchtrt_c.dynamo._dryrun import DryRunReport
         report = DryRunReport.build(imp, part, settings, forced)
         report.emit(settings.dryrun)
         gm = stitch(imp, part, settings, progress, ep=ep, build_engines=False,
-                    orig_input_dtypes=[i.dtype for i in arg_inputs] + [i.dtype for i in kwarg_inputs.values()])
+                    orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
         gm.dryrun_report = report
         progress.done()
         return gm
     progress.phase("conversion + stitching")
     gm = stitch(imp, part, settings, progress, ep=ep,
-                orig_input_dtypes=[i.dtype for i in arg_inputs] + [i.dtype for i in kwarg_inputs.values()])
+                orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
     progress.dump("compiled module", gm.code)
     progress.done()
     return gm
