@@ -42,8 +42,8 @@ def test_save_load_same_process(tmp_path):
     for b in (1, 4, 16):
         x = torch.randn(b, 6)
         assert_tree_close(back(x), m(x))
-    # the loaded program has no Python-side checks left: the engine's own check names the input
-    with pytest.raises(torchtrt_c.InputError, match=r"input 'x': dim 0 is 17, outside the compiled range"):
+    # torch.export's guards (or else the engine's own check) name the input
+    with pytest.raises((torchtrt_c.InputError, AssertionError), match=r"x.size\(\)\[0\] <= 16|input 'x'"):
         back(torch.randn(17, 6))
 
 
