@@ -171,7 +171,7 @@ def _fx_codegen(ep):
 
 def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progress: Progress,
            ep=None, build_engines: bool = True, orig_input_dtypes=None,
-           input_specs=None) -> torch.fx.GraphModule:
+           input_specs=None, codegen=None) -> torch.fx.GraphModule:
     g = imp.graph
     view = GraphView(g)
     parent = torch.fx.Graph()
@@ -242,8 +242,8 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
             raise RuntimeError(f"graph output %{v} is not produced by any segment")
     parent.output(tuple(results))
     gm = CompiledModule(root, parent, class_name="CompiledModule")
-    if ep is not None:
-        gm.graph._codegen = _fx_codegen(ep)
+    if ep is not None or codegen is not None:
+        gm.graph._codegen = codegen if codegen is not None else _fx_codegen(ep)
         gm.recompile()
     if input_specs is not None:
         gm._ttc_specs = list(input_specs)

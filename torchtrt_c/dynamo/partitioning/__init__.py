@@ -46,11 +46,16 @@ def _settings(min_block_size, torch_executed_ops, require_full_compilation, stra
     return d
 
 
-def _partitioned_module(imp, part):
+def _partitioned_module(imp, part, gm):
+    import copy
+
     from torchtrt_c._settings import CompilationSettings
     from torchtrt_c.dynamo._compiler import stitch
     from torchtrt_c.dynamo._progress import Progress
-    return stitch(imp, part, CompilationSettings(), Progress(False), build_engines=False)
+    # keep the original's calling convention (ep.module() takes/returns pytrees)
+    codegen = copy.deepcopy(gm.graph._codegen) if hasattr(gm.graph, "_codegen") else None
+    return stitch(imp, part, CompilationSettings(), Progress(False), build_engines=False,
+                  codegen=codegen)
 
 
 def _partition(gm, strategy, min_block_size, torch_executed_ops, require_full_compilation,
@@ -59,7 +64,7 @@ def _partition(gm, strategy, min_block_size, torch_executed_ops, require_full_co
     s = _settings(min_block_size, torch_executed_ops, require_full_compilation, strategy, **extra)
     part = imp.graph.partition(s)
     overview = imp.graph.coverage(s)
-    return _partitioned_module(imp, part), overview
+    return _partitioned_module(imp, part, gm), overview
 
 
 def fast_partition(gm, min_block_size=5, torch_executed_ops=(), require_full_compilation=False,
