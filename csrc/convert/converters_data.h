@@ -7,6 +7,7 @@
  *   conv_create.c     arange (3 overloads), full, zeros, ones, *_like, scalar_tensor
  *   conv_resize.c     upsample_nearest2d.vec, upsample_bilinear2d.vec
  *   conv_attention.c  scaled_dot_product_attention (one fused kernel)
+ *   conv_reduce_multi.c  max.dim, var_mean.correction
  *
  * Example (registry.c):  [TTC_OP_CAT] = {ttc_convert_cat, ttc_validate_cat, TTC_CONVF_DYNAMIC},
  */
@@ -48,6 +49,12 @@ TTC_DECLARE_VALIDATOR(ttc_validate_full);
 /* conv_resize.c */
 TTC_DECLARE_CONVERTER(ttc_convert_upsample);
 TTC_DECLARE_VALIDATOR(ttc_validate_upsample);
+
+/* conv_reduce_multi.c: two-output reductions (REDUCE kernel pairs) */
+TTC_DECLARE_CONVERTER(ttc_convert_max_dim);
+TTC_DECLARE_CONVERTER(ttc_convert_var_mean);
+TTC_DECLARE_VALIDATOR(ttc_validate_max_dim);
+TTC_DECLARE_VALIDATOR(ttc_validate_var_mean);
 
 /* conv_attention.c */
 TTC_DECLARE_CONVERTER(ttc_convert_sdpa);

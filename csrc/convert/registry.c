@@ -117,6 +117,8 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_UPSAMPLE_NEAREST2D] = DATA(ttc_convert_upsample, ttc_validate_upsample),
     [TTC_OP_UPSAMPLE_BILINEAR2D] = DATA(ttc_convert_upsample, ttc_validate_upsample),
     [TTC_OP_SDPA] = DATA(ttc_convert_sdpa, ttc_validate_sdpa),
+    [TTC_OP_MAX_DIM] = DATA(ttc_convert_max_dim, ttc_validate_max_dim),
+    [TTC_OP_VAR_MEAN_CORR] = DATA(ttc_convert_var_mean, ttc_validate_var_mean),
 #undef DATA
     /* casts */
     [TTC_OP_TO_COPY] = EW(ttc_convert_cast), [TTC_OP_TO_DTYPE] = EW(ttc_convert_cast),
