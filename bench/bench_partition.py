@@ -33,24 +33,34 @@ def graph_text(n, seed=0):
     return "graph(%x0 : Float(8), %x1 : Float(8)):\n" + "\n".join(lines) + f"\n  return (%{vals[-1]})\n"
 
 
+def run(sizes=(1000, 3000, 10000, 30000, 100000), repeat=3, echo=False):
+    """Rows of dict(nodes, strategy, seconds, us_per_node, segments, opencl_nodes)."""
+    rows = []
+    if echo:
+        print(f"# partitioner timing, {platform.processor() or platform.machine()}, {time.strftime('%Y-%m-%d')}")
+        print(f"{'nodes':>8} {'strategy':>8} {'seconds':>9} {'us/node':>8} {'segments':>9} {'opencl nodes':>13}")
+    for n in sizes:
+        g = _C.Graph.parse(graph_text(n))
+        for strategy in ("fast", "global"):
+            best, r = float("inf"), None
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                r = g.partition({"strategy": strategy, "min_block_size": 5})
+                best = min(best, time.perf_counter() - t0)
+            on = sum(1 for v in r["nodes"].values() if v["target"] == "opencl")
+            rows.append({"nodes": n, "strategy": strategy, "seconds": round(best, 4),
+                         "us_per_node": round(best / n * 1e6, 2), "segments": len(r["segments"]), "opencl_nodes": on})
+            if echo:
+                print(f"{n:>8} {strategy:>8} {best:>9.4f} {best / n * 1e6:>8.2f} {len(r['segments']):>9} {on:>13}")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,3000,10000,30000,100000")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"# partitioner timing, {platform.processor() or platform.machine()}, {time.strftime('%Y-%m-%d')}")
-    print(f"{'nodes':>8} {'strategy':>8} {'seconds':>9} {'us/node':>8} {'segments':>9} {'opencl nodes':>13}")
-    for n in sizes:
-        g = _C.Graph.parse(graph_text(n))
-        for strategy in ("fast", "global"):
-            best, r = float("inf"), None
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                r = g.partition({"strategy": strategy, "min_block_size": 5})
-                best = min(best, time.perf_counter() - t0)
-            on = sum(1 for v in r["nodes"].values() if v["target"] == "opencl")
-            print(f"{n:>8} {strategy:>8} {best:>9.4f} {best / n * 1e6:>8.2f} {len(r['segments']):>9} {on:>13}")
+    run([int(s) for s in args.sizes.split(",")], args.repeat, echo=True)
 
 
 if __name__ == "__main__":
