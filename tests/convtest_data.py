@@ -87,8 +87,9 @@ def build(op, args, out_types, symbols=(), precision="fp32", name="t"):
             return g.add_node("prim.ListConstruct", items, [("list", "tensor")])[0]
         if isinstance(a, Node):
             counter[0] += 1
+            nm = f"n{counter[0]}"
             names = [conv(x) for x in a.args]
-            return g.add_node(a.op, names, [_type(t) for t in a.out_types], name=f"n{counter[0]}")[a.index]
+            return g.add_node(a.op, names, [_type(t) for t in a.out_types], name=nm)[a.index]
         if isinstance(a, Const):
             counter[0] += 1
             arr = a.t.numpy()  # the graph keeps the buffer alive (zero-copy)

@@ -137,3 +137,19 @@ def test_constant_pad_nd_int64_dynamic():
     for n in SIZES:
         a = rand_tensor((n, 5), torch.int64, -50, 50)
         assert_close(run(eng, [a])[0], torch.constant_pad_nd(a, [2, 1], 7), 0, 0, f"pad int64 n={n}")
+
+
+def test_epilogue_fused_into_concat_and_pad():
+    # relu(cat(x, y)) * z: the elementwise ops become the CONCAT kernel's epilogue
+    x, y, z = In("x", "float32", ["s0", 3]), In("y", "float32", ["s0", 4]), In("z", "float32", ["s0", 7])
+    cat = Node("aten.cat.default", [TList([x, y]), 1], [("tensor", "float32", ["s0", 7])])
+    relu = Node("aten.relu.default", [cat], [("tensor", "float32", ["s0", 7])])
+    eng = build("aten.mul.Tensor", [relu, z], [("tensor", "float32", ["s0", 7])], symbols=SYM)
+    assert eng.info()["fused"] >= 1, eng.info()["kernels"]
+    for n in (1, 7):
+        a, b, c = rand_tensor((n, 3)), rand_tensor((n, 4)), rand_tensor((n, 7))
+        assert_close(run(eng, [a, b, c])[0], torch.relu(torch.cat([a, b], 1)) * c, 0, 0, f"fused cat n={n}")
+    pad = Node("aten.constant_pad_nd.default", [In("p", "float32", [3, 5]), [1, 1], -2.0], [("tensor", "float32", [3, 7])])
+    eng = build("aten.abs.default", [pad], [("tensor", "float32", [3, 7])])
+    a = rand_tensor((3, 5))
+    assert_close(run(eng, [a])[0], torch.constant_pad_nd(a, [1, 1], -2.0).abs(), 0, 0, "fused pad")
