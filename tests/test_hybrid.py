@@ -136,3 +136,33 @@ def test_partitioning_functions_from_python():
         assert len(submodules(pgm, "_run_on_gpu_")) == 1
         assert overview["total"] == total
         assert_tree_close(pgm(x, y), m(x, y))
+
+
+def test_resource_partitioning_splits_engines_under_a_budget():
+    from models import build
+    m, inp = build("resnet18", "tiny")
+    x = inp(2)
+    whole = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    split = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enable_resource_partitioning=True,
+                               cpu_memory_budget=20000)
+    assert len(submodules(whole, "_run_on_acc_")) == 1
+    assert len(submodules(split, "_run_on_acc_")) > 1
+    assert submodules(split, "_run_on_gpu_") == []
+    assert_tree_close(split(x), m(x))
+
+
+def test_hierarchical_partition_names_backends():
+    from models import build
+    from torchtrt_c.dynamo.partitioning import hierarchical_adjacency_partition
+    m, inp = build("resnet18", "tiny")
+    x = inp(2)
+    gm = torch.export.export(m, (x,)).run_decompositions().module()
+    pgm, _ = hierarchical_adjacency_partition(
+        gm, min_block_size=1, backend_priority=["opencl", "other"],
+        backend_support_map={"opencl": ["aten::relu", "aten::add"], "other": ["aten::convolution"]})
+    names = [n for n, _ in pgm.named_children()]
+    assert any(n.startswith("_run_on_acc_other_") for n in names)
+    for n in names:
+        if n.startswith("_run_on_acc_other_"):
+            assert ops_in(getattr(pgm, n)) == {"aten.convolution.default"}
+    assert_tree_close(pgm(x), m(x))

@@ -24,7 +24,7 @@ from torchtrt_c.dynamo._capture import capture, decompose
 from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._importer import ImportResult, import_program
 from torchtrt_c.dynamo._progress import Progress
-from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module
+from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module, node_key
 from torchtrt_c.runtime._module import EngineModule
 from torchtrt_c.runtime._shapes import EngineMeta
 
@@ -269,7 +269,7 @@ def _undecomposable_fallbacks(imp, settings, forced) -> set:
     user_forced = set(settings.torch_executed_op_names())
     table = torch.export.default_decompositions()
     cov = imp.graph.coverage(partition_settings(settings, forced))
-    ops = {n["name"]: n["op"] for n in imp.graph.nodes()}
+    ops = {node_key(n): n["op"] for n in imp.graph.nodes()}
     out = set()
     for name in cov.get("reasons", {}):
         op = native.get(ops.get(name))

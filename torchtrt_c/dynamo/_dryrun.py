@@ -15,6 +15,8 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from torchtrt_c.dynamo._rebuild import node_key
+
 log = logging.getLogger("torchtrt_c")
 
 
@@ -54,7 +56,7 @@ class DryRunReport:
         from torchtrt_c.dynamo._compiler import partition_settings
         g = imp.graph
         nodes = g.nodes()
-        by_name = {n["name"]: n for n in nodes}
+        by_name = {node_key(n): n for n in nodes}
         pset = partition_settings(settings, forced)
         cov = g.coverage(pset)
         unsup = defaultdict(lambda: [0, set()])

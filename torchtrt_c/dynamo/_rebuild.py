@@ -75,13 +75,18 @@ def tensor_from_graph(g, name: str) -> torch.Tensor:
     return torch.frombuffer(buf, dtype=dt).reshape(shape) if buf else torch.empty(shape, dtype=dt)
 
 
+def node_key(n: dict) -> str:
+    """How partition results and extract() name a node: its name, else its first output."""
+    return n["name"] or (n["outputs"][0] if n["outputs"] else n["op"])
+
+
 class GraphView:
     """Node and value lookups over a C graph (g.nodes() is a snapshot of dicts)."""
 
     def __init__(self, g):
         self.g = g
         self.nodes = g.nodes()
-        self.by_name = {n["name"]: n for n in self.nodes}
+        self.by_name = {node_key(n): n for n in self.nodes}
         self.producer = {}
         for n in self.nodes:
             for o in n["outputs"]:
@@ -231,7 +236,7 @@ def build_torch_module(view: GraphView, node_names, input_values, output_values,
         b.env[v] = b.graph.placeholder(_ident(v, b.used))
     wanted = set(node_names)
     for n in view.nodes:
-        if n["name"] in wanted:
+        if node_key(n) in wanted:
             b.node(n)
     b.graph.output(tuple(b.get(v) for v in output_values))
     gm = torch.fx.GraphModule(b.root, b.graph, class_name=class_name)
