@@ -316,12 +316,82 @@ static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     return TTC_OK;
 }
 
+/* Loads W consecutive values (W = 1: one, strided by the last dim's stride) as float(W). */
+static void load_w(ttc_sbuf *b, ttc_dtype d, const char *ptr, const char *base, const char *i, int32_t W,
+                   const char *stride) {
+    if (W == 1) {
+        char idx[64];
+        snprintf(idx, sizeof idx, "%s + %s * %s", base, i, stride);
+        ttc_sbuf_printf(b, "(float)(");
+        load(b, d, ptr, idx);
+        ttc_sbuf_printf(b, ")");
+    } else if (d == TTC_DTYPE_FLOAT16) {
+        ttc_sbuf_printf(b, "vload_half%d(0, %s + %s + %s * %d)", W, ptr, base, i, W);
+    } else {
+        ttc_sbuf_printf(b, "convert_float%d(vload%d(0, %s + %s + %s * %d))", W, W, ptr, base, i, W);
+    }
+}
+
+/* The body for one query row with vectors of W lanes (1: scalar, any strides): scores
+ * against every key, an online softmax (rescaling the accumulator when the running max
+ * grows) and the weighted sum of the values. Branch-free, so that CPU compilers can also
+ * vectorise across work-items; a masked key (-inf) adds nothing, also while every key so
+ * far was masked. */
+static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_kspec *ks, const char *A_,
+                          int32_t W) {
+    int32_t R = k->ts[op->out].rank, E = op->p.attn.e / W, EV = op->p.attn.ev / W, mt = op->in[3];
+    ttc_dtype qd = k->ts[op->in[0]].dtype, kd = k->ts[op->in[1]].dtype, vd = k->ts[op->in[2]].dtype;
+    char vt[16], sl[16];
+    if (W > 1) snprintf(vt, sizeof vt, "float%d", W);
+    else snprintf(vt, sizeof vt, "float");
+    snprintf(sl, sizeof sl, "q_s%d", R - 1);
+    ttc_sbuf_printf(src, "    {\n    %s qv[%d];\n    for (int e = 0; e < %d; e++) qv[e] = ", vt, E, E);
+    load_w(src, qd, "q", "qb", "e", W, sl);
+    ttc_sbuf_printf(src, " * %.9ef;\n", op->p.attn.scale);
+    ttc_sbuf_printf(src, "    %s acc[%d];\n    for (int e = 0; e < %d; e++) acc[e] = (%s)(0.0f);\n", vt, EV, EV, vt);
+    ttc_sbuf_printf(src, "    float mx = -INFINITY, sm = 0.0f;\n    int jn = %s;\n", op->p.attn.causal ? "min(S, l + 1)" : "S");
+    ttc_sbuf_printf(src, "    for (int j = 0; j < jn; j++) {\n        int kp = kb + j * k_s%d;\n        %s d = (%s)(0.0f);\n"
+                         "        for (int e = 0; e < %d; e++) d += qv[e] * ", R - 2, vt, vt, E);
+    snprintf(sl, sizeof sl, "k_s%d", R - 1);
+    load_w(src, kd, "k", "kp", "e", W, sl);
+    if (W == 1) ttc_sbuf_printf(src, ";\n        float x = d;\n");
+    else if (W == 4) ttc_sbuf_printf(src, ";\n        float x = (d.s0 + d.s1) + (d.s2 + d.s3);\n");
+    else ttc_sbuf_printf(src, ";\n        float x = ((d.s0 + d.s1) + (d.s2 + d.s3)) + ((d.s4 + d.s5) + (d.s6 + d.s7));\n");
+    if (mt >= 0) {
+        char idx[64];
+        snprintf(idx, sizeof idx, "mb + j * m_s%d", R - 1);
+        if (k->ts[mt].dtype == TTC_DTYPE_BOOL) {
+            ttc_sbuf_printf(src, "        x = m[%s] ? x : -INFINITY;\n", idx);
+        } else {
+            ttc_sbuf_printf(src, "        x += (float)(");
+            load(src, k->ts[mt].dtype, "m", idx);
+            ttc_sbuf_printf(src, ");\n");
+        }
+    }
+    ttc_sbuf_printf(src, "        float mn = fmax(mx, x);\n        bool none = mn == -INFINITY;\n"
+                         "        float c = none ? 1.0f : exp(mx - mn), pj = none ? 0.0f : exp(x - mn);\n"
+                         "        sm = sm * c + pj;\n        mx = mn;\n        int vp = vb + j * v_s%d;\n"
+                         "        for (int e = 0; e < %d; e++) acc[e] = acc[e] * c + pj * ", R - 2, EV);
+    snprintf(sl, sizeof sl, "v_s%d", R - 1);
+    load_w(src, vd, "v", "vp", "e", W, sl);
+    ttc_sbuf_printf(src, ";\n    }\n    float inv = 1.0f / sm;\n    for (int e = 0; e < %d; e++) {\n        %s a = acc[e] * inv;\n",
+                    EV, vt);
+    for (int32_t c = 0; c < W; c++) {
+        char val[8], lin[48];
+        if (W == 1) snprintf(val, sizeof val, "a");
+        else snprintf(val, sizeof val, "a.s%d", c);
+        snprintf(lin, sizeof lin, "(g * %d + e * %d + %d)", op->p.attn.ev, W, c);
+        emit_write(src, k, op, ks, val, lin, A_);
+    }
+    ttc_sbuf_printf(src, "    }\n    }\n");
+}
+
 /* One work-item per query row: scores, an online softmax and the weighted sum of values in
  * one pass over the keys (no [L, S] score matrix in memory). */
 static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
                                 const char *P, const char *A_) {
     const ttc_et *out = &k->ts[op->out];
-    int32_t R = out->rank, E = op->p.attn.e, EV = op->p.attn.ev, mt = op->in[3];
+    int32_t R = out->rank, E = op->p.attn.e, EV = op->p.attn.ev;
     if (R < 2 || E < 1 || EV < 1) return ttc_fail(TTC_ERR_INTERNAL, "attention %s: rank %d, E %d, EV %d", op->name, R, E, EV);
     ttc_sbuf_printf(sig, "int n");
     TTC_TRY(arg(ks, TTC_ARG_PROD, op->out, 0, R - 1, 0));
@@ -346,38 +416,15 @@ static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
         if (i == 0 || i == 3) ttc_sbuf_printf(src, " + l * %s_s%d", nm[i], R - 2);
         ttc_sbuf_printf(src, ";\n");
     }
-    ttc_dtype qd = k->ts[op->in[0]].dtype, kd = k->ts[op->in[1]].dtype, vd = k->ts[op->in[2]].dtype;
-    ttc_sbuf_printf(src, "    float qv[%d];\n    for (int e = 0; e < %d; e++) qv[e] = (float)(", E, E);
-    char idx[64];
-    snprintf(idx, sizeof idx, "qb + e * q_s%d", R - 1);
-    load(src, qd, "q", idx);
-    ttc_sbuf_printf(src, ") * %.9ef;\n", op->p.attn.scale);
-    ttc_sbuf_printf(src, "    float acc[%d];\n    for (int e = 0; e < %d; e++) acc[e] = 0.0f;\n", EV, EV);
-    ttc_sbuf_printf(src, "    float mx = -INFINITY, sm = 0.0f;\n    int jn = %s;\n", op->p.attn.causal ? "min(S, l + 1)" : "S");
-    ttc_sbuf_printf(src, "    for (int j = 0; j < jn; j++) {\n        int kp = kb + j * k_s%d;\n        float x = 0.0f;\n"
-                         "        for (int e = 0; e < %d; e++) x += qv[e] * (float)(", R - 2, E);
-    snprintf(idx, sizeof idx, "kp + e * k_s%d", R - 1);
-    load(src, kd, "k", idx);
-    ttc_sbuf_printf(src, ");\n");
-    if (mt >= 0) {
-        snprintf(idx, sizeof idx, "mb + j * m_s%d", R - 1);
-        if (k->ts[mt].dtype == TTC_DTYPE_BOOL) {
-            ttc_sbuf_printf(src, "        if (!m[%s]) continue;\n", idx);
-        } else {
-            ttc_sbuf_printf(src, "        x += (float)(");
-            load(src, k->ts[mt].dtype, "m", idx);
-            ttc_sbuf_printf(src, ");\n");
-        }
+    int32_t W = E % 8 == 0 && EV % 8 == 0 ? 8 : E % 4 == 0 && EV % 4 == 0 ? 4 : 1;
+    if (W > 1) {
+        /* head dims dense (the usual case): explicit vectors, W lanes of E and EV at a time */
+        ttc_sbuf_printf(src, "    if (q_s%d == 1 && k_s%d == 1 && v_s%d == 1) {\n", R - 1, R - 1, R - 1);
+        attention_row(src, k, op, ks, A_, W);
+        ttc_sbuf_printf(src, "        return;\n    }\n");
     }
-    ttc_sbuf_printf(src, "        if (x == -INFINITY) continue;\n"
-                         "        float mn = fmax(mx, x), c = exp(mx - mn), pj = exp(x - mn);\n"
-                         "        sm = sm * c + pj;\n        mx = mn;\n        int vp = vb + j * v_s%d;\n"
-                         "        for (int e = 0; e < %d; e++) acc[e] = acc[e] * c + pj * (float)(", R - 2, EV);
-    snprintf(idx, sizeof idx, "vp + e * v_s%d", R - 1);
-    load(src, vd, "v", idx);
-    ttc_sbuf_printf(src, ");\n    }\n    float inv = 1.0f / sm;\n    for (int e = 0; e < %d; e++) {\n        int lin = g * %d + e;\n", EV, EV);
-    emit_write(src, k, op, ks, "acc[e] * inv", "lin", A_);
-    ttc_sbuf_printf(src, "    }\n}\n");
+    attention_row(src, k, op, ks, A_, 1);
+    ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
 
