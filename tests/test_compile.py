@@ -175,3 +175,18 @@ def test_devices_lists_the_opencl_device():
     assert len(submodules(trt, "_run_on_acc_")) == 1
     with pytest.raises(ValueError, match="no OpenCL device matches"):
         torchtrt_c.compile(MLP().eval(), inputs=[torch.randn(2, 16)], device="no-such-device-xyz")
+
+
+def test_no_opencl_platform_is_reported_clearly(tmp_path):
+    import os
+    import subprocess
+    import sys
+    code = ("import torch, torchtrt_c\n"
+            "try:\n    torchtrt_c.devices()\nexcept torchtrt_c.OpenCLError as e:\n    print('devices:', e)\n"
+            "try:\n    torchtrt_c.compile(torch.nn.ReLU(), inputs=[torch.randn(2)], min_block_size=1)\n"
+            "except torchtrt_c.OpenCLError as e:\n    print('compile:', e)\n")
+    env = dict(os.environ, OCL_ICD_VENDORS=str(tmp_path), TORCHTRT_C_DEVICE="")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "devices:" in r.stdout and "install" in r.stdout
+    assert "compile:" in r.stdout

@@ -166,3 +166,18 @@ def test_hierarchical_partition_names_backends():
         if n.startswith("_run_on_acc_other_"):
             assert ops_in(getattr(pgm, n)) == {"aten.convolution.default"}
     assert_tree_close(pgm(x), m(x))
+
+
+def test_python_ops_on_sizes_rebuild_in_torch():
+    class M(nn.Module):
+        def forward(self, x):
+            n = x.shape[0]
+            return (torch.relu(x) * 2).reshape(n * 4, -1) + 1   # operator.mul on a SymInt
+
+    spec = torchtrt_c.Input(min_shape=(1, 4, 6), opt_shape=(4, 4, 6), max_shape=(8, 4, 6))
+    trt = torchtrt_c.compile(M(), inputs=[spec], min_block_size=1)
+    gpu_code = "".join(getattr(trt, g).code for g in submodules(trt, "_run_on_gpu_"))
+    assert "sym_size_int" in gpu_code and "* 4" in gpu_code
+    for b in (1, 3, 8):
+        x = torch.randn(b, 4, 6)
+        assert_tree_close(trt(x), M()(x))

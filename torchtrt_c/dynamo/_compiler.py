@@ -212,6 +212,7 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
                     log.warning("%s: engine build failed, running the segment in torch instead: %s",
                                 name, ex)
                     mod = None
+                    name = f"_run_on_gpu_{idx}"
         if mod is None:
             args = [v for v in seg["inputs"] if not view.is_constant(v)]
             mod = build_torch_module(view, seg["nodes"], args, outs, imp,
@@ -313,7 +314,12 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     progress = Progress(settings.debug)
     if settings.debug:
         log.setLevel(logging.DEBUG)
-    resolve_device(settings.device)   # a bad device fails now, not after capture
+    if not settings.dryrun:
+        # No device, or a bad device setting, fails now rather than after capture (a dry
+        # run needs no device).
+        from torchtrt_c._devices import devices
+        devices()
+        resolve_device(settings.device)
     progress.phase("capture (torch.export)")
     ep = capture(module, arg_inputs, kwarg_inputs)
     progress.phase("decompositions")
