@@ -160,3 +160,26 @@ def test_no_leak_over_10000_executions():
         e.execute([x], [out])
     grown = _rss_kb() - before
     assert grown < 4096, f"RSS grew by {grown} KiB over 10000 executions"
+
+
+def test_tuning_cache_and_every_choice_correct(tmp_path):
+    g, w, b = linear_relu_graph()
+    e = C.Engine.build(g, cache_dir=str(tmp_path), optimization_level=3)
+    assert e.info()["tuned"] == 1
+    tf = tmp_path / "tuning-v1.txt"
+    lines = tf.read_text().splitlines()
+    assert len(lines) == 1, lines
+    key = lines[0].split("\t")[0]
+    assert C.devices()[C.default_device()]["name"] in key
+    for choice in range(3):
+        tf.write_text(f"{key}\t{choice}\n")   # the cache decides: every candidate must be correct
+        e = C.Engine.build(g, cache_dir=str(tmp_path))
+        assert list(e.info()["tiles"].values()) == [choice]
+        for bs in (1, 17, 32):
+            x = rand(bs, 13, seed=bs)
+            out = np.empty((bs, 7), np.float32)
+            e.execute([x.numpy()], [out])
+            np.testing.assert_allclose(out, torch.relu(x @ w.T + b).numpy(), rtol=1e-5, atol=1e-5)
+        e2 = C.Engine.deserialize(e.serialize(), cache_dir=str(tmp_path))
+        assert e2.info()["tiles"] == e.info()["tiles"] and e2.info()["program_cached"]
+    assert C.Engine.build(g, cache_dir=str(tmp_path), optimization_level=0).info()["tuned"] == 0

@@ -76,6 +76,12 @@ static ttc_status make_bindings(ttc_engine *e) {
 
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len) {
     TTC_TRY(ttc_fuse(e->k, &e->n_fused));
+    if (e->stored_tiles && e->n_stored_tiles == e->k->n_ops) {
+        for (int32_t i = 0; i < e->k->n_ops; i++)
+            e->k->ops[i].tile = e->stored_tiles[i] >= 0 && e->stored_tiles[i] < TTC_GEMM_TILES ? e->stored_tiles[i] : 0;
+    } else {
+        TTC_TRY(ttc_engine_tune(e));
+    }
     TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
     e->options = ttc_strdup("-cl-std=CL1.2");
     ttc_status s = TTC_ERR_BUILD;
@@ -152,6 +158,7 @@ void ttc_engine_free(ttc_engine *e) {
     ttc_kir_free(e->k);
     ttc_graph_free(e->graph);
     free(e->stored_source);
+    free(e->stored_tiles);
     free(e->options);
     free(e->cache_dir_opt);
     free(e->name);
@@ -172,6 +179,12 @@ const char *ttc_engine_kernel_desc(const ttc_engine *e, int32_t i) {
     return i >= 0 && i < e->cg.n_kernels ? e->kdesc[i] : NULL;
 }
 int32_t ttc_engine_n_fused(const ttc_engine *e) { return e->n_fused; }
+int32_t ttc_engine_n_tuned(const ttc_engine *e) { return e->n_tuned; }
+int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i) {
+    if (i < 0 || i >= e->cg.n_kernels) return -1;
+    const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
+    return op->kind == TTC_KOP_GEMM ? op->tile : -1;
+}
 bool ttc_engine_program_from_cache(const ttc_engine *e) { return e->prog.from_cache || e->prog.from_binary; }
 
 size_t ttc_engine_peak_memory(ttc_engine *e) {

@@ -11,6 +11,9 @@
 #include "../kernels/kernels.h"
 #include "codegen_data.h"
 
+const int32_t ttc_gemm_tile_gpu[TTC_GEMM_TILES] = {16, 8, 32};
+const int32_t ttc_gemm_tile_cpu[TTC_GEMM_TILES] = {0, 4, 16};
+
 const char *ttc_cl_storage_type(ttc_dtype d) {
     switch (d) {
     case TTC_DTYPE_FLOAT32: return "float";
@@ -275,10 +278,14 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     snprintf(kname, sizeof kname, "%s", ks->name);
     snprintf(store, sizeof store, "%s_store", ks->name);
     snprintf(tb, sizeof tb, "%d", op->p.gemm.trans_b ? 1 : 0);
+    int32_t tile = op->tile >= 0 && op->tile < TTC_GEMM_TILES ? op->tile : 0;
+    int32_t gtile = gpu ? ttc_gemm_tile_gpu[tile] : ttc_gemm_tile_cpu[tile];
+    char ts[8];
+    snprintf(ts, sizeof ts, "%d", gpu ? gtile : 16);
     ttc_sbuf_printf(src, "#define %s%s\n#define %s%s\n#define %s%s\n#define %s%s\n", dA, lda, dA8, lda8, dB, ldb, dB8, ldb8);
     const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
-                          "TRANS_B", tb, "TS", "16", NULL};
+                          "TRANS_B", tb, "TS", ts, NULL};
     TTC_TRY(emit_template(src, gpu ? "gemm_gpu" : "gemm_cpu", defs));
     ttc_sbuf_printf(src, "#undef LDA\n#undef LDA8\n#undef LDB\n#undef LDB8\n");
     /* args: A, offA, B, offB, M, N, K, sAb, sBb */
@@ -295,12 +302,14 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     if (rb > 2) TTC_TRY(add_arg(ks, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0));
     else TTC_TRY(add_arg(ks, TTC_ARG_INT, 0, 0, 0, 0));
     if (gpu) {
-        gdim(ks, 0, op->out, R - 1, R, 1, 16);
-        gdim(ks, 1, op->out, R - 2, R - 1, 1, 16);
+        gdim(ks, 0, op->out, R - 1, R, 1, gtile);
+        gdim(ks, 1, op->out, R - 2, R - 1, 1, gtile);
         ks->use_local = true;
     } else {
-        gdim(ks, 0, op->out, R - 1, R, op->p.gemm.trans_b ? 4 : 8, 0);
-        gdim(ks, 1, op->out, R - 2, R - 1, op->p.gemm.trans_b ? 2 : 4, 0);
+        /* CPU tiles are work-group shapes (0: the driver's choice) */
+        gdim(ks, 0, op->out, R - 1, R, op->p.gemm.trans_b ? 4 : 8, gtile);
+        gdim(ks, 1, op->out, R - 2, R - 1, op->p.gemm.trans_b ? 2 : 4, gtile);
+        ks->use_local = gtile > 0;
     }
     gdim(ks, 2, op->out, 0, R - 2, 1, ks->use_local ? 1 : 0);
     return TTC_OK;

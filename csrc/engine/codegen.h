@@ -47,6 +47,12 @@ typedef struct ttc_codegen {
 ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out);
 void ttc_codegen_free(ttc_codegen *cg);
 
+/* GEMM tile candidates (ttc_kop.tile indexes these): the local tile edge on GPUs, the
+ * work-group edge on CPUs (0: left to the driver). Index 0 is the untuned default. */
+#define TTC_GEMM_TILES 3
+extern const int32_t ttc_gemm_tile_gpu[TTC_GEMM_TILES];
+extern const int32_t ttc_gemm_tile_cpu[TTC_GEMM_TILES];
+
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
 const char *ttc_cl_storage_type(ttc_dtype d);
 

@@ -55,6 +55,9 @@ const char *ttc_engine_source(const ttc_engine *e);
 int32_t ttc_engine_n_kernels(const ttc_engine *e);
 const char *ttc_engine_kernel_desc(const ttc_engine *e, int32_t i); /* "k3 gemm: linear_1+relu" */
 int32_t ttc_engine_n_fused(const ttc_engine *e);
+/* GEMM tile choices: how many were tuned, and the choice of kernel i (-1: not a GEMM). */
+int32_t ttc_engine_n_tuned(const ttc_engine *e);
+int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i);
 bool ttc_engine_program_from_cache(const ttc_engine *e);
 
 /* Checks input shapes (count, rank, each dim against its symbol's [min, max] and

@@ -60,6 +60,9 @@ struct ttc_engine {
     ttc_binding *ins, *outs;
     int32_t n_in, n_out;
     int32_t n_fused;
+    int32_t n_tuned;          /* GEMMs whose tile was tuned (or taken from the tuning cache) */
+    int32_t *stored_tiles;    /* deserialising: tile per kernel op, applied instead of tuning */
+    int32_t n_stored_tiles;
     char **kdesc;
     pthread_mutex_t lock;
     ttc_plan *plans[TTC_PLAN_CACHE];
@@ -83,6 +86,8 @@ void ttc_plan_release(ttc_engine *e, ttc_plan *p);
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len);
 void ttc_exec_ctx_free(ttc_exec_ctx *x);
 void ttc_engine_pool_free(ttc_engine *e);
+/* tune.c: picks GEMM tiles when optimization_level >= 3 (after fusion, before codegen). */
+ttc_status ttc_engine_tune(ttc_engine *e);
 ttc_status ttc_engine_new_for_load(const ttc_engine_options *o, ttc_engine **out);
 
 #endif

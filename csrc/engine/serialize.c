@@ -6,7 +6,7 @@
  * Sections: NAME, DEVICE (platform, device name, driver as length-prefixed strings),
  * OPTIONS (u32 fp16, u32 optimization level), IR (text; weights by name), WEIGHTS (u32
  * count, then name, u64 nbytes, bytes each), SOURCE, BINARY (u64 seal, bytes), BINDINGS (names of inputs
- * and outputs, checked after the rebuild). Loading checks every length against what is
+ * and outputs, checked after the rebuild), TUNING (u32 count, u32 tile choice per kernel op). Loading checks every length against what is
  * left before reading; anything off is TTC_ERR_SERIALIZATION saying what. The engine is
  * always rebuilt from the IR (conversion is cheap); the stored program binary is used when
  * the device identity and the regenerated source both match, else the program is built
@@ -19,7 +19,8 @@
 #include "../convert/convert.h"
 
 #define TTC_ENGINE_ABI 1
-enum { SEC_NAME = 1, SEC_DEVICE, SEC_OPTIONS, SEC_IR, SEC_WEIGHTS, SEC_SOURCE, SEC_BINARY, SEC_BINDINGS, SEC_COUNT };
+enum { SEC_NAME = 1, SEC_DEVICE, SEC_OPTIONS, SEC_IR, SEC_WEIGHTS, SEC_SOURCE, SEC_BINARY, SEC_BINDINGS, SEC_TUNING,
+       SEC_COUNT };
 
 static void put_u32(ttc_sbuf *b, uint32_t v) {
     unsigned char x[4];
@@ -99,7 +100,10 @@ ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len
     for (int32_t i = 0; i < e->n_in; i++) put_str(&sec, e->ins[i].name);
     put_u32(&sec, (uint32_t)e->n_out);
     for (int32_t i = 0; i < e->n_out; i++) put_str(&sec, e->outs[i].name);
-    put_section(&out, SEC_BINDINGS, &sec);
+    put_section(&out, SEC_BINDINGS, &sec); sec.len = 0;
+    put_u32(&sec, (uint32_t)e->k->n_ops);
+    for (int32_t i = 0; i < e->k->n_ops; i++) put_u32(&sec, (uint32_t)e->k->ops[i].tile);
+    put_section(&out, SEC_TUNING, &sec);
     put_u64(&out, ttc_hash64(out.data, out.len, 0));
     free(ir);
     ttc_sbuf_free(&w);
@@ -211,7 +215,8 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         if (n > r.left) return ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: section %u overruns", tag);
         if (tag > 0 && tag < SEC_COUNT) {
             if (have[tag]) return ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: section %u repeated", tag);
-            static const char *names[SEC_COUNT] = {"?", "NAME", "DEVICE", "OPTIONS", "IR", "WEIGHTS", "SOURCE", "BINARY", "BINDINGS"};
+            static const char *names[SEC_COUNT] = {"?", "NAME", "DEVICE", "OPTIONS", "IR", "WEIGHTS", "SOURCE", "BINARY",
+                                                   "BINDINGS", "TUNING"};
             rd s = {r.p, (size_t)n, names[tag]};
             secs[tag] = s;
             have[tag] = true;
@@ -264,6 +269,22 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         o.optimization_level = (int32_t)opt;
         o.cache_dir = cache_dir;
         s = ttc_engine_new_for_load(&o, &e);
+    }
+    if (s == TTC_OK) {
+        rd *t = &secs[SEC_TUNING];
+        uint32_t nt = 0;
+        s = get_u32(t, &nt, "tuning count");
+        if (s == TTC_OK && (size_t)nt * 4 != t->left)
+            s = ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: tuning section has %zu bytes for %u choices", t->left, nt);
+        if (s == TTC_OK && !(e->stored_tiles = ttc_calloc((size_t)nt + 1, sizeof(int32_t)))) s = TTC_ERR_NOMEM;
+        for (uint32_t i = 0; i < nt && s == TTC_OK; i++) {
+            uint32_t v;
+            s = get_u32(t, &v, "tuning choice");
+            if (s == TTC_OK && v >= TTC_GEMM_TILES)
+                s = ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: tuning choice %u out of range", v);
+            if (s == TTC_OK) e->stored_tiles[i] = (int32_t)v;
+        }
+        if (s == TTC_OK) e->n_stored_tiles = (int32_t)nt;
     }
     if (s == TTC_OK) s = ttc_convert_graph(g, fp16 != 0, &e->k);
     if (s == TTC_OK) {

@@ -306,9 +306,19 @@ static PyObject *e_info(PyObject *self, PyObject *unused) {
         if (!s) { Py_DECREF(ks); return NULL; }
         PyList_SET_ITEM(ks, i, s);
     }
-    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:s}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
+    PyObject *tiles = PyDict_New();
+    if (!tiles) { Py_DECREF(ks); return NULL; }
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = ttc_engine_kernel_tile(e, i);
+        if (t < 0) continue;
+        PyObject *v = PyLong_FromLong(t);
+        if (!v || PyDict_SetItem(tiles, PyList_GET_ITEM(ks, i), v) < 0) { Py_XDECREF(v); Py_DECREF(ks); Py_DECREF(tiles); return NULL; }
+        Py_DECREF(v);
+    }
+    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:s,s:i,s:N}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
                          "fused", ttc_engine_n_fused(e), "program_cached", ttc_engine_program_from_cache(e) ? Py_True : Py_False,
-                         "peak_memory", (Py_ssize_t)ttc_engine_peak_memory(e), "source", ttc_engine_source(e));
+                         "peak_memory", (Py_ssize_t)ttc_engine_peak_memory(e), "source", ttc_engine_source(e),
+                         "tuned", ttc_engine_n_tuned(e), "tiles", tiles);
 }
 
 static PyObject *e_get_inputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, false); }

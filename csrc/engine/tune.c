@@ -1,0 +1,172 @@
+/* Build-time tuning (optimization_level >= 3): every GEMM's tile candidate is timed on the
+ * device at the symbols' opt values, in a one-kernel engine with random data, and the
+ * fastest kept. Choices are remembered in a persistent tuning cache (tuning-v1.txt in the
+ * program cache directory: "key<TAB>choice" lines, the key naming the device, driver and
+ * problem) and stored in the engine (serialised with it). */
+#include "engine_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static char *tuning_path(const ttc_engine *e) {
+    char *dir = ttc_cl_cache_dir(e->cache_dir_opt);
+    if (!dir) return NULL;
+    for (char *s = dir + 1; *s; s++)
+        if (*s == '/') { *s = 0; mkdir(dir, 0755); *s = '/'; }
+    mkdir(dir, 0755);
+    char *p = ttc_strfmt("%s/tuning-v1.txt", dir);
+    free(dir);
+    return p;
+}
+
+static int32_t cache_lookup(const char *path, const char *key) {
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) return -1;
+    char line[1024];
+    int32_t found = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, key, kl) && line[kl] == '\t') {
+            int v = atoi(line + kl + 1);
+            if (v >= 0 && v < TTC_GEMM_TILES) found = v;   /* the last entry wins */
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static void cache_store(const char *path, const char *key, int32_t choice) {
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f) return;
+    fprintf(f, "%s\t%d\n", key, choice);  /* one short append: whole lines between processes */
+    fclose(f);
+}
+
+/* Times op `oi` of e with tile `tile` in an engine of its own; +inf when it fails. */
+static double time_candidate(ttc_engine *e, int32_t oi, int32_t tile, const int64_t *sv) {
+    const ttc_kir *k = e->k;
+    const ttc_kop *op = &k->ops[oi];
+    ttc_engine *m = ttc_calloc(1, sizeof *m);
+    ttc_kir *mk = ttc_kir_new();
+    double best = 1e30;
+    void *bufs[3] = {0};
+    if (!m || !mk) goto done;
+    pthread_mutex_init(&m->lock, NULL);
+    m->name = ttc_strdup("tune");
+    m->dev = e->dev;
+    m->ctx = e->ctx;
+    m->k = mk;
+    m->cache_dir_opt = e->cache_dir_opt ? ttc_strdup(e->cache_dir_opt) : NULL;
+    int32_t ids[2];
+    size_t nbytes[3];
+    int64_t shapes[2][TTC_MAX_RANK];
+    for (int32_t j = 0; j < 2; j++) {
+        const ttc_et *t = &k->ts[op->in[j]];
+        ttc_dim d[TTC_MAX_RANK];
+        int64_t numel = 1;
+        for (int32_t x = 0; x < t->rank; x++) {
+            shapes[j][x] = ttc_dim_eval(t->dims[x], sv);
+            d[x] = ttc_dim_const(shapes[j][x]);
+            numel *= shapes[j][x];
+        }
+        nbytes[j] = (size_t)numel * ttc_dtype_size(t->dtype);
+        ids[j] = ttc_kir_tensor(mk, TTC_ET_INPUT, t->dtype, t->rank, d, j ? "b" : "a");
+        if (ids[j] < 0) goto done;
+        mk->ts[ids[j]].binding = j;
+        bufs[j] = ttc_malloc(nbytes[j] + 16);
+        if (!bufs[j]) goto done;
+        for (size_t b = 0; b < nbytes[j]; b++) ((unsigned char *)bufs[j])[b] = (unsigned char)(b * 37 % 61);
+        if (t->dtype == TTC_DTYPE_FLOAT32)
+            for (size_t b = 0; b < nbytes[j] / 4; b++) ((float *)bufs[j])[b] = (float)((b * 7919) % 17) * 0.0625f - 0.5f;
+    }
+    const ttc_et *ot = &k->ts[op->out];
+    ttc_dim od[TTC_MAX_RANK];
+    int64_t onum = 1;
+    for (int32_t x = 0; x < ot->rank; x++) { od[x] = ttc_dim_const(ttc_dim_eval(ot->dims[x], sv)); onum *= od[x].add; }
+    int32_t mo = ttc_kir_op(mk, TTC_KOP_GEMM, ot->dtype, ot->rank, od, "gemm");
+    if (mo < 0) goto done;
+    mk->ops[mo].in[0] = ids[0];
+    mk->ops[mo].in[1] = ids[1];
+    mk->ops[mo].p.gemm.trans_b = op->p.gemm.trans_b;
+    mk->ops[mo].tile = tile;
+    int32_t out = mk->ops[mo].out;
+    mk->ts[out].binding = 0;
+    mk->inputs = ttc_calloc(2, sizeof(int32_t));
+    mk->in_names = ttc_calloc(2, sizeof(char *));
+    mk->outputs = ttc_calloc(1, sizeof(int32_t));
+    mk->out_names = ttc_calloc(1, sizeof(char *));
+    if (!mk->inputs || !mk->in_names || !mk->outputs || !mk->out_names) goto done;
+    mk->inputs[0] = ids[0]; mk->inputs[1] = ids[1]; mk->n_inputs = 2;
+    mk->in_names[0] = ttc_strdup("a"); mk->in_names[1] = ttc_strdup("b");
+    mk->outputs[0] = out; mk->n_outputs = 1;
+    mk->out_names[0] = ttc_strdup("c");
+    if (ttc_engine_finish(m, NULL, 0) != TTC_OK) goto done;
+    nbytes[2] = (size_t)onum * ttc_dtype_size(ot->dtype);
+    bufs[2] = ttc_malloc(nbytes[2] + 16);
+    if (!bufs[2]) goto done;
+    const void *in[2] = {bufs[0], bufs[1]};
+    void *outp[1] = {bufs[2]};
+    for (int rep = 0; rep < 4; rep++) {
+        double t0 = now_s();
+        if (ttc_engine_execute(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, outp, &nbytes[2]) != TTC_OK) {
+            best = 1e30;
+            break;
+        }
+        double dt = now_s() - t0;
+        if (rep > 0 && dt < best) best = dt;   /* the first run warms up */
+    }
+done:
+    for (int j = 0; j < 3; j++) free(bufs[j]);
+    if (m) ttc_engine_free(m);
+    else ttc_kir_free(mk);
+    ttc_clear_error();
+    return best;
+}
+
+ttc_status ttc_engine_tune(ttc_engine *e) {
+    if (e->opt_level < 3) return TTC_OK;
+    ttc_kir *k = e->k;
+    int64_t sv[64];
+    if (k->n_syms > 64) return TTC_OK;
+    for (int32_t i = 0; i < k->n_syms; i++) sv[i] = k->syms[i].opt;
+    char *path = NULL;
+    bool have_path = false;
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        ttc_kop *op = &k->ops[i];
+        if (op->dead || op->kind != TTC_KOP_GEMM) continue;
+        if (!have_path) { path = tuning_path(e); have_path = true; }
+        const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *o = &k->ts[op->out];
+        int64_t M = ttc_dim_eval(o->dims[o->rank - 2], sv), N = ttc_dim_eval(o->dims[o->rank - 1], sv);
+        int64_t K = ttc_dim_eval(a->dims[a->rank - 1], sv), B = 1;
+        for (int32_t d = 0; d < o->rank - 2; d++) B *= ttc_dim_eval(o->dims[d], sv);
+        char *key = ttc_strfmt("%s|%s|%s|gemm|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->dev->platform, e->dev->name,
+                               e->dev->driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
+                               a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K);
+        if (!key) { free(path); return TTC_ERR_NOMEM; }
+        int32_t choice = cache_lookup(path, key);
+        if (choice < 0) {
+            double best = 1e30;
+            choice = 0;
+            for (int32_t c = 0; c < TTC_GEMM_TILES; c++) {
+                double t = time_candidate(e, i, c, sv);
+                if (t < best * 0.97) { best = t; choice = c; }  /* prefer the default unless clearly faster */
+            }
+            op = &k->ops[i];
+            if (best < 1e30) cache_store(path, key, choice);
+        }
+        op->tile = choice;
+        e->n_tuned++;
+        free(key);
+    }
+    free(path);
+    return TTC_OK;
+}
