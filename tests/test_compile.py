@@ -182,11 +182,15 @@ def test_no_opencl_platform_is_reported_clearly(tmp_path):
     import subprocess
     import sys
     code = ("import torch, torchtrt_c\n"
-            "try:\n    torchtrt_c.devices()\nexcept torchtrt_c.OpenCLError as e:\n    print('devices:', e)\n"
+            "try:\n    torchtrt_c.devices()\n    print('still visible')\n    raise SystemExit(0)\n"
+            "except torchtrt_c.OpenCLError as e:\n    print('devices:', e)\n"
             "try:\n    torchtrt_c.compile(torch.nn.ReLU(), inputs=[torch.randn(2)], min_block_size=1)\n"
             "except torchtrt_c.OpenCLError as e:\n    print('compile:', e)\n")
     env = dict(os.environ, OCL_ICD_VENDORS=str(tmp_path), TORCHTRT_C_DEVICE="")
+    env.pop("OCL_ICD_FILENAMES", None)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
+    if "still visible" in r.stdout:
+        pytest.skip("this machine's OpenCL driver cannot be hidden with OCL_ICD_VENDORS")
     assert "devices:" in r.stdout and "install" in r.stdout
     assert "compile:" in r.stdout
