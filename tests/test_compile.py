@@ -194,3 +194,13 @@ def test_no_opencl_platform_is_reported_clearly(tmp_path):
         pytest.skip("this machine's OpenCL driver cannot be hidden with OCL_ICD_VENDORS")
     assert "devices:" in r.stdout and "install" in r.stdout
     assert "compile:" in r.stdout
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device for torch tensors")
+def test_cuda_tensors_in_and_out():
+    m = MLP().eval()
+    x = torch.randn(4, 16)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    out = trt(x.cuda())
+    assert out.device.type == "cuda"
+    assert_tree_close(out.cpu(), m(x))

@@ -102,3 +102,47 @@ def test_engine_meta_binds_and_checks_inputs():
     for shapes, dtypes, msg in cases:
         with pytest.raises(torchtrt_c.InputError, match=msg):
             m.bind_inputs(shapes, dtypes)
+
+
+def _decomposed_ops(model, x):
+    from torchtrt_c.dynamo._capture import capture, decompose
+    ep = decompose(capture(model, [torchtrt_c.Input.from_tensor(x)], {}))
+    return {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+
+
+def test_decomposition_sets_are_user_adjustable():
+    from torchtrt_c.dynamo import lowering
+    aten = torch.ops.aten
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.mish(torch.nn.functional.elu(x)) + torch.square(x)
+
+    x = torch.randn(4, 4)
+    default = _decomposed_ops(M(), x)
+    assert "aten.mish.default" not in default          # torch's default table breaks it up
+    assert "aten.elu.default" in default               # not in the default table
+    assert "aten.square.default" not in default        # ours: square -> mul
+    try:
+        lowering.torch_disabled_decompositions.add(aten.mish.default)
+        lowering.torch_enabled_decompositions.add(aten.elu.default)
+        adjusted = _decomposed_ops(M(), x)
+    finally:
+        lowering.torch_disabled_decompositions.discard(aten.mish.default)
+        lowering.torch_enabled_decompositions.discard(aten.elu.default)
+    assert "aten.mish.default" in adjusted and "aten.elu.default" not in adjusted
+
+
+def test_register_decomposition():
+    from torchtrt_c.dynamo.lowering import get_decompositions, register_decomposition
+    reg = {}
+
+    @register_decomposition(torch.ops.aten.mish.default, registry=reg)
+    def mish(x):
+        return x
+    assert reg[torch.ops.aten.mish.default] is mish
+    with pytest.raises(ValueError, match="already registered"):
+        register_decomposition(torch.ops.aten.mish.default, registry=reg)(mish)
+    # the native ops stay whole unless asked otherwise
+    assert torch.ops.aten.linear.default not in get_decompositions()
+    assert torch.ops.aten.linear.default not in get_decompositions(keep=[torch.ops.aten.linear.default])
