@@ -476,8 +476,15 @@ ttc_value *ttc_graph_const_tensor(ttc_graph *g, ttc_node *before, const char *na
                  name ? name : "", data->nbytes);
         return NULL;
     }
-    ttc_attr a = {.kind = TTC_ATTR_TENSOR, .s = (char *)name, .tensor = data};
-    return make_const(g, before, type, &a);
+    /* Weights made by passes get a name too (from their value), so that printing and
+     * serialising keep their data out of line instead of writing megabytes of text. */
+    bool big = numel > 64;  /* the printer's inline limit */
+    char *auto_name = (name || !big) ? NULL : ttc_strfmt("_w%d", g->n_all_values);
+    if (!name && big && !auto_name) return NULL;
+    ttc_attr a = {.kind = TTC_ATTR_TENSOR, .s = (char *)(name ? name : auto_name), .tensor = data};
+    ttc_value *v = make_const(g, before, type, &a);
+    free(auto_name);
+    return v;
 }
 
 const ttc_attr *ttc_value_const(const ttc_value *v) {

@@ -26,7 +26,7 @@ from torchtrt_c.dynamo._importer import ImportResult, import_program
 from torchtrt_c.dynamo._progress import Progress
 from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module, node_key
 from torchtrt_c.runtime._module import EngineModule
-from torchtrt_c.runtime._shapes import EngineMeta
+from torchtrt_c.runtime._shapes import Dim, EngineMeta
 
 log = logging.getLogger("torchtrt_c")
 
@@ -143,19 +143,12 @@ class _EngineFactory:
             lst = []
             for b in io:
                 shape = [d if isinstance(d, int) else str(d) for d in b["shape"]]
-                for d in shape:
-                    if isinstance(d, str):
-                        used.add(EngineMeta_dim_sym(d))
+                used.update(Dim.parse(d).sym for d in shape if isinstance(d, str))
                 lst.append({"name": b["name"], "dtype": b["dtype"], "shape": shape})
             ios.append(lst)
         syms = {s: [self.imp.symbols[s][0], self.imp.symbols[s][2]] for s in used if s in self.imp.symbols}
         return EngineMeta({"id": hashlib.sha256(blob).hexdigest()[:32], "name": name,
                            "inputs": ios[0], "outputs": ios[1], "symbols": syms})
-
-
-def EngineMeta_dim_sym(d: str):
-    from torchtrt_c.runtime._shapes import Dim
-    return Dim.parse(d).sym
 
 
 # ---------------------------------------------------------------- stitching
@@ -281,13 +274,14 @@ def _undecomposable_fallbacks(imp, settings, forced) -> set:
 
 def lower(imp: ImportResult, settings, progress):
     g = imp.graph
-    progress.dump("imported graph", str(g))
+    if settings.debug:  # printing a big graph costs time: only when asked for
+        progress.dump("imported graph", str(g))
     progress.phase("lowering")
     passes = g.lower(debug=settings.debug)
     if settings.debug:
         for p in passes:
             log.debug("pass %s: %.4fs%s", p[0], p[1], " (changed)" if p[2] else "")
-    progress.dump("lowered graph", str(g))
+        progress.dump("lowered graph", str(g))
 
 
 def partition(imp: ImportResult, settings, forced, progress):
