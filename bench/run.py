@@ -188,6 +188,13 @@ def main(argv=None):
     log("device:", dev, "| torch device:", tdev)
     results = {"meta": meta, "models": [], "kernels": {}, "partition": None}
 
+    tag = ("gpu" if is_gpu else "cpu") + "-" + meta["date"]
+    out = pathlib.Path(args.out or (ROOT / "bench" / "out" / tag))
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save():  # after every row, so that a run cut short still leaves its results
+        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+
     if args.models:
         for name in [m for m in args.models.split(",") if m]:
             for prec in args.precisions.split(","):
@@ -199,6 +206,7 @@ def main(argv=None):
                         row = {"model": name, "batch": b, "precision": prec, "error": f"{type(e).__name__}: {e}"[:500]}
                     log(json.dumps(row))
                     results["models"].append(row)
+                    save()
 
     if args.kernels:
         import kernels as kb  # bench/kernels.py
@@ -207,10 +215,7 @@ def main(argv=None):
         import bench_partition as bp  # bench/bench_partition.py
         results["partition"] = bp.run() if hasattr(bp, "run") else None
 
-    tag = ("gpu" if is_gpu else "cpu") + "-" + meta["date"]
-    out = pathlib.Path(args.out or (ROOT / "bench" / "out" / tag))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    save()
     import report
     (out / "results.md").write_text(report.markdown([results]))
     try:
