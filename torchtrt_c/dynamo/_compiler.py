@@ -318,7 +318,7 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     ep = capture(module, arg_inputs, kwarg_inputs)
     progress.phase("decompositions")
     ep = decompose(ep, keep=_keep_ops(settings))
-    progress.dump("decomposed FX graph", str(ep.graph))
+    progress.dump("decomposed FX graph", lambda: str(ep.graph))
     forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
     progress.phase("import")
     imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
@@ -347,6 +347,6 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     progress.phase("conversion + stitching")
     gm = stitch(imp, part, settings, progress, ep=ep,
                 orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
-    progress.dump("compiled module", gm.code)
+    progress.dump("compiled module", lambda: gm.code)
     progress.done()
     return gm

@@ -42,6 +42,7 @@ class Progress:
     def done(self) -> None:
         self._emit(f"done in {time.perf_counter() - self.t0:.2f}s")
 
-    def dump(self, what: str, text: str) -> None:
+    def dump(self, what: str, text) -> None:
+        """text: a str, or a callable making it (big graphs print slowly: only with debug)."""
         if self.debug:
-            log.debug("---- %s ----\n%s", what, text)
+            log.debug("---- %s ----\n%s", what, text() if callable(text) else text)
