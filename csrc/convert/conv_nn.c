@@ -100,6 +100,18 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         stride[1] = stride[0]; pad[1] = pad[0]; dil[1] = dil[0];
         stride[0] = 1; pad[0] = 0; dil[0] = 1;
     }
+    {
+        const ttc_et *xt = &k->ts[x], *wt0 = &k->ts[w];
+        int64_t C = xt->dims[1].add, OC = wt0->dims[0].add;
+        bool ok = xt->rank == nd + 2 && xt->dims[1].sym < 0 && groups >= 1 && C % groups == 0 && OC % groups == 0 &&
+                  OC >= 1 && wt0->dims[1].add * groups == C;
+        for (int32_t i = 0; i < nd; i++) ok = ok && wt0->dims[2 + i].add >= 1;
+        for (int32_t i = 0; i < 2; i++) ok = ok && stride[i] >= 1 && dil[i] >= 1 && pad[i] >= 0;
+        if (!ok)
+            return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: inconsistent convolution (channels %lld, weight %lldx%lld, "
+                            "groups %lld, stride/dilation >= 1, padding >= 0 required)", nname(n), (long long)C,
+                            (long long)OC, (long long)wt0->dims[1].add, (long long)groups);
+    }
     int64_t wnum;
     float *wf = const_floats(cx, w, &wnum);
     float *bf = NULL;
@@ -190,6 +202,11 @@ ttc_status ttc_convert_batch_norm(ttc_conv_ctx *cx, const ttc_node *n) {
     double eps;
     TTC_TRY(ttc_cx_float(cx, n, n->op == TTC_OP_BATCH_NORM ? 7 : 6, &eps));
     int64_t C = k->ts[x].dims[1].add, cnt;
+    if (k->ts[x].rank < 2 || k->ts[x].dims[1].sym >= 0 || C < 1)
+        return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: batch norm needs a static channel dim >= 1", nname(n));
+    for (int32_t i = 0; i < 4; i++)
+        if (t[i] >= 0 && (k->ts[t[i]].rank != 1 || k->ts[t[i]].dims[0].add != C))
+            return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: batch-norm parameter %d is not [%lld]", nname(n), i + 1, (long long)C);
     float *v[4] = {0};
     ttc_status s = TTC_OK;
     for (int32_t i = 0; i < 4 && s == TTC_OK; i++)
@@ -300,6 +317,11 @@ ttc_status ttc_convert_pool(ttc_conv_ctx *cx, const ttc_node *n) {
     TTC_TRY(ints_arg(cx, n, 2, 2, st, 0));
     if (st[0] == 0) { st[0] = kk[0]; st[1] = kk[1]; }
     TTC_TRY(ints_arg(cx, n, 3, 2, pd, 0));
+    if (n->op == TTC_OP_MAX_POOL2D || n->op == TTC_OP_MAX_POOL2D_IDX) TTC_TRY(ints_arg(cx, n, 4, 2, dl, 1));
+    for (int32_t i = 0; i < 2; i++)
+        if (kk[i] < 1 || st[i] < 1 || pd[i] < 0 || dl[i] < 1)
+            return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: pooling needs kernel/stride/dilation >= 1 and padding >= 0",
+                            nname(n));
     op = &k->ops[oi];
     if (n->op == TTC_OP_AVG_POOL2D) {
         bool count_pad = true;
@@ -311,7 +333,6 @@ ttc_status ttc_convert_pool(ttc_conv_ctx *cx, const ttc_node *n) {
         op->p.pool.count_pad = count_pad;
         op->p.pool.divisor = div;
     } else {
-        TTC_TRY(ints_arg(cx, n, 4, 2, dl, 1));
         op = &k->ops[oi];
         op->p.pool.kind = TTC_POOL_MAX;
     }

@@ -55,7 +55,7 @@ static void test_fuzz_blobs(void) {
     char cache[] = "/tmp/ttc_fuzz_cacheXXXXXX";
     if (!mkdtemp(cache)) return;
     unsigned char *m = malloc(len);
-    srand(12345);
+    srand(getenv("TTC_FUZZ_SEED") ? (unsigned)atoi(getenv("TTC_FUZZ_SEED")) : 12345u);
     int ok = 0, failed = 0;
     const int iters = getenv("TTC_FUZZ_ITERS") ? atoi(getenv("TTC_FUZZ_ITERS")) : 3000;
     for (int it = 0; it < iters; it++) {
@@ -77,7 +77,9 @@ static void test_fuzz_blobs(void) {
         }
         if (n >= 8 && rand() % 2) put64(m + n - 8, ttc_hash64(m, n - 8, 0));  /* get past the checksum */
         ttc_engine *f = NULL;
+        if (getenv("TTC_FUZZ_VERBOSE")) { fprintf(stderr, "iteration %d (kind %d, %zu bytes)\n", it, kind, n); fflush(stderr); }
         ttc_status s = ttc_engine_deserialize(m, n, NULL, cache, &f);
+        if (getenv("TTC_FUZZ_VERBOSE")) { fprintf(stderr, "  -> %s: %.200s\n", ttc_status_name(s), s ? ttc_last_error() : ""); fflush(stderr); }
         if (s == TTC_OK) {
             ok++;
             /* a blob that loads must also run (or refuse its inputs cleanly) */
