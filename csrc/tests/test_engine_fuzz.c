@@ -47,6 +47,12 @@ static void test_fuzz_blobs(void) {
     unsigned char *blob;
     size_t len;
     CHECK_OK(ttc_engine_serialize(e, &blob, &len));
+    if (getenv("TTC_FUZZ_DUMP")) {
+        char *orig = ttc_strfmt("%s.orig", getenv("TTC_FUZZ_DUMP"));
+        FILE *df = orig ? fopen(orig, "wb") : NULL;
+        if (df) { fwrite(blob, 1, len, df); fclose(df); }
+        free(orig);
+    }
     ttc_engine *e2 = NULL;
     CHECK_OK(ttc_engine_deserialize(blob, len, NULL, "", &e2));
     CHECK(e2 && ttc_engine_program_from_cache(e2), "same device: the stored binary is used");
@@ -68,7 +74,7 @@ static void test_fuzz_blobs(void) {
             switch (kind) {
             case 0: m[at] ^= (unsigned char)(1u << (rand() % 8)); break;
             case 1: m[at] = (unsigned char)rand(); break;
-            case 2: n = (size_t)rand() % n; break;
+            case 2: if (n > 1) n = (size_t)rand() % n; break;
             case 3: /* a plausible length field: a 32/64-bit word set to a large or small value */
                 if (at + 8 <= n) put64(m + at, rand() % 2 ? (uint64_t)rand() * 977u : (uint64_t)(rand() % 64));
                 break;
@@ -77,6 +83,10 @@ static void test_fuzz_blobs(void) {
         }
         if (n >= 8 && rand() % 2) put64(m + n - 8, ttc_hash64(m, n - 8, 0));  /* get past the checksum */
         ttc_engine *f = NULL;
+        if (getenv("TTC_FUZZ_DUMP")) {  /* the blob under test, to reproduce a crash */
+            FILE *df = fopen(getenv("TTC_FUZZ_DUMP"), "wb");
+            if (df) { fwrite(m, 1, n, df); fclose(df); }
+        }
         if (getenv("TTC_FUZZ_VERBOSE")) { fprintf(stderr, "iteration %d (kind %d, %zu bytes)\n", it, kind, n); fflush(stderr); }
         ttc_status s = ttc_engine_deserialize(m, n, NULL, cache, &f);
         if (getenv("TTC_FUZZ_VERBOSE")) { fprintf(stderr, "  -> %s: %.200s\n", ttc_status_name(s), s ? ttc_last_error() : ""); fflush(stderr); }
