@@ -185,3 +185,43 @@ def test_tuning_cache_and_every_choice_correct(tmp_path):
         e2 = C.Engine.deserialize(e.serialize(), cache_dir=str(tmp_path))
         assert e2.info()["tiles"] == e.info()["tiles"] and e2.info()["program_cached"]
     assert C.Engine.build(g, cache_dir=str(tmp_path), optimization_level=0).info()["tuned"] == 0
+
+
+def _fnv64(data, seed=0):
+    h = 1469598103934665603 ^ seed
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def test_fuzzed_blobs_never_crash():
+    """Mutated blobs (half with the checksum fixed up, so the section and IR parsers see the
+    damage) load cleanly or raise a torchtrt_c error; loaded ones still execute or refuse."""
+    import random
+    g, _, _ = linear_relu_graph()
+    blob = C.Engine.build(g, cache_dir="").serialize()
+    rng = random.Random(7)
+    x = rand(3, 13).numpy()
+    loaded = 0
+    for i in range(300):
+        m = bytearray(blob)
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(3)
+            if k == 0:
+                m[rng.randrange(len(m) - 8)] ^= 1 << rng.randrange(8)
+            elif k == 1:
+                m[rng.randrange(len(m) - 8)] = rng.randrange(256)
+            elif len(m) > 9:
+                del m[rng.randrange(8, len(m) - 8):][:rng.randint(1, 64)]
+        if i % 2 and len(m) > 8:
+            m[-8:] = _fnv64(bytes(m[:-8])).to_bytes(8, "little")
+        try:
+            e = C.Engine.deserialize(bytes(m))
+        except torchtrt_c.Error:
+            continue
+        loaded += 1
+        try:
+            e.execute([x], [np.empty((3, 7), np.float32)])
+        except torchtrt_c.Error:
+            pass
+    assert loaded < 300
