@@ -2,6 +2,7 @@
 #include "binding.h"
 
 #include "../common/status.h"
+#include "../engine/bench.h"
 #include "../engine/engine.h"
 
 PyObject *ttc_py_device_dict(const ttc_cl_device *d);
@@ -215,6 +216,109 @@ done:
     return ret;
 }
 
+/* benchmark(inputs, runs=20, warmup=3) -> list[float]: ms per run of the kernel sequence with
+ * the inputs uploaded once (see csrc/engine/bench.h). Inputs are checked as in execute. */
+static PyObject *e_benchmark(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"inputs", "runs", "warmup", NULL};
+    ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
+    ttc_engine *e = ((EngineObject *)self)->e;
+    PyObject *ins;
+    int runs = 20, warmup = 3;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ii:benchmark", kwlist, &ins, &runs, &warmup)) return NULL;
+    if (runs < 1 || warmup < 0) return PyErr_Format(PyExc_ValueError, "runs must be >= 1 and warmup >= 0, got %d, %d", runs, warmup);
+    PyObject *inf = PySequence_Fast(ins, "inputs must be a sequence");
+    if (!inf) return NULL;
+    Py_ssize_t ni = PySequence_Fast_GET_SIZE(inf), n_got = 0;
+    int32_t en = ttc_engine_n_inputs(e);
+    PyObject *ret = NULL;
+    Py_buffer *bufs = NULL;
+    const void **in_ptr = NULL;
+    size_t *in_bytes = NULL;
+    int64_t (*shapes)[TTC_MAX_RANK] = NULL;
+    double *times = NULL;
+    if (ni != en) { input_error(st, "engine %s takes %d inputs, %zd given", ttc_engine_name(e), en, ni); goto done; }
+    bufs = PyMem_Calloc((size_t)ni + 1, sizeof(Py_buffer));
+    in_ptr = PyMem_Calloc((size_t)ni + 1, sizeof(void *));
+    in_bytes = PyMem_Calloc((size_t)ni + 1, sizeof(size_t));
+    shapes = PyMem_Calloc((size_t)ni + 1, sizeof *shapes);
+    times = PyMem_Calloc((size_t)runs, sizeof(double));
+    if (!bufs || !in_ptr || !in_bytes || !shapes || !times) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        const ttc_binding *b = ttc_engine_input(e, (int32_t)i);
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(inf, i), &bufs[n_got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            input_error(st, "input %s: expected a C-contiguous buffer (numpy array / memoryview), got %s", b->name,
+                        Py_TYPE(PySequence_Fast_GET_ITEM(inf, i))->tp_name);
+            goto done;
+        }
+        Py_buffer *v = &bufs[n_got++];
+        if (!format_ok(v, b->dtype)) {
+            input_error(st, "input %s: dtype %s expected, buffer has format '%s' (itemsize %zd)", b->name,
+                        ttc_dtype_name(b->dtype), v->format ? v->format : "B", v->itemsize);
+            goto done;
+        }
+        if (v->ndim != b->rank) {
+            input_error(st, "input %s: rank %d expected, got %d", b->name, b->rank, v->ndim);
+            goto done;
+        }
+        for (int d = 0; d < v->ndim; d++) shapes[i][d] = v->shape ? v->shape[d] : v->len / v->itemsize;
+        in_ptr[i] = v->buf;
+        in_bytes[i] = (size_t)v->len;
+    }
+    ttc_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_engine_benchmark(e, in_ptr, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, runs, warmup, times);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) { ttc_py_raise(st, s); goto done; }
+    ret = PyList_New(runs);
+    for (int i = 0; ret && i < runs; i++) {
+        PyObject *f = PyFloat_FromDouble(times[i]);
+        if (!f) { Py_CLEAR(ret); break; }
+        PyList_SET_ITEM(ret, i, f);
+    }
+done:
+    for (Py_ssize_t i = 0; i < n_got; i++) PyBuffer_Release(&bufs[i]);
+    PyMem_Free(bufs); PyMem_Free(in_ptr); PyMem_Free(in_bytes); PyMem_Free(shapes); PyMem_Free(times);
+    Py_DECREF(inf);
+    return ret;
+}
+
+/* Engine.benchmark_copy(nbytes, runs=20, warmup=3, device=None) -> list[float]: ms per
+ * device-to-device clEnqueueCopyBuffer of nbytes, the bandwidth yardstick for bench/. */
+static PyObject *e_benchmark_copy(PyObject *cls, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"nbytes", "runs", "warmup", "device", NULL};
+    ttc_py_state *st = ttc_py_state_of_type((PyTypeObject *)cls);
+    Py_ssize_t nbytes;
+    int runs = 20, warmup = 3;
+    PyObject *device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "n|iiO:benchmark_copy", kwlist, &nbytes, &runs, &warmup, &device)) return NULL;
+    if (nbytes < 1 || runs < 1 || warmup < 0)
+        return PyErr_Format(PyExc_ValueError, "nbytes and runs must be >= 1 and warmup >= 0, got %zd, %d, %d", nbytes, runs, warmup);
+    PyObject *dev_str = NULL;
+    const char *dev = NULL;
+    if (device != Py_None) {
+        dev_str = PyObject_Str(device);
+        if (!dev_str || !(dev = PyUnicode_AsUTF8(dev_str))) { Py_XDECREF(dev_str); return NULL; }
+    }
+    double *times = PyMem_Calloc((size_t)runs, sizeof(double));
+    if (!times) { Py_XDECREF(dev_str); return PyErr_NoMemory(); }
+    ttc_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_device_copy_benchmark(dev, (size_t)nbytes, runs, warmup, times);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(dev_str);
+    PyObject *ret = NULL;
+    if (s != TTC_OK) ttc_py_raise(st, s);
+    else ret = PyList_New(runs);
+    for (int i = 0; ret && i < runs; i++) {
+        PyObject *f = PyFloat_FromDouble(times[i]);
+        if (!f) { Py_CLEAR(ret); break; }
+        PyList_SET_ITEM(ret, i, f);
+    }
+    PyMem_Free(times);
+    return ret;
+}
+
 static PyObject *e_output_shapes(PyObject *self, PyObject *arg) {
     ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
     ttc_engine *e = ((EngineObject *)self)->e;
@@ -340,6 +444,10 @@ static PyMethodDef engine_methods[] = {
     {"deserialize", (PyCFunction)(void (*)(void))e_deserialize, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "Engine.deserialize(blob, device=None, cache_dir=None) -> Engine (rebuilt for this device when foreign)"},
     {"execute", e_execute, METH_VARARGS, "execute(inputs: list[buffer], outputs: list[writable buffer]) -> None"},
+    {"benchmark", (PyCFunction)(void (*)(void))e_benchmark, METH_VARARGS | METH_KEYWORDS,
+     "benchmark(inputs, runs=20, warmup=3) -> list[float]: ms per run, inputs resident on the device"},
+    {"benchmark_copy", (PyCFunction)(void (*)(void))e_benchmark_copy, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Engine.benchmark_copy(nbytes, runs=20, warmup=3, device=None) -> list[float]: ms per device copy"},
     {"output_shapes", e_output_shapes, METH_O, "output_shapes(list[tuple[int]]) -> list[tuple[int]]"},
     {"serialize", e_serialize, METH_NOARGS, "serialize() -> bytes"},
     {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, source)"},

@@ -1,0 +1,26 @@
+/*
+ * Resident timing for bench/: an engine's kernel sequence with its inputs already in device
+ * buffers, and a device-to-device copy as the memory-bandwidth yardstick.
+ *
+ *   double t[20];
+ *   TTC_TRY(ttc_engine_benchmark(e, in, in_bytes, in_shapes, 20, 3, t));   // ms per run
+ *   TTC_TRY(ttc_device_copy_benchmark(NULL, 64 << 20, 20, 3, t));
+ *
+ * Each run enqueues every kernel and waits once (clFinish); the time is the host wall
+ * clock around that, so it includes launch overhead but no host<->device transfers.
+ * Execute is unaffected: the benchmark uses its own queue, kernels and buffers.
+ */
+#ifndef TTC_ENGINE_BENCH_H
+#define TTC_ENGINE_BENCH_H
+
+#include "engine.h"
+
+/* Inputs are host buffers (as for ttc_engine_execute), uploaded once before warm-up. */
+ttc_status ttc_engine_benchmark(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
+                                const int64_t (*in_shapes)[TTC_MAX_RANK], int32_t runs, int32_t warmup,
+                                double *times_ms);
+/* clEnqueueCopyBuffer of bytes between two device buffers; device as ttc_cl_device_select. */
+ttc_status ttc_device_copy_benchmark(const char *device, size_t bytes, int32_t runs, int32_t warmup,
+                                     double *times_ms);
+
+#endif

@@ -1,0 +1,110 @@
+"""Resident timing of a compiled module, for bench/ (speed is measured there, never in tests).
+
+    r = benchmark_resident(trt_module, [x], runs=50, warmup=5)
+    r["median_ms"], r["engine_ms"], r["torch_ms"], r["times_ms"]
+
+What is measured: the module is run once (normally) to record what every segment receives.
+Then, for each run, every engine segment's kernel sequence with its inputs already in device
+buffers (Engine.benchmark: launches + one clFinish, no host<->device copies), plus every torch
+fallback segment called on the tensors it received (on their torch device, synchronised), are
+timed; a run's time is the sum over segments. Not included: host<->device transfers of engine
+inputs/outputs and the top-level graph's glue (getitem, output packing).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from torchtrt_c.runtime._execute import ENGINES, _np_view
+from torchtrt_c.runtime._module import EngineModule
+from torchtrt_c.runtime._shapes import EngineMeta
+
+
+def _sync_for(tensors):
+    if any(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+class _Recorder(torch.fx.Interpreter):
+    """Runs the graph once, recording each engine call (engine, host inputs) and each torch
+    segment call (module, args)."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.segments = []
+
+    def _engine(self, args, blob, meta):
+        m = EngineMeta.from_json(meta)
+        eng, _ = ENGINES.get(m.id, blob)
+        ins = [t.detach().to("cpu").contiguous() for t in args]
+        self.segments.append(("engine", m.name, eng, ins))
+
+    def call_module(self, target, args, kwargs):
+        mod = self.fetch_attr(target)
+        if isinstance(mod, EngineModule):
+            self._engine(list(args), mod.engine, mod.meta)
+        else:
+            self.segments.append(("torch", target, mod, (args, kwargs)))
+        return super().call_module(target, args, kwargs)
+
+    def call_function(self, target, args, kwargs):
+        if target in (torch.ops.torchtrt_c.execute_engine.default, torch.ops.torchtrt_c.execute_engine):
+            self._engine(list(args[0]), args[1], args[2])
+        return super().call_function(target, args, kwargs)
+
+
+def _time_torch(mod, args, kwargs, runs, warmup):
+    flat = list(args) + list(kwargs.values())
+    sync = _sync_for(flat)
+    with torch.inference_mode():
+        for _ in range(warmup):
+            mod(*args, **kwargs)
+        sync()
+        ts = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            mod(*args, **kwargs)
+            sync()
+            ts.append((time.perf_counter() - t0) * 1e3)
+    return ts
+
+
+def benchmark_resident(module: torch.nn.Module, inputs, runs: int = 20, warmup: int = 3) -> dict:
+    """Per-run times (ms) of module's segments with engine inputs resident on the device; see
+    the module docstring for what is and is not included. Returns dict(times_ms, median_ms,
+    p10_ms, p90_ms, runs, engine_ms, torch_ms, n_engines, n_torch_segments, measured)."""
+    if runs < 1 or warmup < 0:
+        raise ValueError(f"runs must be >= 1 and warmup >= 0, got {runs}, {warmup}")
+    if not isinstance(module, torch.fx.GraphModule):
+        raise TypeError(f"benchmark_resident expects a module from torchtrt_c.compile, got {type(module).__name__}")
+    if isinstance(inputs, torch.Tensor):
+        inputs = [inputs]
+    rec = _Recorder(module)
+    with torch.inference_mode():
+        rec.run(*inputs)
+    eng_t = [0.0] * runs
+    torch_t = [0.0] * runs
+    n_eng = n_torch = 0
+    for kind, _name, obj, data in rec.segments:
+        if kind == "engine":
+            n_eng += 1
+            ts = obj.benchmark([_np_view(t) for t in data], runs=runs, warmup=warmup)
+            eng_t = [a + b for a, b in zip(eng_t, ts)]
+        else:
+            n_torch += 1
+            ts = _time_torch(obj, data[0], data[1], runs, warmup)
+            torch_t = [a + b for a, b in zip(torch_t, ts)]
+    total = sorted(a + b for a, b in zip(eng_t, torch_t))
+    q = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]  # noqa: E731
+    return {
+        "times_ms": [a + b for a, b in zip(eng_t, torch_t)],
+        "median_ms": statistics.median(total), "p10_ms": q(total, 0.1), "p90_ms": q(total, 0.9), "runs": runs,
+        "engine_ms": statistics.median(eng_t), "torch_ms": statistics.median(torch_t),
+        "n_engines": n_eng, "n_torch_segments": n_torch,
+        "measured": "engines: kernel launches + one clFinish per run, inputs already in device buffers; "
+                    "torch segments: called on their recorded inputs, synchronised; "
+                    "excluded: host<->device copies and top-level glue",
+    }
