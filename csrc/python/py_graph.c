@@ -13,22 +13,11 @@
  * Name lookups go through per-object caches validated on every hit, because passes
  * rename and erase values behind the binding's back.
  */
-#include "binding.h"
+#include "py_graph_internal.h"
 
 #include "../common/status.h"
-#include "../ir/ir.h"
-#include "../ir/strmap.h"
 
-#include <errno.h>
 #include <stdlib.h>
-
-typedef struct {
-    PyObject_HEAD
-    ttc_graph *g;
-    ttc_strmap vcache;  /* value name (owned copy) -> ttc_value* */
-    ttc_strmap ncache;  /* node name (owned copy) -> ttc_node* */
-    int32_t synced_values, synced_nodes; /* all_values / all_nodes already in the caches */
-} GraphObject;
 
 static ttc_py_state *state_of(PyObject *self) { return ttc_py_state_of_type(Py_TYPE(self)); }
 
@@ -133,252 +122,6 @@ ttc_graph *ttc_py_graph_get(PyObject *obj) {
     return ((GraphObject *)obj)->g;
 }
 
-/* ---- conversions ---- */
-static const char *utf8_of(PyObject *o, const char *what) {
-    if (!PyUnicode_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a str, got %s", what, Py_TYPE(o)->tp_name);
-        return NULL;
-    }
-    Py_ssize_t n;
-    const char *s = PyUnicode_AsUTF8AndSize(o, &n);
-    if (s && (Py_ssize_t)strlen(s) != n) {
-        PyErr_Format(PyExc_ValueError, "%s contains a NUL character", what);
-        return NULL;
-    }
-    return s;
-}
-
-static PyObject *str_or_none(const char *s) {
-    if (!s) Py_RETURN_NONE;
-    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
-}
-
-static bool is_ident_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static bool is_ident_char(int c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-
-static bool read_i64(const char **p, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(*p, &end, 10);
-    if (end == *p || errno) return false;
-    *out = v;
-    *p = end;
-    return true;
-}
-
-/* "5", "s0", "3*s0", "s0+1", "2*s0-1" */
-static int dim_from_str(ttc_graph *g, const char *s, ttc_dim *d, const char *what) {
-    const char *p = s;
-    int64_t mul = 1, add = 0;
-    if ((*p >= '0' && *p <= '9') || *p == '-') {
-        int64_t k;
-        if (!read_i64(&p, &k)) goto bad;
-        if (!*p) {
-            if (k < 0) goto bad;
-            *d = ttc_dim_const(k);
-            return 0;
-        }
-        if (*p++ != '*') goto bad;
-        mul = k;
-    }
-    const char *sym = p;
-    if (!is_ident_start((unsigned char)*p)) goto bad;
-    while (is_ident_char((unsigned char)*p)) p++;
-    char name[128];
-    size_t n = (size_t)(p - sym);
-    if (n >= sizeof name) goto bad;
-    memcpy(name, sym, n);
-    name[n] = 0;
-    if (*p == '+' || *p == '-') {
-        bool neg = *p == '-';
-        p++;
-        if (!(*p >= '0' && *p <= '9') || !read_i64(&p, &add)) goto bad;
-        if (neg) add = -add;
-    }
-    if (*p || mul == 0) goto bad;
-    int32_t idx = ttc_graph_find_symbol(g, name);
-    if (idx < 0) {
-        PyErr_Format(PyExc_ValueError, "%s: unknown symbol '%s' in dim \"%s\" (add it with add_symbol first)", what, name, s);
-        return -1;
-    }
-    d->sym = idx;
-    d->mul = mul;
-    d->add = add;
-    return 0;
-bad:
-    PyErr_Format(PyExc_ValueError, "%s: bad dim \"%s\" (want an int >= 0, 's0', '3*s0', 's0+1' or '2*s0-1')", what, s);
-    return -1;
-}
-
-static PyObject *dim_to_py(const ttc_graph *g, ttc_dim d) {
-    if (d.sym < 0) return PyLong_FromLongLong(d.add);
-    const char *name = d.sym < g->n_syms ? g->syms[d.sym].name : "?";
-    char buf[192];
-    int o = d.mul == 1 ? snprintf(buf, sizeof buf, "%s", name) : snprintf(buf, sizeof buf, "%lld*%s", (long long)d.mul, name);
-    if (o > 0 && (size_t)o < sizeof buf && d.add)
-        snprintf(buf + o, sizeof buf - (size_t)o, "%+lld", (long long)d.add);
-    return PyUnicode_FromString(buf);
-}
-
-static const struct { const char *name; ttc_type_kind kind; } kind_names[] = {
-    {"int", TTC_TYPE_INT}, {"float", TTC_TYPE_FLOAT}, {"bool", TTC_TYPE_BOOL}, {"str", TTC_TYPE_STR},
-    {"none", TTC_TYPE_NONE}, {"any", TTC_TYPE_ANY}, {"tensor", TTC_TYPE_TENSOR}, {"list", TTC_TYPE_LIST},
-};
-
-static const char *kind_name(ttc_type_kind k) {
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++)
-        if (kind_names[i].kind == k) return kind_names[i].name;
-    return "?";
-}
-
-static int kind_from(const char *s, ttc_type_kind *k) {
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++)
-        if (!strcmp(kind_names[i].name, s)) { *k = kind_names[i].kind; return 0; }
-    return -1;
-}
-
-static int dtype_from_py(PyObject *o, ttc_dtype *dt, const char *what) {
-    const char *s = utf8_of(o, what);
-    if (!s) return -1;
-    if (!ttc_dtype_from_name(s, dt)) {
-        PyErr_Format(PyExc_ValueError, "%s: unknown dtype \"%s\" (float32, float16, bfloat16, float64, int64, "
-                     "int32, int8, uint8, bool)", what, s);
-        return -1;
-    }
-    return 0;
-}
-
-static int shape_from_py(ttc_graph *g, PyObject *shape, ttc_type *t, const char *what) {
-    if (shape == Py_None) { t->rank = -1; return 0; }
-    PyObject *seq = PySequence_Fast(shape, "shape must be a list of dims");
-    if (!seq) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = -1;
-    if (n > TTC_MAX_RANK) {
-        PyErr_Format(PyExc_ValueError, "%s: rank %zd exceeds %d", what, n, TTC_MAX_RANK);
-        goto done;
-    }
-    t->rank = (int32_t)n;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
-        if (PyLong_Check(d) && !PyBool_Check(d)) {
-            long long v = PyLong_AsLongLong(d);
-            if (v == -1 && PyErr_Occurred()) goto done;
-            if (v < 0) { PyErr_Format(PyExc_ValueError, "%s: dim %zd is negative (%lld)", what, i, v); goto done; }
-            t->dims[i] = ttc_dim_const(v);
-        } else if (PyUnicode_Check(d)) {
-            const char *s = utf8_of(d, what);
-            if (!s || dim_from_str(g, s, &t->dims[i], what)) goto done;
-        } else {
-            PyErr_Format(PyExc_TypeError, "%s: dim %zd must be an int or a str, got %s", what, i, Py_TYPE(d)->tp_name);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    Py_DECREF(seq);
-    return rc;
-}
-
-/* "int" | ("tensor", dtype, shape) | ("list", elem) */
-static int type_from_py(ttc_graph *g, PyObject *o, ttc_type *t, const char *what) {
-    memset(t, 0, sizeof *t);
-    ttc_type_kind k;
-    if (PyUnicode_Check(o)) {
-        const char *s = utf8_of(o, what);
-        if (!s) return -1;
-        if (kind_from(s, &k) || k == TTC_TYPE_TENSOR || k == TTC_TYPE_LIST) {
-            PyErr_Format(PyExc_ValueError, "%s: unknown type \"%s\" (int, float, bool, str, none, any, "
-                         "(\"tensor\", dtype, shape) or (\"list\", elem))", what, s);
-            return -1;
-        }
-        *t = ttc_type_scalar(k);
-        return 0;
-    }
-    if (!PyTuple_Check(o) && !PyList_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: a type is a str or a tuple, got %s", what, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    Py_ssize_t n = PySequence_Size(o);
-    PyObject *head = n > 0 ? PySequence_GetItem(o, 0) : NULL;
-    if (!head) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s: empty type tuple", what);
-        return -1;
-    }
-    const char *hs = PyUnicode_Check(head) ? PyUnicode_AsUTF8(head) : NULL;
-    Py_DECREF(head);
-    if (hs && !strcmp(hs, "tensor") && n == 3) {
-        PyObject *dt = PySequence_GetItem(o, 1), *shape = PySequence_GetItem(o, 2);
-        int rc = -1;
-        t->kind = TTC_TYPE_TENSOR;
-        if (dt && shape && !dtype_from_py(dt, &t->dtype, what)) rc = shape_from_py(g, shape, t, what);
-        Py_XDECREF(dt);
-        Py_XDECREF(shape);
-        return rc;
-    }
-    if (hs && !strcmp(hs, "list") && n == 2) {
-        PyObject *e = PySequence_GetItem(o, 1);
-        const char *es = e && PyUnicode_Check(e) ? PyUnicode_AsUTF8(e) : NULL;
-        int ok = es && !kind_from(es, &k) && (k == TTC_TYPE_INT || k == TTC_TYPE_FLOAT || k == TTC_TYPE_BOOL ||
-                                              k == TTC_TYPE_TENSOR || k == TTC_TYPE_ANY);
-        Py_XDECREF(e);
-        if (!ok) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s: list element type must be int, float, bool, tensor or any", what);
-            return -1;
-        }
-        *t = ttc_type_list(k);
-        return 0;
-    }
-    PyErr_Format(PyExc_ValueError, "%s: a type tuple is (\"tensor\", dtype, shape) or (\"list\", elem)", what);
-    return -1;
-}
-
-static PyObject *shape_to_py(const ttc_graph *g, const ttc_type *t) {
-    if (t->rank < 0) Py_RETURN_NONE;
-    PyObject *l = PyList_New(t->rank);
-    for (int i = 0; l && i < t->rank; i++) {
-        PyObject *d = dim_to_py(g, t->dims[i]);
-        if (!d) { Py_CLEAR(l); break; }
-        PyList_SET_ITEM(l, i, d);
-    }
-    return l;
-}
-
-static PyObject *names_list(ttc_value *const *vals, int32_t n) {
-    PyObject *l = PyList_New(n);
-    for (int i = 0; l && i < n; i++) {
-        PyObject *s = str_or_none(vals[i] ? vals[i]->name : NULL);
-        if (!s) { Py_CLEAR(l); break; }
-        PyList_SET_ITEM(l, i, s);
-    }
-    return l;
-}
-
-static PyObject *attr_to_py(const ttc_attr *a) {
-    switch (a->kind) {
-    case TTC_ATTR_INT: return PyLong_FromLongLong(a->i);
-    case TTC_ATTR_FLOAT: return PyFloat_FromDouble(a->f);
-    case TTC_ATTR_BOOL: return PyBool_FromLong(a->i != 0);
-    case TTC_ATTR_STR: return str_or_none(a->s);
-    case TTC_ATTR_INTS:
-    case TTC_ATTR_BOOLS:
-    case TTC_ATTR_FLOATS: {
-        PyObject *l = PyList_New(a->n);
-        for (int i = 0; l && i < a->n; i++) {
-            PyObject *e = a->kind == TTC_ATTR_FLOATS ? PyFloat_FromDouble(a->floats[i])
-                          : a->kind == TTC_ATTR_BOOLS ? PyBool_FromLong(a->ints[i] != 0)
-                                                      : PyLong_FromLongLong(a->ints[i]);
-            if (!e) { Py_CLEAR(l); break; }
-            PyList_SET_ITEM(l, i, e);
-        }
-        return l;
-    }
-    default: Py_RETURN_NONE;
-    }
-}
-
 /* A name given by the caller for a new value must be non-empty and unused. */
 static int check_new_value_name(GraphObject *self, const char *name, const char *what) {
     if (!*name) { PyErr_Format(PyExc_ValueError, "%s: value names must not be empty", what); return -1; }
@@ -414,12 +157,12 @@ static int make_unique(GraphObject *self, ttc_value *v) {
 static PyObject *value_name_result(GraphObject *self, ttc_value *v, PyObject *name, const char *what) {
     if (!v) return ttc_py_raise(state_of((PyObject *)self), ttc_last_error()[0] ? TTC_ERR_INVALID_ARG : TTC_ERR_NOMEM);
     if (name && name != Py_None) {
-        const char *s = utf8_of(name, what);
+        const char *s = ttc_pyg_utf8_of(name, what);
         if (!s || rename_value(self, v, s)) return NULL;
     } else if (make_unique(self, v)) {
         return NULL;
     }
-    return str_or_none(v->name);
+    return ttc_pyg_str_or_none(v->name);
 }
 
 /* ---- builder methods ---- */
@@ -428,9 +171,9 @@ static PyObject *g_add_symbol(PyObject *op, PyObject *args) {
     const char *name;
     long long mn, opt, mx;
     if (!PyArg_ParseTuple(args, "sLLL:add_symbol", &name, &mn, &opt, &mx)) return NULL;
-    if (!is_ident_start((unsigned char)*name)) goto bad;
+    if (!ttc_pyg_is_ident_start((unsigned char)*name)) goto bad;
     for (const char *p = name; *p; p++)
-        if (!is_ident_char((unsigned char)*p)) goto bad;
+        if (!ttc_pyg_is_ident_char((unsigned char)*p)) goto bad;
     if (ttc_graph_add_symbol(self->g, name, mn, opt, mx) < 0) {
         PyErr_SetString(PyExc_ValueError, ttc_last_error());
         return NULL;
@@ -447,11 +190,11 @@ static PyObject *g_add_input(PyObject *op, PyObject *args) {
     PyObject *type;
     ttc_type t;
     if (!PyArg_ParseTuple(args, "sO:add_input", &name, &type)) return NULL;
-    if (check_new_value_name(self, name, "add_input") || type_from_py(self->g, type, &t, "add_input")) return NULL;
+    if (check_new_value_name(self, name, "add_input") || ttc_pyg_type_from_py(self->g, type, &t, "add_input")) return NULL;
     ttc_value *v = ttc_graph_add_input(self->g, name, &t);
     if (!v) return ttc_py_raise(state_of(op), TTC_ERR_INVALID_ARG);
     cache_put(&self->vcache, v->name, v);
-    return str_or_none(v->name);
+    return ttc_pyg_str_or_none(v->name);
 }
 
 static ttc_value *const_bools(ttc_graph *g, const int64_t *v, int32_t n) {
@@ -509,7 +252,7 @@ static PyObject *g_add_constant(PyObject *op, PyObject *args, PyObject *kw) {
     PyObject *o, *name = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:add_constant", kwlist, &o, &name)) return NULL;
     if (name != Py_None) {
-        const char *s = utf8_of(name, "add_constant: name");
+        const char *s = ttc_pyg_utf8_of(name, "add_constant: name");
         if (!s || check_new_value_name(self, s, "add_constant")) return NULL;
     }
     ttc_value *v;
@@ -521,7 +264,7 @@ static PyObject *g_add_constant(PyObject *op, PyObject *args, PyObject *kw) {
         v = ttc_graph_const_int(self->g, NULL, i);
     } else if (PyFloat_Check(o)) v = ttc_graph_const_float(self->g, NULL, PyFloat_AS_DOUBLE(o));
     else if (PyUnicode_Check(o)) {
-        const char *s = utf8_of(o, "add_constant: value");
+        const char *s = ttc_pyg_utf8_of(o, "add_constant: value");
         if (!s) return NULL;
         v = ttc_graph_const_str(self->g, NULL, s);
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
@@ -569,8 +312,8 @@ static PyObject *g_add_tensor_constant(PyObject *op, PyObject *args) {
     if (!PyArg_ParseTuple(args, "sOOO:add_tensor_constant", &name, &dtype, &shape, &buf)) return NULL;
     if (check_new_value_name(self, name, "add_tensor_constant")) return NULL;
     ttc_type t = ttc_type_scalar(TTC_TYPE_TENSOR);
-    if (dtype_from_py(dtype, &t.dtype, "add_tensor_constant: dtype") ||
-        shape_from_py(self->g, shape, &t, "add_tensor_constant: shape"))
+    if (ttc_pyg_dtype_from_py(dtype, &t.dtype, "add_tensor_constant: dtype") ||
+        ttc_pyg_shape_from_py(self->g, shape, &t, "add_tensor_constant: shape"))
         return NULL;
     int64_t numel = ttc_type_numel_static(&t);
     if (numel < 0) {
@@ -629,10 +372,10 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
         goto done;
     }
     if (name != Py_None) {
-        if (!(nodename = utf8_of(name, "add_node: name"))) goto done;
+        if (!(nodename = ttc_pyg_utf8_of(name, "add_node: name"))) goto done;
         if (lookup_node(self, nodename, false)) { PyErr_Format(PyExc_ValueError, "add_node: node name %s is already used", nodename); goto done; }
     }
-    if (mstack != Py_None && !(ms = utf8_of(mstack, "add_node: module_stack"))) goto done;
+    if (mstack != Py_None && !(ms = ttc_pyg_utf8_of(mstack, "add_node: module_stack"))) goto done;
     if (onames != Py_None) {
         if (!(nms = PySequence_Fast(onames, "add_node: output_names must be a list of str"))) goto done;
         if (PySequence_Fast_GET_SIZE(nms) != n_out) {
@@ -641,7 +384,7 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
             goto done;
         }
         for (Py_ssize_t i = 0; i < n_out; i++) {
-            const char *s = utf8_of(PySequence_Fast_GET_ITEM(nms, i), "add_node: output name");
+            const char *s = ttc_pyg_utf8_of(PySequence_Fast_GET_ITEM(nms, i), "add_node: output name");
             if (!s || check_new_value_name(self, s, "add_node")) goto done;
             for (Py_ssize_t j = 0; j < i; j++)
                 if (!strcmp(s, PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(nms, j)))) {
@@ -654,7 +397,7 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
     types = calloc((size_t)n_out + 1, sizeof *types);
     if (!vals || !types) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n_in; i++) {
-        const char *s = utf8_of(PySequence_Fast_GET_ITEM(ins, i), "add_node: input name");
+        const char *s = ttc_pyg_utf8_of(PySequence_Fast_GET_ITEM(ins, i), "add_node: input name");
         if (!s) goto done;
         if (!(vals[i] = find_value(self, s))) {
             PyErr_Format(PyExc_ValueError, "add_node(%s): unknown value %%%s (input %zd)", opname, s, i);
@@ -664,7 +407,7 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
     for (Py_ssize_t i = 0; i < n_out; i++) {
         char what[160];
         snprintf(what, sizeof what, "add_node(%s): output type %zd", opname, i);
-        if (type_from_py(self->g, PySequence_Fast_GET_ITEM(tys, i), &types[i], what)) goto done;
+        if (ttc_pyg_type_from_py(self->g, PySequence_Fast_GET_ITEM(tys, i), &types[i], what)) goto done;
     }
     ttc_node *n = ttc_graph_append_node(self->g, opname, vals, (int32_t)n_in, types, (int32_t)n_out, nodename);
     if (!n) { ttc_py_raise(state_of(op), TTC_ERR_INVALID_ARG); goto done; }
@@ -675,7 +418,7 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
                      : make_unique(self, n->outputs[i]);
         if (rc) goto done;
     }
-    result = names_list(n->outputs, n->n_outputs);
+    result = ttc_pyg_names_list(n->outputs, n->n_outputs);
 done:
     Py_XDECREF(ins);
     Py_XDECREF(tys);
@@ -696,7 +439,7 @@ static ttc_value **values_from_names(GraphObject *self, PyObject *names, Py_ssiz
     ttc_value **vals = calloc((size_t)*n + 1, sizeof *vals);
     if (!vals) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
     for (Py_ssize_t i = 0; i < *n; i++) {
-        const char *s = utf8_of(PySequence_Fast_GET_ITEM(seq, i), what);
+        const char *s = ttc_pyg_utf8_of(PySequence_Fast_GET_ITEM(seq, i), what);
         if (!s) goto fail;
         if (!(vals[i] = find_value(self, s))) {
             PyErr_Format(PyExc_ValueError, "%s: unknown value %%%s", what, s);
@@ -725,12 +468,12 @@ static PyObject *g_set_outputs(PyObject *op, PyObject *names) {
 /* ---- inspection ---- */
 static PyObject *g_get_inputs(PyObject *op, void *c) {
     ttc_graph *g = ((GraphObject *)op)->g;
-    return names_list(g->inputs, g->n_inputs);
+    return ttc_pyg_names_list(g->inputs, g->n_inputs);
 }
 
 static PyObject *g_get_outputs(PyObject *op, void *c) {
     ttc_graph *g = ((GraphObject *)op)->g;
-    return names_list(g->outputs, g->n_outputs);
+    return ttc_pyg_names_list(g->outputs, g->n_outputs);
 }
 
 static PyObject *g_get_symbols(PyObject *op, void *c) {
@@ -748,9 +491,9 @@ static PyObject *g_get_symbols(PyObject *op, void *c) {
 static PyObject *node_dict(const ttc_node *n) {
     PyObject *d = PyDict_New(), *ins = NULL, *outs = NULL;
     if (!d) return NULL;
-    if (!(ins = names_list(n->inputs, n->n_inputs)) || !(outs = names_list(n->outputs, n->n_outputs))) goto fail;
-    PyObject *name = str_or_none(n->name), *opn = str_or_none(n->op_name), *reason = str_or_none(n->reason),
-             *ms = str_or_none(n->module_stack), *tg = PyLong_FromLong(n->target), *sg = PyLong_FromLong(n->segment);
+    if (!(ins = ttc_pyg_names_list(n->inputs, n->n_inputs)) || !(outs = ttc_pyg_names_list(n->outputs, n->n_outputs))) goto fail;
+    PyObject *name = ttc_pyg_str_or_none(n->name), *opn = ttc_pyg_str_or_none(n->op_name), *reason = ttc_pyg_str_or_none(n->reason),
+             *ms = ttc_pyg_str_or_none(n->module_stack), *tg = PyLong_FromLong(n->target), *sg = PyLong_FromLong(n->segment);
     int bad = !name || !opn || !reason || !ms || !tg || !sg ||
               PyDict_SetItemString(d, "name", name) || PyDict_SetItemString(d, "op", opn) ||
               PyDict_SetItemString(d, "inputs", ins) || PyDict_SetItemString(d, "outputs", outs) ||
@@ -780,7 +523,7 @@ static PyObject *g_nodes(PyObject *op, PyObject *unused) {
 }
 
 static ttc_value *value_arg(GraphObject *self, PyObject *arg, const char *what) {
-    const char *s = utf8_of(arg, what);
+    const char *s = ttc_pyg_utf8_of(arg, what);
     if (!s) return NULL;
     ttc_value *v = find_value(self, s);
     if (!v) PyErr_Format(PyExc_ValueError, "%s: unknown value %%%s", what, s);
@@ -793,13 +536,13 @@ static PyObject *g_value(PyObject *op, PyObject *arg) {
     if (!v) return NULL;
     const ttc_type *t = &v->type;
     const ttc_attr *c = ttc_value_const(v);
-    PyObject *shape = t->kind == TTC_TYPE_TENSOR ? shape_to_py(self->g, t) : Py_NewRef(Py_None);
-    PyObject *cv = c ? attr_to_py(c) : Py_NewRef(Py_None);
+    PyObject *shape = t->kind == TTC_TYPE_TENSOR ? ttc_pyg_shape_to_py(self->g, t) : Py_NewRef(Py_None);
+    PyObject *cv = c ? ttc_pyg_attr_to_py(c) : Py_NewRef(Py_None);
     if (!shape || !cv) { Py_XDECREF(shape); Py_XDECREF(cv); return NULL; }
-    PyObject *r = Py_BuildValue("{s:s,s:z,s:N,s:z,s:N,s:O,s:z}", "kind", kind_name(t->kind), "dtype",
+    PyObject *r = Py_BuildValue("{s:s,s:z,s:N,s:z,s:N,s:O,s:z}", "kind", ttc_pyg_kind_name(t->kind), "dtype",
                                 t->kind == TTC_TYPE_TENSOR ? ttc_dtype_name(t->dtype) : NULL, "shape", shape,
                                 "producer", v->producer ? v->producer->name : NULL, "const", cv, "is_const",
-                                c ? Py_True : Py_False, "elem", t->kind == TTC_TYPE_LIST ? kind_name(t->elem) : NULL);
+                                c ? Py_True : Py_False, "elem", t->kind == TTC_TYPE_LIST ? ttc_pyg_kind_name(t->elem) : NULL);
     return r;
 }
 
@@ -814,7 +557,7 @@ static PyObject *g_tensor_constant(PyObject *op, PyObject *arg) {
     }
     PyObject *shape = PyTuple_New(v->type.rank < 0 ? 0 : v->type.rank);
     for (int i = 0; shape && i < v->type.rank; i++) {
-        PyObject *d = dim_to_py(self->g, v->type.dims[i]);
+        PyObject *d = ttc_pyg_dim_to_py(self->g, v->type.dims[i]);
         if (!d) { Py_CLEAR(shape); break; }
         PyTuple_SET_ITEM(shape, i, d);
     }
@@ -861,7 +604,7 @@ static PyObject *g_extract(PyObject *op, PyObject *names) {
     PyObject *r = NULL;
     if (!nodes) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n; i++) {
-        const char *s = utf8_of(PySequence_Fast_GET_ITEM(seq, i), "extract: node name");
+        const char *s = ttc_pyg_utf8_of(PySequence_Fast_GET_ITEM(seq, i), "extract: node name");
         if (!s) goto done;
         if (!(nodes[i] = find_node(self, s))) { PyErr_Format(PyExc_ValueError, "extract: unknown node %s", s); goto done; }
     }
@@ -869,7 +612,7 @@ static PyObject *g_extract(PyObject *op, PyObject *names) {
     if (s) { ttc_py_raise(st, s); goto done; }
     PyObject *gi = ttc_py_graph_wrap(st, sub);
     sub = NULL;
-    PyObject *li = gi ? names_list(in_map, n_in) : NULL, *lo = li ? names_list(out_map, n_out) : NULL;
+    PyObject *li = gi ? ttc_pyg_names_list(in_map, n_in) : NULL, *lo = li ? ttc_pyg_names_list(out_map, n_out) : NULL;
     if (gi && li && lo) r = PyTuple_Pack(3, gi, li, lo);
     Py_XDECREF(gi);
     Py_XDECREF(li);
