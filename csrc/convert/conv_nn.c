@@ -68,6 +68,21 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
         op->in[3] = pt;
         op->p.conv.ocb = 8;
     }
+    /* GPU implicit GEMM: [G][K = ICG*KH*KW][OCG4] (engine precision), see conv2d_igemm.cl */
+    op->in[2] = -1;
+    if (!(G > 1 && ICG == 1)) {
+        int64_t OCG4 = (OCG + 3) / 4 * 4, KT = ICG * KH * KW, psz = G * KT * OCG4;
+        float *pk = ttc_calloc((size_t)psz + 1, sizeof(float));
+        if (!pk) return TTC_ERR_NOMEM;
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t o = 0; o < OCG; o++)
+                for (int64_t kk = 0; kk < KT; kk++) pk[(g * KT + kk) * OCG4 + o] = w[(g * OCG + o) * KT + kk];
+        int32_t pt = ttc_kir_const_f32(k, cx->fp16 ? TTC_DTYPE_FLOAT16 : TTC_DTYPE_FLOAT32, 1, &psz, pk, name);
+        free(pk);
+        if (pt < 0) return TTC_ERR_NOMEM;
+        op = &k->ops[oi];
+        op->in[2] = pt;
+    }
     ttc_expr_free(&op->epi);
     if (bias) {
         int64_t bshape[3] = {OC, 1, 1};

@@ -11,12 +11,102 @@
 
 static void num(char *buf, size_t cap, int64_t v) { snprintf(buf, cap, "%lld", (long long)v); }
 
+/* Convolution kernels: GPUs (or any device when TORCHTRT_C_KERNELS=gpu, so that CPU CI
+ * covers the GPU family) get implicit GEMM (conv2d_igemm) and a depthwise kernel
+ * (conv2d_dw); CPUs get the 8-channel blocked kernel (conv2d_ocb8), depthwise, or the
+ * direct one. */
+static bool gpu_kernels_forced(void) {
+    const char *v = getenv("TORCHTRT_C_KERNELS");
+    return v && !strcmp(v, "gpu");
+}
+
+/* Implicit-GEMM tile shapes {TM, TN, TK, RM, RN}, largest first. Each keeps
+ * TK*TM/4 and TK*TN multiples of the work-group size and the work-group size a multiple
+ * of TN (see conv2d_igemm.cl). */
+#define CONV_TILES 5
+static const int32_t conv_tiles[CONV_TILES][5] = {
+    {128, 128, 8, 8, 8}, {64, 64, 16, 4, 4}, {64, 32, 16, 4, 4}, {32, 32, 16, 4, 4}, {64, 16, 16, 4, 4},
+};
+
+static int64_t dim_opt(const ttc_kir *k, ttc_dim d) {
+    if (d.sym < 0 || d.sym >= k->n_syms) return d.add;
+    return d.mul * k->syms[d.sym].opt + d.add;
+}
+
+/* The largest tile that still gives enough work-groups to fill a big GPU (~2 per SM on
+ * 132 SMs) at the symbols' opt values; small problems get the 32-wide tiles.
+ * TORCHTRT_C_CONV_TILE=<index> forces one (tests cover every shape that way). */
+static int32_t conv_tile_choice(int64_t G, int64_t OCG, int64_t NPQ) {
+    const char *f = getenv("TORCHTRT_C_CONV_TILE");
+    if (f && *f >= '0' && *f < '0' + CONV_TILES && !f[1]) return *f - '0';
+    for (int32_t t = 0; t < 3; t++) {
+        const int32_t *c = conv_tiles[t];
+        if (OCG < c[0] / 2) continue;
+        int64_t wgs = G * ((OCG + c[0] - 1) / c[0]) * ((NPQ + c[1] - 1) / c[1]);
+        if (wgs >= 264) return t;
+    }
+    return NPQ <= 16 ? 4 : 3;
+}
+
+static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                                 const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[2]], *out = &k->ts[op->out];
+    int32_t G = op->p.conv.groups;
+    int64_t C = x->dims[1].add, OC = out->dims[1].add, ICG = C / G, OCG = OC / G, OCG4 = (OCG + 3) / 4 * 4;
+    int64_t NPQ = dim_opt(k, out->dims[0]) * dim_opt(k, out->dims[2]) * dim_opt(k, out->dims[3]);
+    const int32_t *c = conv_tiles[conv_tile_choice(G, OCG, NPQ)];
+    int32_t nt = (c[0] / c[3]) * (c[1] / c[4]);
+    int64_t MT = (OCG + c[0] - 1) / c[0];
+    bool pw1 = op->p.conv.k[0] == 1 && op->p.conv.k[1] == 1 && op->p.conv.stride[0] == 1 &&
+               op->p.conv.stride[1] == 1 && op->p.conv.pad[0] == 0 && op->p.conv.pad[1] == 0;
+    char v[24][24];
+    int64_t vals[24] = {C, OC, ICG, OCG, OCG4, MT, op->p.conv.k[0], op->p.conv.k[1], op->p.conv.stride[0],
+                        op->p.conv.stride[1], op->p.conv.pad[0], op->p.conv.pad[1], op->p.conv.dil[0],
+                        op->p.conv.dil[1], pw1, c[0], c[1], c[2], c[3], c[4]};
+    for (int i = 0; i < 20; i++) num(v[i], 24, vals[i]);
+    char store[32];
+    snprintf(store, sizeof store, "%s_store", ks->name);
+    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    if (w->dtype == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(src, "#define LDW4(p,i) vload_half4(0, (p) + (i))\n");
+    else ttc_sbuf_printf(src, "#define LDW4(p,i) vload4(0, (p) + (i))\n");
+    const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+                          "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
+                          "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "OCG4", v[4], "MT", v[5],
+                          "KH", v[6], "KW", v[7], "SH", v[8], "SW", v[9], "PH", v[10], "PW", v[11],
+                          "DH", v[12], "DW", v[13], "PW1", v[14], "TM", v[15], "TN", v[16], "TK", v[17],
+                          "RM", v[18], "RN", v[19], NULL};
+    TTC_TRY(ttc_codegen_template(src, "conv2d_igemm", defs));
+    ttc_sbuf_printf(src, "#undef LDX\n#undef LDW4\n");
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_BUF, op->in[2], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[2], 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
+    /* dim 0: ceil(N*OH*OW / TN) work-groups of nt = N*OC*OH*OW * nt / (OC * TN), rounded
+     * up to nt; dim 1: G * MT */
+    ttc_codegen_gdim(ks, 0, op->out, 0, 4, (int32_t)(OC * c[1]), nt);
+    ks->g[0].mul = nt;
+    ttc_codegen_gdim(ks, 1, op->out, 0, 0, 1, 1);
+    ks->g[1].mul = (int32_t)(G * MT);
+    ks->use_local = true;
+    return TTC_OK;
+}
+
 static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                            const char *P, const char *A_) {
+    gpu = gpu || gpu_kernels_forced();
+    int32_t G = op->p.conv.groups;
+    int64_t C0 = k->ts[op->in[0]].dims[1].add;
+    bool depthwise = G > 1 && C0 == G;
+    if (gpu && !depthwise && op->in[2] >= 0) return gen_conv_igemm(src, k, op, ks, P, A_);
     bool blocked = op->p.conv.ocb == 8 && op->in[3] >= 0 && !gpu;
+    bool dw = depthwise && !blocked;
     int32_t wid = blocked ? op->in[3] : op->in[1];
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[wid], *out = &k->ts[op->out];
-    int32_t G = op->p.conv.groups;
     int64_t C = x->dims[1].add, OC = out->dims[1].add;
     int64_t ICG = C / G, OCG = OC / G;
     char v[20][24];
@@ -26,6 +116,10 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     num(v[8], 24, op->p.conv.pad[0]); num(v[9], 24, op->p.conv.pad[1]);
     num(v[10], 24, op->p.conv.dil[0]); num(v[11], 24, op->p.conv.dil[1]);
     num(v[12], 24, G); num(v[13], 24, (OCG + 7) / 8);
+    /* outputs per depthwise work-item: 4 along W, fewer for narrow rows */
+    int32_t owb = dw ? (out->dims[3].sym < 0 && out->dims[3].add < 4 ? (int32_t)out->dims[3].add : 4) : 1;
+    if (owb < 1) owb = 1;
+    num(v[14], 24, owb);
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
@@ -33,8 +127,9 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
                           "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "KH", v[4], "KW", v[5], "SH", v[6],
-                          "SW", v[7], "PH", v[8], "PW", v[9], "DH", v[10], "DW", v[11], "G", v[12], "NOB", v[13], NULL};
-    TTC_TRY(ttc_codegen_template(src, blocked ? "conv2d_ocb8" : "conv2d_direct", defs));
+                          "SW", v[7], "PH", v[8], "PW", v[9], "DH", v[10], "DW", v[11], "G", v[12], "NOB", v[13],
+                          "OWB", v[14], NULL};
+    TTC_TRY(ttc_codegen_template(src, blocked ? "conv2d_ocb8" : dw ? "conv2d_dw" : "conv2d_direct", defs));
     ttc_sbuf_printf(src, "#undef LDX\n#undef %s\n", blocked ? "LDW8" : "LDW");
     ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
     ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
@@ -44,7 +139,7 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
     ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
     ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
-    ttc_codegen_gdim(ks, 0, op->out, 3, 4, blocked ? 4 : 1, 0);
+    ttc_codegen_gdim(ks, 0, op->out, 3, 4, blocked ? 4 : owb, 0);
     ttc_codegen_gdim(ks, 1, op->out, 2, 3, 1, 0);
     if (blocked) {
         ttc_codegen_gdim(ks, 2, op->out, 0, 1, 1, 0);

@@ -137,7 +137,8 @@ typedef struct ttc_kop {
     bool dead;
     union {
         struct { bool trans_b; } gemm;          /* in: A, B (B may be [N,K] when trans_b) */
-        struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2]; } conv; /* in: x, w (packed when ocb 8) */
+        /* in: x, w, w packed [G][K][OCG4] for GPU implicit GEMM (-1 when depthwise), w packed by 8 (ocb 8) */
+        struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2]; } conv;
         struct { ttc_reduce_kind kind; uint32_t mask; int64_t correction; bool keepdim; } red;
         struct { int32_t dim; bool log; } softmax;
         struct { int32_t groups; int32_t axis_from; double eps; bool group; } norm; /* in: x, w, b */
@@ -165,6 +166,8 @@ typedef struct ttc_kir {
     char **in_names, **out_names;
     ttc_symbol *syms; int32_t n_syms;     /* copied from the graph */
     bool fp16;                            /* intermediates/compute in half */
+    bool half_compute;                    /* fp16 and the device computes in half (set by the
+                                             builder before codegen; see codegen.c) */
 } ttc_kir;
 
 ttc_kir *ttc_kir_new(void);
