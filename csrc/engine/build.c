@@ -82,6 +82,8 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     } else {
         TTC_TRY(ttc_engine_tune(e));
     }
+    /* half arithmetic where the device has it (probed once per device; see codegen.c) */
+    e->k->half_compute = e->k->fp16 && ttc_cl_device_half_compute(e->dev);
     TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
     e->options = ttc_strdup("-cl-std=CL1.2");
     ttc_status s = TTC_ERR_BUILD;
@@ -184,6 +186,10 @@ int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i) {
     if (i < 0 || i >= e->cg.n_kernels) return -1;
     const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
     return op->kind == TTC_KOP_GEMM ? op->tile : -1;
+}
+const char *ttc_engine_compute(const ttc_engine *e) {
+    if (!e->k->fp16) return "float32";
+    return e->k->half_compute ? "float16 (half arithmetic)" : "float16 (float arithmetic)";
 }
 bool ttc_engine_program_from_cache(const ttc_engine *e) { return e->prog.from_cache || e->prog.from_binary; }
 

@@ -51,9 +51,47 @@ static bool leaf_dense(const ttc_kir *k, const ttc_et *out, int32_t t) {
     return lt->contig && ttc_dims_eq(out->rank, out->dims, lt->rank, lt->dims);
 }
 
-static void emit_load(ttc_sbuf *b, ttc_dtype sd, const char *ptr, const char *idx) {
-    if (sd == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, "vload_half(%s, %s)", idx, ptr);
+static void emit_load(ttc_sbuf *b, const ttc_kir *k, ttc_dtype sd, const char *ptr, const char *idx) {
+    if (sd == TTC_DTYPE_FLOAT16 && !k->half_compute) ttc_sbuf_printf(b, "vload_half(%s, %s)", idx, ptr);
     else ttc_sbuf_printf(b, "%s[%s]", ptr, idx);
+}
+
+/* Half arithmetic (k->half_compute: an fp16 engine on a device that computes in half).
+ * float16 tensors are loaded and stored directly, and a float expression node computes in
+ * half when its op is a correctly rounded arithmetic step or a selection: add, sub, mul, div,
+ * reciprocal, min/max, neg/abs, floor/ceil/round, sign, where, casts, constants, relu,
+ * hardswish, hardsigmoid. Ops that call a math library function (exp, log, sqrt, rsqrt, erf,
+ * tanh, sin, cos, pow, lgamma and the activations built from them: sigmoid, silu, gelu,
+ * log_sigmoid) and floor/trunc division compute in float from their half operands and are
+ * rounded to half once, where the next half node reads them: half versions lose several ulps
+ * (or overflow inside, as exp does past 11). Reductions, softmax, norms, attention, GEMM and
+ * convolution accumulate in float; their store functions take a float accumulator. */
+static bool half_node(const ttc_kir *k, const ttc_enode *nd) {
+    /* expression nodes carry FLOAT32 for every float value; an fp16 engine stores them all
+     * in half (ttc_cx_float_dtype) */
+    if (!k->half_compute || !is_floatish(nd->dtype)) return false;
+    switch (nd->op) {
+    case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB:
+    case TTC_EOP_MUL: case TTC_EOP_DIV: case TTC_EOP_RECIP: case TTC_EOP_MAX: case TTC_EOP_MIN:
+    case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_FLOOR: case TTC_EOP_CEIL: case TTC_EOP_ROUND:
+    case TTC_EOP_SIGN: case TTC_EOP_WHERE: case TTC_EOP_RELU: case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID:
+        return true;
+    default: return false;
+    }
+}
+
+/* The OpenCL type node i of e is computed and held in. */
+static const char *node_type(const ttc_kir *k, const ttc_expr *e, int32_t i) {
+    return half_node(k, &e->nodes[i]) ? "half" : ctype(e->nodes[i].dtype);
+}
+
+/* Operand x of a node held in type t: cast when exactly one side is half, so that half
+ * overloads (fmax, exp, ...) are neither ambiguous nor picked for float nodes. Without half
+ * arithmetic no cast is ever emitted (the float path's source is unchanged). */
+static void operand(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, int32_t x, const char *t) {
+    const char *xt = node_type(k, e, x);
+    if (strcmp(xt, t) != 0 && (!strcmp(xt, "half") || !strcmp(t, "half"))) ttc_sbuf_printf(b, "((%s)v%d)", t, x);
+    else ttc_sbuf_printf(b, "v%d", x);
 }
 
 static void emit_const(ttc_sbuf *b, double v, ttc_dtype dt) {
@@ -67,12 +105,21 @@ static void emit_const(ttc_sbuf *b, double v, ttc_dtype dt) {
 static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, const char *acc_name) {
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
-        const char *ct = ctype(nd->dtype);
+        const char *ct = node_type(k, e, i);
         bool fl = is_floatish(nd->dtype);
+        /* hc prefixes the literals of half nodes ("" otherwise) */
+        const char *hc = strcmp(ct, "half") == 0 ? "(half)" : "";
         ttc_sbuf_printf(b, "    %s v%d = ", ct, i);
         int32_t a = nd->a, c2 = nd->b, c3 = nd->c;
         bool afl = a >= 0 && nd->op != TTC_EOP_LEAF && nd->op != TTC_EOP_CONST && is_floatish(e->nodes[a].dtype);
-#define A ttc_sbuf_printf(b, "v%d", a)
+        /* operands in the node's type (comparisons, casts and the condition read theirs raw) */
+        ttc_sbuf ops[3] = {{0}, {0}, {0}};
+        int32_t idx[3] = {a, c2, c3};
+        for (int32_t j = 0; j < 3; j++)
+            if (idx[j] >= 0 && idx[j] < i && nd->op != TTC_EOP_LEAF && nd->op != TTC_EOP_CONST) operand(&ops[j], k, e, idx[j], ct);
+        const char *oa = ops[0].data ? ops[0].data : "", *ob = ops[1].data ? ops[1].data : "", *oc = ops[2].data ? ops[2].data : "";
+#define A ttc_sbuf_printf(b, "%s", oa)
+        ttc_status st = TTC_OK;
         switch (nd->op) {
         case TTC_EOP_LEAF:
             if (a < 0) ttc_sbuf_printf(b, "(%s)%s", ct, acc_name);
@@ -83,17 +130,17 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
             if (nd->dtype == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "(v%d != 0)", a);
             else ttc_sbuf_printf(b, "(%s)v%d", ct, a);
             break;
-        case TTC_EOP_ADD: ttc_sbuf_printf(b, "v%d + v%d", a, c2); break;
-        case TTC_EOP_SUB: ttc_sbuf_printf(b, "v%d - v%d", a, c2); break;
-        case TTC_EOP_MUL: ttc_sbuf_printf(b, "v%d * v%d", a, c2); break;
-        case TTC_EOP_DIV: ttc_sbuf_printf(b, "v%d / v%d", a, c2); break;
-        case TTC_EOP_MAX: ttc_sbuf_printf(b, fl ? "fmax(v%d, v%d)" : "max(v%d, v%d)", a, c2); break;
-        case TTC_EOP_MIN: ttc_sbuf_printf(b, fl ? "fmin(v%d, v%d)" : "min(v%d, v%d)", a, c2); break;
+        case TTC_EOP_ADD: ttc_sbuf_printf(b, "%s + %s", oa, ob); break;
+        case TTC_EOP_SUB: ttc_sbuf_printf(b, "%s - %s", oa, ob); break;
+        case TTC_EOP_MUL: ttc_sbuf_printf(b, "%s * %s", oa, ob); break;
+        case TTC_EOP_DIV: ttc_sbuf_printf(b, "%s / %s", oa, ob); break;
+        case TTC_EOP_MAX: ttc_sbuf_printf(b, fl ? "fmax(%s, %s)" : "max(%s, %s)", oa, ob); break;
+        case TTC_EOP_MIN: ttc_sbuf_printf(b, fl ? "fmin(%s, %s)" : "min(%s, %s)", oa, ob); break;
         case TTC_EOP_POW: {
             const ttc_enode *bn = &e->nodes[c2];
-            if (bn->op == TTC_EOP_CONST && bn->f == 2.0) ttc_sbuf_printf(b, "v%d * v%d", a, a);
-            else if (bn->op == TTC_EOP_CONST && bn->f == 0.5 && fl) ttc_sbuf_printf(b, "sqrt(v%d)", a);
-            else if (fl) ttc_sbuf_printf(b, "pow(v%d, v%d)", a, c2);
+            if (bn->op == TTC_EOP_CONST && bn->f == 2.0) ttc_sbuf_printf(b, "%s * %s", oa, oa);
+            else if (bn->op == TTC_EOP_CONST && bn->f == 0.5 && fl) ttc_sbuf_printf(b, "sqrt(%s)", oa);
+            else if (fl) ttc_sbuf_printf(b, "pow(%s, %s)", oa, ob);
             else ttc_sbuf_printf(b, "(%s)pow((float)v%d, (float)v%d)", ct, a, c2);
             break;
         }
@@ -107,48 +154,57 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
         case TTC_EOP_OR: ttc_sbuf_printf(b, "(v%d != 0) || (v%d != 0)", a, c2); break;
         case TTC_EOP_XOR: ttc_sbuf_printf(b, "(v%d != 0) != (v%d != 0)", a, c2); break;
         case TTC_EOP_FLOORDIV:
-            if (fl) ttc_sbuf_printf(b, "floor(v%d / v%d)", a, c2);
+            if (fl) ttc_sbuf_printf(b, "floor(%s / %s)", oa, ob);
             else ttc_sbuf_printf(b, "v%d / v%d - ((v%d %% v%d != 0) && ((v%d < 0) != (v%d < 0)))", a, c2, a, c2, a, c2);
             break;
         case TTC_EOP_TRUNCDIV:
-            if (fl) ttc_sbuf_printf(b, "trunc(v%d / v%d)", a, c2);
+            if (fl) ttc_sbuf_printf(b, "trunc(%s / %s)", oa, ob);
             else ttc_sbuf_printf(b, "v%d / v%d", a, c2);
             break;
-        case TTC_EOP_NEG: ttc_sbuf_printf(b, "-v%d", a); break;
-        case TTC_EOP_ABS: if (afl) ttc_sbuf_printf(b, "fabs(v%d)", a); else ttc_sbuf_printf(b, "(v%d < 0 ? -v%d : v%d)", a, a, a); break;
-        case TTC_EOP_EXP: ttc_sbuf_printf(b, "exp(v%d)", a); break;
-        case TTC_EOP_LOG: ttc_sbuf_printf(b, "log(v%d)", a); break;
-        case TTC_EOP_SQRT: ttc_sbuf_printf(b, "sqrt(v%d)", a); break;
-        case TTC_EOP_RSQRT: ttc_sbuf_printf(b, "rsqrt(v%d)", a); break;
-        case TTC_EOP_RECIP: ttc_sbuf_printf(b, "1.0f / v%d", a); break;
-        case TTC_EOP_SIN: ttc_sbuf_printf(b, "sin(v%d)", a); break;
-        case TTC_EOP_COS: ttc_sbuf_printf(b, "cos(v%d)", a); break;
-        case TTC_EOP_ERF: ttc_sbuf_printf(b, "erf(v%d)", a); break;
-        case TTC_EOP_FLOOR: if (afl) ttc_sbuf_printf(b, "floor(v%d)", a); else A; break;
-        case TTC_EOP_CEIL: if (afl) ttc_sbuf_printf(b, "ceil(v%d)", a); else A; break;
-        case TTC_EOP_ROUND: if (afl) ttc_sbuf_printf(b, "rint(v%d)", a); else A; break;
+        case TTC_EOP_NEG: ttc_sbuf_printf(b, "-%s", oa); break;
+        case TTC_EOP_ABS: if (afl) ttc_sbuf_printf(b, "fabs(%s)", oa); else ttc_sbuf_printf(b, "(v%d < 0 ? -v%d : v%d)", a, a, a); break;
+        case TTC_EOP_EXP: ttc_sbuf_printf(b, "exp(%s)", oa); break;
+        case TTC_EOP_LOG: ttc_sbuf_printf(b, "log(%s)", oa); break;
+        case TTC_EOP_SQRT: ttc_sbuf_printf(b, "sqrt(%s)", oa); break;
+        case TTC_EOP_RSQRT: ttc_sbuf_printf(b, "rsqrt(%s)", oa); break;
+        case TTC_EOP_RECIP: ttc_sbuf_printf(b, "%s1.0f / %s", hc, oa); break;
+        case TTC_EOP_SIN: ttc_sbuf_printf(b, "sin(%s)", oa); break;
+        case TTC_EOP_COS: ttc_sbuf_printf(b, "cos(%s)", oa); break;
+        case TTC_EOP_ERF: ttc_sbuf_printf(b, "erf(%s)", oa); break;
+        case TTC_EOP_FLOOR: if (afl) ttc_sbuf_printf(b, "floor(%s)", oa); else A; break;
+        case TTC_EOP_CEIL: if (afl) ttc_sbuf_printf(b, "ceil(%s)", oa); else A; break;
+        case TTC_EOP_ROUND: if (afl) ttc_sbuf_printf(b, "rint(%s)", oa); else A; break;
         case TTC_EOP_SIGN: ttc_sbuf_printf(b, "(%s)((v%d > 0) - (v%d < 0))", ct, a, a); break;
         case TTC_EOP_NOT: ttc_sbuf_printf(b, "!v%d", a); break;
         case TTC_EOP_BITNOT:
             if (nd->dtype == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "!v%d", a); else ttc_sbuf_printf(b, "~v%d", a);
             break;
-        case TTC_EOP_LGAMMA: ttc_sbuf_printf(b, "lgamma(v%d)", a); break;
-        case TTC_EOP_RELU: ttc_sbuf_printf(b, fl ? "fmax(v%d, 0.0f)" : "max(v%d, (%s)0)", a, ct); break;
-        case TTC_EOP_SIGMOID: ttc_sbuf_printf(b, "1.0f / (1.0f + exp(-v%d))", a); break;
-        case TTC_EOP_TANH: ttc_sbuf_printf(b, "tanh(v%d)", a); break;
-        case TTC_EOP_GELU_ERF: ttc_sbuf_printf(b, "0.5f * v%d * (1.0f + erf(v%d * 0.70710678118654752f))", a, a); break;
-        case TTC_EOP_GELU_TANH:
-            ttc_sbuf_printf(b, "0.5f * v%d * (1.0f + tanh(0.79788456080286536f * (v%d + 0.044715f * v%d * v%d * v%d)))",
-                            a, a, a, a, a);
+        case TTC_EOP_LGAMMA: ttc_sbuf_printf(b, "lgamma(%s)", oa); break;
+        case TTC_EOP_RELU:
+            if (fl) ttc_sbuf_printf(b, "fmax(%s, %s0.0f)", oa, hc);
+            else ttc_sbuf_printf(b, "max(%s, (%s)0)", oa, ct);
             break;
-        case TTC_EOP_SILU: ttc_sbuf_printf(b, "v%d / (1.0f + exp(-v%d))", a, a); break;
-        case TTC_EOP_HARDSWISH: ttc_sbuf_printf(b, "v%d * clamp(v%d + 3.0f, 0.0f, 6.0f) / 6.0f", a, a); break;
-        case TTC_EOP_HARDSIGMOID: ttc_sbuf_printf(b, "clamp(v%d + 3.0f, 0.0f, 6.0f) / 6.0f", a); break;
-        case TTC_EOP_LOG_SIGMOID: ttc_sbuf_printf(b, "fmin(v%d, 0.0f) - log1p(exp(-fabs(v%d)))", a, a); break;
-        case TTC_EOP_WHERE: ttc_sbuf_printf(b, "v%d ? v%d : v%d", a, c2, c3); break;
-        default: return ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op);
+        case TTC_EOP_SIGMOID: ttc_sbuf_printf(b, "1.0f / (1.0f + exp(-%s))", oa); break;
+        case TTC_EOP_TANH: ttc_sbuf_printf(b, "tanh(%s)", oa); break;
+        case TTC_EOP_GELU_ERF: ttc_sbuf_printf(b, "0.5f * %s * (1.0f + erf(%s * 0.70710678118654752f))", oa, oa); break;
+        case TTC_EOP_GELU_TANH:
+            ttc_sbuf_printf(b, "0.5f * %s * (1.0f + tanh(0.79788456080286536f * (%s + 0.044715f * %s * %s * %s)))",
+                            oa, oa, oa, oa, oa);
+            break;
+        case TTC_EOP_SILU: ttc_sbuf_printf(b, "%s / (1.0f + exp(-%s))", oa, oa); break;
+        case TTC_EOP_HARDSWISH:
+            ttc_sbuf_printf(b, "%s * clamp(%s + %s3.0f, %s0.0f, %s6.0f) / %s6.0f", oa, oa, hc, hc, hc, hc);
+            break;
+        case TTC_EOP_HARDSIGMOID: ttc_sbuf_printf(b, "clamp(%s + %s3.0f, %s0.0f, %s6.0f) / %s6.0f", oa, hc, hc, hc, hc); break;
+        case TTC_EOP_LOG_SIGMOID: ttc_sbuf_printf(b, "fmin(%s, 0.0f) - log1p(exp(-fabs(%s)))", oa, oa); break;
+        case TTC_EOP_WHERE: ttc_sbuf_printf(b, "v%d ? %s : %s", a, ob, oc); break;
+        default: st = ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op); break;
         }
 #undef A
+        bool oom = ops[0].oom || ops[1].oom || ops[2].oom;
+        for (int32_t j = 0; j < 3; j++) ttc_sbuf_free(&ops[j]);
+        if (st != TTC_OK) return st;
+        if (oom) return ttc_fail(TTC_ERR_NOMEM, "generating an expression");
         ttc_sbuf_printf(b, ";\n");
     }
     return TTC_OK;
@@ -200,11 +256,12 @@ static ttc_status emit_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
         ttc_sbuf_printf(src, "    int l%d_p = l%d_off", l, l);
         if (leaf_dense(k, out, t)) ttc_sbuf_printf(src, " + lin");
         else for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + i%d * l%d_s%d", d, l, d);
-        ttc_sbuf_printf(src, ";\n    %s l%d_v = ", ctype(k->ts[t].dtype), l);
+        bool hl = k->half_compute && k->ts[t].dtype == TTC_DTYPE_FLOAT16;
+        ttc_sbuf_printf(src, ";\n    %s l%d_v = ", hl ? "half" : ctype(k->ts[t].dtype), l);
         char ptr[16], idx[16];
         snprintf(ptr, sizeof ptr, "l%d", l);
         snprintf(idx, sizeof idx, "l%d_p", l);
-        emit_load(src, k->ts[t].dtype, ptr, idx);
+        emit_load(src, k, k->ts[t].dtype, ptr, idx);
         ttc_sbuf_printf(src, ";\n");
     }
     const char *res = "acc";
@@ -214,7 +271,8 @@ static ttc_status emit_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
         snprintf(rbuf, sizeof rbuf, "v%d", e->root);
         res = rbuf;
     }
-    if (out->dtype == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(src, "    vstore_half((float)%s, o_off + lin, o_);\n}\n", res);
+    if (out->dtype == TTC_DTYPE_FLOAT16 && k->half_compute) ttc_sbuf_printf(src, "    o_[o_off + lin] = (half)%s;\n}\n", res);
+    else if (out->dtype == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(src, "    vstore_half((float)%s, o_off + lin, o_);\n}\n", res);
     else if (out->dtype == TTC_DTYPE_BOOL) ttc_sbuf_printf(src, "    o_[o_off + lin] = (uchar)(%s != 0);\n}\n", res);
     else ttc_sbuf_printf(src, "    o_[o_off + lin] = (%s)%s;\n}\n", ttc_cl_storage_type(out->dtype), res);
     return TTC_OK;
@@ -364,6 +422,7 @@ ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out) {
     memset(out, 0, sizeof *out);
     ttc_sbuf src = {0};
     ttc_sbuf_printf(&src, "/* torchtrt_c engine program (generated) */\n");
+    if (k->half_compute) ttc_sbuf_printf(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
     int32_t live = 0;
     for (int32_t i = 0; i < k->n_ops; i++) live += !k->ops[i].dead;
     out->kernels = ttc_calloc((size_t)live + 1, sizeof(ttc_kspec));

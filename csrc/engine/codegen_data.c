@@ -22,8 +22,11 @@ static void launch(ttc_kspec *ks, int32_t t, int32_t from, int32_t to) {
 
 static bool is_fl(ttc_dtype d) { return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16; }
 
-/* The type values of dtype d are held in inside a kernel. */
-static const char *vtype(ttc_dtype d) {
+/* The type values of dtype d are held in inside a kernel: half where the engine computes in
+ * half (these kernels only copy and select values; resize and attention arithmetic reads
+ * float explicitly). */
+static const char *vtype(const ttc_kir *k, ttc_dtype d) {
+    if (d == TTC_DTYPE_FLOAT16 && k->half_compute) return "half";
     if (is_fl(d)) return "float";
     if (d == TTC_DTYPE_INT64) return "long";
     if (d == TTC_DTYPE_INT32) return "int";
@@ -31,13 +34,13 @@ static const char *vtype(ttc_dtype d) {
     return "uchar";
 }
 
-static void load(ttc_sbuf *b, ttc_dtype d, const char *ptr, const char *idx) {
-    if (d == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, "vload_half(%s, %s)", idx, ptr);
+static void load(ttc_sbuf *b, const ttc_kir *k, ttc_dtype d, const char *ptr, const char *idx) {
+    if (d == TTC_DTYPE_FLOAT16 && !k->half_compute) ttc_sbuf_printf(b, "vload_half(%s, %s)", idx, ptr);
     else ttc_sbuf_printf(b, "%s[%s]", ptr, idx);
 }
 
-static void literal(ttc_sbuf *b, double v, ttc_dtype d) {
-    if (!is_fl(d)) ttc_sbuf_printf(b, "((%s)%lld)", vtype(d), (long long)v);
+static void literal(ttc_sbuf *b, const ttc_kir *k, double v, ttc_dtype d) {
+    if (!is_fl(d)) ttc_sbuf_printf(b, "((%s)%lld)", vtype(k, d), (long long)v);
     else if (isnan(v)) ttc_sbuf_printf(b, "NAN");
     else if (isinf(v)) ttc_sbuf_printf(b, v > 0 ? "INFINITY" : "(-INFINITY)");
     else ttc_sbuf_printf(b, "%.9ef", v);
@@ -49,6 +52,7 @@ static void emit_write(ttc_sbuf *b, const ttc_kir *k, const ttc_kop *op, const t
                        const char *lin, const char *A_) {
     ttc_dtype od = k->ts[op->out].dtype;
     if (op->epi.n > 0) ttc_sbuf_printf(b, "    %s_store((float)(%s), %s%s);\n", ks->name, val, lin, A_);
+    else if (od == TTC_DTYPE_FLOAT16 && k->half_compute) ttc_sbuf_printf(b, "    o_[o_off + %s] = (half)(%s);\n", lin, val);
     else if (od == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, "    vstore_half((float)(%s), o_off + %s, o_);\n", val, lin);
     else if (od == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "    o_[o_off + %s] = (uchar)((%s) != 0);\n", lin, val);
     else ttc_sbuf_printf(b, "    o_[o_off + %s] = (%s)(%s);\n", lin, ttc_cl_storage_type(od), val);
@@ -105,7 +109,7 @@ static ttc_status gen_concat(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
         }
     }
     open_kernel(src, ks, sig, P, R);
-    const char *vt = vtype(out->dtype);
+    const char *vt = vtype(k, out->dtype);
     ttc_sbuf_printf(src, "    int c = i%d;\n    %s v;\n", D, vt);
     for (int32_t i = 0; i < n; i++) {
         bool st = (op->p.concat.stacked >> i) & 1u;
@@ -126,7 +130,7 @@ static ttc_status gen_concat(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
         char ptr[8];
         snprintf(ptr, sizeof ptr, "x%d", i);
         ttc_sbuf_printf(src, ";\n        v = (%s)(", vt);
-        load(src, x->dtype, ptr, "p");
+        load(src, k, x->dtype, ptr, "p");
         ttc_sbuf_printf(src, ");\n    }");
         if (i < n - 1) {
             if (st) ttc_sbuf_printf(src, " else {\n    c -= 1;\n");
@@ -152,15 +156,15 @@ static ttc_status gen_pad(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, tt
         TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], d, 0, 0));
     }
     open_kernel(src, ks, sig, P, R);
-    const char *vt = vtype(out->dtype);
+    const char *vt = vtype(k, out->dtype);
     ttc_sbuf_printf(src, "    int p = x_off;\n    bool ok = true;\n");
     for (int32_t d = 0; d < R; d++)
         ttc_sbuf_printf(src, "    int s%d = i%d - (%lld); ok = ok && s%d >= 0 && s%d < xd%d; p += s%d * x_s%d;\n", d, d,
                         (long long)op->p.pad.lo[d], d, d, d, d, d);
     ttc_sbuf_printf(src, "    %s v = ok ? (%s)(", vt, vt);
-    load(src, x->dtype, "x", "p");
+    load(src, k, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ") : ");
-    literal(src, op->p.pad.value, out->dtype);
+    literal(src, k, op->p.pad.value, out->dtype);
     ttc_sbuf_printf(src, ";\n");
     emit_write(src, k, op, ks, "v", "lin", A_);
     ttc_sbuf_printf(src, "}\n");
@@ -216,8 +220,8 @@ static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, 
         if (oom) return TTC_ERR_NOMEM;
         ttc_sbuf_printf(src, "    p += v%d * x_s%d;\n", j, op->p.index.dims[j]);
     }
-    ttc_sbuf_printf(src, "    %s v = (%s)(", vtype(out->dtype), vtype(out->dtype));
-    load(src, x->dtype, "x", "p");
+    ttc_sbuf_printf(src, "    %s v = (%s)(", vtype(k, out->dtype), vtype(k, out->dtype));
+    load(src, k, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     emit_write(src, k, op, ks, "v", "lin", A_);
     ttc_sbuf_printf(src, "}\n");
@@ -246,8 +250,8 @@ static ttc_status gen_gather(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     ttc_sbuf_printf(src, "    long p = x_off + v0 * x_s%d", D);
     for (int32_t d = 0; d < R; d++)
         if (d != D) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
-    ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vtype(out->dtype), vtype(out->dtype));
-    load(src, x->dtype, "x", "p");
+    ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vtype(k, out->dtype), vtype(k, out->dtype));
+    load(src, k, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     emit_write(src, k, op, ks, "v", "lin", A_);
     ttc_sbuf_printf(src, "}\n");
@@ -295,10 +299,10 @@ static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
                              "    float w%s1 = clamp(r%s - (float)%s0, 0.0f, 1.0f), w%s0 = 1.0f - w%s1;\n",
                         c, c, c, c, c, in, c, c, c, c, c);
     }
-    const char *vt = vtype(out->dtype);
+    const char *vt = vtype(k, out->dtype);
     if (!op->p.resize.bilinear) {
         ttc_sbuf_printf(src, "    int p = base + y0 * x_s2 + x0 * x_s3;\n    %s v = (%s)(", vt, vt);
-        load(src, x->dtype, "x", "p");
+        load(src, k, x->dtype, "x", "p");
         ttc_sbuf_printf(src, ");\n");
     } else {
         const char *pts[4] = {"y0 * x_s2 + x0 * x_s3", "y0 * x_s2 + x1 * x_s3", "y1 * x_s2 + x0 * x_s3", "y1 * x_s2 + x1 * x_s3"};
@@ -306,7 +310,7 @@ static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
             char idx[48];
             snprintf(idx, sizeof idx, "base + %s", pts[q]);
             ttc_sbuf_printf(src, "    float p%d = (float)(", q);
-            load(src, x->dtype, "x", idx);
+            load(src, k, x->dtype, "x", idx);
             ttc_sbuf_printf(src, ");\n");
         }
         ttc_sbuf_printf(src, "    float v = wy0 * (wx0 * p0 + wx1 * p1) + wy1 * (wx0 * p2 + wx1 * p3);\n");
@@ -317,13 +321,13 @@ static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
 }
 
 /* Loads W consecutive values (W = 1: one, strided by the last dim's stride) as float(W). */
-static void load_w(ttc_sbuf *b, ttc_dtype d, const char *ptr, const char *base, const char *i, int32_t W,
+static void load_w(ttc_sbuf *b, const ttc_kir *k, ttc_dtype d, const char *ptr, const char *base, const char *i, int32_t W,
                    const char *stride) {
     if (W == 1) {
         char idx[64];
         snprintf(idx, sizeof idx, "%s + %s * %s", base, i, stride);
         ttc_sbuf_printf(b, "(float)(");
-        load(b, d, ptr, idx);
+        load(b, k, d, ptr, idx);
         ttc_sbuf_printf(b, ")");
     } else if (d == TTC_DTYPE_FLOAT16) {
         ttc_sbuf_printf(b, "vload_half%d(0, %s + %s + %s * %d)", W, ptr, base, i, W);
@@ -346,14 +350,14 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
     else snprintf(vt, sizeof vt, "float");
     snprintf(sl, sizeof sl, "q_s%d", R - 1);
     ttc_sbuf_printf(src, "    {\n    %s qv[%d];\n    for (int e = 0; e < %d; e++) qv[e] = ", vt, E, E);
-    load_w(src, qd, "q", "qb", "e", W, sl);
+    load_w(src, k, qd, "q", "qb", "e", W, sl);
     ttc_sbuf_printf(src, " * %.9ef;\n", op->p.attn.scale);
     ttc_sbuf_printf(src, "    %s acc[%d];\n    for (int e = 0; e < %d; e++) acc[e] = (%s)(0.0f);\n", vt, EV, EV, vt);
     ttc_sbuf_printf(src, "    float mx = -INFINITY, sm = 0.0f;\n    int jn = %s;\n", op->p.attn.causal ? "min(S, l + 1)" : "S");
     ttc_sbuf_printf(src, "    for (int j = 0; j < jn; j++) {\n        int kp = kb + j * k_s%d;\n        %s d = (%s)(0.0f);\n"
                          "        for (int e = 0; e < %d; e++) d += qv[e] * ", R - 2, vt, vt, E);
     snprintf(sl, sizeof sl, "k_s%d", R - 1);
-    load_w(src, kd, "k", "kp", "e", W, sl);
+    load_w(src, k, kd, "k", "kp", "e", W, sl);
     if (W == 1) ttc_sbuf_printf(src, ";\n        float x = d;\n");
     else if (W == 4) ttc_sbuf_printf(src, ";\n        float x = (d.s0 + d.s1) + (d.s2 + d.s3);\n");
     else ttc_sbuf_printf(src, ";\n        float x = ((d.s0 + d.s1) + (d.s2 + d.s3)) + ((d.s4 + d.s5) + (d.s6 + d.s7));\n");
@@ -364,7 +368,7 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
             ttc_sbuf_printf(src, "        x = m[%s] ? x : -INFINITY;\n", idx);
         } else {
             ttc_sbuf_printf(src, "        x += (float)(");
-            load(src, k->ts[mt].dtype, "m", idx);
+            load(src, k, k->ts[mt].dtype, "m", idx);
             ttc_sbuf_printf(src, ");\n");
         }
     }
@@ -373,7 +377,7 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
                          "        sm = sm * c + pj;\n        mx = mn;\n        int vp = vb + j * v_s%d;\n"
                          "        for (int e = 0; e < %d; e++) acc[e] = acc[e] * c + pj * ", R - 2, EV);
     snprintf(sl, sizeof sl, "v_s%d", R - 1);
-    load_w(src, vd, "v", "vp", "e", W, sl);
+    load_w(src, k, vd, "v", "vp", "e", W, sl);
     ttc_sbuf_printf(src, ";\n    }\n    float inv = 1.0f / sm;\n    for (int e = 0; e < %d; e++) {\n        %s a = acc[e] * inv;\n",
                     EV, vt);
     for (int32_t c = 0; c < W; c++) {

@@ -59,6 +59,10 @@ int32_t ttc_engine_n_fused(const ttc_engine *e);
 int32_t ttc_engine_n_tuned(const ttc_engine *e);
 int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i);
 bool ttc_engine_program_from_cache(const ttc_engine *e);
+/* How the engine computes: "float32", "float16 (half arithmetic)" (half loads, stores and
+ * elementwise math) or "float16 (float arithmetic)" (half storage, float math: devices
+ * without half support, or TORCHTRT_C_HALF_COMPUTE=0). */
+const char *ttc_engine_compute(const ttc_engine *e);
 
 /* Checks input shapes (count, rank, each dim against its symbol's [min, max] and
  * consistency) and computes the output shapes. shapes[i] has rank of input i. */

@@ -138,7 +138,7 @@ static void discover(void) {
             TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXTENSIONS, 0, NULL, &elen);
             char *ext = calloc(elen + 1, 1);
             if (ext && TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXTENSIONS, elen, ext, NULL) == CL_SUCCESS)
-                d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+                d->fp16 = d->fp16_advertised = strstr(ext, "cl_khr_fp16") != NULL;
             free(ext);
             /* NVIDIA's OpenCL computes in half without advertising cl_khr_fp16. */
             if (d->is_gpu && strstr(d->vendor, "NVIDIA")) d->fp16 = true;

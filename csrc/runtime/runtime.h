@@ -50,6 +50,8 @@ typedef struct ttc_cl_device {
     char platform[128], name[256], vendor[128], version[128], driver[128];
     bool is_gpu, is_cpu;
     bool fp16;                /* half arithmetic usable (cl_khr_fp16, or known-good GPU) */
+    bool fp16_advertised;     /* cl_khr_fp16 is in the extension list */
+    bool half_compute, half_probed; /* see ttc_cl_device_half_compute (under lock) */
     bool opencl2;             /* OpenCL C 2.0+ */
     cl_uint compute_units;
     size_t max_work_group;
@@ -67,6 +69,10 @@ ttc_status ttc_cl_devices(ttc_cl_device **devs, int32_t *n);
 ttc_status ttc_cl_device_select(const char *spec, ttc_cl_device **out);
 int32_t ttc_cl_default_index(void);          /* -1 when there is no device (error set) */
 ttc_status ttc_cl_device_context(ttc_cl_device *d, cl_context *out);
+/* Whether generated code may compute in half on d: cl_khr_fp16 advertised, or a probe
+ * program using half arithmetic builds and answers exactly (probed once; never fails, a
+ * failed probe is "no"). TORCHTRT_C_HALF_COMPUTE=0 forces "no". */
+bool ttc_cl_device_half_compute(ttc_cl_device *d);
 /* An in-order queue (profiling enabled when asked); caller releases it. */
 ttc_status ttc_cl_queue_new(ttc_cl_device *d, bool profiling, cl_command_queue *out);
 
