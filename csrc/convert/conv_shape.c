@@ -121,3 +121,20 @@ bool ttc_validate_shape(const ttc_graph *g, const ttc_node *n, bool fp16, char *
     }
     return true;
 }
+
+/* aten.sym_size.int(x, dim) makes no kernel: the conversion context evaluates it when a
+ * converter asks for the number (static dims only); symbolic dims feed view/expand sizes,
+ * which the converters take from the IR types instead. */
+bool ttc_validate_sym_size(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
+    int64_t d;
+    const ttc_type *t = n->n_inputs == 2 ? &n->inputs[0]->type : NULL;
+    if (!t || t->kind != TTC_TYPE_TENSOR || t->rank < 1) {
+        if (why_not) *why_not = ttc_strdup("sym_size of a tensor of unknown rank or a 0-d tensor");
+        return false;
+    }
+    if (!ttc_value_const_int(n->inputs[1], &d) || d < -t->rank || d >= t->rank) {
+        if (why_not) *why_not = ttc_strdup("sym_size dim is not a constant within the rank");
+        return false;
+    }
+    return true;
+}

@@ -34,6 +34,30 @@ ttc_status ttc_cx_dim(const ttc_node *n, int64_t d, int32_t rank, int32_t *out) 
     return TTC_OK;
 }
 
+/* aten.sym_size.int(x, dim): an int when that dim of x is static. A symbolic dim has no
+ * value at build time; converters that only shape views (expand/view sizes) never ask for
+ * it (output dims come from the IR types), so only a consumer that needs the number fails. */
+static ttc_status eval_sym_size(ttc_conv_ctx *cx, const ttc_value *v, const ttc_node *p, const ttc_node *user) {
+    ttc_ival *iv = &cx->ival_of[v->id];
+    const ttc_type *xt = p->n_inputs == 2 ? &p->inputs[0]->type : NULL;
+    int64_t di = 0;
+    if (!xt || xt->kind != TTC_TYPE_TENSOR || xt->rank < 0 || !ttc_value_const_int(p->inputs[1], &di))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: sym_size needs a tensor of known rank and a constant dim",
+                        nname(p));
+    int32_t d;
+    TTC_TRY(ttc_cx_dim(p, di, xt->rank, &d));
+    if (xt->rank == 0) return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: sym_size of a 0-d tensor", nname(p));
+    if (xt->dims[d].sym >= 0)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: %%%s is the symbolic size %s of %%%s, known only at run "
+                        "time; its use here needs a static number", nname(user), v->name,
+                        cx->g->syms && xt->dims[d].sym < cx->g->n_syms ? cx->g->syms[xt->dims[d].sym].name : "?",
+                        p->inputs[0]->name);
+    iv->kind = TTC_IVAL_INT;
+    iv->i = xt->dims[d].add;
+    iv->f = (double)iv->i;
+    return TTC_OK;
+}
+
 /* Evaluates the static value v (recursively through list constructs). */
 static ttc_status eval_value(ttc_conv_ctx *cx, const ttc_value *v, const ttc_node *user) {
     ttc_ival *iv = &cx->ival_of[v->id];
@@ -101,6 +125,7 @@ static ttc_status eval_value(ttc_conv_ctx *cx, const ttc_value *v, const ttc_nod
         iv->kind = is_float ? TTC_IVAL_FLOATS : TTC_IVAL_INTS;
         return TTC_OK;
     }
+    if (p && p->op == TTC_OP_SYM_SIZE) return eval_sym_size(cx, v, p, user);
     if (cx->tensor_of[v->id] >= 0)
         return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: %%%s is a runtime tensor, a static value was expected",
                         nname(user), v->name);

@@ -35,6 +35,7 @@ TTC_DECLARE_CONVERTER(ttc_convert_slice);
 TTC_DECLARE_CONVERTER(ttc_convert_select);
 TTC_DECLARE_CONVERTER(ttc_convert_identity);
 TTC_DECLARE_VALIDATOR(ttc_validate_shape);
+TTC_DECLARE_VALIDATOR(ttc_validate_sym_size);  /* aten.sym_size.int: evaluated in convert.c */
 
 /* conv_nn.c */
 TTC_DECLARE_CONVERTER(ttc_convert_conv);

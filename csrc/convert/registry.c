@@ -15,6 +15,7 @@ static ttc_status convert_eval(ttc_conv_ctx *cx, const ttc_node *n) { return TTC
 static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_CONSTANT] = {convert_eval, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
     [TTC_OP_LIST_CONSTRUCT] = {convert_eval, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
+    [TTC_OP_SYM_SIZE] = {convert_eval, ttc_validate_sym_size, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
     /* elementwise binary */
     [TTC_OP_ADD_TENSOR] = EW(ttc_convert_binary), [TTC_OP_ADD_SCALAR] = EW(ttc_convert_binary),
     [TTC_OP_SUB_TENSOR] = EW(ttc_convert_binary), [TTC_OP_SUB_SCALAR] = EW(ttc_convert_binary),

@@ -19,9 +19,12 @@ static bool is_control_flow(const char *op) {
     return false;
 }
 
+/* Engines bind tensors only: scalars (aten.sym_size.int results and the like) stay inside
+ * the segment that computes them too. */
 static bool bad_boundary_kind(const ttc_type *t) {
     return t->kind == TTC_TYPE_LIST || t->kind == TTC_TYPE_ANY || t->kind == TTC_TYPE_STR ||
-           t->kind == TTC_TYPE_NONE;
+           t->kind == TTC_TYPE_NONE || t->kind == TTC_TYPE_INT || t->kind == TTC_TYPE_FLOAT ||
+           t->kind == TTC_TYPE_BOOL;
 }
 
 static void state_free(ttc_part_state *st) {
