@@ -48,6 +48,10 @@ TTC_DECLARE_CONVERTER(ttc_convert_softmax);
 TTC_DECLARE_CONVERTER(ttc_convert_norm);
 TTC_DECLARE_VALIDATOR(ttc_validate_norm);
 
+/* conv_transpose.c: aten.convolution, forward (conv_nn.c) or transposed */
+TTC_DECLARE_CONVERTER(ttc_convert_convolution);
+TTC_DECLARE_VALIDATOR(ttc_validate_convolution);
+
 /* conv_reduce.c */
 TTC_DECLARE_CONVERTER(ttc_convert_reduce);
 TTC_DECLARE_VALIDATOR(ttc_validate_reduce);

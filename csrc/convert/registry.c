@@ -60,7 +60,7 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_LINEAR] = {ttc_convert_linear, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
     [TTC_OP_MATMUL] = {ttc_convert_matmul, ttc_validate_matmul, TTC_CONVF_DYNAMIC},
     /* convolution, normalisation, pooling, softmax (static channels; dynamic batch/spatial) */
-    [TTC_OP_CONVOLUTION] = {ttc_convert_conv, ttc_validate_conv, TTC_CONVF_DYNAMIC},
+    [TTC_OP_CONVOLUTION] = {ttc_convert_convolution, ttc_validate_convolution, TTC_CONVF_DYNAMIC},
     [TTC_OP_CONV2D] = {ttc_convert_conv, ttc_validate_conv, TTC_CONVF_DYNAMIC},
     [TTC_OP_CONV1D] = {ttc_convert_conv, ttc_validate_conv, TTC_CONVF_DYNAMIC},
     [TTC_OP_BATCH_NORM] = {ttc_convert_batch_norm, ttc_validate_batch_norm, TTC_CONVF_DYNAMIC},

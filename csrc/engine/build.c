@@ -13,7 +13,7 @@ ttc_engine_options ttc_engine_options_default(void) {
 
 static const char *kind_name(ttc_kop_kind k) {
     static const char *names[] = {"elementwise", "gemm", "conv2d", "reduce", "softmax", "norm", "pool", "gather", "copy",
-                                  "concat", "pad", "index", "resize", "attention"};
+                                  "concat", "pad", "index", "resize", "attention", "conv_transpose"};
     return (unsigned)k < TTC_KOP_KIND_COUNT ? names[k] : "?";
 }
 

@@ -59,13 +59,16 @@ static void emit_load(ttc_sbuf *b, const ttc_kir *k, ttc_dtype sd, const char *p
 /* Half arithmetic (k->half_compute: an fp16 engine on a device that computes in half).
  * float16 tensors are loaded and stored directly, and a float expression node computes in
  * half when its op is a correctly rounded arithmetic step or a selection: add, sub, mul, div,
- * reciprocal, min/max, neg/abs, floor/ceil/round, sign, where, casts, constants, relu,
- * hardswish, hardsigmoid. Ops that call a math library function (exp, log, sqrt, rsqrt, erf,
- * tanh, sin, cos, pow, lgamma and the activations built from them: sigmoid, silu, gelu,
- * log_sigmoid) and floor/trunc division compute in float from their half operands and are
- * rounded to half once, where the next half node reads them: half versions lose several ulps
- * (or overflow inside, as exp does past 11). Reductions, softmax, norms, attention, GEMM and
- * convolution accumulate in float; their store functions take a float accumulator. */
+ * reciprocal, min/max, neg/abs, sign, where, casts, constants, relu, hardswish, hardsigmoid.
+ * These are emitted with operators, comparisons and ?: only (no built-in functions): NVIDIA's
+ * OpenCL has half arithmetic but none of the half overloads of the built-ins, and the device
+ * probe (csrc/runtime/half_probe.c) checks exactly these constructs. Ops that call a math
+ * library function (exp, log, sqrt, rsqrt, erf, tanh, sin, cos, pow, lgamma, floor, ceil,
+ * rint and the activations built from them: sigmoid, silu, gelu, log_sigmoid) and floor/trunc
+ * division compute in float from their half operands and are rounded to half once, where the
+ * next half node reads them: half versions would lose several ulps (or overflow inside, as exp
+ * does past 11). Reductions, softmax, norms, attention, GEMM and convolution accumulate in
+ * float; their store functions take a float accumulator. */
 static bool half_node(const ttc_kir *k, const ttc_enode *nd) {
     /* expression nodes carry FLOAT32 for every float value; an fp16 engine stores them all
      * in half (ttc_cx_float_dtype) */
@@ -73,8 +76,8 @@ static bool half_node(const ttc_kir *k, const ttc_enode *nd) {
     switch (nd->op) {
     case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB:
     case TTC_EOP_MUL: case TTC_EOP_DIV: case TTC_EOP_RECIP: case TTC_EOP_MAX: case TTC_EOP_MIN:
-    case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_FLOOR: case TTC_EOP_CEIL: case TTC_EOP_ROUND:
-    case TTC_EOP_SIGN: case TTC_EOP_WHERE: case TTC_EOP_RELU: case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID:
+    case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_SIGN: case TTC_EOP_WHERE: case TTC_EOP_RELU:
+    case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID:
         return true;
     default: return false;
     }
@@ -134,8 +137,15 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
         case TTC_EOP_SUB: ttc_sbuf_printf(b, "%s - %s", oa, ob); break;
         case TTC_EOP_MUL: ttc_sbuf_printf(b, "%s * %s", oa, ob); break;
         case TTC_EOP_DIV: ttc_sbuf_printf(b, "%s / %s", oa, ob); break;
-        case TTC_EOP_MAX: ttc_sbuf_printf(b, fl ? "fmax(%s, %s)" : "max(%s, %s)", oa, ob); break;
-        case TTC_EOP_MIN: ttc_sbuf_printf(b, fl ? "fmin(%s, %s)" : "min(%s, %s)", oa, ob); break;
+        /* half: fmax/fmin semantics (a NaN operand yields the other) without the built-ins */
+        case TTC_EOP_MAX:
+            if (*hc) ttc_sbuf_printf(b, "(%s >= %s || %s != %s) ? %s : %s", oa, ob, ob, ob, oa, ob);
+            else ttc_sbuf_printf(b, fl ? "fmax(%s, %s)" : "max(%s, %s)", oa, ob);
+            break;
+        case TTC_EOP_MIN:
+            if (*hc) ttc_sbuf_printf(b, "(%s <= %s || %s != %s) ? %s : %s", oa, ob, ob, ob, oa, ob);
+            else ttc_sbuf_printf(b, fl ? "fmin(%s, %s)" : "min(%s, %s)", oa, ob);
+            break;
         case TTC_EOP_POW: {
             const ttc_enode *bn = &e->nodes[c2];
             if (bn->op == TTC_EOP_CONST && bn->f == 2.0) ttc_sbuf_printf(b, "%s * %s", oa, oa);
@@ -162,7 +172,10 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
             else ttc_sbuf_printf(b, "v%d / v%d", a, c2);
             break;
         case TTC_EOP_NEG: ttc_sbuf_printf(b, "-%s", oa); break;
-        case TTC_EOP_ABS: if (afl) ttc_sbuf_printf(b, "fabs(%s)", oa); else ttc_sbuf_printf(b, "(v%d < 0 ? -v%d : v%d)", a, a, a); break;
+        case TTC_EOP_ABS:
+            if (*hc) ttc_sbuf_printf(b, "(%s < (half)0.0f ? -%s : %s)", oa, oa, oa);
+            else if (afl) ttc_sbuf_printf(b, "fabs(%s)", oa);
+            else ttc_sbuf_printf(b, "(v%d < 0 ? -v%d : v%d)", a, a, a); break;
         case TTC_EOP_EXP: ttc_sbuf_printf(b, "exp(%s)", oa); break;
         case TTC_EOP_LOG: ttc_sbuf_printf(b, "log(%s)", oa); break;
         case TTC_EOP_SQRT: ttc_sbuf_printf(b, "sqrt(%s)", oa); break;
@@ -181,7 +194,8 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
             break;
         case TTC_EOP_LGAMMA: ttc_sbuf_printf(b, "lgamma(%s)", oa); break;
         case TTC_EOP_RELU:
-            if (fl) ttc_sbuf_printf(b, "fmax(%s, %s0.0f)", oa, hc);
+            if (*hc) ttc_sbuf_printf(b, "(%s > (half)0.0f ? %s : (half)0.0f)", oa, oa);
+            else if (fl) ttc_sbuf_printf(b, "fmax(%s, 0.0f)", oa);
             else ttc_sbuf_printf(b, "max(%s, (%s)0)", oa, ct);
             break;
         case TTC_EOP_SIGMOID: ttc_sbuf_printf(b, "1.0f / (1.0f + exp(-%s))", oa); break;
@@ -193,9 +207,15 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
             break;
         case TTC_EOP_SILU: ttc_sbuf_printf(b, "%s / (1.0f + exp(-%s))", oa, oa); break;
         case TTC_EOP_HARDSWISH:
-            ttc_sbuf_printf(b, "%s * clamp(%s + %s3.0f, %s0.0f, %s6.0f) / %s6.0f", oa, oa, hc, hc, hc, hc);
+            if (*hc) ttc_sbuf_printf(b, "%s * (%s < (half)-3.0f ? (half)0.0f : %s > (half)3.0f ? (half)6.0f : %s + (half)3.0f) / (half)6.0f",
+                                     oa, oa, oa, oa);
+            else ttc_sbuf_printf(b, "%s * clamp(%s + 3.0f, 0.0f, 6.0f) / 6.0f", oa, oa);
             break;
-        case TTC_EOP_HARDSIGMOID: ttc_sbuf_printf(b, "clamp(%s + %s3.0f, %s0.0f, %s6.0f) / %s6.0f", oa, hc, hc, hc, hc); break;
+        case TTC_EOP_HARDSIGMOID:
+            if (*hc) ttc_sbuf_printf(b, "(%s < (half)-3.0f ? (half)0.0f : %s > (half)3.0f ? (half)6.0f : %s + (half)3.0f) / (half)6.0f",
+                                     oa, oa, oa);
+            else ttc_sbuf_printf(b, "clamp(%s + 3.0f, 0.0f, 6.0f) / 6.0f", oa);
+            break;
         case TTC_EOP_LOG_SIGMOID: ttc_sbuf_printf(b, "fmin(%s, 0.0f) - log1p(exp(-fabs(%s)))", oa, oa); break;
         case TTC_EOP_WHERE: ttc_sbuf_printf(b, "v%d ? %s : %s", a, ob, oc); break;
         default: st = ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op); break;

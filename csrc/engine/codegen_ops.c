@@ -305,9 +305,14 @@ static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     return TTC_OK;
 }
 
+/* engine/codegen_convt.c */
+ttc_status ttc_codegen_conv_transpose(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                                      const char *P, const char *A_);
+
 ttc_status ttc_codegen_kind(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                             const char *P, const char *A_) {
     switch (op->kind) {
+    case TTC_KOP_CONV_TRANSPOSE: return ttc_codegen_conv_transpose(src, k, op, ks, P, A_);
     case TTC_KOP_CONV2D: return gen_conv(src, k, op, ks, gpu, P, A_);
     case TTC_KOP_SOFTMAX: return gen_softmax(src, k, op, ks, P, A_);
     case TTC_KOP_NORM: return gen_norm(src, k, op, ks, P, A_);

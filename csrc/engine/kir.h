@@ -121,6 +121,7 @@ typedef enum ttc_kop_kind {
     TTC_KOP_INDEX,         /* in[0] indexed on dims p.index.dims[j] by in[1+j], broadcast together */
     TTC_KOP_RESIZE,        /* in[0] [N, C, H, W] upsampled, nearest or bilinear */
     TTC_KOP_ATTENTION,     /* softmax(q k^T * scale + mask) v: in q, k, v, mask (-1: none) */
+    TTC_KOP_CONV_TRANSPOSE, /* in: x [N, C, H, W], w [OC, ICG, KH, KW] (repacked); p.conv (engine/codegen_convt.c) */
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
