@@ -175,7 +175,8 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
         case TTC_EOP_ABS:
             if (*hc) ttc_sbuf_printf(b, "(%s < (half)0.0f ? -%s : %s)", oa, oa, oa);
             else if (afl) ttc_sbuf_printf(b, "fabs(%s)", oa);
-            else ttc_sbuf_printf(b, "(v%d < 0 ? -v%d : v%d)", a, a, a); break;
+            else ttc_sbuf_printf(b, "(v%d < 0 ? -v%d : v%d)", a, a, a);
+            break;
         case TTC_EOP_EXP: ttc_sbuf_printf(b, "exp(%s)", oa); break;
         case TTC_EOP_LOG: ttc_sbuf_printf(b, "log(%s)", oa); break;
         case TTC_EOP_SQRT: ttc_sbuf_printf(b, "sqrt(%s)", oa); break;
