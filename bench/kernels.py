@@ -4,9 +4,10 @@
 
 - gemm: square sizes 256..4096 and the zoo's transformer shapes, GFLOP/s beside torch.mm.
 - conv: ResNet-50's distinct convolution layers (batch 1 and 8), GFLOP/s beside torch's conv.
-- elementwise: a fused elementwise chain and a row reduction, GB/s beside a device copy.
-Engine times use Engine.benchmark (inputs already in device buffers, one sync per run) when
-the binding has it; otherwise they include the host round trip, and the row says so.
+- elementwise: a fused elementwise chain and a row reduction, GB/s beside a device-to-device
+  copy measured in the same run (OpenCL clEnqueueCopyBuffer and torch clone).
+Engine times use Engine.benchmark (inputs already in device buffers, launches + one clFinish
+per run); torch times synchronise after every call.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import statistics
 import sys
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
@@ -36,19 +36,11 @@ def _time_torch(fn, sync, runs, warmup=3):
 
 
 def _time_engine(engine, ins, outs, runs, warmup=3):
+    """Median seconds per run of engine with its inputs resident in device buffers
+    (Engine.benchmark: kernel launches + one clFinish per run, no host transfers)."""
     np_in = [i.contiguous().numpy() for i in ins]
-    np_out = [np.empty(tuple(o.shape), dtype=o.numpy().dtype) for o in outs]
-    if hasattr(engine, "benchmark"):
-        ts = engine.benchmark(np_in, np_out, runs=runs, warmup=warmup)
-        return statistics.median(ts), "resident"
-    for _ in range(warmup):
-        engine.execute(np_in, np_out)
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        engine.execute(np_in, np_out)
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), "host round trip"
+    ts = engine.benchmark(np_in, runs=runs, warmup=warmup)
+    return statistics.median(ts) / 1e3, "resident"
 
 
 def _runs_for(flops_or_bytes, per_s):
@@ -74,17 +66,25 @@ def gemm(tdev, sync, args):
     return rows
 
 
-RESNET50_CONVS = [  # (Cin, Cout, k, stride, pad, H)
-    (3, 64, 7, 2, 3, 224), (64, 64, 1, 1, 0, 56), (64, 64, 3, 1, 1, 56), (64, 256, 1, 1, 0, 56),
-    (256, 128, 1, 1, 0, 56), (128, 128, 3, 2, 1, 56), (128, 512, 1, 1, 0, 28), (512, 256, 1, 1, 0, 28),
-    (256, 256, 3, 2, 1, 28), (256, 1024, 1, 1, 0, 14), (1024, 512, 1, 1, 0, 14), (512, 512, 3, 2, 1, 14),
-    (512, 2048, 1, 1, 0, 7),
+RESNET50_CONVS = [  # (Cin, Cout, k, stride, pad, H): every distinct convolution of ResNet-50 (v1.5)
+    (3, 64, 7, 2, 3, 224),
+    (64, 64, 1, 1, 0, 56), (64, 64, 3, 1, 1, 56), (64, 256, 1, 1, 0, 56), (256, 64, 1, 1, 0, 56),
+    (256, 128, 1, 1, 0, 56), (128, 128, 3, 2, 1, 56), (128, 512, 1, 1, 0, 28), (256, 512, 1, 2, 0, 56),
+    (512, 128, 1, 1, 0, 28), (128, 128, 3, 1, 1, 28),
+    (512, 256, 1, 1, 0, 28), (256, 256, 3, 2, 1, 28), (256, 1024, 1, 1, 0, 14), (512, 1024, 1, 2, 0, 28),
+    (1024, 256, 1, 1, 0, 14), (256, 256, 3, 1, 1, 14),
+    (1024, 512, 1, 1, 0, 14), (512, 512, 3, 2, 1, 14), (512, 2048, 1, 1, 0, 7), (1024, 2048, 1, 2, 0, 14),
+    (2048, 512, 1, 1, 0, 7), (512, 512, 3, 1, 1, 7),
 ]
 
 
 def conv(tdev, sync, args):
+    """ResNet-50's convolutions at batch 1 and 32 beside torch's conv on the same device;
+    on CUDA, cuDNN runs with TF32 allowed (its default for convolution) and without."""
     rows = []
-    for batch in (1, 8):
+    cudnn = torch.backends.cudnn
+    tf32_default = cudnn.allow_tf32
+    for batch in (1, 32):
         for (cin, cout, k, s, p, h) in RESNET50_CONVS:
             x = torch.randn(batch, cin, h, h)
             w = torch.randn(cout, cin, k, k) * 0.05
@@ -95,57 +95,106 @@ def conv(tdev, sync, args):
             runs = _runs_for(flops, 1e9)
             t_e, mode = _time_engine(eng, [x], [ref], runs)
             xd, wd = x.to(tdev), w.to(tdev)
-            t_t = _time_torch(lambda: torch.nn.functional.conv2d(xd, wd, None, s, p), sync, runs)
-            rows.append({"batch": batch, "layer": f"{cin}->{cout} k{k} s{s} {h}x{h}", "ttc_GFLOPs": flops / t_e / 1e9,
-                         "torch_GFLOPs": flops / t_t / 1e9, "ratio": t_t / t_e, "ttc_timing": mode})
+            row = {"batch": batch, "layer": f"{cin}->{cout} k{k} s{s} {h}x{h}", "ttc_us": t_e * 1e6,
+                   "ttc_GFLOPs": flops / t_e / 1e9}
+            for tf32 in ((True, False) if tdev.type == "cuda" else (tf32_default,)):
+                cudnn.allow_tf32 = tf32
+                t_t = _time_torch(lambda: torch.nn.functional.conv2d(xd, wd, None, s, p), sync, runs)
+                sfx = ("_tf32" if tf32 else "_fp32") if tdev.type == "cuda" else ""
+                row[f"torch{sfx}_us"] = t_t * 1e6
+                row[f"torch{sfx}_GFLOPs"] = flops / t_t / 1e9
+                row[f"ratio{sfx}"] = t_t / t_e
+            cudnn.allow_tf32 = tf32_default
+            row["ttc_timing"] = mode
+            rows.append(row)
             print(rows[-1], file=sys.stderr, flush=True)
+            del eng
     return rows
+
+
+def _ew_graph(n, dtype):
+    """relu(x * 2 + 1) over n elements: one fused kernel that reads x once and writes once."""
+    from torchtrt_c import _C
+
+    g = _C.Graph()
+    t = ("tensor", dtype, [n])
+    xi = g.add_input("x", t)
+    a = g.add_node("aten.mul.Tensor", [xi, g.add_constant(2.0)], [t])[0]
+    b = g.add_node("aten.add.Tensor", [a, g.add_constant(1.0), g.add_constant(1)], [t])[0]
+    c = g.add_node("aten.relu.default", [b], [t])[0]
+    g.set_outputs([c])
+    return g
 
 
 def elementwise(tdev, sync, args):
+    """Fused elementwise chain and row reduction in GB/s (bytes read + written), beside a
+    device-to-device copy of the same bytes on the OpenCL device (clEnqueueCopyBuffer) and
+    on the torch device (Tensor.clone), all measured in this run."""
     from torchtrt_c import _C
 
     rows = []
-    for n in (1 << 20, 1 << 24):
+    gpu = tdev.type == "cuda"
+    sizes = (1 << 20, 1 << 24, 1 << 26) if gpu else (1 << 20, 1 << 23)
+    runs = 50 if gpu else 10
+
+    def copy_gbs(nbytes):  # both sides of a copy of nbytes: read + write
+        cl = statistics.median(_C.Engine.benchmark_copy(nbytes, runs=runs, warmup=3)) / 1e3
+        src = torch.empty(nbytes // 4, device=tdev)
+        tt = _time_torch(lambda: src.clone(), sync, runs)
+        return 2 * nbytes / cl / 1e9, 2 * nbytes / tt / 1e9
+
+    for n in sizes:
         x = torch.randn(n)
-        # fused chain: relu(x * 2 + 1) -> one kernel reading x once and writing once
-        g = _C.Graph()
-        xi = g.add_input("x", ("tensor", "float32", [n]))
-        two, one = g.add_constant(2.0), g.add_constant(1.0)
-        t = ("tensor", "float32", [n])
-        a = g.add_node("aten.mul.Tensor", [xi, two], [t])[0]
-        b = g.add_node("aten.add.Tensor", [a, one, g.add_constant(1)], [t])[0]
-        c = g.add_node("aten.relu.default", [b], [t])[0]
-        g.set_outputs([c])
-        eng = _C.Engine.build(g, name="fused_ew", cache_dir="")
+        eng = _C.Engine.build(_ew_graph(n, "float32"), name="fused_ew", cache_dir="")
         out = torch.empty(n)
-        runs = 50
+        eng.execute([x.numpy()], [out.numpy()])
+        err = (out - torch.relu(x * 2 + 1)).abs().max().item()
         t_e, mode = _time_engine(eng, [x], [out], runs)
         xd = x.to(tdev)
-        t_copy = _time_torch(lambda: xd.clone(), sync, runs)
         t_torch = _time_torch(lambda: torch.relu(xd * 2 + 1), sync, runs)
+        cl_copy, torch_copy = copy_gbs(4 * n)
         nbytes = 2 * 4 * n
-        rows.append({"kernel": "relu(x*2+1) fused", "elements": n, "ttc_GBs": nbytes / t_e / 1e9,
-                     "torch_eager_GBs": nbytes / t_torch / 1e9, "device_copy_GBs": nbytes / t_copy / 1e9,
-                     "ttc_timing": mode})
+        rows.append({"kernel": "relu(x*2+1) fused", "elements": n, "MB_moved": nbytes / 1e6,
+                     "ttc_GBs": nbytes / t_e / 1e9, "opencl_copy_GBs": cl_copy,
+                     "ttc_vs_copy": (nbytes / t_e / 1e9) / cl_copy, "torch_eager_GBs": nbytes / t_torch / 1e9,
+                     "torch_copy_GBs": torch_copy, "max_abs_err": err, "ttc_timing": mode})
         print(rows[-1], file=sys.stderr, flush=True)
-        # row reduction: sum over the last dim of (n/1024, 1024)
+        # row reduction: sum over the last dim of (n/1024, 1024): reads n, writes n/1024
         xr = x.view(n // 1024, 1024)
         ref = xr.sum(-1)
         _, eng = build("aten.sum.dim_IntList", [xr, [-1], False, None], [ref])
+        got = torch.empty_like(ref)
+        eng.execute([xr.numpy()], [got.numpy()])
+        err = (got - ref).abs().max().item()
         t_e, mode = _time_engine(eng, [xr], [ref], runs)
         xrd = xr.to(tdev)
         t_torch = _time_torch(lambda: xrd.sum(-1), sync, runs)
-        nbytes = 4 * n
-        rows.append({"kernel": "sum(dim=-1) rows of 1024", "elements": n, "ttc_GBs": nbytes / t_e / 1e9,
-                     "torch_eager_GBs": nbytes / t_torch / 1e9, "device_copy_GBs": 2 * 4 * n / t_copy / 1e9,
-                     "ttc_timing": mode})
+        nbytes = 4 * n + 4 * (n // 1024)
+        rows.append({"kernel": "sum(dim=-1), rows of 1024", "elements": n, "MB_moved": nbytes / 1e6,
+                     "ttc_GBs": nbytes / t_e / 1e9, "opencl_copy_GBs": cl_copy,
+                     "ttc_vs_copy": (nbytes / t_e / 1e9) / cl_copy, "torch_eager_GBs": nbytes / t_torch / 1e9,
+                     "torch_copy_GBs": torch_copy, "max_abs_err": err, "ttc_timing": mode})
         print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 
-def run(kinds, tdev, sync, args):
-    out = {}
+KINDS = {"elementwise": elementwise, "gemm": gemm, "conv": conv}
+
+
+def run(kinds, tdev, sync, args, late=None, save=None, out=None):
+    """Runs the named kernel sets into out (dict kind -> rows), calling save() after each;
+    a set not started before late() turns true is recorded as skipped."""
+    out = {} if out is None else out
     for k in kinds:
-        out[k] = {"gemm": gemm, "conv": conv, "elementwise": elementwise}[k](tdev, sync, args)
+        if k not in KINDS:
+            raise ValueError(f"unknown kernel set {k!r}; known: {', '.join(KINDS)}")
+        if late is not None and late():
+            out[k] = [{"skipped": "deadline reached"}]
+        else:
+            try:
+                out[k] = KINDS[k](tdev, sync, args)
+            except Exception as e:  # one failing set must not lose the others
+                out[k] = [{"error": f"{type(e).__name__}: {e}"[:300]}]
+        if save is not None:
+            save()
     return out

@@ -1,18 +1,35 @@
 """Side-by-side benchmarks: torchtrt_c vs torch eager vs torch.compile (Inductor), one process.
 
-    python bench/run.py --models resnet18,bert_base --batches 1,8 --precisions fp32
-    python bench/run.py --kernels gemm,conv,elementwise      # kernel benchmarks
-    python bench/run.py --partition                           # partitioner scale (1k..100k nodes)
+    python bench/run.py --models resnet18,bert_base --batches 1,8,32 --precisions fp32,fp16
+    python bench/run.py --models "" --kernels elementwise,gemm,conv   # kernel benchmarks
+    python bench/run.py --models "" --partition                       # partitioner, 1k..100k nodes
+    bench/cpu_run.sh / bench/gpu_run.sh PART                          # the recorded runs
 
-Writes JSON + a Markdown table under --out (default bench/out/<device>-<date>/); bench/report.py
-turns one or more JSON files into the Markdown table and the PNG chart of ratios.
-Timing: median (and p10/p90) of --runs timed calls after --warmup calls. Compiled models are
-timed end to end from tensors on the torch device of the comparison (CPU for a CPU OpenCL device,
-CUDA for a GPU one); "resident" rows time the engines with inputs already in device buffers.
+Writes results.json (after every row, so a run cut short keeps what it measured), results.md
+and ratios.png (when matplotlib is there) under --out (default bench/out/<cpu|gpu>-<date>/);
+bench/report.py merges several results.json into one set of tables and a chart.
+
+What each column measures (median, p10-p90 over timed runs after --warmup calls; each timed
+configuration runs until --budget seconds are spent, between --min-runs and --max-runs calls):
+- eager / inductor: the model on the torch device matching the OpenCL device (CPU for a CPU
+  OpenCL device, CUDA for a GPU one; default torch settings, so cuDNN convolutions may use
+  TF32), inputs already on that device, synchronised after each call.
+- ttc end to end: the compiled module called with tensors on that same torch device. Engines
+  run on host copies, so on a GPU every call includes device->host->OpenCL->host->device copies.
+- ttc resident: runtime.benchmark_resident: each engine's kernel sequence with its inputs
+  already in OpenCL buffers (launches + one clFinish), plus any torch fallback segment timed on
+  its recorded inputs. On a CPU OpenCL device engines read host memory directly, so resident
+  differs from end to end only by the Python/op overhead and output allocation.
+- compile cold: empty engine and program cache (fresh directory); warm: the same compile
+  again, engines reused from that cache.
+- peak memory: ttc = sum of the engines' reported device memory (constants + intermediate
+  arena); eager on CUDA = torch.cuda.max_memory_allocated over one call (weights included);
+  eager on CPU = growth of the process's peak RSS during one call (weights excluded).
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import gc
 import json
@@ -28,6 +45,7 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import torchtrt_c  # noqa: E402
@@ -40,29 +58,45 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def timeit(fn, runs, warmup, sync):
-    for _ in range(warmup):
+def stats(times_s, runs=None):
+    ts = sorted(times_s)
+    q = lambda p: ts[min(len(ts) - 1, int(p * len(ts)))]  # noqa: E731
+    return {"median_ms": statistics.median(ts) * 1e3, "p10_ms": q(0.1) * 1e3, "p90_ms": q(0.9) * 1e3,
+            "runs": runs or len(ts)}
+
+
+def measure(fn, sync, args):
+    """Warm-up calls, then timed calls until --budget seconds are spent (within min/max runs)."""
+    for _ in range(args.warmup):
         fn()
     sync()
-    times = []
-    for _ in range(runs):
+    times, start = [], time.perf_counter()
+    while len(times) < args.max_runs and (len(times) < args.min_runs or time.perf_counter() - start < args.budget):
         t0 = time.perf_counter()
         fn()
         sync()
         times.append(time.perf_counter() - t0)
-    times.sort()
-    q = lambda p: times[min(len(times) - 1, int(p * len(times)))]  # noqa: E731
-    return {"median_ms": statistics.median(times) * 1e3, "p10_ms": q(0.1) * 1e3,
-            "p90_ms": q(0.9) * 1e3, "runs": runs}
+    return stats(times)
 
 
-def adaptive_runs(fn, sync, budget_s, min_runs=5, max_runs=200):
-    """Number of runs that fits the time budget for one configuration."""
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    one = max(time.perf_counter() - t0, 1e-5)
-    return int(max(min_runs, min(max_runs, budget_s / one)))
+def _vm_kib(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def rss_growth_bytes(fn):
+    """Growth of peak RSS over the current RSS during fn() (Linux; None elsewhere)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        base = _vm_kib("VmRSS")
+        fn()
+        return max(0, _vm_kib("VmHWM") - base) * 1024
+    except (OSError, TypeError):
+        return None
 
 
 def opencl_device_info():
@@ -72,31 +106,88 @@ def opencl_device_info():
     return d if isinstance(d, dict) else dict(d.__dict__) if hasattr(d, "__dict__") else {"name": str(d)}
 
 
+def engine_modules(trt):
+    from torchtrt_c.runtime import EngineModule
+    return [m for _, m in trt.named_children() if isinstance(m, EngineModule)]
+
+
+def engines_peak_bytes(trt):
+    from torchtrt_c.runtime import ENGINES
+    total = 0
+    for sub in engine_modules(trt):
+        eng, _ = ENGINES.get(sub.engine_meta.id, sub.engine)
+        total += int(eng.peak_memory)
+    return total or None
+
+
+def check_placement(model, tdev, dtype):
+    """Every parameter and buffer on tdev, floating ones in dtype: else the eager/Inductor side
+    would not be measuring what the row says."""
+    bad = [n for n, t in list(model.named_parameters()) + list(model.named_buffers())
+           if t.device.type != tdev.type or (t.is_floating_point() and t.dtype != dtype)]
+    if bad:
+        raise RuntimeError(f"model copy not on {tdev}/{dtype}: {bad[:5]}")
+
+
+_MASTERS = {}
+
+
+def master_model(name, size):
+    """The fp32 CPU model, built once per process (ResNet-50/GPT-2 init takes seconds)."""
+    if (name, size) not in _MASTERS:
+        _MASTERS.clear()
+        _MASTERS[(name, size)] = build(name, size)
+    return _MASTERS[(name, size)]
+
+
+class RowBudget:
+    """Optional parts of a row (Inductor, resident timing) are skipped once a row has run for
+    --row-budget seconds, so that one slow configuration cannot eat a whole device lease."""
+
+    def __init__(self, seconds):
+        self.seconds, self.t0 = seconds, time.perf_counter()
+
+    def left(self):
+        return self.seconds <= 0 or time.perf_counter() - self.t0 < self.seconds
+
+
 def bench_model(name, batch, precision, args, tdev, sync):
+    budget = RowBudget(args.row_budget)
     row = {"model": name, "batch": batch, "precision": precision, "torch_device": str(tdev)}
-    model, make_input = build(name, "full")
+    if args.size != "full":
+        row["size"] = args.size
+    master, make_input = master_model(name, args.size)
     dtype = torch.float16 if precision == "fp16" else torch.float32
+    torch.manual_seed(batch)
     x = make_input(batch)
     if x.is_floating_point():
         x = x.to(dtype)
-    model = model.to(dtype)
-    import copy
-    model_dev = copy.deepcopy(model).to(tdev)  # Module.to is in place: keep a CPU copy to compile
+    # deepcopy before every .to: Module.to converts in place. model: CPU copy that torchtrt_c
+    # compiles; model_dev: the eager/Inductor copy on the torch device.
+    model = copy.deepcopy(master).to(dtype=dtype)
+    model_dev = copy.deepcopy(master).to(device=tdev, dtype=dtype)
+    check_placement(model_dev, tdev, dtype)
     x_dev = x.to(tdev)
     first = lambda o: o[0] if isinstance(o, (tuple, list)) else o  # noqa: E731
 
     with torch.inference_mode():
-        # torch eager on the matching torch device
-        runs = adaptive_runs(lambda: model_dev(x_dev), sync, args.budget)
-        row["eager"] = timeit(lambda: model_dev(x_dev), runs, args.warmup, sync)
+        row["eager"] = measure(lambda: model_dev(x_dev), sync, args)
         ref = first(model_dev(x_dev)).float().cpu()
         if tdev.type == "cuda":
+            sync()
             torch.cuda.reset_peak_memory_stats()
             model_dev(x_dev)
             sync()
-            row["eager"]["peak_bytes"] = torch.cuda.max_memory_allocated()
+            row["eager_peak_bytes"] = torch.cuda.max_memory_allocated()
+        else:
+            row["eager_peak_bytes"] = rss_growth_bytes(lambda: model_dev(x_dev))
 
-    if not args.skip_inductor:
+    if args.skip_inductor:
+        row["inductor_error"] = "skipped (--skip-inductor)"
+    elif not budget.left():
+        row["inductor_error"] = f"skipped: row budget {args.row_budget:.0f} s spent"
+    else:
+        ind = None
         try:
             t0 = time.perf_counter()
             ind = torch.compile(model_dev)
@@ -104,13 +195,13 @@ def bench_model(name, batch, precision, args, tdev, sync):
                 ind(x_dev)
                 sync()
                 row["inductor_compile_s"] = time.perf_counter() - t0
-                runs = adaptive_runs(lambda: ind(x_dev), sync, args.budget)
-                row["inductor"] = timeit(lambda: ind(x_dev), runs, args.warmup, sync)
+                row["inductor"] = measure(lambda: ind(x_dev), sync, args)
         except Exception as e:  # report, don't hide: the row says why Inductor has no number
             row["inductor_error"] = f"{type(e).__name__}: {e}"[:300]
+        del ind
         torch._dynamo.reset()
 
-    # torchtrt_c: cold compile (empty engine cache), then warm (engines reused from the cache)
+    # torchtrt_c: cold compile (empty engine + program cache), then warm (engines reused)
     cache = tempfile.mkdtemp(prefix="ttc-bench-cache-")
     prec = {torch.float16} if precision == "fp16" else {torch.float32}
     opts = dict(inputs=[x], enabled_precisions=prec, min_block_size=1, cache_built_engines=True,
@@ -126,33 +217,38 @@ def bench_model(name, batch, precision, args, tdev, sync):
     except Exception as e:
         row["ttc_error"] = f"{type(e).__name__}: {e}"[:500]
         return row
-    row["ttc_engines"] = sum(1 for n, _ in trt.named_children() if n.startswith("_run_on_acc"))
-    row["ttc_torch_segments"] = sum(1 for n, _ in trt.named_children() if n.startswith("_run_on_gpu"))
-    peak = 0
-    for _, sub in trt.named_children():
-        eng = getattr(sub, "engine_object", None)
-        eng = eng() if callable(eng) else eng
-        if eng is not None and hasattr(eng, "peak_memory"):
-            peak += int(eng.peak_memory)
-    row["ttc_peak_bytes"] = peak or None
+    # torch fallback segments hold the CPU copy's weights: run them on the torch device, as a
+    # user passing tensors on that device would.
+    trt = trt.to(tdev)
+    kids = [n for n, _ in trt.named_children()]
+    row["ttc_engines"] = sum(1 for n in kids if n.startswith("_run_on_acc"))
+    row["ttc_torch_segments"] = sum(1 for n in kids if n.startswith("_run_on_gpu"))
+    row["ttc_peak_bytes"] = engines_peak_bytes(trt)
     with torch.inference_mode():
-        out = trt(x_dev)
-        out = first(out).float().cpu()
+        out = first(trt(x_dev)).float().cpu()
         err = (out - ref).abs().max().item()
         row["ttc_max_abs_err"] = err
         row["ttc_max_rel_err"] = err / max(ref.abs().max().item(), 1e-12)
-        runs = adaptive_runs(lambda: trt(x_dev), sync, args.budget)
-        row["ttc_end_to_end"] = timeit(lambda: trt(x_dev), runs, args.warmup, sync)
-        resident = getattr(torchtrt_c.runtime, "benchmark_resident", None)
-        if resident is not None and row["ttc_engines"] == 1 and row["ttc_torch_segments"] == 0:
-            try:
-                row["ttc_resident"] = resident(trt, [x], runs=runs, warmup=args.warmup)
-            except Exception as e:
-                row["ttc_resident_error"] = f"{type(e).__name__}: {e}"[:300]
+        row["ttc_end_to_end"] = measure(lambda: trt(x_dev), sync, args)
+        if tdev.type == "cpu":
+            row["ttc_rss_growth_bytes"] = rss_growth_bytes(lambda: trt(x_dev))
     e2e = row["ttc_end_to_end"]["median_ms"]
-    row["ratio_ttc_over_eager"] = e2e / row["eager"]["median_ms"]
-    if "inductor" in row:
-        row["ratio_ttc_over_inductor"] = e2e / row["inductor"]["median_ms"]
+    if budget.left():
+        runs = int(max(args.min_runs, min(args.max_runs, args.budget * 1e3 / max(e2e, 1e-3))))
+        try:
+            r = torchtrt_c.runtime.benchmark_resident(trt, [x_dev], runs=runs, warmup=args.warmup)
+            r.pop("times_ms", None)
+            row["ttc_resident"] = r
+        except Exception as e:
+            row["ttc_resident_error"] = f"{type(e).__name__}: {e}"[:300]
+    else:
+        row["ttc_resident_error"] = f"skipped: row budget {args.row_budget:.0f} s spent"
+    for key, base in (("eager", "eager"), ("inductor", "inductor")):
+        if base in row:
+            row[f"ratio_ttc_over_{key}"] = e2e / row[base]["median_ms"]
+            if "ttc_resident" in row:
+                row[f"ratio_resident_over_{key}"] = row["ttc_resident"]["median_ms"] / row[base]["median_ms"]
+    row["row_s"] = time.perf_counter() - budget.t0
     del trt
     gc.collect()
     return row
@@ -161,23 +257,38 @@ def bench_model(name, batch, precision, args, tdev, sync):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(ALL_MODELS))
-    ap.add_argument("--batches", default="1,8")
+    ap.add_argument("--size", default="full", choices=["full", "tiny"],
+                    help="zoo sizes: full (the real architectures) or tiny (for checking the harness)")
+    ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--precisions", default="fp32")
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--budget", type=float, default=3.0, help="seconds of timed runs per configuration")
+    ap.add_argument("--budget", type=float, default=2.0, help="seconds of timed calls per measured configuration")
+    ap.add_argument("--min-runs", type=int, default=5)
+    ap.add_argument("--max-runs", type=int, default=200)
+    ap.add_argument("--row-budget", type=float, default=0,
+                    help="seconds per row after which Inductor/resident parts are skipped (0: no limit)")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="seconds after start when no new row/kernel set is started (0: none); rows left "
+                         "are recorded as skipped")
     ap.add_argument("--skip-inductor", action="store_true")
     ap.add_argument("--optimization-level", type=int, default=3)
-    ap.add_argument("--kernels", default="", help="comma list: gemm,conv,elementwise")
-    ap.add_argument("--partition", action="store_true", help="partitioner scale benchmark")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--kernels", default="", help="comma list of elementwise,gemm,conv")
+    ap.add_argument("--partition", action="store_true", help="partitioner scale benchmark (1k..100k nodes)")
+    ap.add_argument("--tag", default="", help="label stored in the results (e.g. 'gpu part 1')")
+    ap.add_argument("--out", default=None, help="directory for results.json/.md/.png (or a path ending in .json)")
     args = ap.parse_args(argv)
+    start = time.perf_counter()
+    late = lambda: args.deadline > 0 and time.perf_counter() - start > args.deadline  # noqa: E731
 
     dev = opencl_device_info()
     is_gpu = "GPU" in str(dev.get("type", "")).upper()
     tdev = torch.device("cuda" if is_gpu and torch.cuda.is_available() else "cpu")
     sync = torch.cuda.synchronize if tdev.type == "cuda" else (lambda: None)
+    now = datetime.datetime.now(datetime.timezone.utc)
     meta = {
-        "date": datetime.date.today().isoformat(),
+        "date": now.date().isoformat(),
+        "time_utc": now.strftime("%H:%M"),
+        "tag": args.tag,
         "opencl_device": dev,
         "torch_device": str(tdev),
         "torch_device_name": torch.cuda.get_device_name() if tdev.type == "cuda" else platform.processor() or platform.machine(),
@@ -186,49 +297,69 @@ def main(argv=None):
         "torchtrt_c": torchtrt_c.__version__,
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
-        "command": " ".join(sys.argv),
+        "command": " ".join(["bench/run.py"] + sys.argv[1:]),
+        "settings": {k: getattr(args, k) for k in ("size", "warmup", "budget", "min_runs", "max_runs", "row_budget",
+                                                   "optimization_level")},
     }
-    log("device:", dev, "| torch device:", tdev)
+    log("device:", dev.get("name"), "| torch device:", tdev)
     results = {"meta": meta, "models": [], "kernels": {}, "partition": None}
 
-    tag = ("gpu" if is_gpu else "cpu") + "-" + meta["date"]
-    out = pathlib.Path(args.out or (ROOT / "bench" / "out" / tag))
+    if args.out and args.out.endswith(".json"):
+        json_path = pathlib.Path(args.out)
+        out = json_path.parent
+    else:
+        out = pathlib.Path(args.out or (ROOT / "bench" / "out" / (("gpu" if is_gpu else "cpu") + "-" + meta["date"])))
+        json_path = out / "results.json"
     out.mkdir(parents=True, exist_ok=True)
 
     def save():  # after every row, so that a run cut short still leaves its results
-        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        results["meta"]["elapsed_s"] = round(time.perf_counter() - start, 1)
+        json_path.write_text(json.dumps(results, indent=1, default=str))
 
-    if args.models:
-        for name in [m for m in args.models.split(",") if m]:
-            for prec in args.precisions.split(","):
-                for b in [int(v) for v in args.batches.split(",")]:
-                    log(f"== {name} batch {b} {prec}")
+    for name in [m for m in args.models.split(",") if m]:
+        for prec in args.precisions.split(","):
+            for b in [int(v) for v in args.batches.split(",")]:
+                if late():
+                    row = {"model": name, "batch": b, "precision": prec,
+                           "error": f"skipped: --deadline {args.deadline:.0f} s reached"}
+                else:
+                    log(f"== {name} batch {b} {prec}  (t={time.perf_counter() - start:.0f}s)")
                     try:
                         row = bench_model(name, b, prec, args, tdev, sync)
                     except Exception as e:
                         row = {"model": name, "batch": b, "precision": prec, "error": f"{type(e).__name__}: {e}"[:500]}
-                    log(json.dumps(row))
-                    results["models"].append(row)
-                    save()
+                    gc.collect()
+                    if tdev.type == "cuda":
+                        torch.cuda.empty_cache()
+                log(json.dumps(row))
+                results["models"].append(row)
+                save()
+    _MASTERS.clear()
 
     if args.kernels:
         import kernels as kb  # bench/kernels.py
-        results["kernels"] = kb.run([k for k in args.kernels.split(",") if k], tdev, sync, args)
+        kb.run([k for k in args.kernels.split(",") if k], tdev, sync, args, late=late, save=save,
+               out=results["kernels"])
+        save()
     if args.partition:
-        import bench_partition as bp  # bench/bench_partition.py
-        results["partition"] = bp.run() if hasattr(bp, "run") else None
+        if late():
+            results["partition_error"] = f"skipped: --deadline {args.deadline:.0f} s reached"
+        else:
+            import bench_partition as bp  # bench/bench_partition.py
+            results["partition"] = bp.run()
+        save()
 
     save()
     import report
-    (out / "results.md").write_text(report.markdown([results]))
+    md = report.markdown([results])
+    (out / (json_path.stem + ".md")).write_text(md)
     try:
-        report.chart([results], out / "ratios.png")
-    except Exception as e:  # matplotlib may be missing on a remote machine; report.py redraws later
+        report.chart([results], out / (json_path.stem + "-ratios.png"))
+    except ImportError as e:  # matplotlib may be missing on a remote machine; report.py redraws later
         log("chart skipped:", e)
-    print(report.markdown([results]))
-    log("wrote", out)
+    print(md)
+    log(f"wrote {json_path} ({time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     main()
