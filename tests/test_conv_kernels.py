@@ -30,7 +30,7 @@ def family(request, monkeypatch):
 
 
 def conv_case(n, cin, cout, hw, k, stride=1, pad=0, dil=1, groups=1, bias=True, relu=False, residual=False,
-              precision="fp32", conv1d=False, seed=0):
+              precision="fp32", conv1d=False, seed=0, kernels=1):
     """Builds conv (+bias) (+relu) (+residual) as one graph, runs it, compares with torch."""
     kh, kw = (1, k) if conv1d else (k, k) if isinstance(k, int) else k
     x = rand(n, cin, hw[1], seed=seed) if conv1d else rand(n, cin, *hw, seed=seed)
@@ -73,9 +73,10 @@ def conv_case(n, cin, cout, hw, k, stride=1, pad=0, dil=1, groups=1, bias=True, 
     assert_close(torch.from_numpy(out), ref, tol, tol, f"conv {tuple(x.shape)} w{tuple(w.shape)} s{stride} p{pad} d{dil} "
                  f"g{groups} {precision}")
     # the epilogue is fused: one kernel for conv + bias + relu + residual (conv1d's output
-    # is a reshaped view, so the residual add stays a kernel of its own there)
+    # is a reshaped view, so the residual add stays a kernel of its own there); split-K
+    # convolutions are two: partial sums, then their sum with the epilogue
     if not conv1d:
-        assert e.info()["n_kernels"] == 1, e.info()["kernels"]
+        assert e.info()["n_kernels"] == kernels, e.info()["kernels"]
     return e
 
 
@@ -151,3 +152,40 @@ def test_dynamic_batch(monkeypatch):
         out = np.empty((n, 10, 7, 7), np.float32)
         e.execute([x.numpy()], [out])
         assert_close(torch.from_numpy(out), torch.nn.functional.conv2d(x, w, padding=1), 1e-4, 1e-4, f"batch {n}")
+
+
+@pytest.mark.parametrize("n,cin,cout,hw,k,stride,pad", [
+    (1, 64, 20, (5, 7), 3, 1, 1),      # K = 576: 2 slices
+    (1, 150, 36, (4, 3), 3, 2, 1),     # K = 1350: 5 slices, the last one partial
+    (2, 700, 24, (3, 3), 1, 1, 0),     # 1x1: 2 slices across two images
+])
+def test_split_k(family, n, cin, cout, hw, k, stride, pad):
+    """Deep, small convolutions are cut along K (partials + a summing kernel with the epilogue)."""
+    conv_case(n, cin, cout, hw, k, stride, pad, relu=True, residual=True, seed=cin, kernels=2)
+    conv_case(n, cin, cout, hw, k, stride, pad, precision="fp16", seed=cin, kernels=2)
+
+
+def test_split_k_batch_norm():
+    """Batch norm after a split convolution is not folded into the weights but still fused."""
+    x = rand(1, 96, 6, 6)
+    w = rand(48, 96, 3, 3, seed=1) / 30
+    gamma, beta, mean, var = rand(48, seed=2), rand(48, seed=3), rand(48, seed=4), rand(48, seed=5).abs() + 0.5
+    g = C.Graph()
+    xi = g.add_input("x", ("tensor", "float32", [1, 96, 6, 6]))
+    cs = [g.add_tensor_constant(nm, "float32", list(t.shape), t.numpy())
+          for nm, t in [("w", w), ("g", gamma), ("be", beta), ("m", mean), ("v", var)]]
+    L = g.add_constant
+    ot = ("tensor", "float32", [1, 48, 6, 6])
+    (c,) = g.add_node("aten.convolution.default", [xi, cs[0], L(None), L([1, 1]), L([1, 1]), L([1, 1]), L(False),
+                                                   L([0, 0]), L(1)], [ot])
+    outs = g.add_node("aten._native_batch_norm_legit_no_training.default", [c, cs[1], cs[2], cs[3], cs[4], L(0.1), L(1e-5)],
+                      [ot, ("tensor", "float32", [0]), ("tensor", "float32", [0])])
+    (r,) = g.add_node("aten.relu.default", [outs[0]], [ot])
+    g.set_outputs([r])
+    e = C.Engine.build(g, cache_dir="")
+    assert e.info()["n_kernels"] == 2, e.info()["kernels"]
+    out = np.empty((1, 48, 6, 6), np.float32)
+    e.execute([x.numpy()], [out])
+    ref = torch.relu(torch.nn.functional.batch_norm(torch.nn.functional.conv2d(x, w, padding=1), mean, var, gamma, beta,
+                                                    eps=1e-5))
+    assert_close(torch.from_numpy(out), ref, 1e-4, 1e-4, "split conv + batch norm + relu")

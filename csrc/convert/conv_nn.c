@@ -95,6 +95,20 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
     return TTC_OK;
 }
 
+/* Split-K for convolutions with few outputs and a long reduction (deep layers at small
+ * batch): too few output tiles to fill a GPU, so the reduction is cut into slices whose
+ * partial sums a REDUCE op adds up (carrying the epilogue). Needs a static batch; only
+ * ungrouped convolutions. Returns the number of slices (1: none). */
+static int32_t conv_ksplit(const ttc_dim *od, int64_t C, int64_t OC, int64_t KH, int64_t KW, int64_t groups) {
+    if (groups != 1 || od[0].sym >= 0 || od[2].sym >= 0 || od[3].sym >= 0) return 1;
+    int64_t K = C * KH * KW, npq = od[0].add * od[2].add * od[3].add;
+    int64_t tiles = ((OC + 63) / 64) * ((npq + 63) / 64);
+    if (tiles >= 132 || K < 512) return 1;
+    int64_t s = (264 + tiles - 1) / tiles;
+    if (s > K / 256) s = K / 256;
+    return s < 2 ? 1 : (int32_t)s;
+}
+
 /* convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups);
  * conv2d/conv1d(x, w, b, stride, padding, dilation, groups) */
 ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
@@ -146,11 +160,15 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         xc = ttc_kir_view(k, xc, TTC_VIEW_RESHAPE, 4, d4, n->outputs[0]->name);
         if (xc < 0) s = TTC_ERR_NOMEM;
     }
-    int32_t oi = -1;
+    int32_t oi = -1, ksplit = 1;
     if (s == TTC_OK) {
         ttc_dim od[4] = {ot->dims[0], ot->dims[1], nd == 2 ? ot->dims[2] : ttc_dim_const(1), ot->dims[nd + 1]};
-        oi = ttc_kir_op(k, TTC_KOP_CONV2D, ttc_cx_float_dtype(cx, ot->dtype), 4, od, n->outputs[0]->name);
+        ksplit = conv_ksplit(od, wshape[1] * groups, wshape[0], wshape[2], wshape[3], groups);
+        ttc_dim pd[4] = {ttc_dim_const(od[0].add * ksplit), od[1], od[2], od[3]};
+        oi = ttc_kir_op(k, TTC_KOP_CONV2D, ksplit > 1 ? TTC_DTYPE_FLOAT32 : ttc_cx_float_dtype(cx, ot->dtype), 4,
+                        ksplit > 1 ? pd : od, n->outputs[0]->name);
         if (oi < 0) s = TTC_ERR_NOMEM;
+        else k->ops[oi].p.conv.ksplit = ksplit;
     }
     if (s == TTC_OK) {
         ttc_kop *op = &k->ops[oi];
@@ -167,6 +185,22 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
     free(bf);
     if (s != TTC_OK) return s;
     int32_t y = k->ops[oi].out;
+    if (ksplit > 1) {  /* sum the slices' partials: [ksplit, N, OC, OH, OW] -> [N, OC, OH, OW] */
+        const ttc_et *pt = &k->ts[y];
+        ttc_dim d5[5] = {ttc_dim_const(ksplit), ttc_dim_const(pt->dims[0].add / ksplit), pt->dims[1], pt->dims[2],
+                         pt->dims[3]}, od[4] = {d5[1], d5[2], d5[3], d5[4]};
+        int32_t pv = ttc_kir_view(k, y, TTC_VIEW_RESHAPE, 5, d5, n->outputs[0]->name);
+        int32_t ri = pv < 0 ? -1 : ttc_kir_op(k, TTC_KOP_REDUCE, ttc_cx_float_dtype(cx, ot->dtype), 4, od,
+                                              n->outputs[0]->name);
+        if (ri < 0) return TTC_ERR_NOMEM;
+        ttc_kop *rop = &k->ops[ri];
+        rop->in[0] = pv;
+        rop->p.red.kind = TTC_RED_SUM;
+        rop->p.red.mask = 1;
+        rop->epi = k->ops[oi].epi;  /* the bias moves to the sum */
+        ttc_expr_init(&k->ops[oi].epi);
+        y = rop->out;
+    }
     if (nd == 1) {
         y = ttc_kir_view(k, y, TTC_VIEW_RESHAPE, 3, ot->dims, n->outputs[0]->name);
         if (y < 0) return TTC_ERR_NOMEM;

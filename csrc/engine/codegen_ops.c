@@ -36,13 +36,13 @@ static int64_t dim_opt(const ttc_kir *k, ttc_dim d) {
 /* The largest tile that still gives enough work-groups to fill a big GPU (~2 per SM on
  * 132 SMs) at the symbols' opt values; small problems get the 32-wide tiles.
  * TORCHTRT_C_CONV_TILE=<index> forces one (tests cover every shape that way). */
-static int32_t conv_tile_choice(int64_t G, int64_t OCG, int64_t NPQ) {
+static int32_t conv_tile_choice(int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
     const char *f = getenv("TORCHTRT_C_CONV_TILE");
     if (f && *f >= '0' && *f < '0' + CONV_TILES && !f[1]) return *f - '0';
     for (int32_t t = 0; t < 3; t++) {
         const int32_t *c = conv_tiles[t];
         if (OCG < c[0] / 2) continue;
-        int64_t wgs = G * ((OCG + c[0] - 1) / c[0]) * ((NPQ + c[1] - 1) / c[1]);
+        int64_t wgs = G * S * ((OCG + c[0] - 1) / c[0]) * ((NPQ + c[1] - 1) / c[1]);
         if (wgs >= 264) return t;
     }
     return NPQ <= 16 ? 4 : 3;
@@ -53,17 +53,20 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[2]], *out = &k->ts[op->out];
     int32_t G = op->p.conv.groups;
     int64_t C = x->dims[1].add, OC = out->dims[1].add, ICG = C / G, OCG = OC / G, OCG4 = (OCG + 3) / 4 * 4;
-    int64_t NPQ = dim_opt(k, out->dims[0]) * dim_opt(k, out->dims[2]) * dim_opt(k, out->dims[3]);
-    const int32_t *c = conv_tiles[conv_tile_choice(G, OCG, NPQ)];
+    int64_t S = op->p.conv.ksplit > 1 ? op->p.conv.ksplit : 1;
+    int64_t NPQ = dim_opt(k, out->dims[0]) / S * dim_opt(k, out->dims[2]) * dim_opt(k, out->dims[3]);
+    const int32_t *c = conv_tiles[conv_tile_choice(G, OCG, NPQ, S)];
+    /* K slices: whole TK blocks */
+    int64_t KT = ICG * op->p.conv.k[0] * op->p.conv.k[1], KSL = ((KT + S - 1) / S + c[2] - 1) / c[2] * c[2];
     int32_t nt = (c[0] / c[3]) * (c[1] / c[4]);
     int64_t MT = (OCG + c[0] - 1) / c[0];
     bool pw1 = op->p.conv.k[0] == 1 && op->p.conv.k[1] == 1 && op->p.conv.stride[0] == 1 &&
                op->p.conv.stride[1] == 1 && op->p.conv.pad[0] == 0 && op->p.conv.pad[1] == 0;
     char v[24][24];
-    int64_t vals[24] = {C, OC, ICG, OCG, OCG4, MT, op->p.conv.k[0], op->p.conv.k[1], op->p.conv.stride[0],
+    int64_t vals[24] = {S, KSL, C, OC, ICG, OCG, OCG4, MT, op->p.conv.k[0], op->p.conv.k[1], op->p.conv.stride[0],
                         op->p.conv.stride[1], op->p.conv.pad[0], op->p.conv.pad[1], op->p.conv.dil[0],
                         op->p.conv.dil[1], pw1, c[0], c[1], c[2], c[3], c[4]};
-    for (int i = 0; i < 20; i++) num(v[i], 24, vals[i]);
+    for (int i = 0; i < 22; i++) num(v[i], 24, vals[i]);
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
@@ -71,10 +74,10 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     else ttc_sbuf_printf(src, "#define LDW4(p,i) vload4(0, (p) + (i))\n");
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
-                          "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "OCG4", v[4], "MT", v[5],
-                          "KH", v[6], "KW", v[7], "SH", v[8], "SW", v[9], "PH", v[10], "PW", v[11],
-                          "DH", v[12], "DW", v[13], "PW1", v[14], "TM", v[15], "TN", v[16], "TK", v[17],
-                          "RM", v[18], "RN", v[19], NULL};
+                          "KSPLIT", v[0], "KSL", v[1], "C", v[2], "OC", v[3], "ICG", v[4], "OCG", v[5],
+                          "OCG4", v[6], "MT", v[7], "KH", v[8], "KW", v[9], "SH", v[10], "SW", v[11], "PH", v[12],
+                          "PW", v[13], "DH", v[14], "DW", v[15], "PW1", v[16], "TM", v[17], "TN", v[18], "TK", v[19],
+                          "RM", v[20], "RN", v[21], NULL};
     TTC_TRY(ttc_codegen_template(src, "conv2d_igemm", defs));
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDW4\n");
     ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
@@ -85,13 +88,15 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
     ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
     ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
-    /* dim 0: ceil(N*OH*OW / TN) work-groups of nt = N*OC*OH*OW * nt / (OC * TN), rounded
-     * up to nt; dim 1: G * MT */
-    ttc_codegen_gdim(ks, 0, op->out, 0, 4, (int32_t)(OC * c[1]), nt);
+    ARG(TTC_ARG_PROD, op->out, 0, 1, -S);  /* batch */
+    /* dim 0: ceil(N*OH*OW / TN) work-groups of nt = S*N*OC*OH*OW * nt / (S * OC * TN),
+     * rounded up to nt; dim 1: G * MT; dim 2: S */
+    ttc_codegen_gdim(ks, 0, op->out, 0, 4, (int32_t)(S * OC * c[1]), nt);
     ks->g[0].mul = nt;
     ttc_codegen_gdim(ks, 1, op->out, 0, 0, 1, 1);
     ks->g[1].mul = (int32_t)(G * MT);
+    ttc_codegen_gdim(ks, 2, op->out, 0, 0, 1, 1);
+    ks->g[2].mul = (int32_t)S;
     ks->use_local = true;
     return TTC_OK;
 }
@@ -102,7 +107,8 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     int32_t G = op->p.conv.groups;
     int64_t C0 = k->ts[op->in[0]].dims[1].add;
     bool depthwise = G > 1 && C0 == G;
-    if (gpu && !depthwise && op->in[2] >= 0) return gen_conv_igemm(src, k, op, ks, P, A_);
+    /* split-K partials come from implicit GEMM on every device */
+    if ((gpu || op->p.conv.ksplit > 1) && !depthwise && op->in[2] >= 0) return gen_conv_igemm(src, k, op, ks, P, A_);
     bool blocked = op->p.conv.ocb == 8 && op->in[3] >= 0 && !gpu;
     bool dw = depthwise && !blocked;
     int32_t wid = blocked ? op->in[3] : op->in[1];

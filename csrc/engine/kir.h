@@ -139,7 +139,9 @@ typedef struct ttc_kop {
     union {
         struct { bool trans_b; } gemm;          /* in: A, B (B may be [N,K] when trans_b) */
         /* in: x, w, w packed [G][K][OCG4] for GPU implicit GEMM (-1 when depthwise), w packed by 8 (ocb 8) */
-        struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2]; } conv;
+        /* ksplit > 1: the reduction is cut into ksplit slices and out is [ksplit*N, OC, OH, OW]
+         * fp32 partial sums (no epilogue) that a following REDUCE op adds up */
+        struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2], ksplit; } conv;
         struct { ttc_reduce_kind kind; uint32_t mask; int64_t correction; bool keepdim; } red;
         struct { int32_t dim; bool log; } softmax;
         struct { int32_t groups; int32_t axis_from; double eps; bool group; } norm; /* in: x, w, b */

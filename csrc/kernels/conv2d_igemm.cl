@@ -7,9 +7,11 @@
  * registers (4-vectors strided across the tile so that local reads are 16-byte and
  * conflict free) and prefetches the next K block into registers while it computes.
  * 1x1 stride-1 unpadded convolutions (PW1) read the input as a plain [K][pixels] matrix.
- * Work: (ceil(N*OH*OW / TN) * NT, G * MT), work-group (NT, 1, 1).
+ * Split-K (KSPLIT > 1): work-group z takes K range [z*KSL, (z+1)*KSL) and writes its
+ * partial sums to out[z*N + n] (a REDUCE op adds them up).
+ * Work: (ceil(N*OH*OW / TN) * NT, G * MT, KSPLIT), work-group (NT, 1, 1).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW4 and C OC ICG OCG OCG4
- * MT KH KW SH SW PH PW DH DW PW1 TM TN TK RM RN. */
+ * MT KH KW SH SW PH PW DH DW PW1 TM TN TK RM RN KSPLIT KSL. */
 #define TTM (TM / RM)
 #define TTN (TN / RN)
 #define NT (TTM * TTN)
@@ -28,6 +30,7 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
     int n0 = get_group_id(0) * TN;
     int g = get_group_id(1) / MT, m0 = (get_group_id(1) % MT) * TM;
     int OHW = OH * OW, NPQ = NB_ * OHW, HW = H * Wd;
+    int ksl = get_group_id(2), kbeg = ksl * KSL, kend = min(KTOT, kbeg + KSL);
     /* the input column this work-item stages never changes: decompose it once */
     int bc = lid % TN, br = lid / TN;
     int n = n0 + bc;
@@ -51,12 +54,12 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
     for (int j = 0; j < NA; j++) {                                                          \
         int idx = lid + j * NT, r = idx / (TM / 4), c4 = (idx % (TM / 4)) * 4;              \
         int k = (k0) + r, m = m0 + c4;                                                      \
-        ra[j] = (k < KTOT && m < OCG4) ? LDW4(Wg, k * OCG4 + m) : (float4)(0.0f);           \
+        ra[j] = (k < kend && m < OCG4) ? LDW4(Wg, k * OCG4 + m) : (float4)(0.0f);           \
     }                                                                                       \
     for (int j = 0; j < NB; j++) {                                                          \
         int k = (k0) + br + j * BRS;                                                        \
         float v = 0.0f;                                                                     \
-        if (nok && k < KTOT) {                                                              \
+        if (nok && k < kend) {                                                              \
             LOAD_X(k, v);                                                                   \
         }                                                                                   \
         rb[j] = v;                                                                          \
@@ -71,15 +74,15 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
         if (ih >= 0 && ih < H && iw >= 0 && iw < Wd) v = LDX(X, xbase + ic * HW + ih * Wd + iw); \
     }
 #endif
-    LOAD_BLOCK(0)
-    for (int k0 = 0; k0 < KTOT; k0 += TK) {
+    LOAD_BLOCK(kbeg)
+    for (int k0 = kbeg; k0 < kend; k0 += TK) {
         for (int j = 0; j < NA; j++) {
             int idx = lid + j * NT;
             vstore4(ra[j], 0, &As[idx / (TM / 4)][(idx % (TM / 4)) * 4]);
         }
         for (int j = 0; j < NB; j++) Bs[br + j * BRS][bc] = rb[j];
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (k0 + TK < KTOT) {
+        if (k0 + TK < kend) {
             LOAD_BLOCK(k0 + TK)
         }
 #pragma unroll
@@ -104,7 +107,7 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
         int im = nn / OHW, pp = nn - im * OHW;
         for (int i = 0; i < RM; i++) {
             int m = m0 + (i / 4) * 4 * TTM + tm * 4 + (i % 4);
-            if (m < OCG) STORE_FN(acc[i][j], (im * OC + g * OCG + m) * OHW + pp EPI_ARGS);
+            if (m < OCG) STORE_FN(acc[i][j], ((ksl * NB_ + im) * OC + g * OCG + m) * OHW + pp EPI_ARGS);
         }
     }
 #undef LOAD_BLOCK
