@@ -10,7 +10,7 @@
  * left before reading; anything off is TTC_ERR_SERIALIZATION saying what. The engine is
  * always rebuilt from the IR (conversion is cheap); the stored program binary is used when
  * the device identity and the regenerated source both match, else the program is built
- * for this device. */
+ * for this device (and GEMM tiles are chosen again: stored ones were timed elsewhere). */
 #include "engine_impl.h"
 
 #include <stdlib.h>
@@ -297,6 +297,12 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         uint64_t seal = 0;
         s = get_u64(b, &seal, "binary seal");
         bool use = s == TTC_OK && same_dev && b->left > 0 && binary_seal(b->p, b->left, e->stored_source, e->dev) == seal;
+        if (!same_dev) {
+            /* tile choices were timed on (and may only run on) the other device: choose anew */
+            free(e->stored_tiles);
+            e->stored_tiles = NULL;
+            e->n_stored_tiles = 0;
+        }
         if (s == TTC_OK) s = ttc_engine_finish(e, use ? b->p : NULL, use ? b->left : 0);
     }
     if (s == TTC_OK) {

@@ -1,0 +1,157 @@
+"""A saved engine built for another device is rebuilt for this one from its IR: the stored program
+binary and GEMM tile choices are not used, the results match. The "other device" is made by
+rewriting the device identity inside a real blob (and fixing the checksum), so this runs on any
+single-device machine. Blob layout (csrc/engine/serialize.c):
+
+    "TTCENGN1" | u32 abi | u32 n_sections | (u32 tag | u64 length | payload)* | u64 FNV-1a
+    DEVICE (tag 2) = three u32-length-prefixed strings: platform, device name, driver
+    TUNING (tag 9) = u32 count, then u32 tile choice per kernel op
+"""
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+import torchtrt_c._C as C
+from convtest import rand
+
+pytestmark = [pytest.mark.device]
+
+SEC_DEVICE, SEC_TUNING = 2, 9
+
+
+def _fnv64(data, seed=0):
+    h = 1469598103934665603 ^ seed
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def parse(blob):
+    assert blob[:8] == b"TTCENGN1"
+    abi, n = struct.unpack_from("<II", blob, 8)
+    off, secs = 16, []
+    for _ in range(n):
+        tag, ln = struct.unpack_from("<IQ", blob, off)
+        off += 12
+        secs.append((tag, bytes(blob[off:off + ln])))
+        off += ln
+    assert off == len(blob) - 8
+    return abi, secs
+
+
+def assemble(abi, secs):
+    out = bytearray(b"TTCENGN1") + struct.pack("<II", abi, len(secs))
+    for tag, p in secs:
+        out += struct.pack("<IQ", tag, len(p)) + p
+    return bytes(out + _fnv64(bytes(out)).to_bytes(8, "little"))
+
+
+def strings(payload):
+    out, off = [], 0
+    while off < len(payload):
+        (n,) = struct.unpack_from("<I", payload, off)
+        out.append(payload[off + 4:off + 4 + n].decode())
+        off += 4 + n
+    return out
+
+
+def pack_strings(ss):
+    return b"".join(struct.pack("<I", len(s.encode())) + s.encode() for s in ss)
+
+
+def rewrite(blob, device=None, tile=None):
+    """device: (platform, name, driver) to store; tile: every stored tile choice set to it."""
+    abi, secs = parse(blob)
+    out = []
+    for tag, p in secs:
+        if tag == SEC_DEVICE and device is not None:
+            p = pack_strings(device)
+        if tag == SEC_TUNING and tile is not None:
+            (n,) = struct.unpack_from("<I", p, 0)
+            p = struct.pack("<I", n) + struct.pack(f"<{n}I", *([tile] * n))
+        out.append((tag, p))
+    return assemble(abi, out)
+
+
+def _graph():
+    """x [5, 12] -> linear (GEMM) -> relu -> transposed conv over [1, 4, 5, 6] view."""
+    w1, b1 = rand(24, 12, seed=1) * 0.3, rand(24, seed=2)
+    wt = rand(4, 3, 3, 3, seed=3) * 0.3
+    g = C.Graph()
+    x = g.add_input("x", ("tensor", "float32", [5, 12]))
+    L = g.add_constant
+    c1 = g.add_tensor_constant("w1", "float32", [24, 12], w1.numpy())
+    c2 = g.add_tensor_constant("b1", "float32", [24], b1.numpy())
+    c3 = g.add_tensor_constant("wt", "float32", [4, 3, 3, 3], wt.numpy())
+    (h,) = g.add_node("aten.linear.default", [x, c1, c2], [("tensor", "float32", [5, 24])])
+    (r,) = g.add_node("aten.relu.default", [h], [("tensor", "float32", [5, 24])])
+    (v,) = g.add_node("aten.view.default", [r, L([1, 4, 5, 6])], [("tensor", "float32", [1, 4, 5, 6])])
+    (y,) = g.add_node("aten.convolution.default", [v, c3, L(None), L([2, 2]), L([1, 1]), L([1, 1]), L(True),
+                                                   L([1, 0]), L(1)], [("tensor", "float32", [1, 3, 10, 11])])
+    g.set_outputs([y, r])
+
+    def ref(xx):
+        rr = torch.relu(xx @ w1.T + b1)
+        return torch.nn.functional.conv_transpose2d(rr.reshape(1, 4, 5, 6), wt, None, 2, 1, (1, 0)), rr
+
+    return g, ref
+
+
+def _run(e, x):
+    outs = [np.empty((1, 3, 10, 11), np.float32), np.empty((5, 24), np.float32)]
+    e.execute([x.numpy()], outs)
+    return outs
+
+
+def test_blob_from_another_device_is_rebuilt():
+    g, ref = _graph()
+    e = C.Engine.build(g, name="rb", optimization_level=1, cache_dir="")
+    blob = e.serialize()
+    x = rand(5, 12, seed=4)
+    want = [t.numpy() for t in ref(x)]
+    here = strings(dict(parse(blob)[1])[SEC_DEVICE])
+    assert here == [e.device["platform"], e.device["name"], e.device["driver"]]
+
+    same = C.Engine.deserialize(blob, cache_dir="")
+    assert same.info()["program_cached"], "an unmodified blob should reuse its program binary"
+
+    foreign = rewrite(blob, device=("Imaginary Platform", "Imaginary Accelerator 9000", "0.0-test"))
+    e2 = C.Engine.deserialize(foreign, cache_dir="")
+    assert not e2.info()["program_cached"], "a blob from another device must be rebuilt from its IR"
+    assert e2.device["name"] == e.device["name"]
+    for got, w in zip(_run(e2, x), want):
+        np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4)
+    # and the rebuilt engine serialises with this device's identity again
+    assert strings(dict(parse(e2.serialize())[1])[SEC_DEVICE])[1] == e.device["name"]
+
+
+def test_tile_choices_of_another_device_are_not_reused():
+    g, ref = _graph()
+    e = C.Engine.build(g, name="rb", optimization_level=1, cache_dir="")
+    default = e.info()["tiles"]
+    assert default, "the graph has a GEMM"
+    other = 1 if set(default.values()) == {0} else 0
+    blob = e.serialize()
+    x = rand(5, 12, seed=5)
+    want = [t.numpy() for t in ref(x)]
+    # same device: the stored choice is used as is
+    e_same = C.Engine.deserialize(rewrite(blob, tile=other), cache_dir="")
+    assert set(e_same.info()["tiles"].values()) == {other}
+    # another device: chosen again for this one (here: the untuned default)
+    e_far = C.Engine.deserialize(rewrite(blob, device=("P", "Elsewhere", "1"), tile=other), cache_dir="")
+    assert e_far.info()["tiles"] == default
+    for eng in (e_same, e_far):
+        for got, w in zip(_run(eng, x), want):
+            np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4)
+
+
+def test_rewritten_blob_without_checksum_fix_is_refused():
+    g, _ = _graph()
+    blob = C.Engine.build(g, cache_dir="").serialize()
+    bad = bytearray(rewrite(blob, device=("A", "B", "C")))
+    bad[-1] ^= 0xFF
+    import torchtrt_c
+    with pytest.raises(torchtrt_c.SerializationError, match="checksum"):
+        C.Engine.deserialize(bytes(bad), cache_dir="")
