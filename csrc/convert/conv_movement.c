@@ -33,16 +33,6 @@ bool ttc_data_output_ok(const ttc_node *n, int32_t i, char **why_not) {
     return ttc_data_type_ok(&n->outputs[i]->type, "the output", why_not);
 }
 
-/* a + b for affine dims; false when the sum is not affine in one symbol. */
-static bool dim_add(ttc_dim a, ttc_dim b, ttc_dim *out) {
-    if (a.sym < 0 && b.sym < 0) *out = ttc_dim_const(a.add + b.add);
-    else if (a.sym < 0) { *out = b; out->add += a.add; }
-    else if (b.sym < 0) { *out = a; out->add += b.add; }
-    else if (a.sym == b.sym) { out->sym = a.sym; out->mul = a.mul + b.mul; out->add = a.add + b.add; }
-    else return false;
-    return true;
-}
-
 /* The tensor-list argument of cat/stack: the ListConstruct producing it. */
 static const ttc_node *list_node(const ttc_node *n) {
     if (n->n_inputs < 1) return NULL;
@@ -84,7 +74,7 @@ bool ttc_validate_cat(const ttc_graph *g, const ttc_node *n, bool fp16, char **w
             if (why_not) *why_not = ttc_strfmt("list element %d has rank %d for an output of rank %d", i, t->rank, R);
             return false;
         }
-        if (!dim_add(len, stack ? ttc_dim_const(1) : t->dims[D], &len)) {
+        if (!ttc_dim_add(len, stack ? ttc_dim_const(1) : t->dims[D], &len)) {
             if (why_not) *why_not = ttc_strdup("the concatenated dim mixes symbols");
             return false;
         }
@@ -122,7 +112,7 @@ ttc_status ttc_convert_cat(ttc_conv_ctx *cx, const ttc_node *n) {
         while (m < 4 && i < nt) {
             int32_t t = ts[i++];
             ttc_dim add = stack ? ttc_dim_const(1) : k->ts[t].dims[D];
-            if (!dim_add(len, add, &len)) { s = ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: concatenated dim mixes symbols", nname(n)); break; }
+            if (!ttc_dim_add(len, add, &len)) { s = ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: concatenated dim mixes symbols", nname(n)); break; }
             if (stack) stacked |= 1u << m;
             ins[m++] = t;
         }

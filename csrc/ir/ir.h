@@ -42,6 +42,19 @@ static inline bool ttc_dim_eq(ttc_dim a, ttc_dim b) {
     return a.sym == b.sym && a.mul == b.mul && a.add == b.add;
 }
 
+/* Affine dim arithmetic (dim.c): false when the result is not affine in one symbol or
+ * overflows. floordiv needs k > 0 dividing the coefficient; divexact needs b to divide a. */
+static inline int64_t ttc_i64_floordiv(int64_t a, int64_t b) { /* b != 0; rounds toward -inf */
+    int64_t q = a / b;
+    return (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+}
+bool ttc_dim_add(ttc_dim a, ttc_dim b, ttc_dim *r);
+bool ttc_dim_add_const(ttc_dim a, int64_t c, ttc_dim *r);
+bool ttc_dim_mul_const(ttc_dim a, int64_t k, ttc_dim *r);
+bool ttc_dim_mul(ttc_dim a, ttc_dim b, ttc_dim *r);
+bool ttc_dim_floordiv(ttc_dim a, int64_t k, ttc_dim *r);
+bool ttc_dim_divexact(ttc_dim a, ttc_dim b, ttc_dim *r);
+
 typedef struct ttc_symbol {
     char *name;      /* "s0" */
     int64_t min, opt, max;

@@ -35,69 +35,6 @@ static ttc_status shape_fail(ttc_status s, const ttc_node *n, const char *fmt, .
     return ttc_fail(s, "%s: %s", n->op_name, msg);
 }
 
-/* ---- affine dim arithmetic (false: not affine in one symbol, or overflow) ---- */
-static bool d_add(ttc_dim a, ttc_dim b, ttc_dim *r) {
-    if (a.sym >= 0 && b.sym >= 0 && a.sym != b.sym) return false;
-    ttc_dim o = a.sym >= 0 ? a : b;
-    int64_t add, mul = 0;
-    if (__builtin_add_overflow(a.add, b.add, &add)) return false;
-    if (a.sym >= 0 && b.sym >= 0) {
-        if (__builtin_add_overflow(a.mul, b.mul, &mul)) return false;
-    } else {
-        mul = o.sym >= 0 ? o.mul : 0;
-    }
-    if (o.sym < 0 || mul == 0) { *r = ttc_dim_const(add); return true; }
-    r->sym = o.sym;
-    r->mul = mul;
-    r->add = add;
-    return true;
-}
-
-static bool d_addc(ttc_dim a, int64_t c, ttc_dim *r) { return d_add(a, ttc_dim_const(c), r); }
-
-static bool d_mulc(ttc_dim a, int64_t k, ttc_dim *r) {
-    int64_t add, mul = 0;
-    if (__builtin_mul_overflow(a.add, k, &add)) return false;
-    if (a.sym >= 0 && __builtin_mul_overflow(a.mul, k, &mul)) return false;
-    if (a.sym < 0 || mul == 0) { *r = ttc_dim_const(add); return true; }
-    r->sym = a.sym;
-    r->mul = mul;
-    r->add = add;
-    return true;
-}
-
-static bool d_mul(ttc_dim a, ttc_dim b, ttc_dim *r) {
-    if (a.sym >= 0 && b.sym >= 0) return false;
-    return a.sym < 0 ? d_mulc(b, a.add, r) : d_mulc(a, b.add, r);
-}
-
-static int64_t floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-    return q;
-}
-
-/* floor(a / k), k > 0: affine when k divides the coefficient. */
-static bool d_floordiv(ttc_dim a, int64_t k, ttc_dim *r) {
-    if (k <= 0) return false;
-    if (a.sym < 0) { *r = ttc_dim_const(floordiv(a.add, k)); return true; }
-    if (a.mul % k) return false;
-    r->sym = a.sym;
-    r->mul = a.mul / k;
-    r->add = floordiv(a.add, k);
-    return true;
-}
-
-static bool d_divexact(ttc_dim a, ttc_dim b, ttc_dim *r) {
-    if (b.sym >= 0) {
-        if (a.sym == b.sym && b.add == 0 && a.add == 0 && a.mul % b.mul == 0) { *r = ttc_dim_const(a.mul / b.mul); return true; }
-        return false;
-    }
-    if (b.add <= 0) return false;
-    if (a.add % b.add || (a.sym >= 0 && a.mul % b.add)) return false;
-    return d_floordiv(a, b.add, r);
-}
-
 static bool d_is(ttc_dim d, int64_t v) { return d.sym < 0 && d.add == v; }
 
 /* ---- argument helpers ---- */
@@ -355,7 +292,7 @@ static ttc_status matmul(const ttc_node *n, int ia, int ib, ttc_type *out) {
 static bool numel_affine(const ttc_type *t, ttc_dim *out) {
     ttc_dim p = ttc_dim_const(1);
     for (int i = 0; i < t->rank; i++)
-        if (!d_mul(p, t->dims[i], &p)) return false;
+        if (!ttc_dim_mul(p, t->dims[i], &p)) return false;
     *out = p;
     return true;
 }
@@ -375,11 +312,11 @@ static ttc_status reshape(const ttc_node *n, ttc_type *out) {
         if (l.v[i] == -1 && infer < 0) { infer = i; continue; }
         if (l.v[i] < 0) { st = BAD(n, "bad size %lld", (long long)l.v[i]); goto done; }
         r.dims[i] = ttc_dim_const(l.v[i]);
-        if (!d_mulc(known, l.v[i], &known)) { st = UNSUP(n, "size overflow"); goto done; }
+        if (!ttc_dim_mul_const(known, l.v[i], &known)) { st = UNSUP(n, "size overflow"); goto done; }
     }
     if (!numel_affine(x, &total)) { st = UNSUP(n, "numel is not affine"); goto done; }
     if (infer >= 0) {
-        if (d_is(known, 0) || !d_divexact(total, known, &r.dims[infer])) {
+        if (d_is(known, 0) || !ttc_dim_divexact(total, known, &r.dims[infer])) {
             st = total.sym < 0 ? BAD(n, "cannot infer -1: %lld elements into %lld", (long long)total.add, (long long)known.add)
                                : UNSUP(n, "-1 is not affine");
             goto done;
@@ -409,9 +346,9 @@ static bool pool_out(ttc_dim in, int64_t k, int64_t s, int64_t p, int64_t d, boo
     int64_t c = 2 * p - d * (k - 1) - 1;
     ttc_dim t;
     if (s <= 0 || k <= 0 || d <= 0 || p < 0) return false;
-    if (!ceil_mode) return d_addc(in, c, &t) && d_floordiv(t, s, &t) && d_addc(t, 1, r);
+    if (!ceil_mode) return ttc_dim_add_const(in, c, &t) && ttc_dim_floordiv(t, s, &t) && ttc_dim_add_const(t, 1, r);
     if (in.sym >= 0) return false;
-    int64_t o = floordiv(in.add + c + s - 1, s) + 1;
+    int64_t o = ttc_i64_floordiv(in.add + c + s - 1, s) + 1;
     if ((o - 1) * s >= in.add + p) o--;
     *r = ttc_dim_const(o);
     return true;
@@ -438,11 +375,11 @@ static ttc_status conv(const ttc_node *n, int stride_i, int pad_i, int dil_i, in
     r.dims[0] = x->dims[0];
     if (!tr) {
         ttc_dim cin;
-        if (!d_mulc(w->dims[1], groups, &cin)) { st = UNSUP(n, "overflow"); goto done; }
+        if (!ttc_dim_mul_const(w->dims[1], groups, &cin)) { st = UNSUP(n, "overflow"); goto done; }
         if ((st = same_dim(n, x->dims[1], cin, "input channels do not match the weight"))) goto done;
         r.dims[1] = w->dims[0];
     } else {
-        if (!d_mulc(w->dims[1], groups, &r.dims[1])) { st = UNSUP(n, "overflow"); goto done; }
+        if (!ttc_dim_mul_const(w->dims[1], groups, &r.dims[1])) { st = UNSUP(n, "overflow"); goto done; }
     }
     for (int i = 0; i < sp; i++) {
         int64_t si, pi, di, oi = 0;
@@ -456,8 +393,8 @@ static ttc_status conv(const ttc_node *n, int stride_i, int pad_i, int dil_i, in
         if (!tr) ok = pool_out(x->dims[2 + i], kd.add, si, pi, di, false, &r.dims[2 + i]);
         else {
             ttc_dim t; /* (in-1)*s - 2p + d(k-1) + op + 1 */
-            ok = d_addc(x->dims[2 + i], -1, &t) && d_mulc(t, si, &t) &&
-                 d_addc(t, -2 * pi + di * (kd.add - 1) + oi + 1, &r.dims[2 + i]);
+            ok = ttc_dim_add_const(x->dims[2 + i], -1, &t) && ttc_dim_mul_const(t, si, &t) &&
+                 ttc_dim_add_const(t, -2 * pi + di * (kd.add - 1) + oi + 1, &r.dims[2 + i]);
         }
         if (!ok) { st = UNSUP(n, "output size is not affine"); goto done; }
         if (r.dims[2 + i].sym < 0 && r.dims[2 + i].add <= 0) { st = BAD(n, "output size %lld is not positive", (long long)r.dims[2 + i].add); goto done; }
@@ -636,7 +573,7 @@ static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, in
         if (fl && fl->kind == TTC_ATTR_INT && fl->i && x->rank >= 2) {
             ttc_dim p = ttc_dim_const(1);
             for (int i = 1; i < x->rank; i++)
-                if (!d_mul(p, x->dims[i], &p)) return UNSUP(n, "flattened size is not affine");
+                if (!ttc_dim_mul(p, x->dims[i], &p)) return UNSUP(n, "flattened size is not affine");
             TTC_TRY(same_dim(n, p, w->dims[1], "in_features differ"));
             *out = *x;
             out->rank = 2;
@@ -756,7 +693,7 @@ static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, in
         if (x->rank == 0) { *out = *x; out->rank = 1; out->dims[0] = ttc_dim_const(1); return TTC_OK; }
         ttc_dim p = ttc_dim_const(1);
         for (int i = s; i <= e; i++)
-            if (!d_mul(p, x->dims[i], &p)) return UNSUP(n, "flattened size is not affine");
+            if (!ttc_dim_mul(p, x->dims[i], &p)) return UNSUP(n, "flattened size is not affine");
         *out = *x;
         out->rank = 0;
         for (int i = 0; i < s; i++) out->dims[out->rank++] = x->dims[i];
@@ -806,11 +743,11 @@ static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, in
         if (__builtin_mul_overflow(sz.mul, sym->min, &lo) || __builtin_add_overflow(lo, sz.add, &lo)) return UNSUP(n, "overflow");
         ttc_dim e;
         if (end >= INT64_MAX / 2) e = sz;
-        else if (end < 0) { if (!d_addc(sz, end, &e)) return UNSUP(n, "overflow"); }
+        else if (end < 0) { if (!ttc_dim_add_const(sz, end, &e)) return UNSUP(n, "overflow"); }
         else return UNSUP(n, "symbolic slice with a constant end");
         if (sz.mul <= 0 || lo < start || lo + (end < 0 && end < INT64_MAX / 2 ? end : 0) < start)
             return UNSUP(n, "slice size may be clamped");
-        if (!d_addc(e, -start, &out->dims[d])) return UNSUP(n, "overflow");
+        if (!ttc_dim_add_const(e, -start, &out->dims[d])) return UNSUP(n, "overflow");
         return TTC_OK;
     }
     case TTC_OP_CAT: case TTC_OP_STACK: {
@@ -835,7 +772,7 @@ static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, in
             if (!promote(rdt, t->dtype, &rdt)) return UNSUP(n, "dtype promotion");
             for (int j = 0; j < x0->rank; j++)
                 if (stack || j != d) TTC_TRY(same_dim(n, t->dims[j], x0->dims[j], "tensor sizes differ"));
-            if (!stack && !d_add(sum, t->dims[d], &sum)) return UNSUP(n, "concatenated size is not affine");
+            if (!stack && !ttc_dim_add(sum, t->dims[d], &sum)) return UNSUP(n, "concatenated size is not affine");
         }
         *out = *x0;
         out->dtype = rdt;
