@@ -42,11 +42,23 @@ static PyObject *py_default_device(PyObject *m, PyObject *unused) {
     return PyLong_FromLong(d->index);
 }
 
+/* Process-wide counters of live OpenCL buffers (csrc/runtime/memstats.c). */
+static PyObject *py_runtime_stats(PyObject *m, PyObject *unused) {
+    ttc_cl_memstats s = ttc_cl_memstats_get();
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "live_buffers", (long long)s.live_buffers,
+                         "live_bytes", (long long)s.live_bytes, "peak_bytes", (long long)s.peak_bytes,
+                         "host_ptr_bytes", (long long)s.host_ptr_bytes, "buffers_created", (long long)s.created,
+                         "buffers_released", (long long)s.released);
+}
+
 static PyMethodDef runtime_methods[] = {
     {"devices", py_devices, METH_NOARGS,
      "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ...)."},
     {"default_device", py_default_device, METH_NOARGS,
      "default_device() -> int: TORCHTRT_C_DEVICE, else the first GPU, else the first device."},
+    {"runtime_stats", py_runtime_stats, METH_NOARGS,
+     "runtime_stats() -> dict: live OpenCL buffers and bytes (live_buffers, live_bytes, peak_bytes, "
+     "host_ptr_bytes, buffers_created, buffers_released), process-wide."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,6 +35,7 @@ static void load_lib(void) {
     }
     TTC_CL_FUNCS(X)
 #undef X
+    ttc_cl_memstats_install(&ttc_cl_fns);
 }
 
 ttc_status ttc_cl_load(void) {

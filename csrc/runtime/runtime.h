@@ -41,6 +41,16 @@ extern ttc_cl_api ttc_cl_fns;
 
 /* Loads libOpenCL once; fails with a message saying what to install. */
 ttc_status ttc_cl_load(void);
+
+/* Live buffer counters (memstats.c): every buffer made through TTC_CL(CreateBuffer) and
+ * released through TTC_CL(ReleaseMemObject), process-wide, for leak checks. */
+typedef struct ttc_cl_memstats {
+    int64_t live_buffers, live_bytes, peak_bytes;
+    int64_t host_ptr_bytes;    /* of live_bytes: buffers over host memory (USE_HOST_PTR) */
+    int64_t created, released; /* totals since libOpenCL was loaded */
+} ttc_cl_memstats;
+ttc_cl_memstats ttc_cl_memstats_get(void);
+void ttc_cl_memstats_install(ttc_cl_api *api);  /* by ttc_cl_load: wraps CreateBuffer/ReleaseMemObject */
 const char *ttc_cl_error_name(cl_int code);
 
 typedef struct ttc_cl_device {
