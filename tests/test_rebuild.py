@@ -155,3 +155,68 @@ def test_rewritten_blob_without_checksum_fix_is_refused():
     import torchtrt_c
     with pytest.raises(torchtrt_c.SerializationError, match="checksum"):
         C.Engine.deserialize(bytes(bad), cache_dir="")
+
+
+def _types():
+    try:
+        ds = C.devices()
+    except Exception:
+        return set()
+    return {d["type"] for d in ds}
+
+
+needs_cpu_and_gpu = pytest.mark.skipif(not {"cpu", "gpu"} <= _types(),
+                                       reason="needs a CPU and a GPU OpenCL device (e.g. PoCL + NVIDIA)")
+
+
+@needs_cpu_and_gpu
+def test_engine_built_on_cpu_is_rebuilt_on_gpu():
+    g, ref = _graph()
+    e = C.Engine.build(g, device="cpu", optimization_level=3, cache_dir="")  # tiles timed on the CPU
+    assert e.device["type"] == "cpu"
+    e2 = C.Engine.deserialize(e.serialize(), device="gpu", cache_dir="")
+    assert e2.device["type"] == "gpu"
+    assert not e2.info()["program_cached"]
+    x = rand(5, 12, seed=6)
+    for got, want in zip(_run(e2, x), ref(x)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@needs_cpu_and_gpu
+def test_module_saved_with_cpu_device_loads_on_gpu(tmp_path):
+    """build + save under TORCHTRT_C_DEVICE=cpu, load + run in a fresh process under
+    TORCHTRT_C_DEVICE=gpu: the engines are rebuilt for the GPU and the outputs match."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    here = os.path.dirname(os.path.abspath(__file__))
+    save = textwrap.dedent(f"""
+        import sys, torch, torchtrt_c
+        sys.path.insert(0, {here!r})
+        from test_conv_transpose import _decoder
+        m = _decoder()
+        z = torch.randn(2, 8, 5, 7)
+        assert torchtrt_c._C.devices()[torchtrt_c._C.default_device()]["type"] == "cpu"
+        trt = torchtrt_c.compile(m, inputs=[z], require_full_compilation=True, min_block_size=1)
+        torchtrt_c.save(trt, {str(tmp_path / 'dec.ep')!r}, inputs=[z])
+        with torch.no_grad():
+            torch.save({{"z": z, "want": m(z)}}, {str(tmp_path / 'io.pt')!r})
+    """)
+    load = textwrap.dedent(f"""
+        import torch, torchtrt_c
+        assert torchtrt_c._C.devices()[torchtrt_c._C.default_device()]["type"] == "gpu"
+        io = torch.load({str(tmp_path / 'io.pt')!r})
+        mod = torchtrt_c.load({str(tmp_path / 'dec.ep')!r})
+        got = mod(io["z"])
+        for a, b in zip(got, io["want"]):
+            err = (a - b).abs().max().item()
+            assert err < 1e-4, err
+        print("rebuilt-on-gpu-ok")
+    """)
+    for dev, script in (("cpu", save), ("gpu", load)):
+        env = dict(os.environ, TORCHTRT_C_DEVICE=dev)
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
+                           cwd=str(tmp_path))
+        assert r.returncode == 0, f"{dev}: {r.stderr[-3000:]}"
+    assert "rebuilt-on-gpu-ok" in r.stdout
