@@ -122,6 +122,15 @@ def markdown(results_list) -> str:
                                                           "included)." if gpu else "peak RSS growth during one call "
                                                           "(weights excluded)."))
             out.append("")
+        host = [r for r in res.get("models", []) if "ttc_from_host" in r]
+        if host:
+            out.append("#### from host tensors (input on the host, output back to the host, both sides)")
+            out.append("| model | batch | prec | eager ms | ttc ms | ttc/eager |")
+            out.append("|" + "---|" * 6)
+            for r in host:
+                out.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {_ms(r['eager_from_host'])} | "
+                           f"{_ms(r['ttc_from_host'])} | {_f(r.get('ratio_from_host'))} |")
+            out.append("")
         for kind, rows in (res.get("kernels") or {}).items():
             if rows:
                 out.append(f"#### kernels: {kind}")

@@ -16,6 +16,8 @@ configuration runs until --budget seconds are spent, between --min-runs and --ma
   TF32), inputs already on that device, synchronised after each call.
 - ttc end to end: the compiled module called with tensors on that same torch device. Engines
   run on host copies, so on a GPU every call includes device->host->OpenCL->host->device copies.
+- from host (GPU only, when there is no torch segment): eager moves the host input to CUDA and the
+  output back; torchtrt_c is called with the host tensor (engines read and write host memory).
 - ttc resident: runtime.benchmark_resident: each engine's kernel sequence with its inputs
   already in OpenCL buffers (launches + one clFinish), plus any torch fallback segment timed on
   its recorded inputs. On a CPU OpenCL device engines read host memory directly, so resident
@@ -232,6 +234,15 @@ def bench_model(name, batch, precision, args, tdev, sync):
         row["ttc_end_to_end"] = measure(lambda: trt(x_dev), sync, args)
         if tdev.type == "cpu":
             row["ttc_rss_growth_bytes"] = rss_growth_bytes(lambda: trt(x_dev))
+        elif row["ttc_torch_segments"] == 0 and budget.left():
+            # from host tensors: inputs start on the host and outputs end there, for both sides
+            # (the compiled module then skips the CUDA hops; torch segments would need CUDA inputs)
+            try:
+                row["eager_from_host"] = measure(lambda: first(model_dev(x.to(tdev))).cpu(), sync, args)
+                row["ttc_from_host"] = measure(lambda: first(trt(x)), sync, args)
+                row["ratio_from_host"] = row["ttc_from_host"]["median_ms"] / row["eager_from_host"]["median_ms"]
+            except Exception as e:
+                row["from_host_error"] = f"{type(e).__name__}: {e}"[:300]
     e2e = row["ttc_end_to_end"]["median_ms"]
     if budget.left():
         runs = int(max(args.min_runs, min(args.max_runs, args.budget * 1e3 / max(e2e, 1e-3))))
