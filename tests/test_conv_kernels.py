@@ -1,8 +1,9 @@
 """Differential tests of the convolution kernels against torch eager.
 
-Every case runs with the GPU kernel family forced on whatever device is selected
+Cases run with the GPU kernel family forced on whatever device is selected
 (TORCHTRT_C_KERNELS=gpu: implicit GEMM conv2d_igemm, depthwise conv2d_dw), so PoCL in CI
-covers the GPU kernels, and with the device's own family. Implicit-GEMM tile shapes are
+covers the GPU kernels; depthwise and conv1d also with the device's own family (split-K
+uses implicit GEMM on every device). Implicit-GEMM tile shapes are
 forced one by one (TORCHTRT_C_CONV_TILE) on shapes that exercise partial tiles.
 Epilogues: bias, relu and a residual add fused into the convolution.
 Tolerances: fp32 atol 1e-4 + rtol 1e-4 (outputs are O(1): weights scaled by 1/sqrt(K), so
@@ -91,8 +92,12 @@ def conv_case(n, cin, cout, hw, k, stride=1, pad=0, dil=1, groups=1, bias=True, 
     (2, 8, 12, (8, 7), 3, 1, 1, 1, 2),       # groups 2
     (1, 12, 18, (6, 5), 3, 2, 1, 1, 3),
     (1, 1, 7, (9, 8), 3, 1, 1, 1, 1),        # a single input channel
+    (1, 32, 40, (9, 7), 3, 1, 1, 1, 1),      # channels a multiple of the K block: per-tap blocks
+    (2, 32, 16, (8, 9), 3, 2, 2, 2, 2),      # ... with groups, dilation and stride
+    (2, 16, 12, (9, 9), 1, 2, 0, 1, 1),      # ... 1x1 stride 2
 ])
-def test_conv2d(family, n, cin, cout, hw, k, stride, pad, dil, groups):
+def test_conv2d(monkeypatch, n, cin, cout, hw, k, stride, pad, dil, groups):
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")  # CPU kernels: test_converters.py
     conv_case(n, cin, cout, hw, k, stride, pad, dil, groups, seed=n + cin)
     conv_case(n, cin, cout, hw, k, stride, pad, dil, groups, bias=False, relu=True, residual=True, seed=cout)
 
@@ -120,6 +125,7 @@ def test_igemm_tiles(monkeypatch, tile):
     conv_case(1, 9, 70, (11, 13), 3, 1, 1, 1, 1, relu=True, residual=True, seed=5)
     conv_case(3, 40, 150, (5, 5), 1, 1, 0, 1, 1, seed=6)
     conv_case(2, 10, 20, (7, 9), 3, 2, 1, 1, 2, seed=7)
+    conv_case(1, 32, 24, (6, 7), 3, 2, 1, 1, 1, seed=8)
 
 
 @pytest.mark.parametrize("family_env", ["gpu", None])
@@ -159,7 +165,7 @@ def test_dynamic_batch(monkeypatch):
     (1, 150, 36, (4, 3), 3, 2, 1),     # K = 1350: 5 slices, the last one partial
     (2, 700, 24, (3, 3), 1, 1, 0),     # 1x1: 2 slices across two images
 ])
-def test_split_k(family, n, cin, cout, hw, k, stride, pad):
+def test_split_k(n, cin, cout, hw, k, stride, pad):
     """Deep, small convolutions are cut along K (partials + a summing kernel with the epilogue)."""
     conv_case(n, cin, cout, hw, k, stride, pad, relu=True, residual=True, seed=cin, kernels=2)
     conv_case(n, cin, cout, hw, k, stride, pad, precision="fp16", seed=cin, kernels=2)

@@ -68,7 +68,7 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
         op->in[3] = pt;
         op->p.conv.ocb = 8;
     }
-    /* GPU implicit GEMM: [G][K = ICG*KH*KW][OCG4] (engine precision), see conv2d_igemm.cl */
+    /* GPU implicit GEMM: [G][K = (KH, KW, ICG)][OCG4] (engine precision), see conv2d_igemm.cl */
     op->in[2] = -1;
     if (!(G > 1 && ICG == 1)) {
         int64_t OCG4 = (OCG + 3) / 4 * 4, KT = ICG * KH * KW, psz = G * KT * OCG4;
@@ -76,7 +76,9 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
         if (!pk) return TTC_ERR_NOMEM;
         for (int64_t g = 0; g < G; g++)
             for (int64_t o = 0; o < OCG; o++)
-                for (int64_t kk = 0; kk < KT; kk++) pk[(g * KT + kk) * OCG4 + o] = w[(g * OCG + o) * KT + kk];
+                for (int64_t ic = 0; ic < ICG; ic++)
+                    for (int64_t t = 0; t < KH * KW; t++)
+                        pk[(g * KT + t * ICG + ic) * OCG4 + o] = w[((g * OCG + o) * ICG + ic) * KH * KW + t];
         int32_t pt = ttc_kir_const_f32(k, cx->fp16 ? TTC_DTYPE_FLOAT16 : TTC_DTYPE_FLOAT32, 1, &psz, pk, name);
         free(pk);
         if (pt < 0) return TTC_ERR_NOMEM;

@@ -67,6 +67,7 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
                         op->p.conv.stride[1], op->p.conv.pad[0], op->p.conv.pad[1], op->p.conv.dil[0],
                         op->p.conv.dil[1], pw1, c[0], c[1], c[2], c[3], c[4]};
     for (int i = 0; i < 22; i++) num(v[i], 24, vals[i]);
+    num(v[22], 24, !pw1 && ICG % c[2] == 0);
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
@@ -77,7 +78,7 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
                           "KSPLIT", v[0], "KSL", v[1], "C", v[2], "OC", v[3], "ICG", v[4], "OCG", v[5],
                           "OCG4", v[6], "MT", v[7], "KH", v[8], "KW", v[9], "SH", v[10], "SW", v[11], "PH", v[12],
                           "PW", v[13], "DH", v[14], "DW", v[15], "PW1", v[16], "TM", v[17], "TN", v[18], "TK", v[19],
-                          "RM", v[20], "RN", v[21], NULL};
+                          "RM", v[20], "RN", v[21], "KBLK", v[22], NULL};
     TTC_TRY(ttc_codegen_template(src, "conv2d_igemm", defs));
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDW4\n");
     ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
@@ -107,6 +108,8 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     int32_t G = op->p.conv.groups;
     int64_t C0 = k->ts[op->in[0]].dims[1].add;
     bool depthwise = G > 1 && C0 == G;
+    /* CPU devices: the pixel-vector kernel (codegen_conv_cpu.c; split-K partials too) */
+    if (!gpu && !depthwise && ttc_conv_cpu_enabled()) return ttc_codegen_conv_cpu(src, k, op, ks, P, A_);
     /* split-K partials come from implicit GEMM on every device */
     if ((gpu || op->p.conv.ksplit > 1) && !depthwise && op->in[2] >= 0) return gen_conv_igemm(src, k, op, ks, P, A_);
     bool blocked = op->p.conv.ocb == 8 && op->in[3] >= 0 && !gpu;

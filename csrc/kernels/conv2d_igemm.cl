@@ -1,6 +1,8 @@
 /* Implicit-GEMM 2-D convolution for GPUs (NCHW, any stride/padding/dilation, groups).
  * Per group g: out[m][n] = sum_k Wp[g][k][m] * im2col(x)[k][n] with M = OCG output channels,
- * N = batch*OH*OW output pixels, K = ICG*KH*KW. A work-group computes a TM x TN tile: the
+ * N = batch*OH*OW output pixels, K = KH*KW*ICG ordered (kh, kw, ic) so that when TK divides
+ * ICG (KBLK) a K block shares one filter tap: its bounds check and address are computed
+ * once per block instead of per element. A work-group computes a TM x TN tile: the
  * weights (packed at build time as [G][K][OCG4], OCG4 = OCG rounded up to 4 and zero
  * filled, so every weight load is a coalesced 4-vector) and the im2col'd input are staged
  * TK rows at a time in local memory; each work-item accumulates an RM x RN micro tile in
@@ -11,7 +13,7 @@
  * partial sums to out[z*N + n] (a REDUCE op adds them up).
  * Work: (ceil(N*OH*OW / TN) * NT, G * MT, KSPLIT), work-group (NT, 1, 1).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW4 and C OC ICG OCG OCG4
- * MT KH KW SH SW PH PW DH DW PW1 TM TN TK RM RN KSPLIT KSL. */
+ * MT KH KW SH SW PH PW DH DW PW1 KBLK TM TN TK RM RN KSPLIT KSL. */
 #define TTM (TM / RM)
 #define TTN (TN / RN)
 #define NT (TTM * TTN)
@@ -56,6 +58,29 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
         int k = (k0) + r, m = m0 + c4;                                                      \
         ra[j] = (k < kend && m < OCG4) ? LDW4(Wg, k * OCG4 + m) : (float4)(0.0f);           \
     }                                                                                       \
+    LOAD_XBLOCK(k0)
+#if PW1
+#define LOAD_X(k, v) v = LDX(X, xbase + (k) * HW)
+#else
+#define LOAD_X(k, v)                                                                        \
+    {                                                                                       \
+        int khw = (k) / ICG, ic = (k) - khw * ICG, kh = khw / KW, kw = khw - kh * KW;       \
+        int ih = ih0 + kh * DH, iw = iw0 + kw * DW;                                         \
+        if (ih >= 0 && ih < H && iw >= 0 && iw < Wd) v = LDX(X, xbase + ic * HW + ih * Wd + iw); \
+    }
+#endif
+#if KBLK
+/* the block's rows are channels ic0.. of one tap (kh, kw): k < kend holds (TK | ICG) */
+#define LOAD_XBLOCK(k0)                                                                     \
+    {                                                                                       \
+        int khw = (k0) / ICG, ic0 = (k0) - khw * ICG, kh = khw / KW, kw = khw - kh * KW;    \
+        int ih = ih0 + kh * DH, iw = iw0 + kw * DW;                                         \
+        bool ok = nok && ih >= 0 && ih < H && iw >= 0 && iw < Wd;                           \
+        int rbase = xbase + (ic0 + br) * HW + ih * Wd + iw;                                 \
+        for (int j = 0; j < NB; j++) rb[j] = ok ? LDX(X, rbase + j * BRS * HW) : 0.0f;      \
+    }
+#else
+#define LOAD_XBLOCK(k0)                                                                     \
     for (int j = 0; j < NB; j++) {                                                          \
         int k = (k0) + br + j * BRS;                                                        \
         float v = 0.0f;                                                                     \
@@ -63,15 +88,6 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
             LOAD_X(k, v);                                                                   \
         }                                                                                   \
         rb[j] = v;                                                                          \
-    }
-#if PW1
-#define LOAD_X(k, v) v = LDX(X, xbase + (k) * HW)
-#else
-#define LOAD_X(k, v)                                                                        \
-    {                                                                                       \
-        int ic = (k) / KK, rem = (k) - ic * KK, kh = rem / KW, kw = rem - kh * KW;          \
-        int ih = ih0 + kh * DH, iw = iw0 + kw * DW;                                         \
-        if (ih >= 0 && ih < H && iw >= 0 && iw < Wd) v = LDX(X, xbase + ic * HW + ih * Wd + iw); \
     }
 #endif
     LOAD_BLOCK(kbeg)
@@ -111,6 +127,7 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
         }
     }
 #undef LOAD_BLOCK
+#undef LOAD_XBLOCK
 #undef LOAD_X
 }
 #undef TTM
