@@ -161,9 +161,9 @@ def test_dynamic_batch(monkeypatch):
 
 
 @pytest.mark.parametrize("n,cin,cout,hw,k,stride,pad", [
-    (1, 64, 20, (5, 7), 3, 1, 1),      # K = 576: 2 slices
-    (1, 150, 36, (4, 3), 3, 2, 1),     # K = 1350: 5 slices, the last one partial
-    (2, 700, 24, (3, 3), 1, 1, 0),     # 1x1: 2 slices across two images
+    (1, 64, 20, (5, 7), 3, 1, 1),      # K = 576: 4 slices of 144
+    (1, 150, 36, (4, 3), 3, 2, 1),     # K = 1350: 10 slices of 144, the last one partial
+    (2, 700, 24, (3, 3), 1, 1, 0),     # 1x1: 5 slices, across two images
 ])
 def test_split_k(n, cin, cout, hw, k, stride, pad):
     """Deep, small convolutions are cut along K (partials + a summing kernel with the epilogue)."""

@@ -98,16 +98,19 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
 }
 
 /* Split-K for convolutions with few outputs and a long reduction (deep layers at small
- * batch): too few output tiles to fill a GPU, so the reduction is cut into slices whose
- * partial sums a REDUCE op adds up (carrying the epilogue). Needs a static batch; only
- * ungrouped convolutions. Returns the number of slices (1: none). */
+ * batch): too few output tiles to keep a GPU busy (about 64k work-items of 16 outputs),
+ * so the reduction is cut into slices of at least 128 whose partial sums a REDUCE op adds
+ * up (carrying the epilogue). Needs a static batch; only ungrouped convolutions.
+ * TORCHTRT_C_CONV_KSPLIT=<n> caps the slices (1: never split). Returns the slice count. */
 static int32_t conv_ksplit(const ttc_dim *od, int64_t C, int64_t OC, int64_t KH, int64_t KW, int64_t groups) {
     if (groups != 1 || od[0].sym >= 0 || od[2].sym >= 0 || od[3].sym >= 0) return 1;
-    int64_t K = C * KH * KW, npq = od[0].add * od[2].add * od[3].add;
-    int64_t tiles = ((OC + 63) / 64) * ((npq + 63) / 64);
-    if (tiles >= 132 || K < 512) return 1;
-    int64_t s = (264 + tiles - 1) / tiles;
-    if (s > K / 256) s = K / 256;
+    int64_t K = C * KH * KW, outs = OC * od[0].add * od[2].add * od[3].add, cap = 32;
+    const char *env = getenv("TORCHTRT_C_CONV_KSPLIT");
+    if (env && atoi(env) >= 1) cap = atoi(env);
+    if (K < 512 || outs >= (1 << 19)) return 1;
+    int64_t s = ((int64_t)1 << 20) / (outs > 0 ? outs : 1);
+    if (s > K / 128) s = K / 128;
+    if (s > cap) s = cap;
     return s < 2 ? 1 : (int32_t)s;
 }
 
