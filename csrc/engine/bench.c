@@ -36,7 +36,7 @@ static ttc_status new_buf(cl_context ctx, size_t n, const char *what, cl_mem *ou
 typedef struct bench_state {
     cl_command_queue q;
     cl_kernel *kernels;
-    cl_mem *in, *out, arena;
+    cl_mem *in, *out, arena, errf;   /* errf: index kernels' error flag (not read when timing) */
     int32_t n_in, n_out, n_k;
 } bench_state;
 
@@ -49,6 +49,7 @@ static void bench_free(bench_state *b) {
     for (int32_t i = 0; b->out && i < b->n_out; i++)
         if (b->out[i]) TTC_CL(ReleaseMemObject)(b->out[i]);
     if (b->arena) TTC_CL(ReleaseMemObject)(b->arena);
+    if (b->errf) TTC_CL(ReleaseMemObject)(b->errf);
     if (b->q) TTC_CL(ReleaseCommandQueue)(b->q);
     free(b->kernels);
     free(b->in);
@@ -101,6 +102,9 @@ static ttc_status bench_setup(ttc_engine *e, const ttc_plan *p, const void *cons
                 }
                 if (!m) m = b->arena;  /* empty tensors: any valid buffer, never read */
                 err = TTC_CL(SetKernelArg)(b->kernels[ki], (cl_uint)a, sizeof(cl_mem), &m);
+            } else if (ks->args[a].kind == TTC_ARG_ERRFLAG) {
+                if (!b->errf) TTC_TRY(new_buf(e->ctx, sizeof(cl_int), "index error flag", &b->errf));
+                err = TTC_CL(SetKernelArg)(b->kernels[ki], (cl_uint)a, sizeof(cl_mem), &b->errf);
             } else {
                 cl_int iv = (cl_int)v;
                 err = TTC_CL(SetKernelArg)(b->kernels[ki], (cl_uint)a, sizeof(cl_int), &iv);

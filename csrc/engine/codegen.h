@@ -20,6 +20,8 @@ typedef enum ttc_arg_kind {
     TTC_ARG_PROD,      /* t, d..r: product of dims [d, r), times v when v > 0, divided by -v
                           when v < 0 */
     TTC_ARG_INT,       /* v: a literal int */
+    TTC_ARG_ERRFLAG,   /* the execution's error flag (a __global int, 0 before the launches): index
+                          kernels store kernel op index + 1 there on an out-of-range index */
 } ttc_arg_kind;
 
 typedef struct ttc_argspec { ttc_arg_kind kind; int32_t t, d, r; int64_t v; } ttc_argspec;

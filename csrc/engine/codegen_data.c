@@ -171,11 +171,19 @@ static ttc_status gen_pad(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, tt
     return TTC_OK;
 }
 
-/* Emits "long v<j> = <index j>" wrapped (negative counts from the end) and clamped into
- * [0, size): out-of-range indices must never read outside the tensor. */
-static void emit_index_value(ttc_sbuf *src, int32_t j, const char *pos, const char *size) {
+/* The error-flag kernel parameter: an index outside [-size, size) records the kernel op
+ * (index + 1, the first one wins) for execute to raise after the call; torch raises there. */
+static ttc_status errflag_param(ttc_sbuf *sig, ttc_kspec *ks, const ttc_kop *op) {
+    ttc_sbuf_printf(sig, ", __global int *errf");
+    return arg(ks, TTC_ARG_ERRFLAG, op->out, 0, 0, 0);
+}
+
+/* Emits "long v<j> = <index j>" wrapped (negative counts from the end); an index out of
+ * range sets the error flag and `bad` (the element is then not read: 0 is written). */
+static void emit_index_value(ttc_sbuf *src, int32_t j, const char *pos, const char *size, int32_t code) {
     ttc_sbuf_printf(src, "    long v%d = (long)ix%d[%s];\n", j, j, pos);
-    ttc_sbuf_printf(src, "    if (v%d < 0) v%d += %s;\n    v%d = clamp(v%d, 0L, (long)%s - 1L);\n", j, j, size, j, j, size);
+    ttc_sbuf_printf(src, "    if (v%d < -(long)%s || v%d >= (long)%s) { atomic_cmpxchg(errf, 0, %d); bad = 1; v%d = 0; }\n"
+                         "    else if (v%d < 0) v%d += %s;\n", j, size, j, size, code, j, j, j, size);
 }
 
 static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
@@ -196,8 +204,9 @@ static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, 
             TTC_TRY(arg(ks, TTC_ARG_OFF, op->in[1 + j], 0, 0, 0));
         }
     }
+    TTC_TRY(errflag_param(sig, ks, op));
     open_kernel(src, ks, sig, P, R);
-    ttc_sbuf_printf(src, "    long p = x_off;\n");
+    ttc_sbuf_printf(src, "    long p = x_off;\n    int bad = 0;\n");
     /* non-indexed input dims take the output dims outside [at, at + B), in order */
     int32_t o = 0;
     for (int32_t d = 0; d < XR; d++) {
@@ -214,13 +223,13 @@ static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, 
         for (int32_t b = 0; b < B; b++) ttc_sbuf_printf(&pos, " + i%d * ix%d_s%d", at + b, j, b);
         char size[8];
         snprintf(size, sizeof size, "xd%d", j);
-        emit_index_value(src, j, pos.data ? pos.data : "0", size);
+        emit_index_value(src, j, pos.data ? pos.data : "0", size, (int32_t)(op - k->ops) + 1);
         bool oom = pos.oom;
         ttc_sbuf_free(&pos);
         if (oom) return TTC_ERR_NOMEM;
         ttc_sbuf_printf(src, "    p += v%d * x_s%d;\n", j, op->p.index.dims[j]);
     }
-    ttc_sbuf_printf(src, "    %s v = (%s)(", vtype(k, out->dtype), vtype(k, out->dtype));
+    ttc_sbuf_printf(src, "    %s v = bad ? (%s)0 : (%s)(", vtype(k, out->dtype), vtype(k, out->dtype), vtype(k, out->dtype));
     load(src, k, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     emit_write(src, k, op, ks, "v", "lin", A_);
@@ -239,18 +248,21 @@ static ttc_status gen_gather(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     ttc_sbuf_printf(sig, ", int xd0");
     TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], D, 0, 0));
     TTC_TRY(tensor_params(sig, ks, k, op->in[1], "ix0", R));
+    TTC_TRY(errflag_param(sig, ks, op));
     open_kernel(src, ks, sig, P, R);
+    ttc_sbuf_printf(src, "    int bad = 0;\n");
     ttc_sbuf pos = {0};
     ttc_sbuf_printf(&pos, "ix0_off");
     for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(&pos, " + i%d * ix0_s%d", d, d);
-    emit_index_value(src, 0, pos.data ? pos.data : "0", "xd0");
+    emit_index_value(src, 0, pos.data ? pos.data : "0", "xd0", (int32_t)(op - k->ops) + 1);
     bool oom = pos.oom;
     ttc_sbuf_free(&pos);
     if (oom) return TTC_ERR_NOMEM;
     ttc_sbuf_printf(src, "    long p = x_off + v0 * x_s%d", D);
     for (int32_t d = 0; d < R; d++)
         if (d != D) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
-    ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vtype(k, out->dtype), vtype(k, out->dtype));
+    ttc_sbuf_printf(src, ";\n    %s v = bad ? (%s)0 : (%s)(", vtype(k, out->dtype), vtype(k, out->dtype),
+                    vtype(k, out->dtype));
     load(src, k, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     emit_write(src, k, op, ks, "v", "lin", A_);

@@ -38,6 +38,7 @@ typedef struct ttc_exec_ctx {
     size_t arena_cap;
     cl_mem *dev_in, *dev_out; /* device-side copies (non-CPU devices) */
     size_t *dev_in_cap, *dev_out_cap;
+    cl_mem errf;              /* index-error flag (one int), only when a kernel takes one */
 } ttc_exec_ctx;
 
 #define TTC_PLAN_CACHE 4

@@ -13,6 +13,7 @@ void ttc_exec_ctx_free(ttc_exec_ctx *x) {
     }
     free(x->kernels);
     if (x->arena) TTC_CL(ReleaseMemObject)(x->arena);
+    if (x->errf) TTC_CL(ReleaseMemObject)(x->errf);
     free(x->dev_in_cap);
     free(x->dev_out_cap);
     free(x->dev_in);
@@ -46,6 +47,17 @@ static ttc_status ctx_new(ttc_engine *e, ttc_exec_ctx **out) {
         return TTC_ERR_NOMEM;
     }
     ttc_status s = ttc_cl_queue_new(e->dev, false, &x->q);
+    bool flag = false;
+    for (int32_t i = 0; i < e->cg.n_kernels; i++)
+        for (int32_t a = 0; a < e->cg.kernels[i].n_args; a++) flag = flag || e->cg.kernels[i].args[a].kind == TTC_ARG_ERRFLAG;
+    if (s == TTC_OK && flag) {
+        cl_int err = CL_SUCCESS;
+        x->errf = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE, sizeof(cl_int), NULL, &err);
+        if (!x->errf || err != CL_SUCCESS) {
+            x->errf = NULL;
+            s = ttc_fail_cl(err, "clCreateBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
+        }
+    }
     for (int32_t i = 0; i < e->cg.n_kernels && s == TTC_OK; i++) {
         cl_int err = CL_SUCCESS;
         x->kernels[i] = TTC_CL(CreateKernel)(e->prog.program, e->cg.kernels[i].name, &err);
@@ -173,6 +185,14 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
             if (s == TTC_OK) out_mem[i] = x->dev_out[i];
         }
     }
+    /* the index-error flag starts at 0 on every call (same queue: ordered before the kernels) */
+    static const cl_int zero = 0;
+    cl_int flag = 0;
+    if (s == TTC_OK && x->errf) {
+        err = TTC_CL(EnqueueWriteBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof zero, &zero, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            s = ttc_fail_cl(err, "clEnqueueWriteBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
+    }
     /* launch every kernel */
     for (int32_t ki = 0; ki < e->cg.n_kernels && s == TTC_OK; ki++) {
         if (p->skip[ki]) continue;
@@ -193,6 +213,8 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
                 }
                 if (!m) m = x->arena;  /* empty tensors: any valid buffer, never read */
                 err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &m);
+            } else if (ks->args[a].kind == TTC_ARG_ERRFLAG) {
+                err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &x->errf);
             } else {
                 cl_int iv = (cl_int)v;
                 err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_int), &iv);
@@ -224,9 +246,19 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
                 s = ttc_fail_cl(err, "clEnqueueReadBuffer(output %s) failed: %s", e->outs[i].name, ttc_cl_error_name(err));
         }
     }
+    if (s == TTC_OK && x->errf) {
+        err = TTC_CL(EnqueueReadBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof flag, &flag, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            s = ttc_fail_cl(err, "clEnqueueReadBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
+    }
     err = TTC_CL(Finish)(x->q);
     if (err != CL_SUCCESS && s == TTC_OK)
         s = ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));
+    if (s == TTC_OK && flag > 0 && flag <= k->n_ops)
+        s = ttc_fail(TTC_ERR_INPUT, "node %s: index out of range (an index tensor holds a value outside the dim "
+                     "it indexes); the outputs of this call are not valid", k->ops[flag - 1].name);
+    else if (s == TTC_OK && flag)
+        s = ttc_fail(TTC_ERR_INTERNAL, "engine %s: index error flag holds %d", e->name, (int)flag);
     if (host_ptr) {
         /* empty bindings use the context's own buffers (released with the context) */
         for (int32_t i = 0; in_mem && i < e->n_in; i++)

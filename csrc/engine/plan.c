@@ -239,6 +239,7 @@ ttc_status ttc_plan_make(ttc_engine *e, const int64_t *sv, ttc_plan **out) {
                 else if (as->v < 0) v /= -as->v;
                 break;
             case TTC_ARG_INT: v = as->v; break;
+            case TTC_ARG_ERRFLAG: v = 0; break;   /* bound by execute to its context's flag */
             }
             if (as->kind != TTC_ARG_BUF && (v > INT32_MAX || v < INT32_MIN)) {
                 s = ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: argument %d = %lld does not fit in int", ks->name, a, (long long)v);
