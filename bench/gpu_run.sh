@@ -41,7 +41,8 @@ bench() {
     if [ "$left" -le 20 ]; then echo "gpu_run.sh: no time left for $name" >&2; return 0; fi
     local dl=$(( left - ROW_MAX )); [ "$dl" -lt 1 ] && dl=1
     echo "== $name (left ${left}s, deadline ${dl}s)" >&2
-    timeout --signal=INT --kill-after=5 "$left" "$PY" bench/run.py "$@" --deadline "$dl" \
+    # shellcheck disable=SC2086  # RUN_ARGS: extra run.py arguments, e.g. "--size tiny" to try the script
+    timeout --signal=INT --kill-after=5 "$left" "$PY" bench/run.py "$@" ${RUN_ARGS:-} --deadline "$dl" \
         --tag "gpu part $PART" --out "$OUTDIR/$name.json" >"$OUTDIR/$name.log" 2>&1
     local rc=$?
     [ $rc -ne 0 ] && { echo "gpu_run.sh: $name exited $rc" >&2; tail -5 "$OUTDIR/$name.log" >&2; }

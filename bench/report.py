@@ -65,7 +65,8 @@ def _model_rows(rows):
         head = f"| {r['model']} | {r['batch']} | {r['precision']} |"
         if "error" in r or "ttc_error" in r:
             err = (r.get("error") or r.get("ttc_error")).replace("|", "/").replace("\n", " ")
-            out.append(f"{head} {_ms(r.get('eager'))} | {_ms(r.get('inductor'))} | failed: {err[:140]} |" + " |" * 12)
+            what = err if err.startswith("skipped") else "failed: " + err
+            out.append(f"{head} {_ms(r.get('eager'))} | {_ms(r.get('inductor'))} | {what[:150]} |" + " |" * 12)
             continue
         ind = _ms(r.get("inductor")) if "inductor" in r else (r.get("inductor_error", "-")[:60].replace("|", "/"))
         res = _ms(r.get("ttc_resident")) if "ttc_resident" in r else r.get("ttc_resident_error", "-")[:60]
