@@ -66,6 +66,14 @@ ttc_status ttc_convert_embedding(ttc_conv_ctx *cx, const ttc_node *n) {
     return emit_index(cx, n, w, 1, &d0, &ix, 0);
 }
 
+/* index_select and gather take their dim as input 1 */
+static bool dim_is_const(const ttc_node *n, char **why_not) {
+    int64_t dim;
+    if (ttc_value_const_int(n->inputs[1], &dim)) return true;
+    if (why_not) *why_not = ttc_strdup("dim is not a constant");
+    return false;
+}
+
 bool ttc_validate_index_select(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     if (!ttc_data_type_ok(&n->inputs[0]->type, "the input", why_not) || !ttc_data_output_ok(n, 0, why_not)) return false;
     if (!index_type_ok(&n->inputs[2]->type, "the index", why_not)) return false;
@@ -73,12 +81,7 @@ bool ttc_validate_index_select(const ttc_graph *g, const ttc_node *n, bool fp16,
         if (why_not) *why_not = ttc_strdup("index_select needs a 1-d index and an input of rank >= 1");
         return false;
     }
-    int64_t dim;
-    if (!ttc_value_const_int(n->inputs[1], &dim)) {
-        if (why_not) *why_not = ttc_strdup("dim is not a constant");
-        return false;
-    }
-    return true;
+    return dim_is_const(n, why_not);
 }
 
 /* index_select(x, dim, index) */
@@ -100,12 +103,7 @@ bool ttc_validate_gather(const ttc_graph *g, const ttc_node *n, bool fp16, char 
         if (why_not) *why_not = ttc_strdup("gather needs input, index and output of one rank >= 1");
         return false;
     }
-    int64_t dim;
-    if (!ttc_value_const_int(n->inputs[1], &dim)) {
-        if (why_not) *why_not = ttc_strdup("dim is not a constant");
-        return false;
-    }
-    return true;
+    return dim_is_const(n, why_not);
 }
 
 /* gather(x, dim, index, sparse_grad) */

@@ -105,14 +105,6 @@ ttc_status ttc_lit_parse_type(parser *p, ttc_type *t) {
 }
 
 /* ---- attribute literals ---- */
-static int64_t safe_numel(const ttc_type *t) {
-    if (!ttc_type_is_static(t)) return -1;
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++)
-        if (__builtin_mul_overflow(n, t->dims[i].add, &n)) return -1;
-    return n;
-}
-
 static ttc_status store_elem(parser *p, pos_t at, ttc_dtype dt, unsigned char *dst, bool isf, int64_t iv, double fv,
                              int bv) {
     switch (dt) {
@@ -143,7 +135,7 @@ static ttc_status store_elem(parser *p, pos_t at, ttc_dtype dt, unsigned char *d
 static ttc_status parse_tensor_literal(parser *p, pos_t start, const ttc_type *type, ttc_attr *a) {
     if (!type || type->kind != TTC_TYPE_TENSOR)
         return ttc_lex_perr_at(p, start, "a tensor literal needs a single tensor output type");
-    int64_t numel = safe_numel(type);
+    int64_t numel = ttc_type_numel_static(type);
     size_t es = ttc_dtype_size(type->dtype);
     if (numel < 0 || (uint64_t)numel > SIZE_MAX / 16)
         return ttc_lex_perr_at(p, start, "a tensor literal needs a static shape of reasonable size");

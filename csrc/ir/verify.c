@@ -74,14 +74,6 @@ static ttc_status check_type(const ttc_graph *g, const ttc_type *t, const char *
     return TTC_OK;
 }
 
-static int64_t safe_numel(const ttc_type *t) {
-    if (!ttc_type_is_static(t)) return -1;
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++)
-        if (__builtin_mul_overflow(n, t->dims[i].add, &n)) return -1;
-    return n;
-}
-
 static ttc_status check_constant(const ttc_node *n) {
     if (n->n_outputs != 1 || n->n_inputs != 0) return NODE_FAIL(n, "needs 0 inputs and 1 output, has %d and %d", n->n_inputs, n->n_outputs);
     const ttc_type *t = &n->outputs[0]->type;
@@ -105,7 +97,7 @@ static ttc_status check_constant(const ttc_node *n) {
         break;
     case TTC_TYPE_TENSOR: {
         if (a->kind != TTC_ATTR_TENSOR || !a->tensor) { ok = false; break; }
-        int64_t numel = safe_numel(t);
+        int64_t numel = ttc_type_numel_static(t);
         if (numel < 0) return NODE_FAIL(n, "%s", "tensor constant needs a static shape");
         size_t want;
         if (__builtin_mul_overflow((uint64_t)numel, ttc_dtype_size(t->dtype), &want) || a->tensor->nbytes != want)

@@ -115,13 +115,7 @@ ttc_status ttc_pass_fold_batch_norm(ttc_graph *g, void *ctx, bool *changed) {
         s = fold_one(g, todo[k], todo[k]->inputs[0]->producer, &done);
         if (done) { dead[nd++] = todo[k]; *changed = true; }
     }
-    if (s == TTC_OK && nd) {
-        bool *kill = ttc_calloc((size_t)g->n_nodes, sizeof(bool));
-        if (!kill) s = TTC_ERR_NOMEM;
-        for (int32_t k = 0; k < nd && s == TTC_OK; k++) kill[dead[k]->order] = true;
-        if (s == TTC_OK) s = ttc_pass_erase_marked(g, kill);
-        free(kill);
-    }
+    if (s == TTC_OK) s = ttc_pass_erase_nodes(g, dead, nd);
     free(dead);
     free(todo);
     return s;

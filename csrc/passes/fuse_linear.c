@@ -74,7 +74,6 @@ ttc_status ttc_pass_fuse_linear(ttc_graph *g, void *ctx, bool *changed) {
     int32_t nt = 0;
     for (int32_t i = 0; i < n0; i++) todo[nt++] = g->nodes[i];
     ttc_status s = TTC_OK;
-    bool *kill = NULL;
     ttc_node **dead = ttc_malloc(sizeof(ttc_node *) * (size_t)(2 * n0 + 1));
     int32_t nd = 0;
     if (!dead) { free(todo); return TTC_ERR_NOMEM; }
@@ -117,12 +116,7 @@ ttc_status ttc_pass_fuse_linear(ttc_graph *g, void *ctx, bool *changed) {
         if (mm) dead[nd++] = mm;
         *changed = true;
     }
-    if (s == TTC_OK && nd) {
-        if (!(kill = ttc_calloc((size_t)g->n_nodes, sizeof(bool)))) s = TTC_ERR_NOMEM;
-        for (int32_t k = 0; k < nd && s == TTC_OK; k++) kill[dead[k]->order] = true;
-        if (s == TTC_OK) s = ttc_pass_erase_marked(g, kill);
-    }
-    free(kill);
+    if (s == TTC_OK) s = ttc_pass_erase_nodes(g, dead, nd);
     free(todo);
     free(dead);
     return s;

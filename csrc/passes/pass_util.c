@@ -14,6 +14,16 @@ ttc_status ttc_pass_replace_value(ttc_graph *g, ttc_value *old, ttc_value *repl)
     return TTC_OK;
 }
 
+ttc_status ttc_pass_erase_nodes(ttc_graph *g, ttc_node *const *nodes, int32_t n) {
+    if (n <= 0) return TTC_OK;
+    bool *kill = ttc_calloc((size_t)g->n_nodes, sizeof(bool));
+    if (!kill) return TTC_ERR_NOMEM;
+    for (int32_t k = 0; k < n; k++) kill[nodes[k]->order] = true;
+    ttc_status s = ttc_pass_erase_marked(g, kill);
+    free(kill);
+    return s;
+}
+
 ttc_status ttc_pass_erase_marked(ttc_graph *g, const bool *kill) {
     bool any = false;
     for (int32_t i = 0; i < g->n_nodes; i++) any |= kill[i];

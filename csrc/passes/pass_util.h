@@ -18,6 +18,8 @@ ttc_status ttc_pass_replace_value(ttc_graph *g, ttc_value *old, ttc_value *repl)
 /* Erases every node i with kill[i] (indexed by position in g->nodes) in one pass. Fails,
  * erasing nothing, if a killed node's output is a graph output or used by a live node. */
 ttc_status ttc_pass_erase_marked(ttc_graph *g, const bool *kill);
+/* The same for a list of nodes (each listed once). */
+ttc_status ttc_pass_erase_nodes(ttc_graph *g, ttc_node *const *nodes, int32_t n);
 
 /* Turns n into prim.Constant with the given value attribute (copied); its single output
  * keeps its name, users and type. n's inputs are released. */

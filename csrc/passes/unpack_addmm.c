@@ -21,7 +21,6 @@ ttc_status ttc_pass_unpack_addmm(ttc_graph *g, void *ctx, bool *changed) {
     (void)ctx;
     *changed = false;
     int32_t n0 = g->n_nodes;
-    bool *kill = NULL;
     ttc_node **todo = ttc_malloc(sizeof(ttc_node *) * (size_t)(n0 ? n0 : 1));
     if (!todo) return TTC_ERR_NOMEM;
     int32_t nt = 0;
@@ -52,12 +51,7 @@ ttc_status ttc_pass_unpack_addmm(ttc_graph *g, void *ctx, bool *changed) {
         s = ttc_pass_replace_value(g, n->outputs[0], add->outputs[0]);
         *changed = true;
     }
-    if (s == TTC_OK && nt) {
-        if (!(kill = ttc_calloc((size_t)g->n_nodes, sizeof(bool)))) s = TTC_ERR_NOMEM;
-        for (int32_t k = 0; k < nt && s == TTC_OK; k++) kill[todo[k]->order] = true;
-        if (s == TTC_OK) s = ttc_pass_erase_marked(g, kill);
-    }
-    free(kill);
+    if (s == TTC_OK) s = ttc_pass_erase_nodes(g, todo, nt);
     free(todo);
     return s;
 }

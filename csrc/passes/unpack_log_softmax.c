@@ -19,7 +19,6 @@ ttc_status ttc_pass_unpack_log_softmax(ttc_graph *g, void *ctx, bool *changed) {
         if ((n->op == TTC_OP_LOG_SOFTMAX || n->op == TTC_OP_LOG_SOFTMAX_INT) && n->n_inputs == 3) todo[nt++] = n;
     }
     ttc_status s = TTC_OK;
-    bool *kill = NULL;
     for (int32_t k = 0; k < nt && s == TTC_OK; k++) {
         ttc_node *n = todo[k];
         const char *sm = n->op == TTC_OP_LOG_SOFTMAX ? "aten._softmax.default" : "aten.softmax.int";
@@ -31,12 +30,7 @@ ttc_status ttc_pass_unpack_log_softmax(ttc_graph *g, void *ctx, bool *changed) {
         s = ttc_pass_replace_value(g, n->outputs[0], lg->outputs[0]);
         *changed = true;
     }
-    if (s == TTC_OK && nt) {
-        if (!(kill = ttc_calloc((size_t)g->n_nodes, sizeof(bool)))) s = TTC_ERR_NOMEM;
-        for (int32_t k = 0; k < nt && s == TTC_OK; k++) kill[todo[k]->order] = true;
-        if (s == TTC_OK) s = ttc_pass_erase_marked(g, kill);
-    }
-    free(kill);
+    if (s == TTC_OK) s = ttc_pass_erase_nodes(g, todo, nt);
     free(todo);
     return s;
 }
