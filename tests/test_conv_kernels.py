@@ -195,3 +195,36 @@ def test_split_k_batch_norm():
     ref = torch.relu(torch.nn.functional.batch_norm(torch.nn.functional.conv2d(x, w, padding=1), mean, var, gamma, beta,
                                                     eps=1e-5))
     assert_close(torch.from_numpy(out), ref, 1e-4, 1e-4, "split conv + batch norm + relu")
+
+
+@pytest.mark.parametrize("family_env", ["gpu", None])
+def test_half_model(monkeypatch, family_env):
+    """A model converted with .half(): float16 input, weights, bias and batch-norm statistics."""
+    if family_env:
+        monkeypatch.setenv("TORCHTRT_C_KERNELS", family_env)
+    else:
+        monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
+    x = rand(2, 16, 7, 9).half()
+    w, b = (rand(24, 16, 3, 3, seed=1) / 12).half(), rand(24, seed=2).half()
+    gamma, beta, mean, var = rand(24, seed=3).half(), rand(24, seed=4).half(), rand(24, seed=5).half(), \
+        (rand(24, seed=6).abs() + 0.5).half()
+    g = C.Graph()
+    xi = g.add_input("x", ("tensor", "float16", [2, 16, 7, 9]))
+    cs = [g.add_tensor_constant(nm, "float16", list(t.shape), t.numpy())
+          for nm, t in [("w", w), ("b", b), ("g", gamma), ("be", beta), ("m", mean), ("v", var)]]
+    L = g.add_constant
+    ot = ("tensor", "float16", [2, 24, 7, 9])
+    (c,) = g.add_node("aten.convolution.default", [xi, cs[0], cs[1], L([1, 1]), L([1, 1]), L([1, 1]), L(False),
+                                                   L([0, 0]), L(1)], [ot])
+    outs = g.add_node("aten._native_batch_norm_legit_no_training.default", [c, cs[2], cs[3], cs[4], cs[5], L(0.1), L(1e-5)],
+                      [ot, ("tensor", "float16", [0]), ("tensor", "float16", [0])])
+    (r,) = g.add_node("aten.relu.default", [outs[0]], [ot])
+    g.set_outputs([r])
+    e = C.Engine.build(g, precision="fp16", cache_dir="")
+    assert e.info()["n_kernels"] == 1, e.info()["kernels"]
+    out = np.empty((2, 24, 7, 9), np.float16)
+    e.execute([x.numpy()], [out])
+    f = lambda t: t.float()  # noqa: E731
+    ref = torch.relu(torch.nn.functional.batch_norm(torch.nn.functional.conv2d(f(x), f(w), f(b), padding=1), f(mean),
+                                                    f(var), f(gamma), f(beta), eps=1e-5))
+    assert_close(torch.from_numpy(out).float(), ref, 2e-2, 2e-2, "half conv + batch norm + relu")

@@ -25,14 +25,35 @@ static ttc_status ints_arg(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, int32
     return TTC_OK;
 }
 
+/* IEEE half -> float (weights of models converted with .half()). */
+static float half_bits_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+    if (e == 0) {
+        float f = (float)m * (1.0f / 16777216.0f);  /* zero and subnormals: m * 2^-24 */
+        return sign ? -f : f;
+    }
+    u = sign | (e == 0x1f ? 0x7f800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* Host float copy of a constant engine tensor (float32/float16 data). */
 static float *const_floats(ttc_conv_ctx *cx, int32_t t, int64_t *numel) {
     const ttc_et *et = &cx->k->ts[t];
-    if (et->kind != TTC_ET_CONST || et->dtype != TTC_DTYPE_FLOAT32) return NULL;
+    if (et->kind != TTC_ET_CONST || (et->dtype != TTC_DTYPE_FLOAT32 && et->dtype != TTC_DTYPE_FLOAT16)) return NULL;
     int64_t n = 1;
     for (int32_t d = 0; d < et->rank; d++) n *= et->dims[d].add;
     float *f = ttc_malloc(sizeof(float) * (size_t)(n + 1));
-    if (f) memcpy(f, et->data->data, sizeof(float) * (size_t)n);
+    if (f && et->dtype == TTC_DTYPE_FLOAT32) memcpy(f, et->data->data, sizeof(float) * (size_t)n);
+    else if (f) {
+        const unsigned char *src = et->data->data;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            f[i] = half_bits_to_float(h);
+        }
+    }
     *numel = n;
     return f;
 }
@@ -149,10 +170,10 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
     int64_t wnum;
     float *wf = const_floats(cx, w, &wnum);
     float *bf = NULL;
-    if (!wf) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: convolution weights must be float32 constants", nname(n));
+    if (!wf) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: convolution weights must be float32/float16 constants", nname(n));
     if (b >= 0 && !(bf = const_floats(cx, b, &wnum))) {
         free(wf);
-        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: convolution bias must be a float32 constant", nname(n));
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: convolution bias must be a float32/float16 constant", nname(n));
     }
     const ttc_et *wt = &k->ts[w];
     int64_t wshape[4] = {wt->dims[0].add, wt->dims[1].add, nd == 2 ? wt->dims[2].add : 1, wt->dims[nd + 1].add};
@@ -216,16 +237,18 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
 bool ttc_validate_conv(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     if (n->n_inputs < 2) return fail_why(why_not, "missing arguments");
     const ttc_attr *wa = ttc_value_const(n->inputs[1]);
-    if (!wa || wa->kind != TTC_ATTR_TENSOR || n->inputs[1]->type.dtype != TTC_DTYPE_FLOAT32)
-        return fail_why(why_not, "weights are not a float32 constant");
+    ttc_dtype wd = n->inputs[1]->type.dtype;
+    if (!wa || wa->kind != TTC_ATTR_TENSOR || (wd != TTC_DTYPE_FLOAT32 && wd != TTC_DTYPE_FLOAT16))
+        return fail_why(why_not, "weights are not a float32/float16 constant");
     int32_t wr = n->inputs[1]->type.rank;
     if (wr != 3 && wr != 4) return fail_why(why_not, "only 1-D and 2-D convolution");
     if (n->inputs[0]->type.rank != wr) return fail_why(why_not, "input rank differs from weight rank (unbatched input)");
     if (n->inputs[0]->type.dims[1].sym >= 0) return fail_why(why_not, "symbolic channel count");
     if (n->n_inputs > 2 && !ttc_value_is_none(n->inputs[2])) {
         const ttc_attr *ba = ttc_value_const(n->inputs[2]);
-        if (!ba || ba->kind != TTC_ATTR_TENSOR || n->inputs[2]->type.dtype != TTC_DTYPE_FLOAT32)
-            return fail_why(why_not, "bias is not a float32 constant");
+        ttc_dtype bd = n->inputs[2]->type.dtype;
+        if (!ba || ba->kind != TTC_ATTR_TENSOR || (bd != TTC_DTYPE_FLOAT32 && bd != TTC_DTYPE_FLOAT16))
+            return fail_why(why_not, "bias is not a float32/float16 constant");
     }
     if (n->op == TTC_OP_CONVOLUTION) {
         int64_t tr = 0;
@@ -265,7 +288,7 @@ ttc_status ttc_convert_batch_norm(ttc_conv_ctx *cx, const ttc_node *n) {
     ttc_status s = TTC_OK;
     for (int32_t i = 0; i < 4 && s == TTC_OK; i++)
         if (t[i] >= 0 && !(v[i] = const_floats(cx, t[i], &cnt)))
-            s = ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: batch-norm parameters must be float32 constants", nname(n));
+            s = ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: batch-norm parameters must be float32/float16 constants", nname(n));
     float *scale = ttc_malloc(sizeof(float) * (size_t)C + 4), *shift = ttc_malloc(sizeof(float) * (size_t)C + 4);
     if (!scale || !shift) s = TTC_ERR_NOMEM;
     for (int64_t c = 0; c < C && s == TTC_OK; c++) {
@@ -340,8 +363,9 @@ bool ttc_validate_batch_norm(const ttc_graph *g, const ttc_node *n, bool fp16, c
     for (int32_t i = 1; i < 5; i++) {
         if (ttc_value_is_none(n->inputs[i])) continue;
         const ttc_attr *a = ttc_value_const(n->inputs[i]);
-        if (!a || a->kind != TTC_ATTR_TENSOR || n->inputs[i]->type.dtype != TTC_DTYPE_FLOAT32)
-            return fail_why(why_not, "parameters/statistics are not float32 constants");
+        ttc_dtype pd = n->inputs[i]->type.dtype;
+        if (!a || a->kind != TTC_ATTR_TENSOR || (pd != TTC_DTYPE_FLOAT32 && pd != TTC_DTYPE_FLOAT16))
+            return fail_why(why_not, "parameters/statistics are not float32/float16 constants");
     }
     int64_t training = 0;
     if (n->op == TTC_OP_BATCH_NORM && ttc_value_const_int(n->inputs[5], &training) && training)
