@@ -47,22 +47,77 @@ def _runs_for(flops_or_bytes, per_s):
     return int(max(5, min(100, 2e9 / max(flops_or_bytes, 1))))
 
 
+GEMM_SQUARE = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
+# the zoo's transformer shapes (M, N, K): BERT-base at seq 128, batch 1 and 32
+GEMM_TRANSFORMER = [(128, 768, 768), (128, 3072, 768), (128, 768, 3072),
+                    (4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072)]
+
+
+def _gemm_engine(m, n, k, prec, linear):
+    """A one-GEMM engine and its torch twin on the host. linear: x @ W^T + b with W a
+    weight constant (how the zoo's transformers reach the GEMM); else mm of two inputs."""
+    dt = torch.float16 if prec == "fp16" else torch.float32
+    if linear:
+        x, w, bias = torch.randn(m, k), torch.randn(n, k) / k ** 0.5, torch.randn(n)
+        ref = torch.nn.functional.linear(x, w, bias)
+        _, eng = build("aten.linear.default", [x, Const(w), Const(bias)], [ref], precision=prec)
+        return eng, [x], (x.to(dt), w.to(dt), bias.to(dt))
+    a, b = torch.randn(m, k).to(dt), torch.randn(k, n).to(dt)
+    _, eng = build("aten.mm.default", [a, b], [(a.float() @ b.float()).to(dt)], precision=prec)
+    return eng, [a, b], (a, b)
+
+
+def _gemm_row(tdev, sync, m, n, k, prec, linear):
+    eng, ins, tt = _gemm_engine(m, n, k, prec, linear)
+    flops = 2.0 * m * n * k
+    runs = _runs_for(flops, 1e9)
+    t_e, mode = _time_engine(eng, ins, None, runs)
+    dev = [t.to(tdev) for t in tt]
+    if linear:
+        t_t = _time_torch(lambda: torch.nn.functional.linear(*dev), sync, runs)
+    else:
+        t_t = _time_torch(lambda: torch.mm(*dev), sync, runs)
+    return {"op": "linear" if linear else "mm", "precision": prec, "M": m, "N": n, "K": k,
+            "ttc_GFLOPs": flops / t_e / 1e9, "torch_GFLOPs": flops / t_t / 1e9,
+            "ratio": t_t / t_e, "tile": list(eng.info()["tiles"].values()), "ttc_timing": mode}
+
+
 def gemm(tdev, sync, args):
+    """Square mm and the transformer shapes as linear layers, fp32 and fp16 engines (fp16:
+    half inputs for mm; fp32 weights kept as declared for linear, as compiled models have).
+    torch runs the same op in the engine's precision on tdev. The tile column is the
+    engine's choice (untuned unless optimization_level >= 3 built it; see tune.c)."""
     rows = []
-    shapes = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
-    shapes += [(128, 768, 768), (128, 3072, 768), (128, 768, 3072), (1024, 768, 768), (4096, 3072, 768)]
-    for (m, n, k) in shapes:
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        ref = a @ b
-        _, eng = build("aten.mm.default", [a, b], [ref])
-        flops = 2.0 * m * n * k
-        runs = _runs_for(flops, 1e9)
-        t_e, mode = _time_engine(eng, [a, b], [ref], runs)
-        ad, bd = a.to(tdev), b.to(tdev)
-        t_t = _time_torch(lambda: torch.mm(ad, bd), sync, runs)
-        rows.append({"M": m, "N": n, "K": k, "ttc_GFLOPs": flops / t_e / 1e9, "torch_GFLOPs": flops / t_t / 1e9,
-                     "ratio": (flops / t_e) / (flops / t_t), "ttc_timing": mode})
-        print(rows[-1], file=sys.stderr, flush=True)
+    precs = [p for p in getattr(args, "precisions", "fp32,fp16").split(",") if p] or ["fp32"]
+    for prec in sorted(set(precs) | {"fp16"}, reverse=True):
+        for (m, n, k) in GEMM_SQUARE:
+            rows.append(_gemm_row(tdev, sync, m, n, k, prec, False))
+            print(rows[-1], file=sys.stderr, flush=True)
+        for (m, n, k) in GEMM_TRANSFORMER:
+            rows.append(_gemm_row(tdev, sync, m, n, k, prec, True))
+            print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def gemm_tiles(tdev, sync, args):
+    """Every runnable GEMM candidate (TORCHTRT_C_GEMM_TILE) on a few shapes: the data behind
+    the untuned heuristic in csrc/engine/tune.c."""
+    import os
+
+    rows = []
+    shapes = [(128, 768, 768), (128, 3072, 768), (4096, 3072, 768), (1024, 1024, 1024), (1, 768, 768)]
+    for prec in ("fp32", "fp16"):
+        for (m, n, k) in shapes:
+            for tile in range(3, 14):
+                os.environ["TORCHTRT_C_GEMM_TILE"] = str(tile)
+                try:
+                    row = _gemm_row(tdev, sync, m, n, k, prec, True)
+                except Exception as e:
+                    row = {"precision": prec, "M": m, "N": n, "K": k, "tile": tile, "error": str(e)[:120]}
+                finally:
+                    del os.environ["TORCHTRT_C_GEMM_TILE"]
+                rows.append(row)
+                print(row, file=sys.stderr, flush=True)
     return rows
 
 
@@ -178,7 +233,7 @@ def elementwise(tdev, sync, args):
     return rows
 
 
-KINDS = {"elementwise": elementwise, "gemm": gemm, "conv": conv}
+KINDS = {"elementwise": elementwise, "gemm": gemm, "conv": conv, "gemm_tiles": gemm_tiles}
 
 
 def run(kinds, tdev, sync, args, late=None, save=None, out=None):

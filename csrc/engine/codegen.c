@@ -11,8 +11,13 @@
 #include "../kernels/kernels.h"
 #include "codegen_data.h"
 
-const int32_t ttc_gemm_tile_gpu[TTC_GEMM_TILES] = {16, 8, 32};
-const int32_t ttc_gemm_tile_cpu[TTC_GEMM_TILES] = {0, 4, 16};
+const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
+    {TTC_GEMM_CPU, 0, 0, 0, 0, 0},        {TTC_GEMM_CPU, 4, 0, 0, 0, 0},       {TTC_GEMM_CPU, 16, 0, 0, 0, 0},
+    {TTC_GEMM_SIMT, 64, 64, 16, 4, 4},    {TTC_GEMM_SIMT, 128, 128, 8, 8, 8},  {TTC_GEMM_SIMT, 128, 64, 16, 8, 4},
+    {TTC_GEMM_SIMT, 64, 32, 16, 4, 2},    {TTC_GEMM_SIMT, 32, 32, 16, 2, 2},   {TTC_GEMM_SIMT, 16, 64, 16, 1, 4},
+    {TTC_GEMM_MMA, 128, 128, 32, 2, 4},   {TTC_GEMM_MMA, 128, 64, 32, 2, 2},   {TTC_GEMM_MMA, 64, 64, 32, 2, 2},
+    {TTC_GEMM_MMA, 32, 64, 32, 1, 2},     {TTC_GEMM_MMA, 16, 64, 32, 1, 4},
+};
 
 const char *ttc_cl_storage_type(ttc_dtype d) {
     switch (d) {
@@ -357,15 +362,23 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     snprintf(kname, sizeof kname, "%s", ks->name);
     snprintf(store, sizeof store, "%s_store", ks->name);
     snprintf(tb, sizeof tb, "%d", op->p.gemm.trans_b ? 1 : 0);
-    int32_t tile = op->tile >= 0 && op->tile < TTC_GEMM_TILES ? op->tile : 0;
-    int32_t gtile = gpu ? ttc_gemm_tile_gpu[tile] : ttc_gemm_tile_cpu[tile];
-    char ts[8];
-    snprintf(ts, sizeof ts, "%d", gpu ? gtile : 16);
+    /* an index outside the table (never chosen by tune.c) falls back to the device's plainest kernel */
+    int32_t ti = op->tile >= 0 && op->tile < TTC_GEMM_TILES ? op->tile : (gpu ? 3 : 0);
+    ttc_gemm_tile t = ttc_gemm_tiles[ti];
+    bool f16a = a->dtype == TTC_DTYPE_FLOAT16, f16b = b->dtype == TTC_DTYPE_FLOAT16;
+    if (t.family == TTC_GEMM_MMA && ((!f16a && a->dtype != TTC_DTYPE_FLOAT32) || (!f16b && b->dtype != TTC_DTYPE_FLOAT32)))
+        return ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor-core GEMM candidate %d needs float16/float32 inputs", ti);
+    char v[5][8];
+    int16_t tv[5] = {t.bm, t.bn, t.bk, t.tm, t.tn};
+    for (int i = 0; i < 5; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
     ttc_sbuf_printf(src, "#define %s%s\n#define %s%s\n#define %s%s\n#define %s%s\n", dA, lda, dA8, lda8, dB, ldb, dB8, ldb8);
     const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
-                          "TRANS_B", tb, "TS", ts, NULL};
-    TTC_TRY(emit_template(src, gpu ? "gemm_gpu" : "gemm_cpu", defs));
+                          "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4],
+                          "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
+                          "UNROLL", gpu ? "_Pragma(\"unroll\")" : "", NULL};
+    static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma"};
+    TTC_TRY(emit_template(src, tmpl[t.family], defs));
     ttc_sbuf_printf(src, "#undef LDA\n#undef LDA8\n#undef LDB\n#undef LDB8\n");
     /* args: A, offA, B, offB, M, N, K, sAb, sBb */
     int32_t ra = a->rank, rb = b->rank;
@@ -380,15 +393,23 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     else TTC_TRY(add_arg(ks, TTC_ARG_INT, 0, 0, 0, 0));
     if (rb > 2) TTC_TRY(add_arg(ks, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0));
     else TTC_TRY(add_arg(ks, TTC_ARG_INT, 0, 0, 0, 0));
-    if (gpu) {
-        gdim(ks, 0, op->out, R - 1, R, 1, gtile);
-        gdim(ks, 1, op->out, R - 2, R - 1, 1, gtile);
+    if (t.family == TTC_GEMM_SIMT) {
+        /* work-group (bn/tn, bm/tm): each work-item owns tm x tn outputs of a bm x bn tile */
+        gdim(ks, 0, op->out, R - 1, R, t.tn, t.bn / t.tn);
+        gdim(ks, 1, op->out, R - 2, R - 1, t.tm, t.bm / t.tm);
+        ks->use_local = true;
+    } else if (t.family == TTC_GEMM_MMA) {
+        /* one work-group of 32 * tm * tn work-items per bm x bn tile, tiles along dim 0 by N */
+        int32_t nt = 32 * t.tm * t.tn;
+        gdim(ks, 0, op->out, R - 1, R, t.bn, nt);
+        ks->g[0].mul = nt;
+        gdim(ks, 1, op->out, R - 2, R - 1, t.bm, 1);
         ks->use_local = true;
     } else {
         /* CPU tiles are work-group shapes (0: the driver's choice) */
-        gdim(ks, 0, op->out, R - 1, R, op->p.gemm.trans_b ? 4 : 8, gtile);
-        gdim(ks, 1, op->out, R - 2, R - 1, op->p.gemm.trans_b ? 2 : 4, gtile);
-        ks->use_local = gtile > 0;
+        gdim(ks, 0, op->out, R - 1, R, op->p.gemm.trans_b ? 4 : 8, t.bm);
+        gdim(ks, 1, op->out, R - 2, R - 1, op->p.gemm.trans_b ? 2 : 4, t.bm);
+        ks->use_local = t.bm > 0;
     }
     gdim(ks, 2, op->out, 0, R - 2, 1, ks->use_local ? 1 : 0);
     return TTC_OK;

@@ -49,11 +49,15 @@ typedef struct ttc_codegen {
 ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out);
 void ttc_codegen_free(ttc_codegen *cg);
 
-/* GEMM tile candidates (ttc_kop.tile indexes these): the local tile edge on GPUs, the
- * work-group edge on CPUs (0: left to the driver). Index 0 is the untuned default. */
-#define TTC_GEMM_TILES 3
-extern const int32_t ttc_gemm_tile_gpu[TTC_GEMM_TILES];
-extern const int32_t ttc_gemm_tile_cpu[TTC_GEMM_TILES];
+/* GEMM kernel candidates (ttc_kop.tile indexes ttc_gemm_tiles; tune.c picks one per GEMM by
+ * device, dtype and shape). Families: CPU (gemm_cpu.cl; bm = work-group edge, 0 = the
+ * driver's choice), SIMT (gemm_gpu.cl: bm x bn work-group tile, bk deep, tm x tn outputs per
+ * work-item), MMA (gemm_mma.cl, NVIDIA tensor cores, fp16 inputs: bm x bn x bk tile, tm x tn
+ * warps). Any family runs on any OpenCL device except MMA (NVIDIA PTX). */
+typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA } ttc_gemm_family;
+typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn; } ttc_gemm_tile;
+#define TTC_GEMM_TILES 14
+extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
 const char *ttc_cl_storage_type(ttc_dtype d);

@@ -1,8 +1,16 @@
-/* Build-time tuning (optimization_level >= 3): every GEMM's tile candidate is timed on the
- * device at the symbols' opt values, in a one-kernel engine with random data, and the
- * fastest kept. Choices are remembered in a persistent tuning cache (tuning-v1.txt in the
- * program cache directory: "key<TAB>choice" lines, the key naming the device, driver and
- * problem) and stored in the engine (serialised with it). */
+/* GEMM kernel choice. Every GEMM gets a candidate of ttc_gemm_tiles (codegen.h):
+ * - TORCHTRT_C_GEMM_TILE=<index> forces one for every GEMM (tests use it to run the GPU
+ *   kernel families on the CPU device; the tensor-core family needs NVIDIA and fp16 inputs);
+ *   TORCHTRT_C_KERNELS=gpu makes any device choose among the GPU families;
+ * - optimization_level >= 3: each candidate of the device's families is timed on the device
+ *   at the symbols' opt values, in a one-kernel engine with random data, and the fastest kept.
+ *   Choices are remembered in a persistent tuning cache (tuning-v1.txt in the program cache
+ *   directory: "key<TAB>choice" lines, the key naming the device, driver and problem) and
+ *   stored in the engine (serialised with it);
+ * - otherwise a heuristic by device and shape (gemm_default).
+ * Families by device: CPU devices the CPU kernel; GPUs the register-blocked SIMT kernel, and
+ * on NVIDIA, for half x half GEMMs and every GEMM of fp16 engines, the tensor-core
+ * (mma.sync) kernel. */
 #include "engine_impl.h"
 
 #include <stdio.h>
@@ -98,6 +106,10 @@ static double time_candidate(ttc_engine *e, int32_t oi, int32_t tile, const int6
     mk->ops[mo].in[1] = ids[1];
     mk->ops[mo].p.gemm.trans_b = op->p.gemm.trans_b;
     mk->ops[mo].tile = tile;
+    /* the inner engine applies the candidate as a stored choice instead of choosing itself */
+    if (!(m->stored_tiles = ttc_calloc(1, sizeof(int32_t)))) goto done;
+    m->stored_tiles[0] = tile;
+    m->n_stored_tiles = 1;
     int32_t out = mk->ops[mo].out;
     mk->ts[out].binding = 0;
     mk->inputs = ttc_calloc(2, sizeof(int32_t));
@@ -132,37 +144,116 @@ done:
     return best;
 }
 
+static bool dev_is_nvidia(const ttc_cl_device *d) {
+    return strstr(d->vendor, "NVIDIA") || strstr(d->platform, "NVIDIA");
+}
+
+/* Whether candidate c can run op on e's device at all (forcing may pick any of these). */
+static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
+    if (c < 0 || c >= TTC_GEMM_TILES) return false;
+    if (ttc_gemm_tiles[c].family != TTC_GEMM_MMA) return true;
+    /* half x half (torch's own half matmul accumulates in fp32 too), or any float operands of
+     * an fp16 engine (which keeps fp32 inputs and weights as declared) */
+    const ttc_kir *k = e->k;
+    ttc_dtype a = k->ts[op->in[0]].dtype, b = k->ts[op->in[1]].dtype;
+    bool fa = a == TTC_DTYPE_FLOAT16 || (k->fp16 && a == TTC_DTYPE_FLOAT32);
+    bool fb = b == TTC_DTYPE_FLOAT16 || (k->fp16 && b == TTC_DTYPE_FLOAT32);
+    return dev_is_nvidia(e->dev) && fa && fb;
+}
+
+/* GPU kernel families: GPUs, and any device under TORCHTRT_C_KERNELS=gpu (CPU CI runs them). */
+static bool gpu_family(const ttc_engine *e) {
+    const char *v = getenv("TORCHTRT_C_KERNELS");
+    return e->dev->is_gpu || (v && !strcmp(v, "gpu"));
+}
+
+/* Whether candidate c is one of the device's own families (those tuning times). */
+static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
+    if (!gemm_runnable(e, op, c)) return false;
+    ttc_gemm_family f = ttc_gemm_tiles[c].family;
+    if (!gpu_family(e)) return f == TTC_GEMM_CPU;
+    return f != TTC_GEMM_CPU;
+}
+
+/* Untuned choice: on GPUs the biggest tile that still gives every compute unit a work-group
+ * (big tiles reuse more, but a 128x768 problem in 128x128 tiles leaves most SMs idle), the
+ * smallest for M <= 16 (rows beyond M are wasted work). */
+static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
+    if (!gpu_family(e)) return 0;
+    static const int32_t simt[] = {4, 5, 3, 6, 7}, mma[] = {9, 10, 11, 12, 13};
+    bool tc = gemm_runnable(e, op, 9);
+    const int32_t *order = tc ? mma : simt;
+    if (M <= 16) return tc ? 13 : 8;
+    int64_t cu = e->dev->compute_units > 0 ? e->dev->compute_units : 1;
+    for (int32_t i = 0; i < 5; i++) {
+        const ttc_gemm_tile *t = &ttc_gemm_tiles[order[i]];
+        int64_t wgs = B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
+        if (wgs >= cu) return order[i];
+    }
+    return order[4];
+}
+
+/* TORCHTRT_C_GEMM_TILE: -1 when unset. */
+static ttc_status forced_tile(int32_t *out) {
+    *out = -1;
+    const char *env = getenv("TORCHTRT_C_GEMM_TILE");
+    if (!env || !*env) return TTC_OK;
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end || v < 0 || v >= TTC_GEMM_TILES)
+        return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%s: expected a GEMM candidate index 0..%d", env,
+                        TTC_GEMM_TILES - 1);
+    *out = (int32_t)v;
+    return TTC_OK;
+}
+
 ttc_status ttc_engine_tune(ttc_engine *e) {
-    if (e->opt_level < 3) return TTC_OK;
     ttc_kir *k = e->k;
     int64_t sv[64];
-    if (k->n_syms > 64) return TTC_OK;
-    for (int32_t i = 0; i < k->n_syms; i++) sv[i] = k->syms[i].opt;
+    int32_t forced;
+    TTC_TRY(forced_tile(&forced));
+    for (int32_t i = 0; i < k->n_syms && i < 64; i++) sv[i] = k->syms[i].opt;
+    bool tuning = e->opt_level >= 3 && k->n_syms <= 64 && forced < 0;
     char *path = NULL;
     bool have_path = false;
     for (int32_t i = 0; i < k->n_ops; i++) {
         ttc_kop *op = &k->ops[i];
         if (op->dead || op->kind != TTC_KOP_GEMM) continue;
-        if (!have_path) { path = tuning_path(e); have_path = true; }
+        if (forced >= 0) {
+            if (!gemm_runnable(e, op, forced)) {
+                free(path);
+                return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: the tensor-core GEMM needs an NVIDIA device "
+                                "and float16 inputs or an fp16 engine (%s on %s)", forced, op->name ? op->name : "gemm", e->dev->name);
+            }
+            op->tile = forced;
+            continue;
+        }
         const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *o = &k->ts[op->out];
         int64_t M = ttc_dim_eval(o->dims[o->rank - 2], sv), N = ttc_dim_eval(o->dims[o->rank - 1], sv);
         int64_t K = ttc_dim_eval(a->dims[a->rank - 1], sv), B = 1;
         for (int32_t d = 0; d < o->rank - 2; d++) B *= ttc_dim_eval(o->dims[d], sv);
-        char *key = ttc_strfmt("%s|%s|%s|gemm|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->dev->platform, e->dev->name,
+        int32_t def = gemm_default(e, op, B, M, N);
+        op->tile = def;
+        if (!tuning) continue;
+        if (!have_path) { path = tuning_path(e); have_path = true; }
+        /* "gemm2": candidate indices of the second table (entries of the first are not read) */
+        char *key = ttc_strfmt("%s|%s|%s|gemm2|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->dev->platform, e->dev->name,
                                e->dev->driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
                                a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K);
         if (!key) { free(path); return TTC_ERR_NOMEM; }
         int32_t choice = cache_lookup(path, key);
+        if (choice >= 0 && !gemm_candidate(e, op, choice)) choice = -1;
         if (choice < 0) {
-            double best = 1e30;
-            choice = 0;
+            double best = time_candidate(e, i, def, sv);
+            choice = def;
             for (int32_t c = 0; c < TTC_GEMM_TILES; c++) {
+                if (c == def || !gemm_candidate(e, &k->ops[i], c)) continue;
                 double t = time_candidate(e, i, c, sv);
                 if (t < best * 0.97) { best = t; choice = c; }  /* prefer the default unless clearly faster */
             }
-            op = &k->ops[i];
             if (best < 1e30) cache_store(path, key, choice);
         }
+        op = &k->ops[i];
         op->tile = choice;
         e->n_tuned++;
         free(key);

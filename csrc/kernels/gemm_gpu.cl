@@ -1,29 +1,101 @@
-/* Batched GEMM for GPUs: TSxTS tiles of A and B staged in local memory, one output element
- * per work-item, then the epilogue. Work-group (TS, TS, 1).
- * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB LDA LDB TRANS_B TS. */
-__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
+/* Batched GEMM for GPUs, register blocked: a work-group of (BN/TN, BM/TM) work-items computes
+ * a BM x BN tile of C[b] = A[b] (MxK, k-contiguous) x B[b] (KxN, or NxK when TRANS_B), BK deep
+ * slices of A and B staged in local memory, each work-item accumulating TM x TN outputs (fp32)
+ * then applying the epilogue to each. A work-item's rows/columns are strided by the
+ * work-group's height/width so that local reads broadcast or hit distinct banks, and stores
+ * stay coalesced. Ragged edges (any M, N, K) are zero-filled at load time; interior tiles
+ * of k-contiguous operands load 4 consecutive k per work-item without bounds checks when K
+ * and the operand's offset are multiples of 4.
+ * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB LDA LDB TRANS_B BM BN BK TM TN
+ * (BK a multiple of 4; BM, BN multiples of TM, TN) and UNROLL (_Pragma("unroll") on GPUs;
+ * empty on CPU devices, where unrolling only multiplies PoCL's compile time). */
+#define WX (BN / TN)
+#define WY (BM / TM)
+#define NT (WX * WY)
+__kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
 void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M, int N, int K,
            int sAb, int sBb EPI_PARAMS) {
-    __local float As[TS][TS + 1];
-    __local float Bs[TS][TS + 1];
-    int tx = get_local_id(0), ty = get_local_id(1);
-    int n = get_group_id(0) * TS + tx, m = get_group_id(1) * TS + ty, b = get_global_id(2);
+    /* k-major for A (a work-item reads a column of its rows); +1 against bank conflicts on store */
+    __local float As[BK][BM + 1];
+    __local float Bs[BK][BN + 1];
+    int tx = get_local_id(0), ty = get_local_id(1), tid = ty * WX + tx;
+    int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN, b = get_group_id(2);
     __global const TA *Ab = A + offA + b * sAb;
     __global const TB *Bb = B + offB + b * sBb;
-    float acc = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TS) {
-        int ka = k0 + tx;
-        As[ty][tx] = (m < M && ka < K) ? LDA(Ab, m * K + ka) : 0.0f;
+    bool vecA = (K % 4 == 0) && ((offA + b * sAb) % 4 == 0);
 #if TRANS_B
-        int nb = get_group_id(0) * TS + ty, kb = k0 + tx;
-        Bs[tx][ty] = (nb < N && kb < K) ? LDB(Bb, nb * K + kb) : 0.0f;
+    bool vecB = (K % 4 == 0) && ((offB + b * sBb) % 4 == 0);
+#endif
+    float acc[TM][TN];
+UNROLL
+    for (int i = 0; i < TM; i++)
+UNROLL
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        bool kfull = k0 + BK <= K;
+        /* A: BM x BK, k fastest */
+        if (vecA && kfull && m0 + BM <= M) {
+UNROLL
+            for (int l = tid; l < BM * BK / 4; l += NT) {
+                int r = l / (BK / 4), kk = (l % (BK / 4)) * 4;
+                __global const TA *p = Ab + (m0 + r) * K + k0 + kk;
+                As[kk][r] = LDA(p, 0); As[kk + 1][r] = LDA(p, 1); As[kk + 2][r] = LDA(p, 2); As[kk + 3][r] = LDA(p, 3);
+            }
+        } else {
+UNROLL
+            for (int l = tid; l < BM * BK; l += NT) {
+                int r = l / BK, kk = l % BK, m = m0 + r, k = k0 + kk;
+                As[kk][r] = (m < M && k < K) ? LDA(Ab, m * K + k) : 0.0f;
+            }
+        }
+#if TRANS_B
+        if (vecB && kfull && n0 + BN <= N) {
+UNROLL
+            for (int l = tid; l < BN * BK / 4; l += NT) {
+                int c = l / (BK / 4), kk = (l % (BK / 4)) * 4;
+                __global const TB *p = Bb + (n0 + c) * K + k0 + kk;
+                Bs[kk][c] = LDB(p, 0); Bs[kk + 1][c] = LDB(p, 1); Bs[kk + 2][c] = LDB(p, 2); Bs[kk + 3][c] = LDB(p, 3);
+            }
+        } else {
+UNROLL
+            for (int l = tid; l < BN * BK; l += NT) {
+                int c = l / BK, kk = l % BK, n = n0 + c, k = k0 + kk;
+                Bs[kk][c] = (n < N && k < K) ? LDB(Bb, n * K + k) : 0.0f;
+            }
+        }
 #else
-        int kb = k0 + ty;
-        Bs[ty][tx] = (n < N && kb < K) ? LDB(Bb, kb * N + n) : 0.0f;
+UNROLL
+        for (int l = tid; l < BN * BK; l += NT) {
+            int kk = l / BN, c = l % BN, n = n0 + c, k = k0 + kk;
+            Bs[kk][c] = (n < N && k < K) ? LDB(Bb, k * N + n) : 0.0f;
+        }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int kk = 0; kk < TS; kk++) acc += As[ty][kk] * Bs[kk][tx];
+UNROLL
+        for (int kk = 0; kk < BK; kk++) {
+            float av[TM], bv[TN];
+UNROLL
+            for (int i = 0; i < TM; i++) av[i] = As[kk][ty + i * WY];
+UNROLL
+            for (int j = 0; j < TN; j++) bv[j] = Bs[kk][tx + j * WX];
+UNROLL
+            for (int i = 0; i < TM; i++)
+UNROLL
+                for (int j = 0; j < TN; j++) acc[i][j] = mad(av[i], bv[j], acc[i][j]);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (m < M && n < N) STORE_FN(acc, (b * M + m) * N + n EPI_ARGS);
+UNROLL
+    for (int i = 0; i < TM; i++) {
+        int m = m0 + ty + i * WY;
+        if (m >= M) break;
+UNROLL
+        for (int j = 0; j < TN; j++) {
+            int n = n0 + tx + j * WX;
+            if (n < N) STORE_FN(acc[i][j], (b * M + m) * N + n EPI_ARGS);
+        }
+    }
 }
+#undef WX
+#undef WY
+#undef NT
