@@ -88,3 +88,44 @@ def test_static_sym_size_is_a_number():
     for b in (1, 6):
         xb = torch.randn(b, 3, 5)
         assert_tree_close(trt(xb), m(xb), atol=1e-5, rtol=1e-5)
+
+
+class _SizeArithmeticInViews(torch.nn.Module):
+    """x.shape[0] * 2 and // 2 (Python int arithmetic on SymInts, imported as py.mul /
+    py.floordiv) only shape views: one engine."""
+
+    def forward(self, x):
+        b = x.shape[0]
+        y = x.reshape(b * 2, -1)
+        z = y.view(b, 2, -1).flatten(1)
+        return torch.relu(z[:, : x.shape[1] // 2]) + 1
+
+
+def test_size_arithmetic_feeding_views_is_one_engine():
+    m = _SizeArithmeticInViews().eval()
+    x = torch.randn(4, 6, 5)
+    trt = torchtrt_c.compile(m, inputs=[_dyn_input(x)], require_full_compilation=True, min_block_size=1)
+    assert submodules(trt, "_run_on_acc_") == ["_run_on_acc_0"], list(trt.named_children())
+    for b in (1, 3, 8):
+        xb = torch.randn(b, 6, 5)
+        assert_tree_close(trt(xb), m(xb), atol=1e-6, rtol=1e-6)
+
+
+class _SizeArithmeticAsNumbers(torch.nn.Module):
+    def forward(self, x):
+        b = x.shape[0]
+        y = x.reshape(b * 2, -1)
+        r = torch.arange(b * 2, dtype=torch.float32).unsqueeze(1)
+        return torch.relu(y) + r * torch.full((b * 2, 1), 0.5) + x.shape[0] // 2
+
+
+def test_size_arithmetic_used_as_numbers_splits_cleanly(caplog):
+    m = _SizeArithmeticAsNumbers().eval()
+    x = torch.randn(4, 6, 5)
+    with caplog.at_level("WARNING", logger="torchtrt_c"):
+        trt = torchtrt_c.compile(m, inputs=[_dyn_input(x)], min_block_size=1)
+    assert not [r for r in caplog.records if "engine build failed" in r.getMessage()], caplog.text
+    assert submodules(trt, "_run_on_acc_")
+    for b in (1, 3, 8):
+        xb = torch.randn(b, 6, 5)
+        assert_tree_close(trt(xb), m(xb), atol=1e-5, rtol=1e-5)

@@ -126,6 +126,9 @@ static ttc_status eval_value(ttc_conv_ctx *cx, const ttc_value *v, const ttc_nod
         return TTC_OK;
     }
     if (p && p->op == TTC_OP_SYM_SIZE) return eval_sym_size(cx, v, p, user);
+    if (p && ttc_is_symint_arith(p))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: %%%s is computed by %s from sizes known only at run time; "
+                        "its use here needs a static number", nname(user), v->name, p->op_name);
     if (cx->tensor_of[v->id] >= 0)
         return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: %%%s is a runtime tensor, a static value was expected",
                         nname(user), v->name);
@@ -331,6 +334,7 @@ ttc_status ttc_convert_graph(const ttc_graph *g, bool fp16, ttc_kir **out) {
         const ttc_node *n = g->nodes[ni];
         const ttc_converter *c = ttc_converter_get(n->op);
         if (c && (c->flags & TTC_CONVF_EVAL)) continue;   /* evaluated on demand */
+        if (!c && ttc_is_symint_arith(n)) continue;        /* sizes for views only (no value) */
         if (!c) {
             s = ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: no converter for %s", nname(n), n->op_name);
             goto done;

@@ -143,9 +143,25 @@ static bool type_ok(const ttc_type *t, char **why, const char *what, int32_t i) 
     return true;
 }
 
+bool ttc_is_symint_arith(const ttc_node *n) {
+    static const char *const ops[] = {"py.mul", "py.add", "py.sub", "py.floordiv", "py.mod", "py.neg",
+                                      "py.sym_max", "py.sym_min"};
+    if (n->op != TTC_OP_OPAQUE || !n->op_name || n->n_outputs != 1 || n->outputs[0]->type.kind != TTC_TYPE_INT)
+        return false;
+    for (int32_t i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i]->type.kind != TTC_TYPE_INT) return false;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(n->op_name, ops[i])) return true;
+    return false;
+}
+
 bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not, bool *dynamic_ok) {
     if (why_not) *why_not = NULL;
     if (dynamic_ok) *dynamic_ok = false;
+    if (ttc_is_symint_arith(n)) {
+        if (dynamic_ok) *dynamic_ok = true;
+        return true;
+    }
     const ttc_converter *c = ttc_converter_get(n->op);
     if (!c) {
         if (why_not) *why_not = ttc_strfmt("no OpenCL converter for %s", n->op_name);

@@ -43,4 +43,10 @@ const ttc_converter *ttc_converter_get(ttc_op_id op);
 bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not,
                       bool *dynamic_ok);
 
+/* Python int arithmetic on sizes (operator.mul/floordiv/... on SymInts, imported as opaque
+ * "py.<name>" nodes with int inputs and outputs): supported with no kernel, like sym_size.
+ * Only view/expand-like sizes use them, and those converters read dims from the IR types;
+ * a converter that needs the number fails naming the node (convert.c). */
+bool ttc_is_symint_arith(const ttc_node *n);
+
 #endif

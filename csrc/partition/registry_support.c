@@ -13,7 +13,7 @@
 
 bool ttc_partition_registry_support(const ttc_graph *g, const ttc_node *n, const ttc_partition_settings *s,
                                     char **why_not, bool *dynamic_ok) {
-    if (!ttc_converter_get(n->op)) {
+    if (!ttc_converter_get(n->op) && !ttc_is_symint_arith(n)) {  /* size arithmetic: no kernel */
         *why_not = ttc_strfmt("no converter for %s", n->op_name);
         return false;
     }
