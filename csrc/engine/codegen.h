@@ -59,6 +59,11 @@ typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, t
 #define TTC_GEMM_TILES 14
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 
+/* CPU convolution (codegen_conv_cpu.c): enabled unless TORCHTRT_C_CONV_CPU=ocb8. */
+bool ttc_conv_cpu_enabled(void);
+ttc_status ttc_codegen_conv_cpu(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
+                                const char *A_);
+
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
 const char *ttc_cl_storage_type(ttc_dtype d);
 
