@@ -17,7 +17,7 @@ import torch
 import torchtrt_c._C as C
 from convtest import assert_close, rand
 
-N_TILES = 5
+N_TILES = 8
 
 
 @pytest.fixture(params=["gpu", "native"])

@@ -20,12 +20,15 @@ static bool gpu_kernels_forced(void) {
     return v && !strcmp(v, "gpu");
 }
 
-/* Implicit-GEMM tile shapes {TM, TN, TK, RM, RN}, largest first. Each keeps
- * TK*TM/4 and TK*TN multiples of the work-group size and the work-group size a multiple
- * of TN (see conv2d_igemm.cl). */
-#define CONV_TILES 5
+/* Implicit-GEMM tile shapes {TM, TN, TK, RM, RN}: 8x8 micro tiles first (half the local
+ * reads per multiply-add of 4x4 ones), then 4x4 ones for problems too small to give the
+ * 8x8 tiles enough work-groups. Each keeps TK*TM/4 and TK*TN multiples of the work-group
+ * size and the work-group size a multiple of TN (see conv2d_igemm.cl). */
+#define CONV_TILES 8
+#define CONV_TILES_8X8 4
 static const int32_t conv_tiles[CONV_TILES][5] = {
-    {128, 128, 8, 8, 8}, {64, 64, 16, 4, 4}, {64, 32, 16, 4, 4}, {32, 32, 16, 4, 4}, {64, 16, 16, 4, 4},
+    {128, 128, 8, 8, 8}, {128, 64, 16, 8, 8}, {64, 128, 16, 8, 8}, {64, 64, 16, 8, 8},
+    {64, 64, 16, 4, 4}, {64, 32, 16, 4, 4}, {32, 32, 16, 4, 4}, {64, 16, 16, 4, 4},
 };
 
 static int64_t dim_opt(const ttc_kir *k, ttc_dim d) {
@@ -33,19 +36,25 @@ static int64_t dim_opt(const ttc_kir *k, ttc_dim d) {
     return d.mul * k->syms[d.sym].opt + d.add;
 }
 
-/* The largest tile that still gives enough work-groups to fill a big GPU (~2 per SM on
- * 132 SMs) at the symbols' opt values; small problems get the 32-wide tiles.
- * TORCHTRT_C_CONV_TILE=<index> forces one (tests cover every shape that way). */
+/* At the symbols' opt values: the first 8x8 tile giving a work-group per SM of a big GPU
+ * (132) with at least 70% of the tile doing useful work; else the first 4x4 one giving two;
+ * else 32x32 (64x16 for very few pixels). S: split-K slices (more work-groups).
+ * TORCHTRT_C_CONV_TILE=<index> forces one (tests cover every shape that way);
+ * TORCHTRT_C_CONV_TILES=v1 restores the first rule (128x128 or 4x4 tiles, two work-groups
+ * per SM) for A/B measurements. */
 static int32_t conv_tile_choice(int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
-    const char *f = getenv("TORCHTRT_C_CONV_TILE");
+    const char *f = getenv("TORCHTRT_C_CONV_TILE"), *fam = getenv("TORCHTRT_C_CONV_TILES");
     if (f && *f >= '0' && *f < '0' + CONV_TILES && !f[1]) return *f - '0';
-    for (int32_t t = 0; t < 3; t++) {
+    bool v1 = fam && !strcmp(fam, "v1");
+    for (int32_t t = 0; t < CONV_TILES - 2; t++) {
         const int32_t *c = conv_tiles[t];
-        if (OCG < c[0] / 2) continue;
-        int64_t wgs = G * S * ((OCG + c[0] - 1) / c[0]) * ((NPQ + c[1] - 1) / c[1]);
-        if (wgs >= 264) return t;
+        if (OCG < c[0] / 2 || (v1 && t > 0 && t < CONV_TILES_8X8)) continue;
+        int64_t mt = (OCG + c[0] - 1) / c[0], nt = (NPQ + c[1] - 1) / c[1];
+        int64_t wgs = G * S * mt * nt;
+        bool full = 10 * OCG * NPQ >= 7 * mt * c[0] * nt * c[1];
+        if (t < CONV_TILES_8X8 && !v1 ? (full && wgs >= 132) : wgs >= 264) return t;
     }
-    return NPQ <= 16 ? 4 : 3;
+    return NPQ <= 16 ? CONV_TILES - 1 : CONV_TILES - 2;
 }
 
 static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
