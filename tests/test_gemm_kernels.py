@@ -3,7 +3,7 @@
 Every GEMM candidate of ttc_gemm_tiles (csrc/engine/codegen.c) is forced in turn with
 TORCHTRT_C_GEMM_TILE=<index>: the CPU kernel's work-group shapes (0-2) and the register-
 blocked GPU kernel's tiles (3-8) run on any OpenCL device, so PoCL in CI covers the GPU
-kernels; the NVIDIA tensor-core tiles (9-13, inline PTX) run only where the default device
+kernels; the NVIDIA tensor-core tiles (9-16, inline PTX) run only where the default device
 is NVIDIA. Shapes are odd (1, 7, 33, 129, 257 ...) so that every tile has partial edges in
 M, N and K, and K takes both the aligned (multiple of 8) and the scalar load paths. Every
 tile runs the plain mm shapes; the epilogue/batch/fp16 variants run on a wide tile (3), a
@@ -22,8 +22,8 @@ from convtest import DTYPES, Const, assert_close, build, rand, run
 
 CPU_TILES = [0, 1, 2]
 SIMT_TILES = [3, 4, 5, 6, 7, 8]
-MMA_TILES = [9, 10, 11, 12, 13]
-N_TILES = 14
+MMA_TILES = [9, 10, 11, 12, 13, 14, 15, 16]
+N_TILES = 17
 
 
 def _nvidia():

@@ -12,11 +12,13 @@
 #include "codegen_data.h"
 
 const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
-    {TTC_GEMM_CPU, 0, 0, 0, 0, 0},        {TTC_GEMM_CPU, 4, 0, 0, 0, 0},       {TTC_GEMM_CPU, 16, 0, 0, 0, 0},
-    {TTC_GEMM_SIMT, 64, 64, 16, 4, 4},    {TTC_GEMM_SIMT, 128, 128, 8, 8, 8},  {TTC_GEMM_SIMT, 128, 64, 16, 8, 4},
-    {TTC_GEMM_SIMT, 64, 32, 16, 4, 2},    {TTC_GEMM_SIMT, 32, 32, 16, 2, 2},   {TTC_GEMM_SIMT, 16, 64, 16, 1, 4},
-    {TTC_GEMM_MMA, 128, 128, 32, 2, 4},   {TTC_GEMM_MMA, 128, 64, 32, 2, 2},   {TTC_GEMM_MMA, 64, 64, 32, 2, 2},
-    {TTC_GEMM_MMA, 32, 64, 32, 1, 2},     {TTC_GEMM_MMA, 16, 64, 32, 1, 4},
+    {TTC_GEMM_CPU, 0, 0, 0, 0, 0, 1},        {TTC_GEMM_CPU, 4, 0, 0, 0, 0, 1},       {TTC_GEMM_CPU, 16, 0, 0, 0, 0, 1},
+    {TTC_GEMM_SIMT, 64, 64, 16, 4, 4, 1},    {TTC_GEMM_SIMT, 128, 128, 8, 8, 8, 1},  {TTC_GEMM_SIMT, 128, 64, 16, 8, 4, 1},
+    {TTC_GEMM_SIMT, 64, 32, 16, 4, 2, 1},    {TTC_GEMM_SIMT, 32, 32, 16, 2, 2, 1},   {TTC_GEMM_SIMT, 16, 64, 16, 1, 4, 1},
+    {TTC_GEMM_MMA, 128, 128, 32, 2, 4, 1},   {TTC_GEMM_MMA, 128, 64, 32, 2, 2, 1},   {TTC_GEMM_MMA, 64, 64, 32, 2, 2, 1},
+    {TTC_GEMM_MMA, 32, 64, 32, 1, 2, 1},     {TTC_GEMM_MMA, 16, 64, 32, 1, 4, 1},
+    /* k-split warps for skinny, deep problems */
+    {TTC_GEMM_MMA, 16, 64, 128, 1, 1, 4},    {TTC_GEMM_MMA, 32, 64, 64, 1, 2, 2},    {TTC_GEMM_MMA, 16, 64, 64, 1, 2, 2},
 };
 
 const char *ttc_cl_storage_type(ttc_dtype d) {
@@ -368,13 +370,13 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     bool f16a = a->dtype == TTC_DTYPE_FLOAT16, f16b = b->dtype == TTC_DTYPE_FLOAT16;
     if (t.family == TTC_GEMM_MMA && ((!f16a && a->dtype != TTC_DTYPE_FLOAT32) || (!f16b && b->dtype != TTC_DTYPE_FLOAT32)))
         return ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor-core GEMM candidate %d needs float16/float32 inputs", ti);
-    char v[5][8];
-    int16_t tv[5] = {t.bm, t.bn, t.bk, t.tm, t.tn};
-    for (int i = 0; i < 5; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
+    char v[6][8];
+    int16_t tv[6] = {t.bm, t.bn, t.bk, t.tm, t.tn, t.kw > 1 ? t.kw : 1};
+    for (int i = 0; i < 6; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
     ttc_sbuf_printf(src, "#define %s%s\n#define %s%s\n#define %s%s\n#define %s%s\n", dA, lda, dA8, lda8, dB, ldb, dB8, ldb8);
     const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
-                          "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4],
+                          "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4], "KW", v[5],
                           "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
                           "UNROLL", gpu ? "_Pragma(\"unroll\")" : "", NULL};
     static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma"};
@@ -399,8 +401,8 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
         gdim(ks, 1, op->out, R - 2, R - 1, t.tm, t.bm / t.tm);
         ks->use_local = true;
     } else if (t.family == TTC_GEMM_MMA) {
-        /* one work-group of 32 * tm * tn work-items per bm x bn tile, tiles along dim 0 by N */
-        int32_t nt = 32 * t.tm * t.tn;
+        /* one work-group of 32 * tm * tn * kw work-items per bm x bn tile, tiles along dim 0 by N */
+        int32_t nt = 32 * t.tm * t.tn * (t.kw > 1 ? t.kw : 1);
         gdim(ks, 0, op->out, R - 1, R, t.bn, nt);
         ks->g[0].mul = nt;
         gdim(ks, 1, op->out, R - 2, R - 1, t.bm, 1);

@@ -53,10 +53,11 @@ void ttc_codegen_free(ttc_codegen *cg);
  * device, dtype and shape). Families: CPU (gemm_cpu.cl; bm = work-group edge, 0 = the
  * driver's choice), SIMT (gemm_gpu.cl: bm x bn work-group tile, bk deep, tm x tn outputs per
  * work-item), MMA (gemm_mma.cl, NVIDIA tensor cores, fp16 inputs: bm x bn x bk tile, tm x tn
- * warps). Any family runs on any OpenCL device except MMA (NVIDIA PTX). */
+ * warps, kw groups of them splitting k). Any family runs on any OpenCL device except MMA
+ * (NVIDIA PTX). */
 typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA } ttc_gemm_family;
-typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn; } ttc_gemm_tile;
-#define TTC_GEMM_TILES 14
+typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw; } ttc_gemm_tile;
+#define TTC_GEMM_TILES 17
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 
 /* CPU convolution (codegen_conv_cpu.c): enabled unless TORCHTRT_C_CONV_CPU=ocb8. */

@@ -11,19 +11,13 @@
  * Families by device: CPU devices the CPU kernel; GPUs the register-blocked SIMT kernel, and
  * on NVIDIA, for half x half GEMMs and every GEMM of fp16 engines, the tensor-core
  * (mma.sync) kernel. */
+#include "bench.h"
 #include "engine_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static char *tuning_path(const ttc_engine *e) {
     char *dir = ttc_cl_cache_dir(e->cache_dir_opt);
@@ -127,15 +121,13 @@ static double time_candidate(ttc_engine *e, int32_t oi, int32_t tile, const int6
     if (!bufs[2]) goto done;
     const void *in[2] = {bufs[0], bufs[1]};
     void *outp[1] = {bufs[2]};
-    for (int rep = 0; rep < 4; rep++) {
-        double t0 = now_s();
-        if (ttc_engine_execute(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, outp, &nbytes[2]) != TTC_OK) {
-            best = 1e30;
-            break;
-        }
-        double dt = now_s() - t0;
-        if (rep > 0 && dt < best) best = dt;   /* the first run warms up */
-    }
+    /* correctness of the candidate's launch first (execute), then its time with the inputs
+     * resident on the device: host transfers would drown the differences between tiles */
+    double ms[5];
+    if (ttc_engine_execute(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, outp, &nbytes[2]) == TTC_OK &&
+        ttc_engine_benchmark(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, 5, 1, ms) == TTC_OK)
+        for (int r = 0; r < 5; r++)
+            if (ms[r] * 1e-3 < best) best = ms[r] * 1e-3;
 done:
     for (int j = 0; j < 3; j++) free(bufs[j]);
     if (m) ttc_engine_free(m);
@@ -175,22 +167,26 @@ static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     return f != TTC_GEMM_CPU;
 }
 
-/* Untuned choice: on GPUs the biggest tile that still gives every compute unit a work-group
- * (big tiles reuse more, but a 128x768 problem in 128x128 tiles leaves most SMs idle), the
- * smallest for M <= 16 (rows beyond M are wasted work). */
+/* Untuned choice: on GPUs the biggest tile that still gives the compute units enough
+ * work-groups (big tiles reuse more, but a 128x768 problem in 128x128 tiles leaves most SMs
+ * idle); rows beyond M are wasted work, so M <= 16 takes a 16-row tile. Orders and
+ * thresholds from a sweep of every tile on an H200 (bench/kernels.py gemm_tiles): SIMT
+ * 128x64 from ~CU/2 work-groups, else 64x64, else 32x32; tensor cores 128x128 from CU
+ * work-groups, else 64x64, else 16x64 (the 128x64 and 32x64 tiles never won there). */
 static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
     if (!gpu_family(e)) return 0;
-    static const int32_t simt[] = {4, 5, 3, 6, 7}, mma[] = {9, 10, 11, 12, 13};
+    static const int32_t simt[] = {5, 3, 7}, mma[] = {9, 11, 13};
     bool tc = gemm_runnable(e, op, 9);
     const int32_t *order = tc ? mma : simt;
     if (M <= 16) return tc ? 13 : 8;
     int64_t cu = e->dev->compute_units > 0 ? e->dev->compute_units : 1;
-    for (int32_t i = 0; i < 5; i++) {
+    int64_t enough = tc ? cu : (cu + 1) / 2;
+    for (int32_t i = 0; i < 2; i++) {
         const ttc_gemm_tile *t = &ttc_gemm_tiles[order[i]];
         int64_t wgs = B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
-        if (wgs >= cu) return order[i];
+        if (wgs >= enough) return order[i];
     }
-    return order[4];
+    return order[2];
 }
 
 /* TORCHTRT_C_GEMM_TILE: -1 when unset. */

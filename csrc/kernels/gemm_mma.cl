@@ -1,7 +1,9 @@
 /* Batched GEMM on NVIDIA tensor cores (inline PTX mma.sync m16n8k16, f16 inputs, f32
  * accumulation): C[b] = A[b] (MxK, k-contiguous) x B[b] (KxN, or NxK when TRANS_B), then the
- * epilogue. A work-group of TM x TN warps computes a BM x BN tile; each warp a
- * (BM/TM) x (BN/TN) block of 16x8 mma tiles. BK-deep slices of A (row-major) and B (stored
+ * epilogue. A work-group of TM x TN x KW warps computes a BM x BN tile; each warp a
+ * (BM/TM) x (BN/TN) block of 16x8 mma tiles over 1/KW of every k slice (KW > 1: skinny
+ * problems, where few work-groups each walk a long K, get more warps in flight; partial
+ * sums meet in local memory before the epilogue). BK-deep slices of A (row-major) and B (stored
  * n-major, k-contiguous, as the .col operand wants) sit in local memory with rows padded
  * by 8 halves so that fragment reads hit 32 distinct banks. The next slice is fetched into
  * registers while the current one is multiplied. Global loads are 8 halves (16 bytes) wide
@@ -12,8 +14,9 @@
  * Only for NVIDIA devices (PTX); tune.c selects it. Fragment layout (PTX ISA, m16n8k16 .f16):
  * g = lane / 4, t = lane % 4; A regs {(g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8)} (row, k),
  * B regs {(2t, g), (2t+8, g)} (k, n), C {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)}.
- * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN. */
-#define NTH (32 * TM * TN)
+ * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN KW
+ * (local memory: (BM + BN) * (BK + 8) halves + (KW - 1) * BM * BN floats <= 48 KiB). */
+#define NTH (32 * TM * TN * KW)
 #define WTM (BM / TM)
 #define WTN (BN / TN)
 #define MI (WTM / 16)
@@ -63,7 +66,9 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
     __local ushort *As = (__local ushort *)As4;
     __local ushort *Bs = (__local ushort *)Bs4;
     int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
-    int wm = warp / TN, wn = warp % TN, g = lane >> 2, t = lane & 3;
+    /* warps: KW groups along k (each multiplies its BK/KW of every slice), TM x TN in each */
+    int kw = warp / (TM * TN), wr = warp % (TM * TN);
+    int wm = wr / TN, wn = wr % TN, g = lane >> 2, t = lane & 3;
     int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN, b = get_group_id(2);
     int oA = offA + b * sAb, oB = offB + b * sBb;
 #if A_F32
@@ -141,7 +146,8 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         barrier(CLK_LOCAL_MEM_FENCE);
         if (k0 + BK < K) LOAD_SLICE(k0 + BK)
 #pragma unroll
-        for (int ks = 0; ks < BK; ks += 16) {
+        for (int kq = 0; kq < BK / KW; kq += 16) {
+            int ks = kw * (BK / KW) + kq;
             uint af[MI][4], bf[NI][2];
 #pragma unroll
             for (int i = 0; i < MI; i++) {
@@ -173,6 +179,30 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#if KW > 1
+    /* k-split warps hand their partial sums to group 0 through local memory */
+    __local float red[(KW - 1) * BM * BN];
+    if (kw > 0) {
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    red[((((kw - 1) * TM * TN + wr) * MI + i) * NI + j) * 128 + r * 32 + lane] = acc[i][j][r];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (kw > 0) return;
+#pragma unroll
+    for (int q = 1; q < KW; q++)
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    acc[i][j][r] += red[((((q - 1) * TM * TN + wr) * MI + i) * NI + j) * 128 + r * 32 + lane];
+#endif
 #pragma unroll
     for (int i = 0; i < MI; i++)
 #pragma unroll
