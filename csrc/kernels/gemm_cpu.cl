@@ -6,9 +6,24 @@
 __kernel void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M, int N,
                     int K, int sAb, int sBb EPI_PARAMS) {
     int b = get_global_id(2);
+    /* Work-item order: the launch is (ceil(N/NR), ceil(M/MR)), but consecutive work-items
+     * (PoCL runs a work-group's items in a loop, and hands out groups in order) walk down M
+     * with the same NR columns, so the B panel they share stays in cache: B is the big
+     * operand of linear layers (768x3072 floats: 9 MB), A the small one. */
 #if TRANS_B == 0
-    int n0 = get_global_id(0) * 8, m0 = get_global_id(1) * 4;
-    if (n0 >= N || m0 >= M) return;
+#define TTC_MR 4
+#define TTC_NR 8
+#else
+#define TTC_MR 2
+#define TTC_NR 4
+#endif
+    int MB = (M + TTC_MR - 1) / TTC_MR, NB = (N + TTC_NR - 1) / TTC_NR;
+    int lin = get_global_id(1) * get_global_size(0) + get_global_id(0);
+    if (lin >= MB * NB) return;
+    int m0 = (lin % MB) * TTC_MR, n0 = (lin / MB) * TTC_NR;
+#undef TTC_MR
+#undef TTC_NR
+#if TRANS_B == 0
     __global const TA *a0 = A + offA + b * sAb + m0 * K;
     __global const TA *a1 = a0 + (m0 + 1 < M ? K : 0);
     __global const TA *a2 = a0 + (m0 + 2 < M ? 2 * K : 0);
@@ -38,8 +53,6 @@ __kernel void KNAME(__global const TA *A, int offA, __global const TB *B, int of
     if (m0 + 2 < M) { vstore8(c2, 0, r); for (int j = 0; j < nr; j++) STORE_FN(r[j], base + 2 * N + j EPI_ARGS); }
     if (m0 + 3 < M) { vstore8(c3, 0, r); for (int j = 0; j < nr; j++) STORE_FN(r[j], base + 3 * N + j EPI_ARGS); }
 #else
-    int n0 = get_global_id(0) * 4, m0 = get_global_id(1) * 2;
-    if (n0 >= N || m0 >= M) return;
     __global const TA *a0 = A + offA + b * sAb + m0 * K;
     __global const TA *a1 = a0 + (m0 + 1 < M ? K : 0);
     __global const TB *bb = B + offB + b * sBb;
