@@ -12,12 +12,34 @@
 #define WX (BN / TN)
 #define WY (BM / TM)
 #define NT (WX * WY)
+/* TM and TN multiples of 4: a work-item owns groups of 4 adjacent rows/columns (group q of
+ * its rows starts at q * WY * 4 + ty * 4), read from local memory as float4 (one wavefront
+ * feeds 4 FMAs per operand); else single rows/columns strided by WY/WX, read as floats. */
+#if TM % 4 == 0 && TN % 4 == 0
+#define V4 1
+#define ROW(i) ((i) / 4 * (WY * 4) + ty * 4 + (i) % 4)
+#define COL(j) ((j) / 4 * (WX * 4) + tx * 4 + (j) % 4)
+#define AS(kk, r) (((__local float *)As4)[(kk) * (BM + 4) + (r)])
+#define BS(kk, c) (((__local float *)Bs4)[(kk) * (BN + 4) + (c)])
+#else
+#define V4 0
+#define ROW(i) (ty + (i) * WY)
+#define COL(j) (tx + (j) * WX)
+#define AS(kk, r) As[kk][r]
+#define BS(kk, c) Bs[kk][c]
+#endif
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
 void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M, int N, int K,
            int sAb, int sBb EPI_PARAMS) {
-    /* k-major for A (a work-item reads a column of its rows); +1 against bank conflicts on store */
+    /* k-major for A (a work-item reads a column of its rows); padded against bank conflicts
+     * on the (transposing) stores, by 4 where rows are read as float4 */
+#if V4
+    __local float4 As4[BK][(BM + 4) / 4];
+    __local float4 Bs4[BK][(BN + 4) / 4];
+#else
     __local float As[BK][BM + 1];
     __local float Bs[BK][BN + 1];
+#endif
     int tx = get_local_id(0), ty = get_local_id(1), tid = ty * WX + tx;
     int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN, b = get_group_id(2);
     __global const TA *Ab = A + offA + b * sAb;
@@ -39,13 +61,13 @@ UNROLL
             for (int l = tid; l < BM * BK / 4; l += NT) {
                 int r = l / (BK / 4), kk = (l % (BK / 4)) * 4;
                 __global const TA *p = Ab + (m0 + r) * K + k0 + kk;
-                As[kk][r] = LDA(p, 0); As[kk + 1][r] = LDA(p, 1); As[kk + 2][r] = LDA(p, 2); As[kk + 3][r] = LDA(p, 3);
+                AS(kk, r) = LDA(p, 0); AS(kk + 1, r) = LDA(p, 1); AS(kk + 2, r) = LDA(p, 2); AS(kk + 3, r) = LDA(p, 3);
             }
         } else {
 UNROLL
             for (int l = tid; l < BM * BK; l += NT) {
                 int r = l / BK, kk = l % BK, m = m0 + r, k = k0 + kk;
-                As[kk][r] = (m < M && k < K) ? LDA(Ab, m * K + k) : 0.0f;
+                AS(kk, r) = (m < M && k < K) ? LDA(Ab, m * K + k) : 0.0f;
             }
         }
 #if TRANS_B
@@ -54,30 +76,43 @@ UNROLL
             for (int l = tid; l < BN * BK / 4; l += NT) {
                 int c = l / (BK / 4), kk = (l % (BK / 4)) * 4;
                 __global const TB *p = Bb + (n0 + c) * K + k0 + kk;
-                Bs[kk][c] = LDB(p, 0); Bs[kk + 1][c] = LDB(p, 1); Bs[kk + 2][c] = LDB(p, 2); Bs[kk + 3][c] = LDB(p, 3);
+                BS(kk, c) = LDB(p, 0); BS(kk + 1, c) = LDB(p, 1); BS(kk + 2, c) = LDB(p, 2); BS(kk + 3, c) = LDB(p, 3);
             }
         } else {
 UNROLL
             for (int l = tid; l < BN * BK; l += NT) {
                 int c = l / BK, kk = l % BK, n = n0 + c, k = k0 + kk;
-                Bs[kk][c] = (n < N && k < K) ? LDB(Bb, n * K + k) : 0.0f;
+                BS(kk, c) = (n < N && k < K) ? LDB(Bb, n * K + k) : 0.0f;
             }
         }
 #else
 UNROLL
         for (int l = tid; l < BN * BK; l += NT) {
             int kk = l / BN, c = l % BN, n = n0 + c, k = k0 + kk;
-            Bs[kk][c] = (n < N && k < K) ? LDB(Bb, k * N + n) : 0.0f;
+            BS(kk, c) = (n < N && k < K) ? LDB(Bb, k * N + n) : 0.0f;
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
 UNROLL
         for (int kk = 0; kk < BK; kk++) {
             float av[TM], bv[TN];
+#if V4
 UNROLL
-            for (int i = 0; i < TM; i++) av[i] = As[kk][ty + i * WY];
+            for (int q = 0; q < TM / 4; q++) {
+                float4 v = As4[kk][q * WY + ty];
+                av[4 * q] = v.x; av[4 * q + 1] = v.y; av[4 * q + 2] = v.z; av[4 * q + 3] = v.w;
+            }
 UNROLL
-            for (int j = 0; j < TN; j++) bv[j] = Bs[kk][tx + j * WX];
+            for (int q = 0; q < TN / 4; q++) {
+                float4 v = Bs4[kk][q * WX + tx];
+                bv[4 * q] = v.x; bv[4 * q + 1] = v.y; bv[4 * q + 2] = v.z; bv[4 * q + 3] = v.w;
+            }
+#else
+UNROLL
+            for (int i = 0; i < TM; i++) av[i] = As[kk][ROW(i)];
+UNROLL
+            for (int j = 0; j < TN; j++) bv[j] = Bs[kk][COL(j)];
+#endif
 UNROLL
             for (int i = 0; i < TM; i++)
 UNROLL
@@ -87,11 +122,11 @@ UNROLL
     }
 UNROLL
     for (int i = 0; i < TM; i++) {
-        int m = m0 + ty + i * WY;
-        if (m >= M) break;
+        int m = m0 + ROW(i);
+        if (m >= M) continue;
 UNROLL
         for (int j = 0; j < TN; j++) {
-            int n = n0 + tx + j * WX;
+            int n = n0 + COL(j);
             if (n < N) STORE_FN(acc[i][j], (b * M + m) * N + n EPI_ARGS);
         }
     }
@@ -99,3 +134,8 @@ UNROLL
 #undef WX
 #undef WY
 #undef NT
+#undef V4
+#undef ROW
+#undef COL
+#undef AS
+#undef BS
