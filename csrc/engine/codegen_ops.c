@@ -77,6 +77,8 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
                         op->p.conv.dil[1], pw1, c[0], c[1], c[2], c[3], c[4]};
     for (int i = 0; i < 22; i++) num(v[i], 24, vals[i]);
     num(v[22], 24, !pw1 && ICG % c[2] == 0);
+    const char *db = getenv("TORCHTRT_C_CONV_DB");  /* 0: single local buffer (A/B) */
+    num(v[23], 24, !(db && !strcmp(db, "0")));
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
@@ -87,7 +89,7 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
                           "KSPLIT", v[0], "KSL", v[1], "C", v[2], "OC", v[3], "ICG", v[4], "OCG", v[5],
                           "OCG4", v[6], "MT", v[7], "KH", v[8], "KW", v[9], "SH", v[10], "SW", v[11], "PH", v[12],
                           "PW", v[13], "DH", v[14], "DW", v[15], "PW1", v[16], "TM", v[17], "TN", v[18], "TK", v[19],
-                          "RM", v[20], "RN", v[21], "KBLK", v[22], NULL};
+                          "RM", v[20], "RN", v[21], "KBLK", v[22], "DB", v[23], NULL};
     TTC_TRY(ttc_codegen_template(src, "conv2d_igemm", defs));
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDW4\n");
     ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);

@@ -7,13 +7,14 @@
  * filled, so every weight load is a coalesced 4-vector) and the im2col'd input are staged
  * TK rows at a time in local memory; each work-item accumulates an RM x RN micro tile in
  * registers (4-vectors strided across the tile so that local reads are 16-byte and
- * conflict free) and prefetches the next K block into registers while it computes.
+ * conflict free) and prefetches the next K block into registers while it computes; with
+ * DB the local tiles are double-buffered (one barrier per K block instead of two).
  * 1x1 stride-1 unpadded convolutions (PW1) read the input as a plain [K][pixels] matrix.
  * Split-K (KSPLIT > 1): work-group z takes K range [z*KSL, (z+1)*KSL) and writes its
  * partial sums to out[z*N + n] (a REDUCE op adds them up).
  * Work: (ceil(N*OH*OW / TN) * NT, G * MT, KSPLIT), work-group (NT, 1, 1).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW4 and C OC ICG OCG OCG4
- * MT KH KW SH SW PH PW DH DW PW1 KBLK TM TN TK RM RN KSPLIT KSL. */
+ * MT KH KW SH SW PH PW DH DW PW1 KBLK TM TN TK RM RN KSPLIT KSL DB. */
 #define TTM (TM / RM)
 #define TTN (TN / RN)
 #define NT (TTM * TTN)
@@ -26,8 +27,8 @@
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H, int Wd, int OH, int OW,
            int NB_ EPI_PARAMS) {
-    __local float As[TK][TM];
-    __local float Bs[TK][TN];
+    __local float As[1 + DB][TK][TM];
+    __local float Bs[1 + DB][TK][TN];
     int lid = get_local_id(0);
     int n0 = get_group_id(0) * TN;
     int g = get_group_id(1) / MT, m0 = (get_group_id(1) % MT) * TM;
@@ -90,33 +91,53 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
         rb[j] = v;                                                                          \
     }
 #endif
+#define STAGE(buf)                                                                          \
+    for (int j = 0; j < NA; j++) {                                                          \
+        int idx = lid + j * NT;                                                             \
+        vstore4(ra[j], 0, &As[buf][idx / (TM / 4)][(idx % (TM / 4)) * 4]);                  \
+    }                                                                                       \
+    for (int j = 0; j < NB; j++) Bs[buf][br + j * BRS][bc] = rb[j];
+#define COMPUTE(buf)                                                                        \
+    _Pragma("unroll") for (int kk = 0; kk < TK; kk++) {                                     \
+        float a[RM], b[RN];                                                                 \
+        for (int v = 0; v < RM / 4; v++) {                                                  \
+            float4 t = vload4(0, &As[buf][kk][v * 4 * TTM + tm * 4]);                       \
+            a[4 * v] = t.x; a[4 * v + 1] = t.y; a[4 * v + 2] = t.z; a[4 * v + 3] = t.w;     \
+        }                                                                                   \
+        for (int v = 0; v < RN / 4; v++) {                                                  \
+            float4 t = vload4(0, &Bs[buf][kk][v * 4 * TTN + tn * 4]);                       \
+            b[4 * v] = t.x; b[4 * v + 1] = t.y; b[4 * v + 2] = t.z; b[4 * v + 3] = t.w;     \
+        }                                                                                   \
+        for (int i = 0; i < RM; i++)                                                        \
+            for (int j = 0; j < RN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);            \
+    }
     LOAD_BLOCK(kbeg)
-    for (int k0 = kbeg; k0 < kend; k0 += TK) {
-        for (int j = 0; j < NA; j++) {
-            int idx = lid + j * NT;
-            vstore4(ra[j], 0, &As[idx / (TM / 4)][(idx % (TM / 4)) * 4]);
+#if DB
+    /* two local buffers: the next block is staged while this one is read, one barrier each */
+    STAGE(0)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k0 = kbeg, cur = 0; k0 < kend; k0 += TK, cur ^= 1) {
+        bool more = k0 + TK < kend;
+        if (more) {
+            LOAD_BLOCK(k0 + TK)
         }
-        for (int j = 0; j < NB; j++) Bs[br + j * BRS][bc] = rb[j];
+        COMPUTE(cur)
+        if (more) {
+            STAGE(cur ^ 1)
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#else
+    for (int k0 = kbeg; k0 < kend; k0 += TK) {
+        STAGE(0)
         barrier(CLK_LOCAL_MEM_FENCE);
         if (k0 + TK < kend) {
             LOAD_BLOCK(k0 + TK)
         }
-#pragma unroll
-        for (int kk = 0; kk < TK; kk++) {
-            float a[RM], b[RN];
-            for (int v = 0; v < RM / 4; v++) {
-                float4 t = vload4(0, &As[kk][v * 4 * TTM + tm * 4]);
-                a[4 * v] = t.x; a[4 * v + 1] = t.y; a[4 * v + 2] = t.z; a[4 * v + 3] = t.w;
-            }
-            for (int v = 0; v < RN / 4; v++) {
-                float4 t = vload4(0, &Bs[kk][v * 4 * TTN + tn * 4]);
-                b[4 * v] = t.x; b[4 * v + 1] = t.y; b[4 * v + 2] = t.z; b[4 * v + 3] = t.w;
-            }
-            for (int i = 0; i < RM; i++)
-                for (int j = 0; j < RN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
-        }
+        COMPUTE(0)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
     for (int j = 0; j < RN; j++) {
         int nn = n0 + (j / 4) * 4 * TTN + tn * 4 + (j % 4);
         if (nn >= NPQ) continue;
@@ -128,6 +149,8 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
     }
 #undef LOAD_BLOCK
 #undef LOAD_XBLOCK
+#undef STAGE
+#undef COMPUTE
 #undef LOAD_X
 }
 #undef TTM
