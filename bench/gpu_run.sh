@@ -4,17 +4,20 @@
 #                            vit_b16 (fp32+fp16, batches 1/32/8)
 #   bench/gpu_run.sh 2       kernels: conv; partitioner scale; bert_base, gpt2 (fp32+fp16,
 #                            batches 1/32/8)
+#   bench/gpu_run.sh 3       (only if parts 1/2 skipped rows for time) every zoo row not yet
+#                            measured in bench/out/gpu/*.json: copy the parts' JSON there and
+#                            pass carry=["bench/out/gpu"] to the device tool
 #   bench/gpu_run.sh check   elementwise kernels; resnet18 + bert_base, batch 1, fp32+fp16
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
 # bench/out/gpu). Every run.py call gets a --deadline from the time left of LIMIT seconds
-# (default 530) and is killed at the limit, so the part ends in time; rows are saved as they
+# (default 500, so that with the build before it a part stays under 9 minutes) and is killed at the limit, so the part ends in time; rows are saved as they
 # finish. Afterwards, here:
 #   python bench/report.py OUTDIR/*.json --md bench/results/gpu.md --png bench/results/gpu-ratios.png
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: bench/gpu_run.sh 1|2|check}
-LIMIT=${LIMIT:-530}
+PART=${1:?usage: bench/gpu_run.sh 1|2|3|check}
+LIMIT=${LIMIT:-500}
 ROW_MAX=${ROW_MAX:-50}          # a typical late row (s): no row starts later than LIMIT-ROW_MAX
 OUTDIR=${OUT:-bench/out/gpu}
 mkdir -p "$OUTDIR"
@@ -53,8 +56,10 @@ bench() {
 case "$PART" in
     1) bench gpu-part1 --models resnet18,resnet50,mobilenet_v2,vit_b16 --kernels elementwise,gemm "${COMMON[@]}" ;;
     2) bench gpu-part2 --models bert_base,gpt2 --kernels conv --partition "${COMMON[@]}" ;;
+    3) bench gpu-part3 --models resnet18,resnet50,mobilenet_v2,vit_b16,bert_base,gpt2 \
+           --skip-done "bench/out/gpu/*.json" "${COMMON[@]}" ;;
     check) bench gpu-check --models resnet18,bert_base --kernels elementwise "${COMMON[@]}" --batches 1 ;;
-    *) echo "usage: bench/gpu_run.sh 1|2|check" >&2; exit 2 ;;
+    *) echo "usage: bench/gpu_run.sh 1|2|3|check" >&2; exit 2 ;;
 esac
 echo "gpu_run.sh part $PART done in $(( $(date +%s) - T0 ))s; JSON in $OUTDIR" >&2
 ls -la "$OUTDIR" >&2

@@ -50,6 +50,14 @@ def merge(results_list):
         if res.get("partition"):
             m["partition"] = res["partition"]
     for m in merged.values():
+        # one row per configuration: a measured row wins over one skipped/failed elsewhere
+        best = {}
+        for r in m["models"]:
+            key = (r["model"], r["precision"], r["batch"])
+            ok = "error" not in r and "ttc_error" not in r
+            if key not in best or ok or not ("error" not in best[key] and "ttc_error" not in best[key]):
+                best[key] = r
+        m["models"] = list(best.values())
         order = {n: i for i, n in enumerate(MODEL_ORDER)}
         prec = {"fp32": 0, "fp16": 1}
         m["models"].sort(key=lambda r: (order.get(r["model"], 99), r["model"], prec.get(r["precision"], 9), r["batch"]))

@@ -36,6 +36,7 @@ import argparse
 import copy
 import datetime
 import gc
+import glob
 import json
 import os
 import pathlib
@@ -304,6 +305,9 @@ def main(argv=None):
                     help="row order: model (model, precision, batch) or batch (batch, model, precision)")
     ap.add_argument("--warm-batches", default="",
                     help="batch sizes whose rows also time a warm compile (default: all)")
+    ap.add_argument("--skip-done", default="",
+                    help="comma list of results JSON files (globs welcome): rows measured there without "
+                         "error are not run again (to finish a matrix that an earlier run cut short)")
     ap.add_argument("--skip-inductor", action="store_true")
     ap.add_argument("--optimization-level", type=int, default=3)
     ap.add_argument("--kernels", default="", help="comma list of elementwise,gemm,conv")
@@ -371,6 +375,15 @@ def main(argv=None):
         rows = [(n, p, b) for b in batches for n in models for p in precisions]
     else:
         rows = [(n, p, b) for n in models for p in precisions for b in batches]
+    done = set()
+    for pattern in [p for p in args.skip_done.split(",") if p]:
+        for path in sorted(glob.glob(pattern)):
+            for r in json.loads(pathlib.Path(path).read_text()).get("models") or []:
+                if "error" not in r and "ttc_error" not in r:
+                    done.add((r["model"], r["precision"], r["batch"]))
+    if done:
+        rows = [r for r in rows if r not in done]
+        log(f"{len(done)} rows already measured in --skip-done files; {len(rows)} to run")
     for name, prec, b in rows:
         if late():
             row = {"model": name, "batch": b, "precision": prec,
