@@ -32,6 +32,7 @@
 #endif
 #define LD8 TTC_GLUE(KNAME, _ld8)
 #define LD8F TTC_GLUE(KNAME, _ld8f)
+#define CVT8 TTC_GLUE(KNAME, _cvt8)
 
 static inline uint4 LD8(__global const ushort *p, int i, int lim, bool vec) {
     if (vec && lim >= 8) return *(__global const uint4 *)(p + i);
@@ -42,20 +43,27 @@ static inline uint4 LD8(__global const ushort *p, int i, int lim, bool vec) {
                    h[6] | ((uint)h[7] << 16));
 }
 
-/* float storage (fp16 engines keep fp32 weights/inputs as declared): rounded to half here */
-static inline uint4 LD8F(__global const float *p, int i, int lim, bool vec) {
-    float f[8];
+/* float storage (fp16 engines keep fp32 weights/inputs as declared): loaded as is and rounded
+ * to half only when stored to local memory, so that the loads stay in flight while the
+ * current slice is multiplied */
+static inline float8 LD8F(__global const float *p, int i, int lim, bool vec) {
     if (vec && lim >= 8) {
         float4 x = *(__global const float4 *)(p + i), y = *(__global const float4 *)(p + i + 4);
-        f[0] = x.x; f[1] = x.y; f[2] = x.z; f[3] = x.w; f[4] = y.x; f[5] = y.y; f[6] = y.z; f[7] = y.w;
-    } else {
-#pragma unroll
-        for (int e = 0; e < 8; e++) f[e] = e < lim ? p[i + e] : 0.0f;
+        return (float8)(x, y);
     }
-    uint r[4];
+    float f[8];
 #pragma unroll
-    for (int e = 0; e < 4; e++) asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r[e]) : "f"(f[2 * e + 1]), "f"(f[2 * e]));
-    return (uint4)(r[0], r[1], r[2], r[3]);
+    for (int e = 0; e < 8; e++) f[e] = e < lim ? p[i + e] : 0.0f;
+    return (float8)(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
+}
+
+static inline uint4 CVT8(float8 f) {
+    uint4 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r.x) : "f"(f.s1), "f"(f.s0));
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r.y) : "f"(f.s3), "f"(f.s2));
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r.z) : "f"(f.s5), "f"(f.s4));
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r.w) : "f"(f.s7), "f"(f.s6));
+    return r;
 }
 
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1)))
@@ -74,16 +82,24 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
 #if A_F32
     __global const float *Ab = (__global const float *)A + oA;
 #define MLDA LD8F
+#define PKA CVT8
+    float8 ra[ACH];
 #else
     __global const ushort *Ab = (__global const ushort *)A + oA;
 #define MLDA LD8
+#define PKA
+    uint4 ra[ACH];
 #endif
 #if B_F32
     __global const float *Bb = (__global const float *)B + oB;
 #define MLDB LD8F
+#define PKB CVT8
+    float8 rb[BCH];
 #else
     __global const ushort *Bb = (__global const ushort *)B + oB;
 #define MLDB LD8
+#define PKB
+    uint4 rb[BCH];
 #endif
     bool vecA = K % 8 == 0 && oA % 8 == 0;
 #if TRANS_B
@@ -98,7 +114,6 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         for (int j = 0; j < NI; j++)
 #pragma unroll
             for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
-    uint4 ra[ACH], rb[BCH];
     /* chunk c of A: row c / (BK/8), k offset (c % (BK/8)) * 8; rows past M load zeros */
 #define LOAD_SLICE(k0)                                                                             \
     {                                                                                              \
@@ -126,7 +141,7 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
 #pragma unroll
         for (int c = 0; c < ACH; c++) {
             int l = tid + c * NTH, r = l / (BK / 8), kc = (l % (BK / 8)) * 8;
-            if (l < ACN) As4[(r * SK + kc) / 8] = ra[c];
+            if (l < ACN) As4[(r * SK + kc) / 8] = PKA(ra[c]);
         }
 #pragma unroll
         for (int c = 0; c < BCH; c++) {
@@ -134,11 +149,12 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
             if (l >= BCN) break;
 #if TRANS_B
             int r = l / (BK / 8), kc = (l % (BK / 8)) * 8;
-            Bs4[(r * SK + kc) / 8] = rb[c];
+            Bs4[(r * SK + kc) / 8] = PKB(rb[c]);
 #else
             /* B arrives n-contiguous: scatter into the n-major layout */
             int kr = l / (BN / 8), nc = (l % (BN / 8)) * 8;
-            uint w[4] = {rb[c].x, rb[c].y, rb[c].z, rb[c].w};
+            uint4 v = PKB(rb[c]);
+            uint w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int e = 0; e < 8; e++) Bs[(nc + e) * SK + kr] = (ushort)(w[e / 2] >> (16 * (e % 2)));
 #endif
@@ -228,5 +244,8 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
 #undef BCN
 #undef LD8
 #undef LD8F
+#undef CVT8
+#undef PKA
+#undef PKB
 #undef MLDA
 #undef MLDB
