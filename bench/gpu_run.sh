@@ -35,7 +35,7 @@ export TORCHTRT_C_DEVICE=${TORCHTRT_C_DEVICE:-gpu}
 
 # rows in batch-major order (1, 32, then 8): if time runs short, batch-8 rows are the ones skipped
 COMMON=(--batches 1,32,8 --order batch --precisions fp32,fp16 --warm-batches 1 --warmup 2
-        --budget "${BUDGET:-0.4}" --min-runs 5 --max-runs 200 --row-budget 60)
+        --budget "${BUDGET:-0.4}" --min-runs 5 --max-runs 200 --row-budget 90)
 
 # bench NAME run.py-args...: one run.py call writing $OUTDIR/NAME.json, within the time left
 bench() {

@@ -254,15 +254,6 @@ def bench_model(name, batch, precision, args, tdev, sync):
         row["ttc_end_to_end"] = measure(lambda: trt(x_dev), sync, args)
         if tdev.type == "cpu":
             row["ttc_rss_growth_bytes"] = rss_growth_bytes(lambda: trt(x_dev))
-        elif row["ttc_torch_segments"] == 0 and budget.left():
-            # from host tensors: inputs start on the host and outputs end there, for both sides
-            # (the compiled module then skips the CUDA hops; torch segments would need CUDA inputs)
-            try:
-                row["eager_from_host"] = measure(lambda: first(model_dev(x.to(tdev))).cpu(), sync, args)
-                row["ttc_from_host"] = measure(lambda: first(trt(x)), sync, args)
-                row["ratio_from_host"] = row["ttc_from_host"]["median_ms"] / row["eager_from_host"]["median_ms"]
-            except Exception as e:
-                row["from_host_error"] = f"{type(e).__name__}: {e}"[:300]
     e2e = row["ttc_end_to_end"]["median_ms"]
     if budget.left():
         runs = int(max(args.min_runs, min(args.max_runs, args.budget * 1e3 / max(e2e, 1e-3))))
@@ -274,6 +265,16 @@ def bench_model(name, batch, precision, args, tdev, sync):
             row["ttc_resident_error"] = f"{type(e).__name__}: {e}"[:300]
     else:
         row["ttc_resident_error"] = f"skipped: row budget {args.row_budget:.0f} s spent"
+    with torch.inference_mode():
+        if tdev.type != "cpu" and row["ttc_torch_segments"] == 0 and budget.left():
+            # from host tensors: inputs start on the host and outputs end there, for both sides
+            # (the compiled module then skips the CUDA hops; torch segments would need CUDA inputs)
+            try:
+                row["eager_from_host"] = measure(lambda: first(model_dev(x.to(tdev))).cpu(), sync, args)
+                row["ttc_from_host"] = measure(lambda: first(trt(x)), sync, args)
+                row["ratio_from_host"] = row["ttc_from_host"]["median_ms"] / row["eager_from_host"]["median_ms"]
+            except Exception as e:
+                row["from_host_error"] = f"{type(e).__name__}: {e}"[:300]
     for key, base in (("eager", "eager"), ("inductor", "inductor")):
         if base in row:
             row[f"ratio_ttc_over_{key}"] = e2e / row[base]["median_ms"]
