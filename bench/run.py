@@ -282,6 +282,7 @@ def bench_model(name, batch, precision, args, tdev, sync):
                 row[f"ratio_resident_over_{key}"] = row["ttc_resident"]["median_ms"] / row[base]["median_ms"]
     row["row_s"] = time.perf_counter() - budget.t0
     del trt
+    torchtrt_c.runtime.ENGINES.clear()  # the runtime keeps engines by id; free this row's device memory
     gc.collect()
     return row
 
