@@ -7,6 +7,7 @@
 #   bench/gpu_run.sh 3       (only if parts 1/2 skipped rows for time) every zoo row not yet
 #                            measured in bench/out/gpu/*.json: copy the parts' JSON there and
 #                            pass carry=["bench/out/gpu"] to the device tool
+#   bench/gpu_run.sh all     everything above in one go, no time limit (any GPU machine)
 #   bench/gpu_run.sh check   elementwise kernels; resnet18 + bert_base, batch 1, fp32+fp16
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
@@ -16,7 +17,7 @@
 #   python bench/report.py OUTDIR/*.json --md bench/results/gpu.md --png bench/results/gpu-ratios.png
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: bench/gpu_run.sh 1|2|3|check}
+PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|check}
 LIMIT=${LIMIT:-500}
 ROW_MAX=${ROW_MAX:-50}          # a typical late row (s): no row starts later than LIMIT-ROW_MAX
 OUTDIR=${OUT:-bench/out/gpu}
@@ -58,8 +59,16 @@ case "$PART" in
     2) bench gpu-part2 --models bert_base,gpt2 --kernels conv --partition "${COMMON[@]}" ;;
     3) bench gpu-part3 --models resnet18,resnet50,mobilenet_v2,vit_b16,bert_base,gpt2 \
            --skip-done "bench/out/gpu/*.json" "${COMMON[@]}" ;;
+    all) LIMIT=1000000
+         bench gpu-all --models resnet18,resnet50,mobilenet_v2,vit_b16,bert_base,gpt2 \
+             --kernels elementwise,gemm,conv --partition "${COMMON[@]}" ;;
     check) bench gpu-check --models resnet18,bert_base --kernels elementwise "${COMMON[@]}" --batches 1 ;;
-    *) echo "usage: bench/gpu_run.sh 1|2|3|check" >&2; exit 2 ;;
+    *) echo "usage: bench/gpu_run.sh 1|2|3|all|check" >&2; exit 2 ;;
 esac
+# merged tables (and chart, where matplotlib is) of every JSON in OUTDIR so far
+png=()
+"$PY" -c "import matplotlib" 2>/dev/null && png=(--png "$OUTDIR/gpu-ratios.png")
+"$PY" bench/report.py "$OUTDIR"/*.json --md "$OUTDIR/gpu.md" "${png[@]}" >/dev/null 2>"$OUTDIR/report.log" \
+    || tail -3 "$OUTDIR/report.log" >&2
 echo "gpu_run.sh part $PART done in $(( $(date +%s) - T0 ))s; JSON in $OUTDIR" >&2
 ls -la "$OUTDIR" >&2
