@@ -171,17 +171,14 @@ static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
  * work-groups (big tiles reuse more, but a 128x768 problem in 128x128 tiles leaves most SMs
  * idle); rows beyond M are wasted work, so M <= 16 takes a 16-row tile. Orders and
  * thresholds from a sweep of every tile on an H200 (bench/kernels.py gemm_tiles): SIMT
- * 128x64 from ~CU/2 work-groups, else 64x64, else 32x32; tensor cores 128x128 (128x64 for
- * half x half) from CU work-groups, else 64x64, else 16x64 with two k-split warp pairs
- * (BERT-base shapes at batch 1 and 32 each picked their sweep winner or one within 15%). */
+ * 128x64 from ~CU/2 work-groups, else 64x64, else 32x32; tensor cores 128x64 from CU
+ * work-groups, else 64x64, else 16x64 with two k-split warp pairs (each BERT-base shape at
+ * batch 1 and 32, and 1024^3, got its sweep winner). */
 static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
     if (!gpu_family(e)) return 0;
-    static const int32_t simt[] = {5, 3, 7}, mma_f32[] = {9, 11, 16}, mma_f16[] = {10, 11, 16};
+    static const int32_t simt[] = {5, 3, 7}, mma[] = {10, 11, 16};
     bool tc = gemm_runnable(e, op, 9);
-    /* half x half: 128x64 beat 128x128 at 1024..4096 (106 vs 79 TFLOP/s at 4096); with float
-     * operands, whose loads take twice the registers, 128x128 won */
-    bool halves = e->k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && e->k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT16;
-    const int32_t *order = !tc ? simt : halves ? mma_f16 : mma_f32;
+    const int32_t *order = tc ? mma : simt;
     if (M <= 16) return tc ? 16 : 8;
     int64_t cu = e->dev->compute_units > 0 ? e->dev->compute_units : 1;
     int64_t enough = tc ? cu : (cu + 1) / 2;
