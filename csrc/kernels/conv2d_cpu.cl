@@ -69,6 +69,19 @@ __kernel void KNAME(__global const TX *X, int offX, __global const TW *W, int of
             bool v0 = ih0 >= 0 && ih0 < H, v1 = ih1 >= 0 && ih1 < H;
             if (!v0 && !v1) continue;
             int xr0 = xc + (v0 ? ih0 : 0) * Wd, xr1 = xc + (v1 ? ih1 : 0) * Wd;
+            int iwl = ow0 * SW - PW, kb = (ic * KH + kh) * KW;
+            if (v0 && v1 && TTC_FAST(iwl) && TTC_FAST(iwl + (KW - 1) * DW)) {
+                /* interior (most blocks of wide rows): straight-line vector loads */
+#pragma unroll
+                for (int kw = 0; kw < KW; kw++) {
+                    float8 x0 = TTC_LD(xr0, iwl + kw * DW), x1 = TTC_LD(xr1, iwl + kw * DW);
+                    int k = kb + kw;
+                    float w0 = LDW(W, wb0 + k), w1 = LDW(W, wb1 + k), w2 = LDW(W, wb2 + k), w3 = LDW(W, wb3 + k);
+                    a00 += w0 * x0; a01 += w0 * x1; a10 += w1 * x0; a11 += w1 * x1;
+                    a20 += w2 * x0; a21 += w2 * x1; a30 += w3 * x0; a31 += w3 * x1;
+                }
+                continue;
+            }
             for (int kw = 0; kw < KW; kw++) {
                 int iw = ow0 * SW - PW + kw * DW;
                 float8 x0, x1;
