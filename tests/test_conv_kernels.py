@@ -119,9 +119,11 @@ def test_conv1d(family):
 
 @pytest.mark.parametrize("tile", range(N_TILES))
 def test_igemm_tiles(monkeypatch, tile):
-    """Every implicit-GEMM tile shape on partial tiles in M, N and K (and M > one tile)."""
+    """Every implicit-GEMM tile shape on partial tiles in M, N and K (and M > one tile), with
+    single (even tiles) and double-buffered (odd tiles) local memory."""
     monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
     monkeypatch.setenv("TORCHTRT_C_CONV_TILE", str(tile))
+    monkeypatch.setenv("TORCHTRT_C_CONV_DB", str(tile % 2))
     conv_case(1, 9, 70, (11, 13), 3, 1, 1, 1, 1, relu=True, residual=True, seed=5)
     conv_case(3, 40, 150, (5, 5), 1, 1, 0, 1, 1, seed=6)
     conv_case(2, 10, 20, (7, 9), 3, 2, 1, 1, 2, seed=7)

@@ -36,16 +36,22 @@ static int64_t dim_opt(const ttc_kir *k, ttc_dim d) {
     return d.mul * k->syms[d.sym].opt + d.add;
 }
 
-/* At the symbols' opt values: the first 8x8 tile giving a work-group per SM of a big GPU
- * (132) with at least 70% of the tile doing useful work; else the first 4x4 one giving two;
- * else 32x32 (64x16 for very few pixels). S: split-K slices (more work-groups).
+/* At the symbols' opt values. Big problems (>= 1M outputs, no split-K: batch 32 ResNets)
+ * get the first 8x8 tile giving a work-group per SM of a big GPU (132) with at least 70% of
+ * the tile doing useful work. Small ones (batch 1, split-K), where on the H200 the 8x8
+ * tiles and double buffering measured slower, get the first of 128x128 and the 4x4 tiles
+ * giving two work-groups per SM, else 32x32 (64x16 for very few pixels). S: split-K slices.
  * TORCHTRT_C_CONV_TILE=<index> forces one (tests cover every shape that way);
- * TORCHTRT_C_CONV_TILES=v1 restores the first rule (128x128 or 4x4 tiles, two work-groups
- * per SM) for A/B measurements. */
+ * TORCHTRT_C_CONV_TILES=v1 applies the small-problem rule everywhere (A/B measurements). */
+static bool conv_big(int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
+    const char *fam = getenv("TORCHTRT_C_CONV_TILES");
+    return S == 1 && G * OCG * NPQ >= (1 << 20) && !(fam && !strcmp(fam, "v1"));
+}
+
 static int32_t conv_tile_choice(int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
-    const char *f = getenv("TORCHTRT_C_CONV_TILE"), *fam = getenv("TORCHTRT_C_CONV_TILES");
+    const char *f = getenv("TORCHTRT_C_CONV_TILE");
     if (f && *f >= '0' && *f < '0' + CONV_TILES && !f[1]) return *f - '0';
-    bool v1 = fam && !strcmp(fam, "v1");
+    bool v1 = !conv_big(G, OCG, NPQ, S);
     for (int32_t t = 0; t < CONV_TILES - 2; t++) {
         const int32_t *c = conv_tiles[t];
         if (OCG < c[0] / 2 || (v1 && t > 0 && t < CONV_TILES_8X8)) continue;
@@ -77,8 +83,8 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
                         op->p.conv.dil[1], pw1, c[0], c[1], c[2], c[3], c[4]};
     for (int i = 0; i < 22; i++) num(v[i], 24, vals[i]);
     num(v[22], 24, !pw1 && ICG % c[2] == 0);
-    const char *db = getenv("TORCHTRT_C_CONV_DB");  /* 0: single local buffer (A/B) */
-    num(v[23], 24, !(db && !strcmp(db, "0")));
+    const char *db = getenv("TORCHTRT_C_CONV_DB");  /* 0/1: force single/double buffering */
+    num(v[23], 24, db && (!strcmp(db, "0") || !strcmp(db, "1")) ? db[0] == '1' : conv_big(G, OCG, NPQ, S));
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
