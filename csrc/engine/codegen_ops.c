@@ -127,7 +127,7 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     bool depthwise = G > 1 && C0 == G;
     /* CPU devices: the pixel-vector kernel (codegen_conv_cpu.c; split-K partials too) */
     if (!gpu && !depthwise && ttc_conv_cpu_enabled()) return ttc_codegen_conv_cpu(src, k, op, ks, P, A_);
-    /* split-K partials come from implicit GEMM on every device */
+    /* GPUs; split-K partials also on CPUs when the pixel-vector kernel is switched off */
     if ((gpu || op->p.conv.ksplit > 1) && !depthwise && op->in[2] >= 0) return gen_conv_igemm(src, k, op, ks, P, A_);
     bool blocked = op->p.conv.ocb == 8 && op->in[3] >= 0 && !gpu;
     bool dw = depthwise && !blocked;
