@@ -11,14 +11,30 @@ __kernel void KNAME(__global const TX *X, int offX, __global const TW *W, int of
     int oc = z % OC, n = z / OC, g = oc / OCG;
     int HW = H * Wd;
     float acc = 0.0f;
+    /* Undilated: only every SH-th tap (from (oh + PH) % SH) lands on an input row; the others
+     * are skipped outright. Dilated: each tap is tested (th < 0 first: the sign of % of a
+     * negative number is not to be relied on). */
+#if DH == 1
+    for (int kh = (oh + PH) % SH; kh < KH; kh += SH) {
+        int th = oh + PH - kh;
+        if (th < 0) break;
+        if (th / SH >= H) continue;
+#else
     for (int kh = 0; kh < KH; kh++) {
         int th = oh + PH - kh * DH;
-        /* th < 0 first: % of a negative number is implementation-defined in sign */
         if (th < 0 || th % SH != 0 || th / SH >= H) continue;
+#endif
         int ih = th / SH;
+#if DW == 1
+        for (int kw = (ow + PW) % SW; kw < KW; kw += SW) {
+            int tw = ow + PW - kw;
+            if (tw < 0) break;
+            if (tw / SW >= Wd) continue;
+#else
         for (int kw = 0; kw < KW; kw++) {
             int tw = ow + PW - kw * DW;
             if (tw < 0 || tw % SW != 0 || tw / SW >= Wd) continue;
+#endif
             int xo = offX + (n * C + g * ICG) * HW + ih * Wd + tw / SW;
             int wo = offW + (oc * ICG * KH + kh) * KW + kw;
             for (int ic = 0; ic < ICG; ic++) acc += LDX(X, xo + ic * HW) * LDW(W, wo + ic * KH * KW);
