@@ -2,7 +2,10 @@
 
     python bench/run.py --models "" --kernels gemm,conv,elementwise
 
-- gemm: square sizes 256..4096 and the zoo's transformer shapes, GFLOP/s beside torch.mm.
+- gemm: square mm 256..4096 and the zoo's transformer shapes (BERT-base linear layers at batch
+  1 and 32), fp32 and fp16 engines, GFLOP/s beside torch.mm / F.linear in the same precision.
+- gemm_tiles: every SIMT (fp32) and tensor-core (fp16) GEMM candidate forced in turn on a few
+  shapes (the data behind csrc/engine/tune.c's untuned choice).
 - conv: ResNet-50's distinct convolution layers (batch 1 and 8), GFLOP/s beside torch's conv.
 - elementwise: a fused elementwise chain and a row reduction, GB/s beside a device-to-device
   copy measured in the same run (OpenCL clEnqueueCopyBuffer and torch clone).
