@@ -13,8 +13,8 @@ static void num(char *buf, size_t cap, int64_t v) { snprintf(buf, cap, "%lld", (
 
 /* Convolution kernels: GPUs (or any device when TORCHTRT_C_KERNELS=gpu, so that CPU CI
  * covers the GPU family) get implicit GEMM (conv2d_igemm) and a depthwise kernel
- * (conv2d_dw); CPUs get the 8-channel blocked kernel (conv2d_ocb8), depthwise, or the
- * direct one. */
+ * (conv2d_dw); CPUs get the pixel-vector kernel (codegen_conv_cpu.c), the depthwise one,
+ * or (TORCHTRT_C_CONV_CPU=ocb8) the 8-channel blocked or direct kernel. */
 static bool gpu_kernels_forced(void) {
     const char *v = getenv("TORCHTRT_C_KERNELS");
     return v && !strcmp(v, "gpu");
