@@ -1,8 +1,9 @@
 """Out-of-range indices raise instead of being clamped: embedding, index_select, gather and
 index.Tensor kernels set an error flag (one int per execution context) and execute raises
-InputError naming the node after the call, as torch raises. Indices in [-size, size) keep
-working (negative ones count from the end), and an engine that raised runs the next valid
-call correctly (the flag is reset per call)."""
+InputError naming the node after the call, as torch raises. As in torch, x[idx] takes
+[-size, size) (negative counts from the end) while embedding/index_select/gather take
+[0, size) only; an engine that raised runs the next valid call correctly (the flag is reset
+per call)."""
 import pytest
 import torch
 
@@ -21,7 +22,7 @@ def test_embedding_row_past_the_table():
     w = rand_tensor((9, 5))
     eng = build("aten.embedding.default", [Const(w), In("ids", "int64", [2, 3]), -1, False, False],
                 [("tensor", "float32", [2, 3, 5])])
-    for bad in (9, 1000, -10):
+    for bad in (9, 1000, -1, -10):  # torch raises on negative rows too
         ix = torch.tensor([[1, 2, 3], [4, bad, 0]])
         _raises_naming_node(eng, [ix])
     ok = torch.tensor([[8, 0, 3], [4, 7, 1]])
@@ -34,6 +35,7 @@ def test_index_select_out_of_range(dim):
     eng = build("aten.index_select.default", [In("x", "float32", [6, 4]), dim, In("i", "int32", [3])],
                 [("tensor", "float32", [3, 4] if dim == 0 else [6, 3])])
     _raises_naming_node(eng, [a, torch.tensor([0, a.shape[dim], 1], dtype=torch.int32)])
+    _raises_naming_node(eng, [a, torch.tensor([0, -1, 1], dtype=torch.int32)])  # torch: no negatives here
     ok = torch.tensor([a.shape[dim] - 1, 0, 1], dtype=torch.int32)
     assert_close(run(eng, [a, ok])[0], torch.index_select(a, dim, ok.long()), 0, 0, "index_select")
 
@@ -46,6 +48,8 @@ def test_gather_out_of_range():
     ix[3, 1] = 7
     with pytest.raises(RuntimeError, match="out of bounds"):
         torch.gather(a, 1, ix)  # torch raises too
+    _raises_naming_node(eng, [a, ix])
+    ix[3, 1] = -1
     _raises_naming_node(eng, [a, ix])
     ix[3, 1] = 6
     assert_close(run(eng, [a, ix])[0], torch.gather(a, 1, ix), 0, 0, "gather")

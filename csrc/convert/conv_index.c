@@ -46,6 +46,8 @@ static ttc_status emit_index(ttc_conv_ctx *cx, const ttc_node *n, int32_t x, int
     op->p.index.n = ni;
     op->p.index.brank = B;
     op->p.index.at = at;
+    /* torch wraps negative indices for x[idx] only; embedding/index_select raise on them */
+    op->p.index.wrap = n->op == TTC_OP_INDEX_TENSOR;
     return ttc_cx_set_output(cx, n, 0, op->out);
 }
 

@@ -178,12 +178,14 @@ static ttc_status errflag_param(ttc_sbuf *sig, ttc_kspec *ks, const ttc_kop *op)
     return arg(ks, TTC_ARG_ERRFLAG, op->out, 0, 0, 0);
 }
 
-/* Emits "long v<j> = <index j>" wrapped (negative counts from the end); an index out of
- * range sets the error flag and `bad` (the element is then not read: 0 is written). */
-static void emit_index_value(ttc_sbuf *src, int32_t j, const char *pos, const char *size, int32_t code) {
+/* Emits "long v<j> = <index j>", wrapped when `wrap` (negative counts from the end, as for
+ * x[idx]; embedding, index_select and gather take [0, size) only, as torch does); an index
+ * out of range sets the error flag and `bad` (the element is then not read: 0 is written). */
+static void emit_index_value(ttc_sbuf *src, int32_t j, const char *pos, const char *size, int32_t code, bool wrap) {
     ttc_sbuf_printf(src, "    long v%d = (long)ix%d[%s];\n", j, j, pos);
-    ttc_sbuf_printf(src, "    if (v%d < -(long)%s || v%d >= (long)%s) { atomic_cmpxchg(errf, 0, %d); bad = 1; v%d = 0; }\n"
-                         "    else if (v%d < 0) v%d += %s;\n", j, size, j, size, code, j, j, j, size);
+    ttc_sbuf_printf(src, "    if (v%d < %s%s || v%d >= (long)%s) { atomic_cmpxchg(errf, 0, %d); bad = 1; v%d = 0; }\n",
+                    j, wrap ? "-(long)" : "0", wrap ? size : "", j, size, code, j);
+    if (wrap) ttc_sbuf_printf(src, "    else if (v%d < 0) v%d += %s;\n", j, j, size);
 }
 
 static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
@@ -223,7 +225,7 @@ static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, 
         for (int32_t b = 0; b < B; b++) ttc_sbuf_printf(&pos, " + i%d * ix%d_s%d", at + b, j, b);
         char size[8];
         snprintf(size, sizeof size, "xd%d", j);
-        emit_index_value(src, j, pos.data ? pos.data : "0", size, (int32_t)(op - k->ops) + 1);
+        emit_index_value(src, j, pos.data ? pos.data : "0", size, (int32_t)(op - k->ops) + 1, op->p.index.wrap);
         bool oom = pos.oom;
         ttc_sbuf_free(&pos);
         if (oom) return TTC_ERR_NOMEM;
@@ -254,7 +256,7 @@ static ttc_status gen_gather(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     ttc_sbuf pos = {0};
     ttc_sbuf_printf(&pos, "ix0_off");
     for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(&pos, " + i%d * ix0_s%d", d, d);
-    emit_index_value(src, 0, pos.data ? pos.data : "0", "xd0", (int32_t)(op - k->ops) + 1);
+    emit_index_value(src, 0, pos.data ? pos.data : "0", "xd0", (int32_t)(op - k->ops) + 1, false);
     bool oom = pos.oom;
     ttc_sbuf_free(&pos);
     if (oom) return TTC_ERR_NOMEM;

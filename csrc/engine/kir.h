@@ -152,7 +152,8 @@ typedef struct ttc_kop {
         struct { int32_t dim; int32_t n; uint32_t stacked; } concat;
         struct { int64_t lo[TTC_MAX_RANK]; double value; } pad;
         /* the broadcast index dims (brank of them) sit at output dim `at` */
-        struct { int32_t n; int32_t dims[3]; int32_t brank; int32_t at; } index;
+        struct { int32_t n; int32_t dims[3]; int32_t brank; int32_t at;
+                 bool wrap; } index;  /* wrap: negative indices count from the end (index.Tensor) */
         struct { bool bilinear, align_corners; double scale[2]; } resize; /* scale 0: in/out */
         struct { double scale; bool causal; int32_t e, ev; } attn;
     } p;
@@ -184,6 +185,11 @@ int32_t ttc_kir_const(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t *sha
 /* A constant made from host floats converted to dt (copied). */
 int32_t ttc_kir_const_f32(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t *shape,
                           const float *vals, const char *name);
+/* f rounded to the nearest half (ties to even), as IEEE binary16 bits. */
+uint16_t ttc_half_from_float(float f);
+/* fp16 engines: float32 constants (and their views) become float16 where that is safe
+ * (engine/const_half.c); run after fusion, before tuning. Counts the constants changed. */
+ttc_status ttc_kir_consts_to_half(ttc_kir *k, int32_t *n_converted);
 int32_t ttc_kir_view(ttc_kir *k, int32_t base, ttc_view_kind vk, int32_t rank,
                      const ttc_dim *dims, const char *name);
 /* Adds a kernel op producing a fresh INTER tensor; returns the op index or -1.
