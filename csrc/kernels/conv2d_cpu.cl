@@ -59,8 +59,12 @@ __kernel void KNAME(__global const TX *X, int offX, __global const TW *W, int of
         a20 += w2 * x0; a21 += w2 * x1; a30 += w3 * x0; a31 += w3 * x1;
     }
 #else
-    int ow0 = get_global_id(0) * 8, oh0 = get_global_id(1) * 2;
-    if (ow0 >= OW || oh0 >= OH) return;
+    /* the last column block of a row at least 8 wide is moved left to end at the row's end
+     * (more of its taps are interior); it stores only the columns from its own start on, so
+     * no output element is written twice */
+    int own = get_global_id(0) * 8, oh0 = get_global_id(1) * 2;
+    if (own >= OW || oh0 >= OH) return;
+    int ow0 = OW >= 8 ? min(own, OW - 8) : own;
     int xb = offX + (n * C + g * ICG) * H * Wd;
     for (int ic = ic0; ic < ic1; ic++) {
         int xc = xb + ic * H * Wd;
@@ -133,7 +137,7 @@ __kernel void KNAME(__global const TX *X, int offX, __global const TW *W, int of
 #else
             int oh = oh0 + q, nl = min(8, OW - ow0);
             if (oh >= OH) break;
-            for (int j = 0; j < nl; j++) STORE_FN(r[j], ob_ + oh * OW + ow0 + j EPI_ARGS);
+            for (int j = own - ow0; j < nl; j++) STORE_FN(r[j], ob_ + oh * OW + ow0 + j EPI_ARGS);
 #endif
         }
     }
