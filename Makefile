@@ -43,7 +43,8 @@ $(BUILD)/tests/%: csrc/tests/%.c $(BUILD)/libttc.a csrc/tests/ctest.h
 	$(CC) $(CFLAGS) $< $(BUILD)/libttc.a $(LDLIBS) -o $@
 
 ctest: $(TEST_BIN)
-	@fail=0; for t in $(TEST_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+	@fail=0; for t in $(TEST_BIN); do echo "== $$t"; \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/csrc/tests/lsan.supp:print_suppressions=0 $$t || fail=1; done; exit $$fail
 
 clean:
 	rm -rf build build-asan csrc/kernels/embedded.c
