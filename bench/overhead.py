@@ -1,0 +1,134 @@
+"""Per-call overhead of the runtime path, on a model whose kernels take almost no time.
+
+    python bench/overhead.py                      # Linear(16, 16) at batch 1, default device
+    python bench/overhead.py --model conv1x1 --runs 3000
+
+Prints median microseconds per call (and p10-p90) of:
+  module        the compiled module called end to end (fx GraphModule -> EngineModule -> op)
+  op            torch.ops.torchtrt_c.execute_engine(inputs, blob, meta) (torch dispatcher)
+  op impl       the op's Python body without the dispatcher (runtime._execute.run_engine, which
+                EngineModule calls directly in plain eager mode)
+  execute       _C.Engine.execute(numpy inputs, preallocated numpy outputs): C entry + enqueue/finish
+  resident      Engine.benchmark: kernel sequence only, inputs already in OpenCL buffers
+and the pieces of the Python body one by one (meta lookup, binding/validation, engine cache
+lookup, host staging, output allocation, numpy views), so the differences between the rows
+above can be attributed. Rows are timed round robin (one call of each per round), so a busy
+machine slows all of them alike: compare ratios and p10s rather than absolute medians.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import torchtrt_c
+from torchtrt_c.runtime import _execute
+from torchtrt_c.runtime._shapes import EngineMeta
+
+
+def _model(name):
+    if name == "linear":
+        return torch.nn.Linear(16, 16).eval(), torch.randn(1, 16)
+    if name == "conv1x1":
+        return torch.nn.Conv2d(4, 4, 1).eval(), torch.randn(1, 4, 4, 4)
+    raise SystemExit(f"unknown model {name!r} (linear, conv1x1)")
+
+
+def _time_us(fn, runs):
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        fn()
+        ts.append((time.perf_counter_ns() - t0) / 1e3)
+    return ts
+
+
+def _stats(ts):
+    ts = sorted(ts)
+    q = lambda p: ts[min(len(ts) - 1, int(p * len(ts)))]  # noqa: E731
+    return statistics.median(ts), q(0.1), q(0.9)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="linear")
+    ap.add_argument("--runs", type=int, default=2000)
+    args = ap.parse_args(argv)
+
+    torch.manual_seed(0)
+    m, x = _model(args.model)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    accs = [mod for name, mod in trt.named_children() if name.startswith("_run_on_acc_")]
+    if len(accs) != 1:
+        raise SystemExit(f"expected one engine, got {len(accs)}")
+    acc = accs[0]
+    meta = EngineMeta.from_json(acc.meta)
+    eng, lock = _execute.ENGINES.get(meta.id, acc.engine)
+    with torch.no_grad():
+        ref = m(x)
+    torch.testing.assert_close(trt(x)[0] if isinstance(trt(x), (tuple, list)) else trt(x), ref,
+                               rtol=1e-4, atol=1e-4)
+
+    op = torch.ops.torchtrt_c.execute_engine
+    impl = getattr(_execute, "run_engine", None)  # absent before the fast path existed
+    xin = [x]
+    np_in = [x.numpy()]
+    out_shapes = meta.output_shapes(meta.bind_inputs([tuple(x.shape)]))
+    np_out = [torch.empty(s, dtype=_execute.torch_dtype(dt)).numpy()
+              for s, (_, dt, _) in zip(out_shapes, meta.outputs)]
+    shapes = [tuple(x.shape)]
+    dtypes = [_execute.dtype_name(x.dtype)]
+
+    rows = [
+        ("module", lambda: trt(x)),
+        ("op (dispatcher)", lambda: op(xin, acc.engine, acc.meta)),
+    ]
+    if impl is not None:
+        rows.append(("op impl (no dispatcher)", lambda: impl(xin, acc.engine, acc.meta)))
+    rows += [
+        ("Engine.execute", lambda: eng.execute(np_in, np_out)),
+        ("  meta lookup (from_json)", lambda: EngineMeta.from_json(acc.meta)),
+    ]
+    if hasattr(_execute, "_plan"):
+        rows.append(("  plan lookup + cached shapes",
+                     lambda: _execute._plan(acc.meta, acc.engine).shapes_for(xin)))
+    if getattr(trt, "_ttc_specs", None) is not None:
+        rows.append(("  CompiledModule user-input check", lambda: trt._ttc_check(trt._ttc_specs, (x,), {})))
+    rows += [
+        ("  bind_inputs(check) + output_shapes",
+         lambda: meta.output_shapes(meta.bind_inputs(shapes, dtypes, check=True))),
+        ("  engine cache lookup", lambda: _execute.ENGINES.get(meta.id, acc.engine)),
+        ("  host staging (.to(cpu).contiguous)", lambda: x.detach().to("cpu").contiguous()),
+        ("  output alloc (torch.empty)", lambda: torch.empty(out_shapes[0], dtype=torch.float32)),
+        ("  numpy view (Tensor.numpy)", lambda: x.numpy()),
+        ("  lock acquire+release", lambda: (lock.acquire(), lock.release())),
+    ]
+    acc_ts = {name: [] for name, _ in rows}
+    for _, fn in rows:  # warm up
+        _time_us(fn, 50)
+    # round robin, one call of each row per round: load from other processes hits all rows alike
+    clock = time.perf_counter_ns
+    for _ in range(args.runs):
+        for name, fn in rows:
+            t0 = clock()
+            fn()
+            acc_ts[name].append((clock() - t0) / 1e3)
+    res = eng.benchmark(np_in, runs=max(20, args.runs // 10), warmup=5)
+    dev = torchtrt_c._C.default_device() if hasattr(torchtrt_c._C, "default_device") else None
+
+    print(f"# per-call overhead: {args.model}, input {tuple(x.shape)}, {args.runs} runs"
+          + (f", device {dev}" if dev is not None else ""))
+    print(f"{'path':40s} {'median us':>10s} {'p10':>8s} {'p90':>8s} {'x execute':>10s}")
+    base = _stats(acc_ts["Engine.execute"])[0]
+    for name, _ in rows:
+        med, p10, p90 = _stats(acc_ts[name])
+        print(f"{name:40s} {med:10.1f} {p10:8.1f} {p90:8.1f} {med / base:10.2f}")
+    med = statistics.median(res) * 1e3
+    print(f"{'Engine.benchmark (resident)':40s} {med:10.1f} {min(res) * 1e3:8.1f} {max(res) * 1e3:8.1f} "
+          f"{med / base:10.2f}")
+
+
+if __name__ == "__main__":
+    main()
