@@ -76,6 +76,8 @@ static ttc_status make_bindings(ttc_engine *e) {
 
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len) {
     TTC_TRY(ttc_fuse(e->k, &e->n_fused));
+    /* fp16 engines read their weights in half (engine/const_half.c) */
+    TTC_TRY(ttc_kir_consts_to_half(e->k, NULL));
     if (e->stored_tiles && e->n_stored_tiles == e->k->n_ops) {
         for (int32_t i = 0; i < e->k->n_ops; i++)
             e->k->ops[i].tile = e->stored_tiles[i] >= 0 && e->stored_tiles[i] < TTC_GEMM_TILES ? e->stored_tiles[i] : 0;
@@ -192,6 +194,8 @@ const char *ttc_engine_compute(const ttc_engine *e) {
     return e->k->half_compute ? "float16 (half arithmetic)" : "float16 (float arithmetic)";
 }
 bool ttc_engine_program_from_cache(const ttc_engine *e) { return e->prog.from_cache || e->prog.from_binary; }
+
+size_t ttc_engine_const_bytes(const ttc_engine *e) { return e->const_bytes; }
 
 size_t ttc_engine_peak_memory(ttc_engine *e) {
     int64_t sv[64];

@@ -50,6 +50,8 @@ const char *ttc_engine_name(const ttc_engine *e);
 ttc_cl_device *ttc_engine_device(const ttc_engine *e);
 /* Peak device memory of the plan for the symbols' opt values (bytes): constants + arena. */
 size_t ttc_engine_peak_memory(ttc_engine *e);
+/* Device bytes of the constants (weights) the kernels read. */
+size_t ttc_engine_const_bytes(const ttc_engine *e);
 const char *ttc_engine_source(const ttc_engine *e);
 /* Kernel op count, fused op count, kernel names (for info()). */
 int32_t ttc_engine_n_kernels(const ttc_engine *e);

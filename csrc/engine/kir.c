@@ -146,6 +146,8 @@ static uint16_t f32_to_f16(float f) {
     return (uint16_t)h;
 }
 
+uint16_t ttc_half_from_float(float f) { return f32_to_f16(f); }
+
 int32_t ttc_kir_const_f32(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t *shape,
                           const float *vals, const char *name) {
     int64_t numel = 1;

@@ -419,9 +419,10 @@ static PyObject *e_info(PyObject *self, PyObject *unused) {
         if (!v || PyDict_SetItem(tiles, PyList_GET_ITEM(ks, i), v) < 0) { Py_XDECREF(v); Py_DECREF(ks); Py_DECREF(tiles); return NULL; }
         Py_DECREF(v);
     }
-    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:s,s:i,s:N,s:s}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
+    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:n,s:s,s:i,s:N,s:s}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
                          "fused", ttc_engine_n_fused(e), "program_cached", ttc_engine_program_from_cache(e) ? Py_True : Py_False,
-                         "peak_memory", (Py_ssize_t)ttc_engine_peak_memory(e), "source", ttc_engine_source(e),
+                         "peak_memory", (Py_ssize_t)ttc_engine_peak_memory(e),
+                         "const_bytes", (Py_ssize_t)ttc_engine_const_bytes(e), "source", ttc_engine_source(e),
                          "tuned", ttc_engine_n_tuned(e), "tiles", tiles, "compute", ttc_engine_compute(e));
 }
 
@@ -450,7 +451,7 @@ static PyMethodDef engine_methods[] = {
      "Engine.benchmark_copy(nbytes, runs=20, warmup=3, device=None) -> list[float]: ms per device copy"},
     {"output_shapes", e_output_shapes, METH_O, "output_shapes(list[tuple[int]]) -> list[tuple[int]]"},
     {"serialize", e_serialize, METH_NOARGS, "serialize() -> bytes"},
-    {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, source, tuned, tiles, compute)"},
+    {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, const_bytes, source, tuned, tiles, compute)"},
     {NULL, NULL, 0, NULL},
 };
 
