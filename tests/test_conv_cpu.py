@@ -2,8 +2,9 @@
 4 channels x 2 pixel groups per work-item) against torch eager, and of the previous CPU kernel
 kept behind TORCHTRT_C_CONV_CPU=ocb8.
 
-Shapes are chosen for the kernel's edges: widths below, at and above the 8 lanes (and not
-multiples of them), interior vs edge column blocks, odd row counts (the second row group
+Shapes are chosen for the kernel's edges: widths below (windows reaching into neighbouring
+rows, clamped to the tensor), at and above the 8 lanes (and not multiples of them), interior vs
+edge column blocks (the last block moved left), odd row counts (the second row group
 falls off), 1x1 stride-1 planes that are not multiples of 16 (the PW1 GEMM path), strides 1,
 2 (the every-other-lane load) and 3 (guarded loads only), padding, dilation, groups, channel
 counts that are not multiples of 4, several images, split-K partials, and fused epilogues
@@ -45,6 +46,8 @@ CASES = [  # n, cin, cout, (h, w), k, stride, pad, dil, groups
     (1, 12, 18, (6, 5), 3, 2, 1, 1, 3),       # groups 3
     (1, 1, 7, (9, 8), 3, 1, 1, 1, 1),         # one input channel
     (1, 3, 5, (1, 1), 3, 1, 1, 1, 1),         # a 1x1 image with padding
+    (1, 1, 2, (2, 4), 3, 1, 1, 1, 1),         # narrow rows, the whole tensor one 8-wide window
+    (2, 3, 6, (3, 7), 3, 1, 1, 1, 1),         # 7-wide rows: windows clamped at both tensor ends
 ]
 
 

@@ -20,7 +20,10 @@ ttc_status ttc_codegen_conv_cpu(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]], *out = &k->ts[op->out];
     int32_t G = op->p.conv.groups;
     int64_t C = x->dims[1].add, OC = out->dims[1].add, ICG = C / G, OCG = OC / G;
-    int64_t S = op->p.conv.ksplit > 1 ? op->p.conv.ksplit : 1, ICS = (ICG + S - 1) / S;
+    /* Split-K (chosen at conversion to fill a big GPU) only adds work-group overhead and
+     * partial traffic on a CPU: slice 0 sums every input channel, the other slices write
+     * zeros (the REDUCE op after the convolution still adds the S partials). */
+    int64_t S = op->p.conv.ksplit > 1 ? op->p.conv.ksplit : 1, ICS = ICG;
     bool pw1 = op->p.conv.k[0] == 1 && op->p.conv.k[1] == 1 && op->p.conv.stride[0] == 1 &&
                op->p.conv.stride[1] == 1 && op->p.conv.pad[0] == 0 && op->p.conv.pad[1] == 0;
     int64_t vals[20] = {C, OC, ICG, OCG, G, (OCG + 3) / 4, op->p.conv.k[0], op->p.conv.k[1], op->p.conv.stride[0],

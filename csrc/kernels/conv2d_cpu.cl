@@ -66,6 +66,7 @@ __kernel void KNAME(__global const TX *X, int offX, __global const TW *W, int of
     if (own >= OW || oh0 >= OH) return;
     int ow0 = OW >= 8 ? min(own, OW - 8) : own;
     int xb = offX + (n * C + g * ICG) * H * Wd;
+    int xlast = offX + NB * C * H * Wd - 8;   /* the last 8-wide window inside the tensor */
     for (int ic = ic0; ic < ic1; ic++) {
         int xc = xb + ic * H * Wd;
         for (int kh = 0; kh < KH; kh++) {
@@ -105,6 +106,15 @@ __kernel void KNAME(__global const TX *X, int offX, __global const TW *W, int of
                     uint8 m = convert_uint8(clamp(col - wb, 0, 7));
                     x0 = select((float8)(0.0f), shuffle(LDX8(X, xr0 + wb), m), ok);
                     x1 = select((float8)(0.0f), shuffle(LDX8(X, xr1 + wb), m), ok);
+                } else if (xlast >= offX) {
+                    /* rows narrower than 8: windows ending at the row's end (or the nearest
+                     * ones inside the tensor), reaching into neighbouring rows; lanes moved
+                     * into place and the columns outside the row zeroed */
+                    int s0 = clamp(xr0 + Wd - 8, offX, xlast), s1 = clamp(xr1 + Wd - 8, offX, xlast);
+                    int8 col = (int8)(0, 1, 2, 3, 4, 5, 6, 7) + iw;
+                    int8 ok = col >= 0 && col < Wd;
+                    x0 = select((float8)(0.0f), shuffle(LDX8(X, s0), convert_uint8(clamp(xr0 - s0 + col, 0, 7))), ok);
+                    x1 = select((float8)(0.0f), shuffle(LDX8(X, s1), convert_uint8(clamp(xr1 - s1 + col, 0, 7))), ok);
                 }
 #endif
                 else {
