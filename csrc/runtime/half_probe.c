@@ -6,7 +6,8 @@
  * the built-in functions (fmax, fabs, exp, ...) are missing. So the probe uses exactly what
  * generated half code uses (see half_node in csrc/engine/codegen.c): direct loads and stores
  * through __global half pointers, half arithmetic, comparisons, ?: and casts between half and
- * float/int, and checks exact answers. PoCL's CPU device rejects the program. Any failure means "no": the
+ * float/int, and checks exact answers. CPU devices are not probed (PoCL rejects the program
+ * and its compiler prints the errors to stderr). Any failure means "no": the
  * engine keeps float arithmetic over half storage, so the probe never fails a build.
  * TORCHTRT_C_HALF_COMPUTE=0 turns half arithmetic off (A/B measurements, a suspect driver). */
 #include <stdlib.h>
@@ -91,7 +92,9 @@ bool ttc_cl_device_half_compute(ttc_cl_device *d) {
     pthread_mutex_unlock(&d->lock);
     if (!probed) {
         /* outside the lock: the probe creates the context, which takes it */
-        v = d->fp16_advertised || probe_run(d);
+        /* CPU drivers advertise half when they have it; probing PoCL only prints a failed
+         * build to the user's stderr */
+        v = d->fp16_advertised || (!d->is_cpu && probe_run(d));
         ttc_clear_error();
         pthread_mutex_lock(&d->lock);
         d->half_compute = v;
