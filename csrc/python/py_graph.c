@@ -78,6 +78,16 @@ static ttc_node *lookup_node(GraphObject *self, const char *name, bool scan) {
 
 static ttc_node *find_node(GraphObject *self, const char *name) { return lookup_node(self, name, true); }
 
+/* A node as partition results label it: its name, or for a node passes made without one,
+ * the name of its first output. */
+static ttc_node *find_node_by_label(GraphObject *self, const char *label) {
+    ttc_node *n = find_node(self, label);
+    if (n) return n;
+    ttc_value *v = find_value(self, label);
+    return v && v->producer && !v->producer->name && !v->producer->dead && v->producer->outputs[0] == v ? v->producer
+                                                                                                      : NULL;
+}
+
 /* ---- object lifetime ---- */
 static void graph_dealloc(PyObject *op) {
     GraphObject *self = (GraphObject *)op;
@@ -606,7 +616,7 @@ static PyObject *g_extract(PyObject *op, PyObject *names) {
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *s = ttc_pyg_utf8_of(PySequence_Fast_GET_ITEM(seq, i), "extract: node name");
         if (!s) goto done;
-        if (!(nodes[i] = find_node(self, s))) { PyErr_Format(PyExc_ValueError, "extract: unknown node %s", s); goto done; }
+        if (!(nodes[i] = find_node_by_label(self, s))) { PyErr_Format(PyExc_ValueError, "extract: unknown node %s", s); goto done; }
     }
     ttc_status s = ttc_graph_extract(self->g, nodes, (int32_t)n, &sub, &in_map, &n_in, &out_map, &n_out);
     if (s) { ttc_py_raise(st, s); goto done; }
