@@ -76,11 +76,8 @@ static void emit_load(ttc_sbuf *b, const ttc_kir *k, ttc_dtype sd, const char *p
  * next half node reads them: half versions would lose several ulps (or overflow inside, as exp
  * does past 11). Reductions, softmax, norms, attention, GEMM and convolution accumulate in
  * float; their store functions take a float accumulator. */
-static bool half_node(const ttc_kir *k, const ttc_enode *nd) {
-    /* expression nodes carry FLOAT32 for every float value; an fp16 engine stores them all
-     * in half (ttc_cx_float_dtype) */
-    if (!k->half_compute || !is_floatish(nd->dtype)) return false;
-    switch (nd->op) {
+static bool half_op(ttc_eop op) {
+    switch (op) {
     case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB:
     case TTC_EOP_MUL: case TTC_EOP_DIV: case TTC_EOP_RECIP: case TTC_EOP_MAX: case TTC_EOP_MIN:
     case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_SIGN: case TTC_EOP_WHERE: case TTC_EOP_RELU:
@@ -90,9 +87,46 @@ static bool half_node(const ttc_kir *k, const ttc_enode *nd) {
     }
 }
 
+/* Whether node i of e computes in half. Expression nodes carry FLOAT32 for every float value;
+ * an fp16 engine stores them in half (ttc_cx_float_dtype). A value is half-safe unless it
+ * depends on a leaf read from a tensor that stayed float32 (a constant beyond half's range,
+ * see const_half.c) or on a literal beyond +-65504: rounding those to half would give inf.
+ * A node computes in half when its op is one of half_op's and its value is half-safe; other
+ * half-safe nodes (libm calls) compute in float and are rounded to half where a half node
+ * reads them; the rest compute in float throughout. Nodes are in topological order, so one
+ * forward pass decides; expressions are small. */
+static bool half_node(const ttc_kir *k, const ttc_expr *e, int32_t i) {
+    if (!k->half_compute || i < 0 || i >= e->n || !is_floatish(e->nodes[i].dtype)) return false;
+    bool *safe = ttc_malloc(sizeof(bool) * (size_t)(i + 1));
+    if (!safe) return false;  /* float is always a correct answer */
+    for (int32_t j = 0; j <= i; j++) {
+        const ttc_enode *nd = &e->nodes[j];
+        bool h = true;
+#define TTC_HALF_OPERAND(x) \
+    (h = h && ((x) < 0 || (x) >= j || !is_floatish(e->nodes[(x)].dtype) || safe[(x)]))
+        switch (nd->op) {
+        case TTC_EOP_LEAF:
+            if (nd->a >= 0 && nd->a < e->n_leaves && is_floatish(k->ts[e->leaves[nd->a]].dtype))
+                h = k->ts[e->leaves[nd->a]].dtype == TTC_DTYPE_FLOAT16;
+            break;
+        case TTC_EOP_CONST: h = !(fabs(nd->f) > 65504.0); break;
+        case TTC_EOP_WHERE: TTC_HALF_OPERAND(nd->b); TTC_HALF_OPERAND(nd->c); break;
+        default:
+            if (nd->op >= TTC_EOP_ADD && nd->op <= TTC_EOP_TRUNCDIV) TTC_HALF_OPERAND(nd->b);
+            TTC_HALF_OPERAND(nd->a);
+            break;
+        }
+#undef TTC_HALF_OPERAND
+        safe[j] = h;
+    }
+    bool r = safe[i] && half_op(e->nodes[i].op);
+    free(safe);
+    return r;
+}
+
 /* The OpenCL type node i of e is computed and held in. */
 static const char *node_type(const ttc_kir *k, const ttc_expr *e, int32_t i) {
-    return half_node(k, &e->nodes[i]) ? "half" : ctype(e->nodes[i].dtype);
+    return half_node(k, e, i) ? "half" : ctype(e->nodes[i].dtype);
 }
 
 /* Operand x of a node held in type t: cast when exactly one side is half, so that half

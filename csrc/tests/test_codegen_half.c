@@ -80,4 +80,29 @@ static void test_float_fallback(void) {
     free(src);
 }
 
-TEST_MAIN(test_half_arithmetic, test_float_fallback)
+/* A float32 operand (an input, or a constant const_half.c kept float because it is beyond
+ * half's range) makes every node depending on it compute in float: in half it would be inf. */
+static const char *mixed =
+    "graph(%x : Half(3, 5), %b : Float(5)) :\n"
+    "  %one : int = prim.Constant[value=1]()\n"
+    "  %a : Half(3, 5) = aten.add.Tensor(%x, %b, %one)\n"
+    "  %r : Half(3, 5) = aten.relu.default(%a)\n"
+    "  %k : float = prim.Constant[value=100000.0]()\n"
+    "  %m : Half(3, 5) = aten.mul.Scalar(%r, %k)\n"
+    "  return (%m)\n";
+
+static void test_float_operand_keeps_float(void) {
+    int32_t nk = 0;
+    char *src = generate(mixed, true, &nk);
+    if (!src) return;
+    if (getenv("TTC_SHOW")) puts(src);
+    CHECK(strstr(src, "half l1_v") == NULL, "the float32 leaf is read as float:\n%s", src);
+    /* x alone stays half (v0); the add, relu and multiply (v2, v3, v5) and the literal 1e5 are float */
+    CHECK(strstr(src, "half v0 = ") != NULL, "x is half:\n%s", src);
+    CHECK(strstr(src, "float v2 = ") && strstr(src, "float v3 = ") && strstr(src, "float v4 = ") &&
+              strstr(src, "float v5 = "), "no half node depends on it:\n%s", src);
+    CHECK(strstr(src, "o_[o_off + lin] = (half)") != NULL, "still stored as half:\n%s", src);
+    free(src);
+}
+
+TEST_MAIN(test_half_arithmetic, test_float_fallback, test_float_operand_keeps_float)
