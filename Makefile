@@ -38,7 +38,7 @@ $(BUILD)/libttc.a: $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/tests/%: csrc/tests/%.c $(BUILD)/libttc.a csrc/tests/ctest.h
+$(BUILD)/tests/%: csrc/tests/%.c $(BUILD)/libttc.a csrc/tests/ctest.h csrc/tests/engine_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libttc.a $(LDLIBS) -o $@
 

@@ -86,14 +86,19 @@ bool ttc_validate_index_select(const ttc_graph *g, const ttc_node *n, bool fp16,
     return dim_is_const(n, why_not);
 }
 
+/* The (x, dim, index) arguments of index_select and gather: tensors and the normalised dim. */
+static ttc_status x_dim_index(ttc_conv_ctx *cx, const ttc_node *n, int32_t *x, int32_t *D, int32_t *ix) {
+    int64_t dim;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, x));
+    TTC_TRY(ttc_cx_int(cx, n, 1, &dim));
+    TTC_TRY(ttc_cx_tensor(cx, n, 2, ix));
+    return ttc_cx_dim(n, dim, cx->k->ts[*x].rank, D);
+}
+
 /* index_select(x, dim, index) */
 ttc_status ttc_convert_index_select(ttc_conv_ctx *cx, const ttc_node *n) {
     int32_t x, ix, D;
-    int64_t dim;
-    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
-    TTC_TRY(ttc_cx_int(cx, n, 1, &dim));
-    TTC_TRY(ttc_cx_tensor(cx, n, 2, &ix));
-    TTC_TRY(ttc_cx_dim(n, dim, cx->k->ts[x].rank, &D));
+    TTC_TRY(x_dim_index(cx, n, &x, &D, &ix));
     return emit_index(cx, n, x, 1, &D, &ix, D);
 }
 
@@ -111,11 +116,7 @@ bool ttc_validate_gather(const ttc_graph *g, const ttc_node *n, bool fp16, char 
 /* gather(x, dim, index, sparse_grad) */
 ttc_status ttc_convert_gather(ttc_conv_ctx *cx, const ttc_node *n) {
     int32_t x, ix, D;
-    int64_t dim;
-    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
-    TTC_TRY(ttc_cx_int(cx, n, 1, &dim));
-    TTC_TRY(ttc_cx_tensor(cx, n, 2, &ix));
-    TTC_TRY(ttc_cx_dim(n, dim, cx->k->ts[x].rank, &D));
+    TTC_TRY(x_dim_index(cx, n, &x, &D, &ix));
     const ttc_type *ot = &n->outputs[0]->type;
     int32_t oi = ttc_kir_op(cx->k, TTC_KOP_GATHER, ttc_cx_float_dtype(cx, ot->dtype), ot->rank, ot->dims,
                             n->outputs[0]->name);

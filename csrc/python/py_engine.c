@@ -126,6 +126,35 @@ static PyObject *input_error(ttc_py_state *st, const char *fmt, ...) {
     return NULL;
 }
 
+/* Takes a buffer of every input in inf (count already checked) into bufs[*n_got...], checking
+ * dtype and rank; fills the pointer, byte and shape arrays. -1 with InputError set. */
+static int get_inputs(ttc_py_state *st, ttc_engine *e, PyObject *inf, Py_buffer *bufs, Py_ssize_t *n_got,
+                      const void **in_ptr, size_t *in_bytes, int64_t (*shapes)[TTC_MAX_RANK]) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(inf); i++) {
+        const ttc_binding *b = ttc_engine_input(e, (int32_t)i);
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(inf, i), &bufs[*n_got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            input_error(st, "input %s: expected a C-contiguous buffer (numpy array / memoryview), got %s", b->name,
+                        Py_TYPE(PySequence_Fast_GET_ITEM(inf, i))->tp_name);
+            return -1;
+        }
+        Py_buffer *v = &bufs[(*n_got)++];
+        if (!format_ok(v, b->dtype)) {
+            input_error(st, "input %s: dtype %s expected, buffer has format '%s' (itemsize %zd)", b->name,
+                        ttc_dtype_name(b->dtype), v->format ? v->format : "B", v->itemsize);
+            return -1;
+        }
+        if (v->ndim != b->rank) {
+            input_error(st, "input %s: rank %d expected, got %d", b->name, b->rank, v->ndim);
+            return -1;
+        }
+        for (int d = 0; d < v->ndim; d++) shapes[i][d] = v->shape ? v->shape[d] : v->len / v->itemsize;
+        in_ptr[i] = v->buf;
+        in_bytes[i] = (size_t)v->len;
+    }
+    return 0;
+}
+
 static PyObject *e_execute(PyObject *self, PyObject *args) {
     ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
     ttc_engine *e = ((EngineObject *)self)->e;
@@ -154,28 +183,7 @@ static PyObject *e_execute(PyObject *self, PyObject *args) {
     shapes = PyMem_Calloc((size_t)ni + 1, sizeof *shapes);
     oshapes = PyMem_Calloc((size_t)no + 1, sizeof *oshapes);
     if (!bufs || !in_ptr || !in_bytes || !out_ptr || !out_bytes || !shapes || !oshapes) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i < ni; i++) {
-        const ttc_binding *b = ttc_engine_input(e, (int32_t)i);
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(inf, i), &bufs[n_got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-            PyErr_Clear();
-            input_error(st, "input %s: expected a C-contiguous buffer (numpy array / memoryview), got %s", b->name,
-                        Py_TYPE(PySequence_Fast_GET_ITEM(inf, i))->tp_name);
-            goto done;
-        }
-        Py_buffer *v = &bufs[n_got++];
-        if (!format_ok(v, b->dtype)) {
-            input_error(st, "input %s: dtype %s expected, buffer has format '%s' (itemsize %zd)", b->name,
-                        ttc_dtype_name(b->dtype), v->format ? v->format : "B", v->itemsize);
-            goto done;
-        }
-        if (v->ndim != b->rank) {
-            input_error(st, "input %s: rank %d expected, got %d", b->name, b->rank, v->ndim);
-            goto done;
-        }
-        for (int d = 0; d < v->ndim; d++) shapes[i][d] = v->shape ? v->shape[d] : v->len / v->itemsize;
-        in_ptr[i] = v->buf;
-        in_bytes[i] = (size_t)v->len;
-    }
+    if (get_inputs(st, e, inf, bufs, &n_got, in_ptr, in_bytes, shapes) < 0) goto done;
     ttc_status s = ttc_engine_output_shapes(e, (const int64_t(*)[TTC_MAX_RANK])shapes, oshapes);
     if (s != TTC_OK) { ttc_py_raise(st, s); goto done; }
     for (Py_ssize_t i = 0; i < no; i++) {
@@ -243,28 +251,7 @@ static PyObject *e_benchmark(PyObject *self, PyObject *args, PyObject *kw) {
     shapes = PyMem_Calloc((size_t)ni + 1, sizeof *shapes);
     times = PyMem_Calloc((size_t)runs, sizeof(double));
     if (!bufs || !in_ptr || !in_bytes || !shapes || !times) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i < ni; i++) {
-        const ttc_binding *b = ttc_engine_input(e, (int32_t)i);
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(inf, i), &bufs[n_got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-            PyErr_Clear();
-            input_error(st, "input %s: expected a C-contiguous buffer (numpy array / memoryview), got %s", b->name,
-                        Py_TYPE(PySequence_Fast_GET_ITEM(inf, i))->tp_name);
-            goto done;
-        }
-        Py_buffer *v = &bufs[n_got++];
-        if (!format_ok(v, b->dtype)) {
-            input_error(st, "input %s: dtype %s expected, buffer has format '%s' (itemsize %zd)", b->name,
-                        ttc_dtype_name(b->dtype), v->format ? v->format : "B", v->itemsize);
-            goto done;
-        }
-        if (v->ndim != b->rank) {
-            input_error(st, "input %s: rank %d expected, got %d", b->name, b->rank, v->ndim);
-            goto done;
-        }
-        for (int d = 0; d < v->ndim; d++) shapes[i][d] = v->shape ? v->shape[d] : v->len / v->itemsize;
-        in_ptr[i] = v->buf;
-        in_bytes[i] = (size_t)v->len;
-    }
+    if (get_inputs(st, e, inf, bufs, &n_got, in_ptr, in_bytes, shapes) < 0) goto done;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
     s = ttc_engine_benchmark(e, in_ptr, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, runs, warmup, times);

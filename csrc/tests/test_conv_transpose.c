@@ -8,36 +8,7 @@
 #include "engine/engine.h"
 #include "convert/registry.h"
 #include "tests/ctest.h"
-
-static bool have_device(void) {
-    ttc_cl_device *d;
-    int32_t n;
-    if (ttc_cl_devices(&d, &n) != TTC_OK) { printf("  (no OpenCL device: %s)\n", ttc_last_error()); return false; }
-    return true;
-}
-
-static char *tensor_lit(const float *v, int n) {
-    ttc_sbuf b = {0};
-    ttc_sbuf_printf(&b, "tensor([");
-    for (int i = 0; i < n; i++) ttc_sbuf_printf(&b, "%s%.9g", i ? ", " : "", v[i]);
-    ttc_sbuf_printf(&b, "])");
-    return ttc_sbuf_take(&b);
-}
-
-static ttc_engine *build(const char *text, ttc_status *st) {
-    ttc_graph *g = NULL;
-    ttc_status s = ttc_graph_parse(text, &g);
-    CHECK(s == TTC_OK, "parse: %s", ttc_last_error());
-    if (s != TTC_OK) return NULL;
-    ttc_engine_options o = ttc_engine_options_default();
-    o.cache_dir = "";
-    ttc_engine *e = NULL;
-    s = ttc_engine_build(g, &o, &e);
-    if (st) *st = s;
-    else CHECK(s == TTC_OK, "build: %s", ttc_last_error());
-    ttc_graph_free(g);
-    return s == TTC_OK ? e : NULL;
-}
+#include "tests/engine_util.h"
 
 static float val(int i, int salt) { return (float)(((i * 37 + salt * 11) % 23) - 11) / 9.0f + 0.05f; }
 
@@ -96,7 +67,7 @@ static void check_case(const cfg *c) {
             "  return (%%y)\n", c->N, c->C, c->H, c->W, c->C, c->OCG, c->KH, c->KW, wl,
             bline, c->SH, c->SW, c->PH, c->PW, c->DH, c->DW,
             c->OPH, c->OPW, c->G, c->N, OC, OH, OW);
-    ttc_engine *e = text ? build(text, NULL) : NULL;
+    ttc_engine *e = text ? build_engine(text, NULL) : NULL;
     if (e) {
         const void *in[1] = {x};
         size_t inb[1] = {sizeof(float) * (size_t)nx}, outb[1] = {sizeof(float) * (size_t)ny};
@@ -136,7 +107,7 @@ static void test_refusals_say_why(void) {
     if (!have_device()) return;
     /* output_padding must be below stride or dilation */
     ttc_status s = TTC_OK;
-    ttc_engine *e = build("graph(%x : Float(1, 2, 3, 3)):\n"
+    ttc_engine *e = build_engine("graph(%x : Float(1, 2, 3, 3)):\n"
                           "  %w : Float(2, 1, 2, 2) = prim.Constant[value=tensor([1., 2., 3., 4., 5., 6., 7., 8.])]()\n"
                           "  %b : NoneType = prim.Constant()\n"
                           "  %s : int[] = prim.Constant[value=[1, 1]]()\n  %p : int[] = prim.Constant[value=[0, 0]]()\n"
@@ -174,7 +145,7 @@ static void test_index_out_of_range_raises(void) {
                             "  %%m : int = prim.Constant[value=-1]()\n  %%f : bool = prim.Constant[value=false]()\n"
                             "  %%y : Float(3, 3) = aten.embedding.default(%%w, %%i, %%m, %%f, %%f)  # name=emb\n"
                             "  return (%%y)\n", wl);
-    ttc_engine *e = build(text, NULL);
+    ttc_engine *e = build_engine(text, NULL);
     free(wl);
     free(text);
     if (!e) return;

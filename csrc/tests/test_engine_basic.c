@@ -4,35 +4,7 @@
 
 #include "engine/engine.h"
 #include "tests/ctest.h"
-
-static bool have_device(void) {
-    ttc_cl_device *d;
-    int32_t n;
-    if (ttc_cl_devices(&d, &n) != TTC_OK) { printf("  (no OpenCL device: %s)\n", ttc_last_error()); return false; }
-    return true;
-}
-
-static char *tensor_lit(const float *v, int n) {
-    ttc_sbuf b = {0};
-    ttc_sbuf_printf(&b, "tensor([");
-    for (int i = 0; i < n; i++) ttc_sbuf_printf(&b, "%s%.6g", i ? ", " : "", v[i]);
-    ttc_sbuf_printf(&b, "])");
-    return ttc_sbuf_take(&b);
-}
-
-static ttc_engine *build(const char *text) {
-    ttc_graph *g = NULL;
-    ttc_status s = ttc_graph_parse(text, &g);
-    CHECK(s == TTC_OK, "parse: %s", ttc_last_error());
-    if (s != TTC_OK) return NULL;
-    ttc_engine_options o = ttc_engine_options_default();
-    o.cache_dir = "";
-    ttc_engine *e = NULL;
-    s = ttc_engine_build(g, &o, &e);
-    CHECK(s == TTC_OK, "build: %s", ttc_last_error());
-    ttc_graph_free(g);
-    return e;
-}
+#include "tests/engine_util.h"
 
 static void test_linear_relu(void) {
     if (!have_device()) return;
@@ -49,7 +21,7 @@ static void test_linear_relu(void) {
         "  %%l : Float(%d, %d) = aten.linear.default(%%x, %%w, %%b)\n"
         "  %%y : Float(%d, %d) = aten.relu.default(%%l)\n"
         "  return (%%y)\n", B, K, N, K, wl, N, bl, B, N, B, N);
-    ttc_engine *e = build(text);
+    ttc_engine *e = build_engine(text, NULL);
     free(wl); free(bl); free(text);
     if (!e) return;
     CHECK(ttc_engine_n_fused(e) == 1, "relu fused into the GEMM epilogue (fused %d)", ttc_engine_n_fused(e));
@@ -78,7 +50,7 @@ static void test_linear_relu(void) {
 
 static void test_dynamic_broadcast(void) {
     if (!have_device()) return;
-    ttc_engine *e = build(
+    ttc_engine *e = build_engine(
         "graph(%x : Float(s0, 3), %y : Float(3)) where s0 in [1, 4, 16]:\n"
         "  %c : float = prim.Constant[value=2.5]()\n"
         "  %one : int = prim.Constant[value=1]()\n"
@@ -86,7 +58,7 @@ static void test_dynamic_broadcast(void) {
         "  %m : Float(s0, 3) = aten.mul.Scalar(%a, %c)\n"
         "  %t : Float(3, s0) = aten.t.default(%m)\n"
         "  %r : Float(3, s0) = aten.sigmoid.default(%t)\n"
-        "  return (%r, %a)\n");
+        "  return (%r, %a)\n", NULL);
     if (!e) return;
     for (int64_t bsz = 1; bsz <= 16; bsz += 7) {
         float x[48], yv[3] = {0.5f, -1.0f, 2.0f}, r[48], a[48];

@@ -2,13 +2,7 @@
  * execute, bad counts rejected, execute unaffected. Skips when no OpenCL device exists. */
 #include "engine/bench.h"
 #include "tests/ctest.h"
-
-static bool have_device(void) {
-    ttc_cl_device *d;
-    int32_t n;
-    if (ttc_cl_devices(&d, &n) != TTC_OK) { printf("  (no OpenCL device: %s)\n", ttc_last_error()); return false; }
-    return true;
-}
+#include "tests/engine_util.h"
 
 static ttc_engine *build_relu_add(void) {
     const char *text =
@@ -16,17 +10,7 @@ static ttc_engine *build_relu_add(void) {
         "  %a : Float(5, 3) = aten.add.Tensor(%x, %y)\n"
         "  %r : Float(5, 3) = aten.relu.default(%a)\n"
         "  return (%r)\n";
-    ttc_graph *g = NULL;
-    ttc_status s = ttc_graph_parse(text, &g);
-    CHECK(s == TTC_OK, "parse: %s", ttc_last_error());
-    if (s != TTC_OK) return NULL;
-    ttc_engine_options o = ttc_engine_options_default();
-    o.cache_dir = "";
-    ttc_engine *e = NULL;
-    s = ttc_engine_build(g, &o, &e);
-    CHECK(s == TTC_OK, "build: %s", ttc_last_error());
-    ttc_graph_free(g);
-    return e;
+    return build_engine(text, NULL);
 }
 
 static void test_engine_benchmark(void) {
