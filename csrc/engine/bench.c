@@ -88,30 +88,9 @@ static ttc_status bench_setup(ttc_engine *e, const ttc_plan *p, const void *cons
             b->kernels[ki] = NULL;
             return ttc_fail_cl(err, "clCreateKernel(%s) failed: %s", ks->name, ttc_cl_error_name(err));
         }
-        for (int32_t a = 0; a < ks->n_args; a++) {
-            int64_t v = p->argv[ki][a];
-            if (ks->args[a].kind == TTC_ARG_BUF) {
-                const ttc_res *r = &p->res[(int32_t)v];
-                cl_mem m = NULL;
-                switch (r->root) {
-                case TTC_ROOT_INPUT: m = b->in[r->idx]; break;
-                case TTC_ROOT_OUTPUT: m = b->out[r->idx]; break;
-                case TTC_ROOT_CONST: m = e->const_mem[r->idx]; break;
-                case TTC_ROOT_ARENA: m = b->arena; break;
-                default: break;
-                }
-                if (!m) m = b->arena;  /* empty tensors: any valid buffer, never read */
-                err = TTC_CL(SetKernelArg)(b->kernels[ki], (cl_uint)a, sizeof(cl_mem), &m);
-            } else if (ks->args[a].kind == TTC_ARG_ERRFLAG) {
-                if (!b->errf) TTC_TRY(new_buf(e->ctx, sizeof(cl_int), "index error flag", &b->errf));
-                err = TTC_CL(SetKernelArg)(b->kernels[ki], (cl_uint)a, sizeof(cl_mem), &b->errf);
-            } else {
-                cl_int iv = (cl_int)v;
-                err = TTC_CL(SetKernelArg)(b->kernels[ki], (cl_uint)a, sizeof(cl_int), &iv);
-            }
-            if (err != CL_SUCCESS)
-                return ttc_fail_cl(err, "clSetKernelArg(%s, arg %d) failed: %s", ks->name, a, ttc_cl_error_name(err));
-        }
+        if (!b->errf && ttc_kspec_has_errflag(ks))
+            TTC_TRY(new_buf(e->ctx, sizeof(cl_int), "index error flag", &b->errf));
+        TTC_TRY(ttc_exec_set_args(e, p, ki, b->kernels[ki], b->in, b->out, b->arena, b->errf));
     }
     return TTC_OK;
 }
@@ -119,12 +98,7 @@ static ttc_status bench_setup(ttc_engine *e, const ttc_plan *p, const void *cons
 static ttc_status bench_run_once(ttc_engine *e, const ttc_plan *p, bench_state *b) {
     for (int32_t ki = 0; ki < b->n_k; ki++) {
         if (p->skip[ki]) continue;
-        const ttc_kspec *ks = &e->cg.kernels[ki];
-        cl_int err = TTC_CL(EnqueueNDRangeKernel)(b->q, b->kernels[ki], (cl_uint)ks->work_dims, NULL, p->gws[ki],
-                                                  ks->use_local ? p->lws[ki] : NULL, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return ttc_fail_cl(err, "clEnqueueNDRangeKernel(%s: %s) failed: %s", ks->name, e->k->ops[ks->op].name,
-                               ttc_cl_error_name(err));
+        TTC_TRY(ttc_exec_enqueue(e, p, ki, b->q, b->kernels[ki]));
     }
     cl_int err = TTC_CL(Finish)(b->q);
     if (err != CL_SUCCESS) return ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));

@@ -82,6 +82,16 @@ ttc_status ttc_engine_symbols_from_shapes(ttc_engine *e, const int64_t (*in_shap
 /* Returns a plan (cached) with a reference the caller drops with ttc_plan_release. */
 ttc_status ttc_engine_get_plan(ttc_engine *e, const int64_t *sv, ttc_plan **out);
 void ttc_plan_release(ttc_engine *e, ttc_plan *p);
+static inline bool ttc_kspec_has_errflag(const ttc_kspec *ks) {
+    for (int32_t a = 0; a < ks->n_args; a++)
+        if (ks->args[a].kind == TTC_ARG_ERRFLAG) return true;
+    return false;
+}
+/* Binds kernel ki's arguments for plan p (inputs, outputs, arena and error flag given), and
+ * enqueues it on q: shared by execute (exec.c) and the resident benchmark (bench.c). */
+ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
+                             const cl_mem *out_mem, cl_mem arena, cl_mem errf);
+ttc_status ttc_exec_enqueue(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern);
 /* build.c: everything after conversion (fusion, codegen, program, constants, bindings).
  * bin/bin_len: a stored program binary to try first (may be NULL). */
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len);

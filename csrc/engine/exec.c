@@ -48,8 +48,7 @@ static ttc_status ctx_new(ttc_engine *e, ttc_exec_ctx **out) {
     }
     ttc_status s = ttc_cl_queue_new(e->dev, false, &x->q);
     bool flag = false;
-    for (int32_t i = 0; i < e->cg.n_kernels; i++)
-        for (int32_t a = 0; a < e->cg.kernels[i].n_args; a++) flag = flag || e->cg.kernels[i].args[a].kind == TTC_ARG_ERRFLAG;
+    for (int32_t i = 0; i < e->cg.n_kernels; i++) flag = flag || ttc_kspec_has_errflag(&e->cg.kernels[i]);
     if (s == TTC_OK && flag) {
         cl_int err = CL_SUCCESS;
         x->errf = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE, sizeof(cl_int), NULL, &err);
@@ -121,6 +120,46 @@ ttc_status ttc_engine_output_shapes(ttc_engine *e, const int64_t (*in_shapes)[TT
     TTC_TRY(ttc_engine_symbols_from_shapes(e, in_shapes, sv));
     for (int32_t i = 0; i < e->n_out; i++)
         for (int32_t d = 0; d < e->outs[i].rank; d++) out_shapes[i][d] = ttc_dim_eval(e->outs[i].dims[d], sv);
+    return TTC_OK;
+}
+
+ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
+                             const cl_mem *out_mem, cl_mem arena, cl_mem errf) {
+    const ttc_kspec *ks = &e->cg.kernels[ki];
+    for (int32_t a = 0; a < ks->n_args; a++) {
+        int64_t v = p->argv[ki][a];
+        cl_int err;
+        if (ks->args[a].kind == TTC_ARG_BUF) {
+            const ttc_res *r = &p->res[(int32_t)v];
+            cl_mem m = NULL;
+            switch (r->root) {
+            case TTC_ROOT_INPUT: m = in_mem[r->idx]; break;
+            case TTC_ROOT_OUTPUT: m = out_mem[r->idx]; break;
+            case TTC_ROOT_CONST: m = e->const_mem[r->idx]; break;
+            case TTC_ROOT_ARENA: m = arena; break;
+            default: break;
+            }
+            if (!m) m = arena;  /* empty tensors: any valid buffer, never read */
+            err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &m);
+        } else if (ks->args[a].kind == TTC_ARG_ERRFLAG) {
+            err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &errf);
+        } else {
+            cl_int iv = (cl_int)v;
+            err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_int), &iv);
+        }
+        if (err != CL_SUCCESS)
+            return ttc_fail_cl(err, "clSetKernelArg(%s, arg %d) failed: %s", ks->name, a, ttc_cl_error_name(err));
+    }
+    return TTC_OK;
+}
+
+ttc_status ttc_exec_enqueue(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern) {
+    const ttc_kspec *ks = &e->cg.kernels[ki];
+    cl_int err = TTC_CL(EnqueueNDRangeKernel)(q, kern, (cl_uint)ks->work_dims, NULL, p->gws[ki],
+                                              ks->use_local ? p->lws[ki] : NULL, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return ttc_fail_cl(err, "clEnqueueNDRangeKernel(%s: %s) failed: %s", ks->name, e->k->ops[ks->op].name,
+                           ttc_cl_error_name(err));
     return TTC_OK;
 }
 
@@ -196,38 +235,8 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     /* launch every kernel */
     for (int32_t ki = 0; ki < e->cg.n_kernels && s == TTC_OK; ki++) {
         if (p->skip[ki]) continue;
-        const ttc_kspec *ks = &e->cg.kernels[ki];
-        cl_kernel kern = x->kernels[ki];
-        for (int32_t a = 0; a < ks->n_args && s == TTC_OK; a++) {
-            int64_t v = p->argv[ki][a];
-            if (ks->args[a].kind == TTC_ARG_BUF) {
-                int32_t t = (int32_t)v;
-                const ttc_res *r = &p->res[t];
-                cl_mem m = NULL;
-                switch (r->root) {
-                case TTC_ROOT_INPUT: m = in_mem[r->idx]; break;
-                case TTC_ROOT_OUTPUT: m = out_mem[r->idx]; break;
-                case TTC_ROOT_CONST: m = e->const_mem[r->idx]; break;
-                case TTC_ROOT_ARENA: m = x->arena; break;
-                default: break;
-                }
-                if (!m) m = x->arena;  /* empty tensors: any valid buffer, never read */
-                err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &m);
-            } else if (ks->args[a].kind == TTC_ARG_ERRFLAG) {
-                err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &x->errf);
-            } else {
-                cl_int iv = (cl_int)v;
-                err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_int), &iv);
-            }
-            if (err != CL_SUCCESS)
-                s = ttc_fail_cl(err, "clSetKernelArg(%s, arg %d) failed: %s", ks->name, a, ttc_cl_error_name(err));
-        }
-        if (s != TTC_OK) break;
-        err = TTC_CL(EnqueueNDRangeKernel)(x->q, kern, (cl_uint)ks->work_dims, NULL, p->gws[ki],
-                                           ks->use_local ? p->lws[ki] : NULL, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            s = ttc_fail_cl(err, "clEnqueueNDRangeKernel(%s: %s) failed: %s", ks->name, k->ops[ks->op].name,
-                            ttc_cl_error_name(err));
+        s = ttc_exec_set_args(e, p, ki, x->kernels[ki], in_mem, out_mem, x->arena, x->errf);
+        if (s == TTC_OK) s = ttc_exec_enqueue(e, p, ki, x->q, x->kernels[ki]);
     }
     /* results back to the host */
     for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++) {
