@@ -119,3 +119,34 @@ def test_benchmark_resident_bad_inputs():
         torchtrt_c.runtime.benchmark_resident(trt, [x], runs=0)
     with pytest.raises(TypeError):
         torchtrt_c.runtime.benchmark_resident(m, [x], runs=2)
+
+
+def test_engine_profile_one_time_per_kernel():
+    e = _engine()
+    descs = e.info()["kernels"]
+    for bs in (1, 5, 32):
+        rows = e.profile([rand(bs, 13, seed=bs).numpy()], runs=3, warmup=1)
+        assert [d for d, _ in rows] == descs
+        assert all(isinstance(ms, float) and ms >= 0 for _, ms in rows), rows
+        assert sum(ms for _, ms in rows) > 0
+    with pytest.raises(torchtrt_c.InputError, match="x"):
+        e.profile([rand(2, 12).numpy()])
+    with pytest.raises(ValueError, match="runs"):
+        e.profile([rand(2, 13).numpy()], runs=0)
+    # execute still works after
+    out = np.empty((2, 7), np.float32)
+    e.execute([rand(2, 13).numpy()], [out])
+    assert np.isfinite(out).all()
+
+
+def test_profile_engines_compiled_module():
+    torch.manual_seed(0)
+    m = _Small().eval()
+    x = torch.randn(3, 12)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    rows = torchtrt_c.runtime.profile_engines(trt, [x], runs=3, warmup=0)
+    assert rows and all(r["engine"].startswith("_run_on_acc") for r in rows)
+    assert {r["kind"] for r in rows} <= {"gemm", "elementwise"}, rows
+    assert [r["ms"] for r in rows] == sorted((r["ms"] for r in rows), reverse=True)
+    with pytest.raises(TypeError):
+        torchtrt_c.runtime.profile_engines(m, [x])

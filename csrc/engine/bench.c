@@ -38,6 +38,7 @@ typedef struct bench_state {
     cl_kernel *kernels;
     cl_mem *in, *out, arena, errf;   /* errf: index kernels' error flag (not read when timing) */
     int32_t n_in, n_out, n_k;
+    bool profiling;
 } bench_state;
 
 static void bench_free(bench_state *b) {
@@ -67,7 +68,7 @@ static ttc_status bench_setup(ttc_engine *e, const ttc_plan *p, const void *cons
     b->in = ttc_calloc((size_t)b->n_in + 1, sizeof(cl_mem));
     b->out = ttc_calloc((size_t)b->n_out + 1, sizeof(cl_mem));
     if (!b->kernels || !b->in || !b->out) return TTC_ERR_NOMEM;
-    TTC_TRY(ttc_cl_queue_new(e->dev, false, &b->q));
+    TTC_TRY(ttc_cl_queue_new(e->dev, b->profiling, &b->q));
     TTC_TRY(new_buf(e->ctx, p->arena_bytes, "arena", &b->arena));
     cl_int err = CL_SUCCESS;
     for (int32_t i = 0; i < b->n_in; i++) {
@@ -95,40 +96,89 @@ static ttc_status bench_setup(ttc_engine *e, const ttc_plan *p, const void *cons
     return TTC_OK;
 }
 
-static ttc_status bench_run_once(ttc_engine *e, const ttc_plan *p, bench_state *b) {
+/* One run of every kernel, then clFinish. With ev (profiling queue), kernel ki's event goes
+ * to ev[ki] (NULL for skipped kernels); the caller reads and releases them. */
+static ttc_status bench_run_once(ttc_engine *e, const ttc_plan *p, bench_state *b, cl_event *ev) {
     for (int32_t ki = 0; ki < b->n_k; ki++) {
         if (p->skip[ki]) continue;
-        TTC_TRY(ttc_exec_enqueue(e, p, ki, b->q, b->kernels[ki]));
+        TTC_TRY(ttc_exec_enqueue_ev(e, p, ki, b->q, b->kernels[ki], ev ? &ev[ki] : NULL));
     }
     cl_int err = TTC_CL(Finish)(b->q);
     if (err != CL_SUCCESS) return ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));
     return TTC_OK;
 }
 
-ttc_status ttc_engine_benchmark(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
-                                const int64_t (*in_shapes)[TTC_MAX_RANK], int32_t runs, int32_t warmup,
-                                double *times_ms) {
-    TTC_TRY(check_counts(runs, warmup, times_ms));
+/* Symbols, plan and input sizes for the given inputs (shared by benchmark and profile). */
+static ttc_status bench_plan(ttc_engine *e, const size_t *in_bytes, const void *const *inputs,
+                             const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_plan **out) {
     int64_t sv[64] = {0};
     if (e->k->n_syms > 64) return ttc_fail(TTC_ERR_UNSUPPORTED, "more than 64 symbols");
     TTC_TRY(ttc_engine_symbols_from_shapes(e, in_shapes, sv));
     ttc_plan *p;
     TTC_TRY(ttc_engine_get_plan(e, sv, &p));
-    ttc_status s = TTC_OK;
-    for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++) {
+    for (int32_t i = 0; i < e->n_in; i++) {
         size_t need = (size_t)p->res[e->k->inputs[i]].numel * ttc_dtype_size(e->ins[i].dtype);
+        ttc_status s = TTC_OK;
         if (in_bytes[i] != need)
             s = ttc_fail(TTC_ERR_INPUT, "input %s: %zu bytes given, %zu expected for its shape", e->ins[i].name,
                          in_bytes[i], need);
         else if (!inputs[i] && need)
             s = ttc_fail(TTC_ERR_INPUT, "input %s: no data", e->ins[i].name);
+        if (s != TTC_OK) { ttc_plan_release(e, p); return s; }
     }
+    *out = p;
+    return TTC_OK;
+}
+
+ttc_status ttc_engine_profile(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
+                              const int64_t (*in_shapes)[TTC_MAX_RANK], int32_t runs, int32_t warmup,
+                              double *kernel_ms) {
+    TTC_TRY(check_counts(runs, warmup, kernel_ms));
+    ttc_plan *p;
+    TTC_TRY(bench_plan(e, in_bytes, inputs, in_shapes, &p));
+    int32_t nk = e->cg.n_kernels;
+    for (int32_t ki = 0; ki < nk; ki++) kernel_ms[ki] = 0.0;
+    bench_state b = {0};
+    b.profiling = true;
+    cl_event *ev = ttc_calloc((size_t)nk + 1, sizeof(cl_event));
+    ttc_status s = ev ? bench_setup(e, p, inputs, in_bytes, &b) : TTC_ERR_NOMEM;
+    for (int32_t i = 0; i < warmup && s == TTC_OK; i++) s = bench_run_once(e, p, &b, NULL);
+    for (int32_t i = 0; i < runs && s == TTC_OK; i++) {
+        s = bench_run_once(e, p, &b, ev);
+        for (int32_t ki = 0; ki < nk; ki++) {
+            if (!ev[ki]) continue;
+            cl_ulong t0 = 0, t1 = 0;
+            cl_int err = TTC_CL(GetEventProfilingInfo)(ev[ki], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+            if (err == CL_SUCCESS) err = TTC_CL(GetEventProfilingInfo)(ev[ki], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+            if (err != CL_SUCCESS && s == TTC_OK)
+                s = ttc_fail_cl(err, "clGetEventProfilingInfo(%s) failed: %s", e->cg.kernels[ki].name,
+                                ttc_cl_error_name(err));
+            if (t1 > t0) kernel_ms[ki] += (double)(t1 - t0) * 1e-6 / runs;
+            TTC_CL(ReleaseEvent)(ev[ki]);
+            ev[ki] = NULL;
+        }
+    }
+    for (int32_t ki = 0; ev && ki < nk; ki++)
+        if (ev[ki]) TTC_CL(ReleaseEvent)(ev[ki]);
+    free(ev);
+    bench_free(&b);
+    ttc_plan_release(e, p);
+    return s;
+}
+
+ttc_status ttc_engine_benchmark(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
+                                const int64_t (*in_shapes)[TTC_MAX_RANK], int32_t runs, int32_t warmup,
+                                double *times_ms) {
+    TTC_TRY(check_counts(runs, warmup, times_ms));
+    ttc_plan *p;
+    TTC_TRY(bench_plan(e, in_bytes, inputs, in_shapes, &p));
+    ttc_status s = TTC_OK;
     bench_state b = {0};
     if (s == TTC_OK) s = bench_setup(e, p, inputs, in_bytes, &b);
-    for (int32_t i = 0; i < warmup && s == TTC_OK; i++) s = bench_run_once(e, p, &b);
+    for (int32_t i = 0; i < warmup && s == TTC_OK; i++) s = bench_run_once(e, p, &b, NULL);
     for (int32_t i = 0; i < runs && s == TTC_OK; i++) {
         double t0 = now_ms();
-        s = bench_run_once(e, p, &b);
+        s = bench_run_once(e, p, &b, NULL);
         times_ms[i] = now_ms() - t0;
     }
     bench_free(&b);

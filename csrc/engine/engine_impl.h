@@ -92,6 +92,9 @@ static inline bool ttc_kspec_has_errflag(const ttc_kspec *ks) {
 ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
                              const cl_mem *out_mem, cl_mem arena, cl_mem errf);
 ttc_status ttc_exec_enqueue(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern);
+/* The same, returning the launch's event in *ev (when ev is not NULL; caller releases it). */
+ttc_status ttc_exec_enqueue_ev(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern,
+                               cl_event *ev);
 /* build.c: everything after conversion (fusion, codegen, program, constants, bindings).
  * bin/bin_len: a stored program binary to try first (may be NULL). */
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len);

@@ -154,9 +154,14 @@ ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki,
 }
 
 ttc_status ttc_exec_enqueue(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern) {
+    return ttc_exec_enqueue_ev(e, p, ki, q, kern, NULL);
+}
+
+ttc_status ttc_exec_enqueue_ev(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern,
+                               cl_event *ev) {
     const ttc_kspec *ks = &e->cg.kernels[ki];
     cl_int err = TTC_CL(EnqueueNDRangeKernel)(q, kern, (cl_uint)ks->work_dims, NULL, p->gws[ki],
-                                              ks->use_local ? p->lws[ki] : NULL, 0, NULL, NULL);
+                                              ks->use_local ? p->lws[ki] : NULL, 0, NULL, ev);
     if (err != CL_SUCCESS)
         return ttc_fail_cl(err, "clEnqueueNDRangeKernel(%s: %s) failed: %s", ks->name, e->k->ops[ks->op].name,
                            ttc_cl_error_name(err));

@@ -225,14 +225,17 @@ done:
 }
 
 /* benchmark(inputs, runs=20, warmup=3) -> list[float]: ms per run of the kernel sequence with
- * the inputs uploaded once (see csrc/engine/bench.h). Inputs are checked as in execute. */
-static PyObject *e_benchmark(PyObject *self, PyObject *args, PyObject *kw) {
+ * the inputs uploaded once (see csrc/engine/bench.h). Inputs are checked as in execute.
+ * profile(inputs, runs=10, warmup=2) -> list[(kernel, ms)]: each kernel's device time. */
+static PyObject *bench_common(PyObject *self, PyObject *args, PyObject *kw, bool profile) {
     static char *kwlist[] = {"inputs", "runs", "warmup", NULL};
     ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
     ttc_engine *e = ((EngineObject *)self)->e;
     PyObject *ins;
-    int runs = 20, warmup = 3;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ii:benchmark", kwlist, &ins, &runs, &warmup)) return NULL;
+    int runs = profile ? 10 : 20, warmup = profile ? 2 : 3;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, profile ? "O|ii:profile" : "O|ii:benchmark", kwlist, &ins, &runs,
+                                     &warmup))
+        return NULL;
     if (runs < 1 || warmup < 0) return PyErr_Format(PyExc_ValueError, "runs must be >= 1 and warmup >= 0, got %d, %d", runs, warmup);
     PyObject *inf = PySequence_Fast(ins, "inputs must be a sequence");
     if (!inf) return NULL;
@@ -249,17 +252,23 @@ static PyObject *e_benchmark(PyObject *self, PyObject *args, PyObject *kw) {
     in_ptr = PyMem_Calloc((size_t)ni + 1, sizeof(void *));
     in_bytes = PyMem_Calloc((size_t)ni + 1, sizeof(size_t));
     shapes = PyMem_Calloc((size_t)ni + 1, sizeof *shapes);
-    times = PyMem_Calloc((size_t)runs, sizeof(double));
+    int32_t nk = ttc_engine_n_kernels(e);
+    times = PyMem_Calloc((size_t)(profile ? nk : runs) + 1, sizeof(double));
     if (!bufs || !in_ptr || !in_bytes || !shapes || !times) { PyErr_NoMemory(); goto done; }
     if (get_inputs(st, e, inf, bufs, &n_got, in_ptr, in_bytes, shapes) < 0) goto done;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_engine_benchmark(e, in_ptr, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, runs, warmup, times);
+    if (profile)
+        s = ttc_engine_profile(e, in_ptr, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, runs, warmup, times);
+    else
+        s = ttc_engine_benchmark(e, in_ptr, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, runs, warmup, times);
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) { ttc_py_raise(st, s); goto done; }
-    ret = PyList_New(runs);
-    for (int i = 0; ret && i < runs; i++) {
-        PyObject *f = PyFloat_FromDouble(times[i]);
+    int n_ret = profile ? nk : runs;
+    ret = PyList_New(n_ret);
+    for (int i = 0; ret && i < n_ret; i++) {
+        PyObject *f = profile ? Py_BuildValue("(sd)", ttc_engine_kernel_desc(e, i), times[i])
+                              : PyFloat_FromDouble(times[i]);
         if (!f) { Py_CLEAR(ret); break; }
         PyList_SET_ITEM(ret, i, f);
     }
@@ -269,6 +278,9 @@ done:
     Py_DECREF(inf);
     return ret;
 }
+
+static PyObject *e_benchmark(PyObject *self, PyObject *args, PyObject *kw) { return bench_common(self, args, kw, false); }
+static PyObject *e_profile(PyObject *self, PyObject *args, PyObject *kw) { return bench_common(self, args, kw, true); }
 
 /* Engine.benchmark_copy(nbytes, runs=20, warmup=3, device=None) -> list[float]: ms per
  * device-to-device clEnqueueCopyBuffer of nbytes, the bandwidth yardstick for bench/. */
@@ -434,6 +446,8 @@ static PyMethodDef engine_methods[] = {
     {"execute", e_execute, METH_VARARGS, "execute(inputs: list[buffer], outputs: list[writable buffer]) -> None"},
     {"benchmark", (PyCFunction)(void (*)(void))e_benchmark, METH_VARARGS | METH_KEYWORDS,
      "benchmark(inputs, runs=20, warmup=3) -> list[float]: ms per run, inputs resident on the device"},
+    {"profile", (PyCFunction)(void (*)(void))e_profile, METH_VARARGS | METH_KEYWORDS,
+     "profile(inputs, runs=10, warmup=2) -> list[(kernel, ms)]: each kernel's mean device time (profiling events)"},
     {"benchmark_copy", (PyCFunction)(void (*)(void))e_benchmark_copy, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "Engine.benchmark_copy(nbytes, runs=20, warmup=3, device=None) -> list[float]: ms per device copy"},
     {"output_shapes", e_output_shapes, METH_O, "output_shapes(list[tuple[int]]) -> list[tuple[int]]"},

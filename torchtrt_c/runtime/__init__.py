@@ -2,4 +2,4 @@
 from torchtrt_c.runtime._execute import ENGINES, execute_engine  # noqa: F401
 from torchtrt_c.runtime._module import EngineModule  # noqa: F401
 from torchtrt_c.runtime._shapes import Dim, EngineMeta  # noqa: F401
-from torchtrt_c.runtime._bench import benchmark_resident  # noqa: F401,E402
+from torchtrt_c.runtime._bench import benchmark_resident, profile_engines  # noqa: F401,E402

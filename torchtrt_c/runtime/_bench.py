@@ -108,3 +108,29 @@ def benchmark_resident(module: torch.nn.Module, inputs, runs: int = 20, warmup: 
                     "torch segments: called on their recorded inputs, synchronised; "
                     "excluded: host<->device copies and top-level glue",
     }
+
+
+def profile_engines(module: torch.nn.Module, inputs, runs: int = 10, warmup: int = 2) -> list:
+    """Device time of every kernel of every engine in module (ms, mean over runs, from OpenCL
+    profiling events: launch gaps excluded), inputs resident as in benchmark_resident.
+    Returns [dict(engine, kernel, kind, ms)], slowest first; kind is the kernel's family
+    ("gemm", "softmax", "elementwise", ...) as the engine's info() names it."""
+    if runs < 1 or warmup < 0:
+        raise ValueError(f"runs must be >= 1 and warmup >= 0, got {runs}, {warmup}")
+    if not isinstance(module, torch.fx.GraphModule):
+        raise TypeError(f"profile_engines expects a module from torchtrt_c.compile, got {type(module).__name__}")
+    if isinstance(inputs, torch.Tensor):
+        inputs = [inputs]
+    rec = _Recorder(module)
+    with torch.inference_mode():
+        rec.run(*inputs)
+    rows = []
+    for kind, name, obj, data in rec.segments:
+        if kind != "engine":
+            continue
+        for desc, ms in obj.profile([_np_view(t) for t in data], runs=runs, warmup=warmup):
+            # desc: "k3 gemm: linear_1+relu"
+            head, _, ops = desc.partition(": ")
+            rows.append({"engine": name, "kernel": desc, "kind": head.split(" ")[-1], "ops": ops, "ms": ms})
+    rows.sort(key=lambda r: -r["ms"])
+    return rows
