@@ -176,13 +176,53 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     return TTC_OK;
 }
 
-static ttc_status gen_softmax(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+/* Work-group size for a one-work-group-per-row kernel over rows of n elements (-1: not
+ * known when building): about 4 elements per work-item, a power of two in [32, 256]. */
+static int32_t row_group_size(int64_t n) {
+    if (n < 0) return 128;
+    int32_t ls = 32;
+    while (ls < 256 && (int64_t)ls * 4 < n) ls *= 2;
+    return ls;
+}
+
+/* Product of dims [from, to) of tensor t when all are concrete, else -1. */
+static int64_t static_prod(const ttc_et *t, int32_t from, int32_t to) {
+    int64_t n = 1;
+    for (int32_t d = from; d < to; d++) {
+        if (t->dims[d].sym >= 0) return -1;
+        n *= t->dims[d].add;
+    }
+    return n;
+}
+
+static ttc_status gen_softmax(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                               const char *P, const char *A_) {
     const ttc_et *x = &k->ts[op->in[0]];
     int32_t d = op->p.softmax.dim, R = x->rank;
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
+    if ((gpu || gpu_kernels_forced()) && static_prod(x, d + 1, R) == 1) {
+        /* rows contiguous (softmax over the last dim, as in attention): a work-group per row */
+        char ls[8];
+        int32_t L = row_group_size(x->dims[d].sym < 0 ? x->dims[d].add : -1);
+        snprintf(ls, sizeof ls, "%d", L);
+        const char *wdefs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+                               "TX", ttc_cl_storage_type(x->dtype), "LOG", op->p.softmax.log ? "1" : "0",
+                               "LS", ls, NULL};
+        const char *none[] = {NULL};
+        TTC_TRY(ttc_codegen_template(src, "rowred", none));
+        TTC_TRY(ttc_codegen_template(src, "softmax_wg", wdefs));
+        ttc_sbuf_printf(src, "#undef LDX\n");
+        ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+        ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
+        ARG(TTC_ARG_PROD, op->in[0], 0, d, 0);
+        ttc_codegen_gdim(ks, 0, op->in[0], 0, d, 1, L);
+        ks->g[0].mul = L;
+        ks->use_local = true;
+        return TTC_OK;
+    }
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "LOG", op->p.softmax.log ? "1" : "0", NULL};
     TTC_TRY(ttc_codegen_template(src, "softmax", defs));
@@ -196,22 +236,30 @@ static ttc_status gen_softmax(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     return TTC_OK;
 }
 
-static ttc_status gen_norm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+static ttc_status gen_norm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                            const char *P, const char *A_) {
     const ttc_et *x = &k->ts[op->in[0]];
     int32_t R = x->rank, from = op->p.norm.axis_from;
     bool hw = op->in[1] >= 0, hb = op->in[2] >= 0;
     ttc_dtype wd = hw ? k->ts[op->in[1]].dtype : hb ? k->ts[op->in[2]].dtype : TTC_DTYPE_FLOAT32;
-    char store[32], eps[40];
+    char store[32], eps[40], ls[8];
     snprintf(store, sizeof store, "%s_store", ks->name);
     snprintf(eps, sizeof eps, "%.9ef", op->p.norm.eps);
+    /* GPUs: a work-group per row (rows of a group norm: C/G channels of H*W) */
+    bool wg = gpu || gpu_kernels_forced();
+    int64_t row = op->p.norm.group ? (static_prod(x, 1, R) < 0 ? -1 : static_prod(x, 1, R) / op->p.norm.groups)
+                                   : static_prod(x, from, R);
+    int32_t L = wg ? row_group_size(row) : 1;
+    snprintf(ls, sizeof ls, "%d", L);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
     ttc_codegen_loader(src, "LDW", wd, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(wd),
                           "HAS_W", hw ? "1" : "0", "HAS_B", hb ? "1" : "0", "GROUP", op->p.norm.group ? "1" : "0",
-                          "EPS", eps, NULL};
-    TTC_TRY(ttc_codegen_template(src, "norm", defs));
+                          "EPS", eps, "LS", ls, NULL};
+    const char *none[] = {NULL};
+    if (wg) TTC_TRY(ttc_codegen_template(src, "rowred", none));
+    TTC_TRY(ttc_codegen_template(src, wg ? "norm_wg" : "norm", defs));
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDW\n");
     int32_t wt = hw ? op->in[1] : hb ? op->in[2] : op->in[0], bt = hb ? op->in[2] : wt;
     ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
@@ -229,16 +277,18 @@ static ttc_status gen_norm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
         ARG(TTC_ARG_PROD, op->in[0], 2, R, 0);
         ARG(TTC_ARG_INT, 0, 0, 0, C / G);
         ARG(TTC_ARG_INT, 0, 0, 0, G);
-        ttc_codegen_gdim(ks, 0, op->in[0], 0, 1, 1, 0);
-        ks->g[0].mul = G;
+        ttc_codegen_gdim(ks, 0, op->in[0], 0, 1, 1, wg ? L : 0);
+        ks->g[0].mul = G * L;
     } else {
         ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
         ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
         ARG(TTC_ARG_INT, 0, 0, 0, 1);
         ARG(TTC_ARG_INT, 0, 0, 0, 1);
         ARG(TTC_ARG_INT, 0, 0, 0, 1);
-        ttc_codegen_gdim(ks, 0, op->in[0], 0, from, 1, 0);
+        ttc_codegen_gdim(ks, 0, op->in[0], 0, from, 1, wg ? L : 0);
+        ks->g[0].mul = L;
     }
+    ks->use_local = wg;
     return TTC_OK;
 }
 
@@ -273,15 +323,85 @@ static ttc_status gen_pool(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     return TTC_OK;
 }
 
+/* GPUs, reductions that include the innermost dim (rows of contiguous elements, e.g. a
+ * sum or mean over the last dim): one work-group per output element, its work-items striding
+ * over the reduced elements (coalesced), combined through rowred.cl. Not for arg-max/min. */
+static ttc_status gen_reduce_wg(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                                const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
+    int32_t R = x->rank;
+    uint32_t mask = op->p.red.mask;
+    ttc_reduce_kind rk = op->p.red.kind;
+    const char *n = ks->name;
+    int64_t nred_static = 1;
+    for (int32_t d = 0; d < R; d++)
+        if (mask & (1u << d)) nred_static = x->dims[d].sym >= 0 || nred_static < 0 ? -1 : nred_static * x->dims[d].add;
+    int32_t L = row_group_size(nred_static);
+    const char *none[] = {NULL};
+    TTC_TRY(ttc_codegen_template(src, "rowred", none));
+    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    ttc_sbuf_printf(src, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(__global const %s *X, int offX",
+                    L, n, ttc_cl_storage_type(x->dtype));
+    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, ", int xd%d, int xs%d", d, d);
+    ttc_sbuf_printf(src, ", int nout%s) {\n    __local float sh[%d];\n    int lin = get_group_id(0), t = get_local_id(0);\n"
+                         "    if (lin >= nout) return;\n    int rem = lin, base = offX;\n", P, L);
+    for (int32_t d = R - 1; d >= 0; d--)
+        if (!(mask & (1u << d))) ttc_sbuf_printf(src, "    base += (rem %% xd%d) * xs%d; rem /= xd%d;\n", d, d, d);
+    ttc_sbuf_printf(src, "    int nred = 1");
+    for (int32_t d = 0; d < R; d++) if (mask & (1u << d)) ttc_sbuf_printf(src, " * xd%d", d);
+    ttc_sbuf_printf(src, ";\n");
+    const char *init = rk == TTC_RED_MAX ? "-INFINITY" : rk == TTC_RED_MIN ? "INFINITY" : rk == TTC_RED_PROD ? "1.0f" : "0.0f";
+    const char *comb = rk == TTC_RED_MAX ? "ttc_wg_max" : rk == TTC_RED_MIN ? "ttc_wg_min" : rk == TTC_RED_PROD ? "ttc_wg_prod"
+                                                                                                             : "ttc_wg_sum";
+    int passes = rk == TTC_RED_VAR ? 2 : 1;
+    ttc_sbuf_printf(src, "    float acc = %s, mean = 0.0f;\n", init);
+    for (int pass = 0; pass < passes; pass++) {
+        /* every work-item the same trip count, the bound inside (see softmax_wg.cl) */
+        ttc_sbuf_printf(src, "    for (int r0 = 0; r0 < nred; r0 += %d) {\n        int r = r0 + t;\n"
+                             "        if (r >= nred) break;\n        int rr = r, off = base;\n", L);
+        for (int32_t d = R - 1; d >= 0; d--)
+            if (mask & (1u << d)) ttc_sbuf_printf(src, "        off += (rr %% xd%d) * xs%d; rr /= xd%d;\n", d, d, d);
+        ttc_sbuf_printf(src, "        float v = LDX(X, off);\n");
+        switch (rk) {
+        case TTC_RED_PROD: ttc_sbuf_printf(src, "        acc *= v;\n"); break;
+        case TTC_RED_MAX: ttc_sbuf_printf(src, "        acc = (v > acc || isnan(v)) ? v : acc;\n"); break;
+        case TTC_RED_MIN: ttc_sbuf_printf(src, "        acc = (v < acc || isnan(v)) ? v : acc;\n"); break;
+        case TTC_RED_VAR:
+            ttc_sbuf_printf(src, pass == 0 ? "        acc += v;\n" : "        acc += (v - mean) * (v - mean);\n");
+            break;
+        default: ttc_sbuf_printf(src, "        acc += v;\n"); break;
+        }
+        ttc_sbuf_printf(src, "    }\n    acc = %s(acc, sh);\n", comb);
+        if (rk == TTC_RED_VAR && pass == 0) ttc_sbuf_printf(src, "    mean = acc / (float)nred;\n    acc = 0.0f;\n");
+    }
+    if (rk == TTC_RED_MEAN) ttc_sbuf_printf(src, "    acc /= (float)nred;\n");
+    if (rk == TTC_RED_VAR) ttc_sbuf_printf(src, "    acc /= (float)max(nred - %lld, 0);\n", (long long)op->p.red.correction);
+    ttc_sbuf_printf(src, "    if (t == 0) %s_store(acc, lin%s);\n}\n#undef LDX\n", n, A_);
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    for (int32_t d = 0; d < R; d++) {
+        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
+        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
+    }
+    ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
+    ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, L);
+    ks->g[0].mul = L;
+    ks->use_local = true;
+    return TTC_OK;
+}
+
 /* Reductions over the dims in mask of a strided input: one work-item per output element,
  * index math generated for the input's rank. */
-static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                              const char *P, const char *A_) {
     const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
     int32_t R = x->rank;
     uint32_t mask = op->p.red.mask;
     ttc_reduce_kind rk = op->p.red.kind;
     const char *n = ks->name;
+    if ((gpu || gpu_kernels_forced()) && R > 0 && (mask & (1u << (R - 1))) && rk != TTC_RED_ARGMAX &&
+        rk != TTC_RED_ARGMIN)
+        return gen_reduce_wg(src, k, op, ks, P, A_);
     ttc_codegen_loader(src, "LDX", x->dtype, false);
     ttc_sbuf_printf(src, "__kernel void %s(__global const %s *X, int offX", n, ttc_cl_storage_type(x->dtype));
     for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, ", int xd%d, int xs%d", d, d);
@@ -340,10 +460,10 @@ ttc_status ttc_codegen_kind(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, 
     switch (op->kind) {
     case TTC_KOP_CONV_TRANSPOSE: return ttc_codegen_conv_transpose(src, k, op, ks, P, A_);
     case TTC_KOP_CONV2D: return gen_conv(src, k, op, ks, gpu, P, A_);
-    case TTC_KOP_SOFTMAX: return gen_softmax(src, k, op, ks, P, A_);
-    case TTC_KOP_NORM: return gen_norm(src, k, op, ks, P, A_);
+    case TTC_KOP_SOFTMAX: return gen_softmax(src, k, op, ks, gpu, P, A_);
+    case TTC_KOP_NORM: return gen_norm(src, k, op, ks, gpu, P, A_);
     case TTC_KOP_POOL: return gen_pool(src, k, op, ks, P, A_);
-    case TTC_KOP_REDUCE: return gen_reduce(src, k, op, ks, P, A_);
+    case TTC_KOP_REDUCE: return gen_reduce(src, k, op, ks, gpu, P, A_);
     default: return ttc_fail(TTC_ERR_UNSUPPORTED, "no code generator for kernel kind %d (%s)", op->kind, op->name);
     }
 }
