@@ -225,7 +225,7 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
         case TTC_EOP_RECIP: ttc_sbuf_printf(b, "%s1.0f / %s", hc, oa); break;
         case TTC_EOP_SIN: ttc_sbuf_printf(b, "sin(%s)", oa); break;
         case TTC_EOP_COS: ttc_sbuf_printf(b, "cos(%s)", oa); break;
-        case TTC_EOP_ERF: ttc_sbuf_printf(b, "erf(%s)", oa); break;
+        case TTC_EOP_ERF: ttc_sbuf_printf(b, "ttc_erf(%s)", oa); break;
         case TTC_EOP_FLOOR: if (afl) ttc_sbuf_printf(b, "floor(%s)", oa); else A; break;
         case TTC_EOP_CEIL: if (afl) ttc_sbuf_printf(b, "ceil(%s)", oa); else A; break;
         case TTC_EOP_ROUND: if (afl) ttc_sbuf_printf(b, "rint(%s)", oa); else A; break;
@@ -241,10 +241,10 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
             else ttc_sbuf_printf(b, "max(%s, (%s)0)", oa, ct);
             break;
         case TTC_EOP_SIGMOID: ttc_sbuf_printf(b, "1.0f / (1.0f + exp(-%s))", oa); break;
-        case TTC_EOP_TANH: ttc_sbuf_printf(b, "tanh(%s)", oa); break;
-        case TTC_EOP_GELU_ERF: ttc_sbuf_printf(b, "0.5f * %s * (1.0f + erf(%s * 0.70710678118654752f))", oa, oa); break;
+        case TTC_EOP_TANH: ttc_sbuf_printf(b, "ttc_tanh(%s)", oa); break;
+        case TTC_EOP_GELU_ERF: ttc_sbuf_printf(b, "0.5f * %s * (1.0f + ttc_erf(%s * 0.70710678118654752f))", oa, oa); break;
         case TTC_EOP_GELU_TANH:
-            ttc_sbuf_printf(b, "0.5f * %s * (1.0f + tanh(0.79788456080286536f * (%s + 0.044715f * %s * %s * %s)))",
+            ttc_sbuf_printf(b, "0.5f * %s * (1.0f + ttc_tanh(0.79788456080286536f * (%s + 0.044715f * %s * %s * %s)))",
                             oa, oa, oa, oa, oa);
             break;
         case TTC_EOP_SILU: ttc_sbuf_printf(b, "%s / (1.0f + exp(-%s))", oa, oa); break;
@@ -501,6 +501,11 @@ ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out) {
     ttc_sbuf src = {0};
     ttc_sbuf_printf(&src, "/* torchtrt_c engine program (generated) */\n");
     if (k->half_compute) ttc_sbuf_printf(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
+    {   /* erf/tanh: vectorisable versions on CPU devices (mathfn.cl) */
+        const char *defs[] = {"TTC_CPU_MATH", gpu ? "0" : "1", NULL};
+        ttc_status ms = emit_template(&src, "mathfn", defs);
+        if (ms != TTC_OK) { ttc_sbuf_free(&src); return ms; }
+    }
     int32_t live = 0;
     for (int32_t i = 0; i < k->n_ops; i++) live += !k->ops[i].dead;
     out->kernels = ttc_calloc((size_t)live + 1, sizeof(ttc_kspec));
