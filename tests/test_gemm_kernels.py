@@ -2,13 +2,15 @@
 
 Every GEMM candidate of ttc_gemm_tiles (csrc/engine/codegen.c) is forced in turn with
 TORCHTRT_C_GEMM_TILE=<index>: the CPU kernel's work-group shapes (0-2) and the register-
-blocked GPU kernel's tiles (3-8) run on any OpenCL device, so PoCL in CI covers the GPU
-kernels; the NVIDIA tensor-core tiles (9-16, inline PTX) run only where the default device
-is NVIDIA. Shapes are odd (1, 7, 33, 129, 257 ...) so that every tile has partial edges in
-M, N and K, and K takes both the aligned (multiple of 8) and the scalar load paths. Every
-tile runs the plain mm shapes; the epilogue/batch/fp16 variants run on a wide tile (3), a
-one-row-per-work-item tile (8) and the CPU kernel, which between them cover every code path
-of gemm_gpu.cl (each distinct kernel source costs PoCL a compile of a second or more).
+blocked GPU kernel's tiles (3-8 and 17-22, most of the latter splitting k over several
+k-groups of a work-group) run on any OpenCL device, so PoCL in CI covers the GPU kernels; the
+NVIDIA tensor-core tiles (9-16, inline PTX) run only where the default device is NVIDIA.
+Shapes are odd (1, 7, 33, 129, 257 ...) so that every tile has partial edges in M, N and K,
+K takes both the aligned (multiple of 4) and the scalar load paths and spans one or several
+double-buffered stages. Every tile runs the plain mm shapes; the epilogue/batch/fp16
+variants run on a wide tile (3), a one-row-per-work-item tile (8), a k-split tile (17) and
+the CPU kernel, which between them cover every code path of gemm_gpu.cl (each distinct
+kernel source costs PoCL a compile of a second or more).
 Tolerances: fp32 atol 1e-4 + rtol 1e-4 (inputs scaled so that outputs are O(1); only the
 summation order differs from torch); fp16 engines and the tensor-core kernels atol 2e-2 +
 rtol 2e-2 (operands rounded to half, fp32 accumulation, half output storage).
@@ -21,9 +23,9 @@ import torchtrt_c._C as C
 from convtest import DTYPES, Const, assert_close, build, rand, run
 
 CPU_TILES = [0, 1, 2]
-SIMT_TILES = [3, 4, 5, 6, 7, 8]
+SIMT_TILES = [3, 4, 5, 6, 7, 8, 17, 18, 19, 20, 21, 22]
 MMA_TILES = [9, 10, 11, 12, 13, 14, 15, 16]
-N_TILES = 17
+N_TILES = 23
 
 
 def _nvidia():
@@ -36,7 +38,7 @@ def _nvidia():
 
 NVIDIA = _nvidia()
 FP32_TILES = CPU_TILES + SIMT_TILES
-FEATURE_TILES = [0, 3, 8]
+FEATURE_TILES = [0, 3, 8, 17]
 FP16_TILES = FEATURE_TILES + (MMA_TILES if NVIDIA else [])
 
 
@@ -75,7 +77,7 @@ def _graph_check(ins, body, refs, tol, tile, what, precision="fp32"):
         assert_close(torch.from_numpy(o).float(), r.float(), tol, tol, f"{what} output {i} tile {tile}")
 
 
-MM_SHAPES = [(1, 64, 33), (7, 33, 129), (33, 257, 17), (129, 128, 65), (257, 31, 7), (64, 16, 64)]
+MM_SHAPES = [(1, 64, 33), (7, 33, 129), (33, 257, 17), (129, 128, 65), (257, 31, 7), (64, 16, 64), (70, 132, 68)]
 
 
 @pytest.mark.parametrize("tile", FP32_TILES)

@@ -19,6 +19,10 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_MMA, 32, 64, 32, 1, 2, 1},     {TTC_GEMM_MMA, 16, 64, 32, 1, 4, 1},
     /* k-split warps for skinny, deep problems */
     {TTC_GEMM_MMA, 16, 64, 128, 1, 1, 4},    {TTC_GEMM_MMA, 32, 64, 64, 1, 2, 2},    {TTC_GEMM_MMA, 16, 64, 64, 1, 2, 2},
+    /* SIMT with kw k-groups per work-group, for small-M problems (few tiles), deep K; and a
+     * deeper 128x128 stage for large ones */
+    {TTC_GEMM_SIMT, 32, 32, 8, 4, 4, 4},     {TTC_GEMM_SIMT, 32, 64, 8, 4, 4, 2},    {TTC_GEMM_SIMT, 32, 64, 8, 4, 4, 4},
+    {TTC_GEMM_SIMT, 16, 64, 8, 4, 4, 4},     {TTC_GEMM_SIMT, 64, 64, 8, 4, 4, 2},    {TTC_GEMM_SIMT, 128, 128, 16, 8, 8, 1},
 };
 
 const char *ttc_cl_storage_type(ttc_dtype d) {
@@ -430,8 +434,11 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     if (rb > 2) TTC_TRY(add_arg(ks, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0));
     else TTC_TRY(add_arg(ks, TTC_ARG_INT, 0, 0, 0, 0));
     if (t.family == TTC_GEMM_SIMT) {
-        /* work-group (bn/tn, bm/tm): each work-item owns tm x tn outputs of a bm x bn tile */
-        gdim(ks, 0, op->out, R - 1, R, t.tn, t.bn / t.tn);
+        /* work-group (bn/tn * kw, bm/tm): each work-item owns tm x tn outputs of a bm x bn tile
+         * (a partial sum over 1/kw of k where kw > 1) */
+        int32_t kw = t.kw > 1 ? t.kw : 1;
+        gdim(ks, 0, op->out, R - 1, R, t.tn, t.bn / t.tn * kw);
+        ks->g[0].mul = kw;
         gdim(ks, 1, op->out, R - 2, R - 1, t.tm, t.bm / t.tm);
         ks->use_local = true;
     } else if (t.family == TTC_GEMM_MMA) {

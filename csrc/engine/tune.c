@@ -170,24 +170,31 @@ static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
 /* Untuned choice: on GPUs the biggest tile that still gives the compute units enough
  * work-groups (big tiles reuse more, but a 128x768 problem in 128x128 tiles leaves most SMs
  * idle); rows beyond M are wasted work, so M <= 16 takes a 16-row tile. Orders and
- * thresholds from a sweep of every tile on an H200 (bench/kernels.py gemm_tiles): SIMT
- * 128x64 from ~CU/2 work-groups, else 64x64, else 32x32; tensor cores 128x64 from CU
- * work-groups, else 64x64, else 16x64 with two k-split warp pairs (each BERT-base shape at
- * batch 1 and 32, and 1024^3, got its sweep winner). */
+ * thresholds from sweeps of every tile on an H200 (bench/kernels.py gemm_tiles,
+ * bench/gemm_small.py). SIMT: 128x128 (16 deep) from 4 work-groups per CU, 128x64 from 3/4
+ * of one, else 32x64 tiles whose work-groups split k in 2 (from 2 work-groups per CU) or 4
+ * (from CU/2), else 32x32 in 4 k-groups: every BERT-base/ViT-B linear shape at M = 128, 197
+ * and 4096 got its sweep winner or one within 10% of it. Tensor cores: 128x64 from CU
+ * work-groups, else 64x64, else 16x64 with two k-split warp pairs. */
+static int64_t gemm_wgs(int32_t tile, int64_t B, int64_t M, int64_t N) {
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[tile];
+    return B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
+}
+
 static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
     if (!gpu_family(e)) return 0;
-    static const int32_t simt[] = {5, 3, 7}, mma[] = {10, 11, 16};
     bool tc = gemm_runnable(e, op, 9);
-    const int32_t *order = tc ? mma : simt;
     if (M <= 16) return tc ? 16 : 8;
     int64_t cu = e->dev->compute_units > 0 ? e->dev->compute_units : 1;
-    int64_t enough = tc ? cu : (cu + 1) / 2;
-    for (int32_t i = 0; i < 2; i++) {
-        const ttc_gemm_tile *t = &ttc_gemm_tiles[order[i]];
-        int64_t wgs = B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
-        if (wgs >= enough) return order[i];
+    if (tc) {
+        if (gemm_wgs(10, B, M, N) >= cu) return 10;
+        return gemm_wgs(11, B, M, N) >= cu ? 11 : 16;
     }
-    return order[2];
+    if (gemm_wgs(22, B, M, N) >= 4 * cu) return 22;
+    if (gemm_wgs(5, B, M, N) >= (3 * cu + 3) / 4) return 5;
+    int64_t w = gemm_wgs(18, B, M, N);
+    if (w >= 2 * cu) return 18;
+    return w >= (cu + 1) / 2 ? 19 : 17;
 }
 
 /* TORCHTRT_C_GEMM_TILE: -1 when unset. */
@@ -233,8 +240,8 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         op->tile = def;
         if (!tuning) continue;
         if (!have_path) { path = tuning_path(e); have_path = true; }
-        /* "gemm2": candidate indices of the second table (entries of the first are not read) */
-        char *key = ttc_strfmt("%s|%s|%s|gemm2|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->dev->platform, e->dev->name,
+        /* "gemm3": the third table (choices made among fewer candidates are not read) */
+        char *key = ttc_strfmt("%s|%s|%s|gemm3|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->dev->platform, e->dev->name,
                                e->dev->driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
                                a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K);
         if (!key) { free(path); return TTC_ERR_NOMEM; }
