@@ -23,7 +23,7 @@ import torchtrt_c._C as C  # noqa: E402
 from convtest import Const, _add_arg  # noqa: E402
 
 SHAPES = [f"{m}x{n}x{k}" for m in (128, 197, 4096) for (n, k) in ((768, 768), (3072, 768), (768, 3072))]
-SIMT = [3, 4, 5, 6, 7, 8] + list(range(17, 23))
+SIMT = [3, 4, 5, 6, 7, 8] + list(range(17, 26))
 
 
 def _engine(ins, op, ref, level=1, cache_dir=""):

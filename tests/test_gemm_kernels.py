@@ -2,7 +2,7 @@
 
 Every GEMM candidate of ttc_gemm_tiles (csrc/engine/codegen.c) is forced in turn with
 TORCHTRT_C_GEMM_TILE=<index>: the CPU kernel's work-group shapes (0-2) and the register-
-blocked GPU kernel's tiles (3-8 and 17-22, most of the latter splitting k over several
+blocked GPU kernel's tiles (3-8 and 17-25, most of the latter splitting k among several
 k-groups of a work-group) run on any OpenCL device, so PoCL in CI covers the GPU kernels; the
 NVIDIA tensor-core tiles (9-16, inline PTX) run only where the default device is NVIDIA.
 Shapes are odd (1, 7, 33, 129, 257 ...) so that every tile has partial edges in M, N and K,
@@ -23,9 +23,9 @@ import torchtrt_c._C as C
 from convtest import DTYPES, Const, assert_close, build, rand, run
 
 CPU_TILES = [0, 1, 2]
-SIMT_TILES = [3, 4, 5, 6, 7, 8, 17, 18, 19, 20, 21, 22]
+SIMT_TILES = [3, 4, 5, 6, 7, 8, 17, 18, 19, 20, 21, 22, 23, 24, 25]
 MMA_TILES = [9, 10, 11, 12, 13, 14, 15, 16]
-N_TILES = 23
+N_TILES = 26
 
 
 def _nvidia():

@@ -19,10 +19,11 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_MMA, 32, 64, 32, 1, 2, 1},     {TTC_GEMM_MMA, 16, 64, 32, 1, 4, 1},
     /* k-split warps for skinny, deep problems */
     {TTC_GEMM_MMA, 16, 64, 128, 1, 1, 4},    {TTC_GEMM_MMA, 32, 64, 64, 1, 2, 2},    {TTC_GEMM_MMA, 16, 64, 64, 1, 2, 2},
-    /* SIMT with kw k-groups per work-group, for small-M problems (few tiles), deep K; and a
-     * deeper 128x128 stage for large ones */
+    /* SIMT with kw k-groups per work-group, for small-M problems (few tiles), deep K; and
+     * 16-deep stages of 8x8 per work-item for large ones */
     {TTC_GEMM_SIMT, 32, 32, 8, 4, 4, 4},     {TTC_GEMM_SIMT, 32, 64, 8, 4, 4, 2},    {TTC_GEMM_SIMT, 32, 64, 8, 4, 4, 4},
     {TTC_GEMM_SIMT, 16, 64, 8, 4, 4, 4},     {TTC_GEMM_SIMT, 64, 64, 8, 4, 4, 2},    {TTC_GEMM_SIMT, 128, 128, 16, 8, 8, 1},
+    {TTC_GEMM_SIMT, 64, 64, 8, 8, 4, 2},     {TTC_GEMM_SIMT, 64, 128, 16, 8, 8, 1},  {TTC_GEMM_SIMT, 128, 64, 16, 8, 8, 1},
 };
 
 const char *ttc_cl_storage_type(ttc_dtype d) {

@@ -57,7 +57,7 @@ void ttc_codegen_free(ttc_codegen *cg);
  * (NVIDIA PTX). */
 typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA } ttc_gemm_family;
 typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw; } ttc_gemm_tile;
-#define TTC_GEMM_TILES 23
+#define TTC_GEMM_TILES 26
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 
 /* CPU convolution (codegen_conv_cpu.c): enabled unless TORCHTRT_C_CONV_CPU=ocb8. */

@@ -4,7 +4,11 @@
  * 2. An elementwise op whose input is the sole use of a GEMM/conv/reduce/... result, with
  *    the same shape, becomes that op's epilogue: the producer moves to the consumer's
  *    place in the schedule (its inputs are all computed earlier) and writes the
- *    consumer's output. */
+ *    consumer's output.
+ *    A GEMM is also seen through a contiguous reshape view (a linear on [B, T, K] is a
+ *    [B*T, N] GEMM read as [B, T, N]): both walk the same elements in the same order, so
+ *    the GEMM keeps its own dims (p.gemm.shape) and stores at the same linear index into
+ *    the consumer's output (gemm_through_view says when that holds). */
 #include "engine_impl.h"
 
 #include <stdlib.h>
@@ -72,6 +76,53 @@ static bool fusable_input(const ttc_kir *k, const ttc_kop *consumer, int32_t t) 
            ttc_dims_eq(et->rank, et->dims, out->rank, out->dims);
 }
 
+/* The product of dims [0, r) when it stays affine in one symbol. */
+static bool dims_product(const ttc_dim *d, int32_t r, ttc_dim *out) {
+    ttc_dim p = ttc_dim_const(1);
+    for (int32_t i = 0; i < r; i++)
+        if (!ttc_dim_mul(p, d[i], &p)) return false;
+    *out = p;
+    return true;
+}
+
+static bool is_output(const ttc_kir *k, int32_t t) {
+    for (int32_t i = 0; i < k->n_outputs; i++)
+        if (k->outputs[i] == t) return true;
+    return false;
+}
+
+/* Leaf v of `consumer`: when it is a reshape view of a GEMM result that only that view
+ * reads, and the view is read only by the consumer with the consumer's dims, returns the
+ * GEMM result's tensor (else -1). The GEMM's epilogue, indexed so far by its own [.., M, N],
+ * is then indexed by the consumer's dims: so the last dims (N) must agree, the leading
+ * dims must have the same product (same elements, same order), and every leaf of that
+ * epilogue must vary along N only (a bias), which reads the same in either shape. */
+static int32_t gemm_through_view(const ttc_kir *k, const ttc_kop *consumer, int32_t v) {
+    const ttc_et *vt = &k->ts[v];
+    const ttc_et *out = &k->ts[consumer->out];
+    if (vt->kind != TTC_ET_VIEW || vt->vkind != TTC_VIEW_RESHAPE || vt->n_reads != 1 || vt->binding >= 0 ||
+        vt->rank < 1 || is_output(k, v) || !ttc_dims_eq(vt->rank, vt->dims, out->rank, out->dims))
+        return -1;
+    int32_t g = vt->base;
+    const ttc_et *gt = &k->ts[g];
+    if (gt->kind != TTC_ET_INTER || gt->producer < 0 || gt->binding >= 0 || gt->n_reads != 1 || !gt->contig ||
+        gt->rank < 2 || is_output(k, g))
+        return -1;
+    const ttc_kop *p = &k->ops[gt->producer];
+    if (p->dead || p->kind != TTC_KOP_GEMM || p->out != g) return -1;
+    ttc_dim pv, pg;
+    if (!ttc_dim_eq(vt->dims[vt->rank - 1], gt->dims[gt->rank - 1]) || !dims_product(vt->dims, vt->rank - 1, &pv) ||
+        !dims_product(gt->dims, gt->rank - 1, &pg) || !ttc_dim_eq(pv, pg))
+        return -1;
+    for (int32_t l = 0; l < p->epi.n_leaves; l++) {
+        const ttc_et *lt = &k->ts[p->epi.leaves[l]];
+        if (lt->rank > vt->rank) return -1;
+        for (int32_t d = 0; d + 1 < lt->rank; d++)
+            if (!ttc_dim_eq(lt->dims[d], ttc_dim_const(1))) return -1;
+    }
+    return g;
+}
+
 ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
     *n_fused = 0;
     bool changed = true;
@@ -83,8 +134,10 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
             if (c->dead || c->kind != TTC_KOP_ELEMENTWISE) continue;
             for (int32_t l = 0; l < c->epi.n_leaves && !changed; l++) {
                 int32_t t = c->epi.leaves[l];
-                if (!fusable_input(k, c, t)) continue;
-                int32_t pi = k->ts[t].producer;
+                /* src: the producer's result; t: what the consumer reads (src or a view of it) */
+                int32_t src = fusable_input(k, c, t) ? t : gemm_through_view(k, c, t);
+                if (src < 0) continue;
+                int32_t pi = k->ts[src].producer;
                 ttc_kop *p = &k->ops[pi];
                 if (p->dead) continue;
                 ttc_expr res;
@@ -102,6 +155,10 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                     c->epi = epi;
                     ttc_expr_free(&p->epi);
                     c->out = out;
+                    if (src != t && !c->p.gemm.reshaped) {
+                        c->p.gemm.reshaped = true;
+                        c->p.gemm.shape = src;
+                    }
                     c->name = name ? name : ttc_strdup("fused");
                     free(p->name);
                     p->name = NULL;
@@ -112,7 +169,7 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                     ttc_expr_free(&p->epi);
                 }
                 p->dead = true;
-                k->ts[t].producer = -1;
+                k->ts[src].producer = -1;
                 (*n_fused)++;
                 changed = true;
             }

@@ -137,7 +137,10 @@ typedef struct ttc_kop {
     char *name;               /* IR node name(s), for messages and info() */
     bool dead;
     union {
-        struct { bool trans_b; } gemm;          /* in: A, B (B may be [N,K] when trans_b) */
+        /* in: A, B (B may be [N,K] when trans_b). reshaped: out is a contiguous reshape of tensor
+         * `shape` (the GEMM's own [.., M, N] result, fused away by fuse.c): the kernel loops over
+         * shape's dims and stores at the same linear index in out (ttc_kop_gemm_shape) */
+        struct { bool trans_b; bool reshaped; int32_t shape; } gemm;
         /* in: x, w, w packed [G][K][OCG4] for GPU implicit GEMM (-1 when depthwise), w packed by 8 (ocb 8) */
         /* ksplit > 1: the reduction is cut into ksplit slices and out is [ksplit*N, OC, OH, OW]
          * fp32 partial sums (no epilogue) that a following REDUCE op adds up */
@@ -199,6 +202,11 @@ int32_t ttc_kir_op(ttc_kir *k, ttc_kop_kind kind, ttc_dtype out_dt, int32_t rank
 /* Shortcut: ELEMENTWISE op over expression e (moved), returns the output tensor id. */
 int32_t ttc_kir_elementwise(ttc_kir *k, ttc_expr *e, ttc_dtype dt, int32_t rank,
                             const ttc_dim *dims, const char *name);
+
+/* The tensor whose dims [.., M, N] a GEMM op computes over (its out unless reshaped). */
+static inline int32_t ttc_kop_gemm_shape(const ttc_kop *op) {
+    return op->kind == TTC_KOP_GEMM && op->p.gemm.reshaped ? op->p.gemm.shape : op->out;
+}
 
 /* Concrete value of a dim for symbol values sv. */
 static inline int64_t ttc_dim_eval(ttc_dim d, const int64_t *sv) {

@@ -169,13 +169,14 @@ static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
 
 /* Untuned choice: on GPUs the biggest tile that still gives the compute units enough
  * work-groups (big tiles reuse more, but a 128x768 problem in 128x128 tiles leaves most SMs
- * idle); rows beyond M are wasted work, so M <= 16 takes a 16-row tile. Orders and
- * thresholds from sweeps of every tile on an H200 (bench/kernels.py gemm_tiles,
- * bench/gemm_small.py). SIMT: 128x128 (16 deep) from 4 work-groups per CU, 128x64 from 3/4
- * of one, else 32x64 tiles whose work-groups split k in 2 (from 2 work-groups per CU) or 4
- * (from CU/2), else 32x32 in 4 k-groups: every BERT-base/ViT-B linear shape at M = 128, 197
- * and 4096 got its sweep winner or one within 10% of it. Tensor cores: 128x64 from CU
- * work-groups, else 64x64, else 16x64 with two k-split warp pairs. */
+ * idle). Orders and thresholds from sweeps of every tile on an H200 (bench/kernels.py
+ * gemm_tiles, bench/gemm_small.py). SIMT: 128x128 from 4 work-groups per CU, 128x64 (8x8 per
+ * work-item) from 2, else 32x64 tiles: from 2 work-groups per CU with k split in 2, from 1 as
+ * 64x64 tiles (8x4) with k split in 2, from 1/2 with k split in 4, else 32x32 with k split in
+ * 4 (also for M <= 16, where it beat the 16-row tile 2-2.6x): each BERT-base / ViT-B linear
+ * and attention product at batch 1 and 32, and M = 1, 16, got its sweep winner or one within
+ * 8% of it. Tensor cores: 128x64 from CU work-groups, else 64x64, else 16x64 with two k-split
+ * warp pairs; M <= 16 the latter. */
 static int64_t gemm_wgs(int32_t tile, int64_t B, int64_t M, int64_t N) {
     const ttc_gemm_tile *t = &ttc_gemm_tiles[tile];
     return B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
@@ -184,16 +185,17 @@ static int64_t gemm_wgs(int32_t tile, int64_t B, int64_t M, int64_t N) {
 static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
     if (!gpu_family(e)) return 0;
     bool tc = gemm_runnable(e, op, 9);
-    if (M <= 16) return tc ? 16 : 8;
+    if (M <= 16) return tc ? 16 : 17;
     int64_t cu = e->dev->compute_units > 0 ? e->dev->compute_units : 1;
     if (tc) {
         if (gemm_wgs(10, B, M, N) >= cu) return 10;
         return gemm_wgs(11, B, M, N) >= cu ? 11 : 16;
     }
     if (gemm_wgs(22, B, M, N) >= 4 * cu) return 22;
-    if (gemm_wgs(5, B, M, N) >= (3 * cu + 3) / 4) return 5;
+    if (gemm_wgs(25, B, M, N) >= 2 * cu) return 25;
     int64_t w = gemm_wgs(18, B, M, N);
     if (w >= 2 * cu) return 18;
+    if (w >= cu) return 23;
     return w >= (cu + 1) / 2 ? 19 : 17;
 }
 
