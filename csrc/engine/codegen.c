@@ -393,8 +393,11 @@ static void ld_macros(ttc_dtype d, char *ld, char *ld8, size_t cap) {
 
 static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                            const char *P, const char *A_) {
-    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *out = &k->ts[op->out];
-    int32_t R = out->rank;
+    /* dims [.., M, N] come from the GEMM's shape tensor: the store index (b * M + m) * N + n is
+     * the same linear index in a fused consumer's output that reshapes it (fuse.c) */
+    int32_t st = ttc_kop_gemm_shape(op);
+    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]];
+    int32_t R = k->ts[st].rank;
     char lda[96], lda8[96], ldb[96], ldb8[96], kname[24], store[32], tb[8];
     ld_macros(a->dtype, lda, lda8, sizeof lda);
     ld_macros(b->dtype, ldb, ldb8, sizeof ldb);
@@ -427,8 +430,8 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     TTC_TRY(add_arg(ks, TTC_ARG_OFF, op->in[0], 0, 0, 0));
     TTC_TRY(add_arg(ks, TTC_ARG_BUF, op->in[1], 0, 0, 0));
     TTC_TRY(add_arg(ks, TTC_ARG_OFF, op->in[1], 0, 0, 0));
-    TTC_TRY(add_arg(ks, TTC_ARG_DIM, op->out, R - 2, 0, 0));
-    TTC_TRY(add_arg(ks, TTC_ARG_DIM, op->out, R - 1, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_DIM, st, R - 2, 0, 0));
+    TTC_TRY(add_arg(ks, TTC_ARG_DIM, st, R - 1, 0, 0));
     TTC_TRY(add_arg(ks, TTC_ARG_DIM, op->in[0], ra - 1, 0, 0));
     if (ra > 2) TTC_TRY(add_arg(ks, TTC_ARG_PROD, op->in[0], ra - 2, ra, 0));
     else TTC_TRY(add_arg(ks, TTC_ARG_INT, 0, 0, 0, 0));
@@ -438,24 +441,24 @@ static ttc_status gen_gemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
         /* work-group (bn/tn * kw, bm/tm): each work-item owns tm x tn outputs of a bm x bn tile
          * (a partial sum over 1/kw of k where kw > 1) */
         int32_t kw = t.kw > 1 ? t.kw : 1;
-        gdim(ks, 0, op->out, R - 1, R, t.tn, t.bn / t.tn * kw);
+        gdim(ks, 0, st, R - 1, R, t.tn, t.bn / t.tn * kw);
         ks->g[0].mul = kw;
-        gdim(ks, 1, op->out, R - 2, R - 1, t.tm, t.bm / t.tm);
+        gdim(ks, 1, st, R - 2, R - 1, t.tm, t.bm / t.tm);
         ks->use_local = true;
     } else if (t.family == TTC_GEMM_MMA) {
         /* one work-group of 32 * tm * tn * kw work-items per bm x bn tile, tiles along dim 0 by N */
         int32_t nt = 32 * t.tm * t.tn * (t.kw > 1 ? t.kw : 1);
-        gdim(ks, 0, op->out, R - 1, R, t.bn, nt);
+        gdim(ks, 0, st, R - 1, R, t.bn, nt);
         ks->g[0].mul = nt;
-        gdim(ks, 1, op->out, R - 2, R - 1, t.bm, 1);
+        gdim(ks, 1, st, R - 2, R - 1, t.bm, 1);
         ks->use_local = true;
     } else {
         /* CPU tiles are work-group shapes (0: the driver's choice) */
-        gdim(ks, 0, op->out, R - 1, R, op->p.gemm.trans_b ? 4 : 8, t.bm);
-        gdim(ks, 1, op->out, R - 2, R - 1, op->p.gemm.trans_b ? 2 : 4, t.bm);
+        gdim(ks, 0, st, R - 1, R, op->p.gemm.trans_b ? 4 : 8, t.bm);
+        gdim(ks, 1, st, R - 2, R - 1, op->p.gemm.trans_b ? 2 : 4, t.bm);
         ks->use_local = t.bm > 0;
     }
-    gdim(ks, 2, op->out, 0, R - 2, 1, ks->use_local ? 1 : 0);
+    gdim(ks, 2, st, 0, R - 2, 1, ks->use_local ? 1 : 0);
     return TTC_OK;
 }
 

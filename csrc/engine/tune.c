@@ -90,7 +90,7 @@ static double time_candidate(ttc_engine *e, int32_t oi, int32_t tile, const int6
         if (t->dtype == TTC_DTYPE_FLOAT32)
             for (size_t b = 0; b < nbytes[j] / 4; b++) ((float *)bufs[j])[b] = (float)((b * 7919) % 17) * 0.0625f - 0.5f;
     }
-    const ttc_et *ot = &k->ts[op->out];
+    const ttc_et *ot = &k->ts[ttc_kop_gemm_shape(op)];
     ttc_dim od[TTC_MAX_RANK];
     int64_t onum = 1;
     for (int32_t x = 0; x < ot->rank; x++) { od[x] = ttc_dim_const(ttc_dim_eval(ot->dims[x], sv)); onum *= od[x].add; }
@@ -234,7 +234,7 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
             op->tile = forced;
             continue;
         }
-        const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *o = &k->ts[op->out];
+        const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *o = &k->ts[ttc_kop_gemm_shape(op)];
         int64_t M = ttc_dim_eval(o->dims[o->rank - 2], sv), N = ttc_dim_eval(o->dims[o->rank - 1], sv);
         int64_t K = ttc_dim_eval(a->dims[a->rank - 1], sv), B = 1;
         for (int32_t d = 0; d < o->rank - 2; d++) B *= ttc_dim_eval(o->dims[d], sv);
