@@ -167,14 +167,17 @@ def test_dynamic_batch(monkeypatch):
     (1, 150, 36, (4, 3), 3, 2, 1),     # K = 1350: 10 slices of 144, the last one partial
     (2, 700, 24, (3, 3), 1, 1, 0),     # 1x1: 5 slices, across two images
 ])
-def test_split_k(n, cin, cout, hw, k, stride, pad):
-    """Deep, small convolutions are cut along K (partials + a summing kernel with the epilogue)."""
+def test_split_k(n, cin, cout, hw, k, stride, pad, monkeypatch):
+    """Deep, small convolutions are cut along K (partials + a summing kernel with the epilogue)
+    by the GPU kernel families (CPU devices keep them whole: test_conv_cpu.py)."""
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
     conv_case(n, cin, cout, hw, k, stride, pad, relu=True, residual=True, seed=cin, kernels=2)
     conv_case(n, cin, cout, hw, k, stride, pad, precision="fp16", seed=cin, kernels=2)
 
 
-def test_split_k_batch_norm():
+def test_split_k_batch_norm(monkeypatch):
     """Batch norm after a split convolution is not folded into the weights but still fused."""
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
     x = rand(1, 96, 6, 6)
     w = rand(48, 96, 3, 3, seed=1) / 30
     gamma, beta, mean, var = rand(48, seed=2), rand(48, seed=3), rand(48, seed=4), rand(48, seed=5).abs() + 0.5

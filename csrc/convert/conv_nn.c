@@ -189,7 +189,9 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
     int32_t oi = -1, ksplit = 1;
     if (s == TTC_OK) {
         ttc_dim od[4] = {ot->dims[0], ot->dims[1], nd == 2 ? ot->dims[2] : ttc_dim_const(1), ot->dims[nd + 1]};
-        ksplit = conv_ksplit(od, wshape[1] * groups, wshape[0], wshape[2], wshape[3], groups);
+        /* CPU devices: no split (their kernel would sum every slice in slice 0 anyway and
+         * write zeros for the rest, which a REDUCE op then adds) */
+        ksplit = cx->split_k ? conv_ksplit(od, wshape[1] * groups, wshape[0], wshape[2], wshape[3], groups) : 1;
         ttc_dim pd[4] = {ttc_dim_const(od[0].add * ksplit), od[1], od[2], od[3]};
         oi = ttc_kir_op(k, TTC_KOP_CONV2D, ksplit > 1 ? TTC_DTYPE_FLOAT32 : ttc_cx_float_dtype(cx, ot->dtype), 4,
                         ksplit > 1 ? pd : od, n->outputs[0]->name);

@@ -44,10 +44,14 @@ typedef struct ttc_conv_ctx {
     ttc_ival *ival_of;    /* value id -> evaluated static value */
     int32_t n_values;
     bool fp16;            /* engine precision: compute floating intermediates in half */
+    bool split_k;         /* convolutions may split their reduction (GPU kernels; see conv_nn.c) */
 } ttc_conv_ctx;
 
 /* Converts a whole segment graph into kernel IR (engine inputs/outputs = graph's). */
 ttc_status ttc_convert_graph(const ttc_graph *g, bool fp16, ttc_kir **out);
+/* The same for the engine's device: gpu_kernels false (a CPU device running its own kernel
+ * families) keeps convolutions unsplit, split-K only fills a GPU. ttc_convert_graph: true. */
+ttc_status ttc_convert_graph_for(const ttc_graph *g, bool fp16, bool gpu_kernels, ttc_kir **out);
 
 /* ---- argument accessors (i = input position in the ATen schema) ---- */
 ttc_status ttc_cx_tensor(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, int32_t *tid);

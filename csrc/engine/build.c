@@ -106,6 +106,11 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     return TTC_OK;
 }
 
+bool ttc_engine_gpu_kernels(const ttc_engine *e) {
+    const char *v = getenv("TORCHTRT_C_KERNELS");
+    return e->dev->is_gpu || (v && !strcmp(v, "gpu"));
+}
+
 static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     ttc_engine *e = ttc_calloc(1, sizeof *e);
     if (!e) return TTC_ERR_NOMEM;
@@ -125,7 +130,7 @@ ttc_status ttc_engine_build(const ttc_graph *g, const ttc_engine_options *opts, 
     ttc_engine_options o = opts ? *opts : ttc_engine_options_default();
     ttc_engine *e = NULL;
     ttc_status s = engine_new(&o, &e);
-    if (s == TTC_OK) s = ttc_convert_graph(g, o.fp16, &e->k);
+    if (s == TTC_OK) s = ttc_convert_graph_for(g, o.fp16, ttc_engine_gpu_kernels(e), &e->k);
     if (s == TTC_OK) {
         s = ttc_graph_clone(g, &e->graph);
         if (s == TTC_OK) s = ttc_engine_finish(e, NULL, 0);

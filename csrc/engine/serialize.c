@@ -286,7 +286,7 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         }
         if (s == TTC_OK) e->n_stored_tiles = (int32_t)nt;
     }
-    if (s == TTC_OK) s = ttc_convert_graph(g, fp16 != 0, &e->k);
+    if (s == TTC_OK) s = ttc_convert_graph_for(g, fp16 != 0, ttc_engine_gpu_kernels(e), &e->k);
     if (s == TTC_OK) {
         e->graph = g;
         g = NULL;
