@@ -8,6 +8,9 @@
 #                            measured in bench/out/gpu/*.json: copy the parts' JSON there and
 #                            pass carry=["bench/out/gpu"] to the device tool
 #   bench/gpu_run.sh all     everything above in one go, no time limit (any GPU machine)
+#   bench/gpu_run.sh par     everything, split into four groups that run at once, one per GPU
+#                            (a machine with 4 GPUs: the whole matrix within one device command;
+#                            with fewer GPUs, groups sharing a GPU run one after the other)
 #   bench/gpu_run.sh check   elementwise kernels; resnet18 + bert_base, batch 1, fp32+fp16
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
@@ -17,7 +20,7 @@
 #   python bench/report.py OUTDIR/*.json --md bench/results/gpu.md --png bench/results/gpu-ratios.png
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|check}
+PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check}
 LIMIT=${LIMIT:-500}
 ROW_MAX=${ROW_MAX:-50}          # a typical late row (s): no row starts later than LIMIT-ROW_MAX
 OUTDIR=${OUT:-bench/out/gpu}
@@ -62,8 +65,35 @@ case "$PART" in
     all) LIMIT=1000000
          bench gpu-all --models resnet18,resnet50,mobilenet_v2,vit_b16,bert_base,gpt2 \
              --kernels elementwise,gemm,conv --partition "${COMMON[@]}" ;;
+    par)
+        # four groups of about equal time (part 1/2 timings); group i on GPU i % NG
+        NG=$("$PY" -c "import torch; print(max(1, torch.cuda.device_count()))" 2>/dev/null || echo 1)
+        # one OpenCL GPU per CUDA_VISIBLE_DEVICES value (NVIDIA's OpenCL honours it); else
+        # pick the OpenCL GPU by index in the same (PCI) order
+        export CUDA_DEVICE_ORDER=PCI_BUS_ID
+        ncl=$(CUDA_VISIBLE_DEVICES=0 "$PY" -c "import torchtrt_c._C as C; print(sum(d['type'] == 'gpu' for d in C.devices()))" 2>/dev/null || echo 1)
+        groups=("gpu-par-a --models resnet18,resnet50 --kernels gemm"
+                "gpu-par-b --models mobilenet_v2,vit_b16 --kernels elementwise"
+                "gpu-par-c --models bert_base --kernels conv"
+                "gpu-par-d --models gpt2 --partition")
+        echo "gpu_run.sh par: $NG GPU(s), OpenCL GPUs seen per CUDA device: $ncl" >&2
+        for g in $(seq 0 $(( NG < 4 ? NG - 1 : 3 ))); do
+            (
+                export CUDA_VISIBLE_DEVICES=$g
+                if [ "$ncl" -gt 1 ]; then
+                    TORCHTRT_C_DEVICE=$(env -u CUDA_VISIBLE_DEVICES "$PY" -c "import torchtrt_c._C as C; print([d['index'] for d in C.devices() if d['type'] == 'gpu'][$g])" 2>/dev/null)
+                    export TORCHTRT_C_DEVICE
+                fi
+                for i in 0 1 2 3; do
+                    [ $(( i % NG )) -eq "$g" ] || continue
+                    # shellcheck disable=SC2086
+                    bench ${groups[$i]} "${COMMON[@]}"
+                done
+            ) &
+        done
+        wait ;;
     check) bench gpu-check --models resnet18,bert_base --kernels elementwise "${COMMON[@]}" --batches 1 ;;
-    *) echo "usage: bench/gpu_run.sh 1|2|3|all|check" >&2; exit 2 ;;
+    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check" >&2; exit 2 ;;
 esac
 # merged tables (and chart, where matplotlib is) of every JSON in OUTDIR so far
 png=()
