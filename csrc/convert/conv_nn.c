@@ -135,6 +135,59 @@ static int32_t conv_ksplit(const ttc_dim *od, int64_t C, int64_t OC, int64_t KH,
     return s < 2 ? 1 : (int32_t)s;
 }
 
+/* A 1x1, stride-1, unpadded, ungrouped convolution as a batched GEMM: out[n] (OC x H*W) =
+ * w (OC x C) @ x[n] (C x H*W), bias in the epilogue, the result a reshape back to
+ * [N, OC, H, W] (elementwise consumers still fuse into the GEMM through it, fuse.c). For fp16
+ * engines with the GPU kernel families: there the GEMM runs on tensor cores (gemm_mma.cl,
+ * NVIDIA) where the convolution kernels compute in float. H and W must be static. */
+static bool conv_as_gemm_ok(const ttc_conv_ctx *cx, const ttc_et *xt, int32_t nd, const int64_t *wshape,
+                            int64_t groups, const int32_t *stride, const int32_t *pad) {
+    return cx->split_k && cx->fp16 && nd == 2 && groups == 1 && wshape[2] == 1 && wshape[3] == 1 &&
+           stride[0] == 1 && stride[1] == 1 && pad[0] == 0 && pad[1] == 0 && xt->rank == 4 &&
+           xt->dims[2].sym < 0 && xt->dims[3].sym < 0;
+}
+
+static ttc_status conv_as_gemm(ttc_conv_ctx *cx, const ttc_node *n, int32_t xc, const float *w,
+                               const int64_t *wshape, const float *bias) {
+    ttc_kir *k = cx->k;
+    const char *name = n->outputs[0]->name;
+    const ttc_type *ot = &n->outputs[0]->type;
+    const ttc_et *xt = &k->ts[xc];
+    int64_t OC = wshape[0], C = wshape[1], HW = xt->dims[2].add * xt->dims[3].add;
+    ttc_dim bd[3] = {xt->dims[0], xt->dims[1], ttc_dim_const(HW)};
+    int32_t bv = ttc_kir_view(k, xc, TTC_VIEW_RESHAPE, 3, bd, name);
+    int64_t ashape[2] = {OC, C};
+    int32_t at = bv < 0 ? -1 : ttc_kir_const_f32(k, TTC_DTYPE_FLOAT32, 2, ashape, w, name);
+    ttc_dim od[3] = {ot->dims[0], ot->dims[1], ttc_dim_const(HW)};
+    int32_t oi = at < 0 ? -1 : ttc_kir_op(k, TTC_KOP_GEMM, ttc_cx_float_dtype(cx, ot->dtype), 3, od, name);
+    if (oi < 0) return TTC_ERR_NOMEM;
+    ttc_kop *op = &k->ops[oi];
+    op->in[0] = at;
+    op->in[1] = bv;
+    op->p.gemm.trans_b = false;
+    int32_t y = ttc_kir_view(k, k->ops[oi].out, TTC_VIEW_RESHAPE, 4, ot->dims, name);
+    if (y < 0) return TTC_ERR_NOMEM;
+    if (bias) {
+        /* y + bias[OC, 1, 1] as an elementwise op on the NCHW view, which fuse.c folds into
+         * the GEMM (a bias in the GEMM's own epilogue would have to vary along its N) */
+        int64_t bshape[3] = {OC, 1, 1};
+        int32_t bt = ttc_kir_const_f32(k, TTC_DTYPE_FLOAT32, 3, bshape, bias, name);
+        if (bt < 0) return TTC_ERR_NOMEM;
+        ttc_dtype dt = k->ts[y].dtype;
+        ttc_expr e;
+        ttc_expr_init(&e);
+        int32_t a = ttc_expr_leaf(&e, y, dt), b = ttc_expr_leaf(&e, bt, TTC_DTYPE_FLOAT32);
+        if (a < 0 || b < 0 || ttc_expr_op(&e, TTC_EOP_ADD, ttc_expr_cast(&e, a, TTC_DTYPE_FLOAT32), b, -1,
+                                          TTC_DTYPE_FLOAT32) < 0) {
+            ttc_expr_free(&e);
+            return TTC_ERR_NOMEM;
+        }
+        y = ttc_kir_elementwise(k, &e, dt, 4, ot->dims, name);
+        if (y < 0) return TTC_ERR_NOMEM;
+    }
+    return ttc_cx_set_output(cx, n, 0, y);
+}
+
 /* convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups);
  * conv2d/conv1d(x, w, b, stride, padding, dilation, groups) */
 ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
@@ -185,6 +238,12 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         ttc_dim d4[4] = {k->ts[xc].dims[0], k->ts[xc].dims[1], ttc_dim_const(1), k->ts[xc].dims[2]};
         xc = ttc_kir_view(k, xc, TTC_VIEW_RESHAPE, 4, d4, n->outputs[0]->name);
         if (xc < 0) s = TTC_ERR_NOMEM;
+    }
+    if (s == TTC_OK && conv_as_gemm_ok(cx, &k->ts[xc], nd, wshape, groups, stride, pad)) {
+        s = conv_as_gemm(cx, n, xc, wf, wshape, bf);
+        free(wf);
+        free(bf);
+        return s;
     }
     int32_t oi = -1, ksplit = 1;
     if (s == TTC_OK) {

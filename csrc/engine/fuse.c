@@ -96,7 +96,9 @@ static bool is_output(const ttc_kir *k, int32_t t) {
  * GEMM result's tensor (else -1). The GEMM's epilogue, indexed so far by its own [.., M, N],
  * is then indexed by the consumer's dims: so the last dims (N) must agree, the leading
  * dims must have the same product (same elements, same order), and every leaf of that
- * epilogue must vary along N only (a bias), which reads the same in either shape. */
+ * epilogue must vary along N only (a bias), which reads the same in either shape. An
+ * epilogue without leaves only needs the same element count (a 1x1 convolution's
+ * [N, OC, H*W] GEMM read as [N, OC, H, W]). */
 static int32_t gemm_through_view(const ttc_kir *k, const ttc_kop *consumer, int32_t v) {
     const ttc_et *vt = &k->ts[v];
     const ttc_et *out = &k->ts[consumer->out];
@@ -111,6 +113,9 @@ static int32_t gemm_through_view(const ttc_kir *k, const ttc_kop *consumer, int3
     const ttc_kop *p = &k->ops[gt->producer];
     if (p->dead || p->kind != TTC_KOP_GEMM || p->out != g) return -1;
     ttc_dim pv, pg;
+    if (p->epi.n_leaves == 0)   /* nothing indexed by [.., M, N] yet: the same elements suffice */
+        return dims_product(vt->dims, vt->rank, &pv) && dims_product(gt->dims, gt->rank, &pg) && ttc_dim_eq(pv, pg)
+                   ? g : -1;
     if (!ttc_dim_eq(vt->dims[vt->rank - 1], gt->dims[gt->rank - 1]) || !dims_product(vt->dims, vt->rank - 1, &pv) ||
         !dims_product(gt->dims, gt->rank - 1, &pg) || !ttc_dim_eq(pv, pg))
         return -1;
