@@ -72,19 +72,26 @@ case "$PART" in
         # pick the OpenCL GPU by index in the same (PCI) order
         export CUDA_DEVICE_ORDER=PCI_BUS_ID
         ncl=$(CUDA_VISIBLE_DEVICES=0 "$PY" -c "import torchtrt_c._C as C; print(sum(d['type'] == 'gpu' for d in C.devices()))" 2>/dev/null || echo 1)
-        groups=("gpu-par-a --models resnet18,resnet50 --kernels gemm"
-                "gpu-par-b --models mobilenet_v2,vit_b16 --kernels elementwise"
-                "gpu-par-c --models bert_base --kernels conv"
-                "gpu-par-d --models gpt2 --partition")
+        all_groups=("gpu-par-a --models resnet18,resnet50 --kernels gemm"
+                    "gpu-par-b --models mobilenet_v2,vit_b16 --kernels elementwise"
+                    "gpu-par-c --models bert_base --kernels conv"
+                    "gpu-par-d --models gpt2 --partition")
+        # PAR_GROUPS="c d": only those groups (to redo some on a smaller machine)
+        groups=()
+        letters=(a b c d)
+        for gi in 0 1 2 3; do
+            case " ${PAR_GROUPS:-a b c d} " in *" ${letters[$gi]} "*) groups+=("${all_groups[$gi]}") ;; esac
+        done
+        NGR=${#groups[@]}
         echo "gpu_run.sh par: $NG GPU(s), OpenCL GPUs seen per CUDA device: $ncl" >&2
-        for g in $(seq 0 $(( NG < 4 ? NG - 1 : 3 ))); do
+        for g in $(seq 0 $(( NG < NGR ? NG - 1 : NGR - 1 ))); do
             (
                 export CUDA_VISIBLE_DEVICES=$g
                 if [ "$ncl" -gt 1 ]; then
                     TORCHTRT_C_DEVICE=$(env -u CUDA_VISIBLE_DEVICES "$PY" -c "import torchtrt_c._C as C; print([d['index'] for d in C.devices() if d['type'] == 'gpu'][$g])" 2>/dev/null)
                     export TORCHTRT_C_DEVICE
                 fi
-                for i in 0 1 2 3; do
+                for i in $(seq 0 $(( NGR - 1 ))); do
                     [ $(( i % NG )) -eq "$g" ] || continue
                     # shellcheck disable=SC2086
                     bench ${groups[$i]} "${COMMON[@]}"
@@ -100,5 +107,7 @@ png=()
 "$PY" -c "import matplotlib" 2>/dev/null && png=(--png "$OUTDIR/gpu-ratios.png")
 "$PY" bench/report.py "$OUTDIR"/*.json --md "$OUTDIR/gpu.md" "${png[@]}" >/dev/null 2>"$OUTDIR/report.log" \
     || tail -3 "$OUTDIR/report.log" >&2
-echo "gpu_run.sh part $PART done in $(( $(date +%s) - T0 ))s; JSON in $OUTDIR" >&2
+# one archive of everything (the device tool brings back only a few files per command)
+(cd "$OUTDIR" && tar czf "gpu-$PART-results.tgz" --exclude='*.tgz' -- *) 2>/dev/null
+echo "gpu_run.sh part $PART done in $(( $(date +%s) - T0 ))s; JSON in $OUTDIR (all of it in gpu-$PART-results.tgz)" >&2
 ls -la "$OUTDIR" >&2
