@@ -154,10 +154,7 @@ static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
 }
 
 /* GPU kernel families: GPUs, and any device under TORCHTRT_C_KERNELS=gpu (CPU CI runs them). */
-static bool gpu_family(const ttc_engine *e) {
-    const char *v = getenv("TORCHTRT_C_KERNELS");
-    return e->dev->is_gpu || (v && !strcmp(v, "gpu"));
-}
+static bool gpu_family(const ttc_engine *e) { return ttc_engine_gpu_kernels(e); }
 
 /* Whether candidate c is one of the device's own families (those tuning times). */
 static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {

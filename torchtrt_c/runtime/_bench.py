@@ -72,19 +72,26 @@ def _time_torch(mod, args, kwargs, runs, warmup):
     return ts
 
 
-def benchmark_resident(module: torch.nn.Module, inputs, runs: int = 20, warmup: int = 3) -> dict:
-    """Per-run times (ms) of module's segments with engine inputs resident on the device; see
-    the module docstring for what is and is not included. Returns dict(times_ms, median_ms,
-    p10_ms, p90_ms, runs, engine_ms, torch_ms, n_engines, n_torch_segments, measured)."""
+def _record(module, inputs, runs, warmup, who):
+    """Checks the arguments of benchmark_resident / profile_engines and runs module once,
+    recording what every segment receives."""
     if runs < 1 or warmup < 0:
         raise ValueError(f"runs must be >= 1 and warmup >= 0, got {runs}, {warmup}")
     if not isinstance(module, torch.fx.GraphModule):
-        raise TypeError(f"benchmark_resident expects a module from torchtrt_c.compile, got {type(module).__name__}")
+        raise TypeError(f"{who} expects a module from torchtrt_c.compile, got {type(module).__name__}")
     if isinstance(inputs, torch.Tensor):
         inputs = [inputs]
     rec = _Recorder(module)
     with torch.inference_mode():
         rec.run(*inputs)
+    return rec
+
+
+def benchmark_resident(module: torch.nn.Module, inputs, runs: int = 20, warmup: int = 3) -> dict:
+    """Per-run times (ms) of module's segments with engine inputs resident on the device; see
+    the module docstring for what is and is not included. Returns dict(times_ms, median_ms,
+    p10_ms, p90_ms, runs, engine_ms, torch_ms, n_engines, n_torch_segments, measured)."""
+    rec = _record(module, inputs, runs, warmup, "benchmark_resident")
     eng_t = [0.0] * runs
     torch_t = [0.0] * runs
     n_eng = n_torch = 0
@@ -115,15 +122,7 @@ def profile_engines(module: torch.nn.Module, inputs, runs: int = 10, warmup: int
     profiling events: launch gaps excluded), inputs resident as in benchmark_resident.
     Returns [dict(engine, kernel, kind, ms)], slowest first; kind is the kernel's family
     ("gemm", "softmax", "elementwise", ...) as the engine's info() names it."""
-    if runs < 1 or warmup < 0:
-        raise ValueError(f"runs must be >= 1 and warmup >= 0, got {runs}, {warmup}")
-    if not isinstance(module, torch.fx.GraphModule):
-        raise TypeError(f"profile_engines expects a module from torchtrt_c.compile, got {type(module).__name__}")
-    if isinstance(inputs, torch.Tensor):
-        inputs = [inputs]
-    rec = _Recorder(module)
-    with torch.inference_mode():
-        rec.run(*inputs)
+    rec = _record(module, inputs, runs, warmup, "profile_engines")
     rows = []
     for kind, name, obj, data in rec.segments:
         if kind != "engine":
