@@ -23,7 +23,7 @@ import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import torchtrt_c  # noqa: E402
 from convtest import Const, build  # noqa: E402
-from models import build as build_model  # noqa: E402
+from zoo import build as build_model  # noqa: E402
 
 
 def layer_shapes(model, x):

@@ -3,7 +3,7 @@ float arithmetic over half storage (TORCHTRT_C_HALF_COMPUTE=0), in one process, 
 
     python bench/fp16_elementwise.py [--n 16777216] [--runs 50] [--models resnet18,bert_base]
 
---models also compiles those zoo models (tests/models.py, tiny) in fp16 on each path and prints
+--models also compiles those zoo models (tests/zoo.py, tiny) in fp16 on each path and prints
 the max relative error against fp32 eager.
 
 Times are Engine.benchmark (inputs resident in device buffers, launches + one clFinish). Prints
@@ -80,7 +80,7 @@ def main():
 def check_model(name):
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-    from models import build
+    from zoo import build
     m, make = build(name, size="tiny")
     x = make(batch=2)
     with torch.no_grad():

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import torchtrt_c  # noqa: E402
-from models import build  # noqa: E402
+from zoo import build  # noqa: E402
 from run import opencl_device_info  # noqa: E402
 from torchtrt_c.runtime import benchmark_resident, profile_engines  # noqa: E402
 

@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import torchtrt_c  # noqa: E402
-from models import build  # noqa: E402  (the model zoo lives with the tests; full sizes here)
+from zoo import build  # noqa: E402  (the model zoo lives with the tests; full sizes here)
 
 ALL_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "vit_b16", "bert_base", "gpt2"]
 

@@ -11,7 +11,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import torchtrt_c  # noqa: E402
-from models import build  # noqa: E402
+from zoo import build  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--size", default="tiny")

@@ -11,7 +11,7 @@ import torch
 import torchtrt_c
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from models import build  # noqa: E402
+from zoo import build  # noqa: E402
 
 
 def main():

@@ -9,7 +9,7 @@ import torch.nn as nn
 
 import torchtrt_c
 from torchtrt_c.runtime import _execute
-from models import assert_tree_close
+from zoo import assert_tree_close
 
 pytestmark = pytest.mark.device
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 
 import torchtrt_c
-from models import assert_tree_close, submodules
+from zoo import assert_tree_close, submodules
 
 pytestmark = pytest.mark.device
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import torchtrt_c
-from models import assert_tree_close, build, submodules
+from zoo import assert_tree_close, build, submodules
 
 pytestmark = [pytest.mark.device]
 

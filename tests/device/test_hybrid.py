@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 import torchtrt_c
-from models import assert_tree_close, ops_in, submodules
+from zoo import assert_tree_close, ops_in, submodules
 
 pytestmark = pytest.mark.device
 
@@ -139,7 +139,7 @@ def test_partitioning_functions_from_python():
 
 
 def test_resource_partitioning_splits_engines_under_a_budget():
-    from models import build
+    from zoo import build
     m, inp = build("resnet18", "tiny")
     x = inp(2)
     whole = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
@@ -152,7 +152,7 @@ def test_resource_partitioning_splits_engines_under_a_budget():
 
 
 def test_hierarchical_partition_names_backends():
-    from models import build
+    from zoo import build
     from torchtrt_c.dynamo.partitioning import hierarchical_adjacency_partition
     m, inp = build("resnet18", "tiny")
     x = inp(2)

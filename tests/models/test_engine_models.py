@@ -7,7 +7,7 @@ import torch
 import torchtrt_c
 import torchtrt_c._C as C
 
-import models
+import zoo
 
 try:
     HAVE_DEVICE = bool(C.devices())
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not HAVE_DEVICE, reason="no OpenCL device")
 
 @pytest.mark.parametrize("name", ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "vit_b16", "gpt2"])
 def test_model_is_one_engine_and_matches_eager(name):
-    m, make = models.build(name, "tiny")
+    m, make = zoo.build(name, "tiny")
     x = make(2)
     trt = torchtrt_c.compile(m, ir="dynamo", inputs=[x], min_block_size=1)
     subs = [n for n, _ in trt.named_children()]

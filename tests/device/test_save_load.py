@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 
 import torchtrt_c
-from models import assert_tree_close
+from zoo import assert_tree_close
 
 pytestmark = pytest.mark.device
 

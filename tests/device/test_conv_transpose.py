@@ -12,7 +12,7 @@ import torch.nn as nn
 
 import torchtrt_c
 from convtest import Const, check_op, rand
-from models import assert_tree_close, submodules
+from zoo import assert_tree_close, submodules
 
 pytestmark = [pytest.mark.device]
 

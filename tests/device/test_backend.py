@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 import torchtrt_c  # noqa: F401  (registers the backend)
-from models import assert_tree_close
+from zoo import assert_tree_close
 
 pytestmark = pytest.mark.device
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 import torchtrt_c
 import torchtrt_c._C as C
 from convtest import assert_close
-from models import build as build_model
+from zoo import build as build_model
 
 pytestmark = pytest.mark.device
 

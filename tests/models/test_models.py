@@ -1,11 +1,11 @@
-"""Whole models (small configs of ResNet, MobileNetV2, ViT, BERT, GPT-2; tests/models.py) compile
+"""Whole models (small configs of ResNet, MobileNetV2, ViT, BERT, GPT-2; tests/zoo.py) compile
 with require_full_compilation=True to exactly one engine and match eager. A missing converter
 fails the test with the op's name (require_full_compilation raises naming it)."""
 import pytest
 import torch
 
 import torchtrt_c
-from models import MODELS, assert_tree_close, build, submodules
+from zoo import MODELS, assert_tree_close, build, submodules
 
 pytestmark = [pytest.mark.device, pytest.mark.model]
 

@@ -8,7 +8,7 @@ import pytest
 
 # loaded by path under its own name: putting bench/ on sys.path would shadow module names
 _spec = importlib.util.spec_from_file_location(
-    "ttc_bench_report", pathlib.Path(__file__).resolve().parent.parent / "bench" / "report.py")
+    "ttc_bench_report", pathlib.Path(__file__).resolve().parents[2] / "bench" / "report.py")
 report = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(report)
 
