@@ -14,7 +14,6 @@ One build serves every shape within the symbol ranges (re-planned, not rebuilt),
 batch several shapes per build. Random inputs are never all zeros (rand_tensor).
 """
 import numpy as np
-import pytest
 import torch
 
 from torchtrt_c import _C
@@ -24,16 +23,6 @@ TORCH_DTYPE = {
     "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8,
 }
 DTYPE_NAME = {v: k for k, v in TORCH_DTYPE.items()}
-
-
-def have_device():
-    try:
-        return len(_C.devices()) > 0
-    except Exception:  # no OpenCL runtime at all
-        return False
-
-
-needs_device = pytest.mark.skipif(not have_device(), reason="no OpenCL device")
 
 
 class In:

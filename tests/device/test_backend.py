@@ -8,7 +8,6 @@ import torch.nn as nn
 import torchtrt_c  # noqa: F401  (registers the backend)
 from zoo import assert_tree_close
 
-pytestmark = pytest.mark.device
 
 
 class Small(nn.Module):

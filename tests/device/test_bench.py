@@ -10,16 +10,6 @@ import torchtrt_c._C as C
 from convtest import rand
 
 
-def _has_device():
-    try:
-        return bool(C.devices())
-    except torchtrt_c.OpenCLError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _has_device(), reason="no OpenCL device")
-
-
 def _engine():
     g = C.Graph()
     g.add_symbol("s0", 1, 4, 32)

@@ -9,7 +9,6 @@ import torch.nn as nn
 import torchtrt_c
 from zoo import assert_tree_close, submodules
 
-pytestmark = pytest.mark.device
 
 
 class MLP(nn.Module):

@@ -16,7 +16,6 @@ import pytest
 
 from test_conv_kernels import conv_case
 
-pytestmark = pytest.mark.device
 
 
 @pytest.fixture(params=["cpu", "ocb8"])

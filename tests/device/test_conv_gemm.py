@@ -13,7 +13,6 @@ import torchtrt_c._C as C
 from convtest import assert_close, rand
 from test_conv_kernels import conv_case
 
-pytestmark = pytest.mark.device
 
 
 @pytest.fixture(autouse=True)

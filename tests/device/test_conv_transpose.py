@@ -14,7 +14,6 @@ import torchtrt_c
 from convtest import Const, check_op, rand
 from zoo import assert_tree_close, submodules
 
-pytestmark = [pytest.mark.device]
 
 OP = "aten.convolution.default"
 

@@ -5,9 +5,8 @@ A created tensor is added to a random input so that the engine's output is never
 import pytest
 import torch
 
-from convtest_data import In, Node, assert_close, build, needs_device, rand_tensor, run
+from convtest_data import In, Node, assert_close, build, rand_tensor, run
 
-pytestmark = needs_device
 
 SYM = [("s0", 1, 4, 33)]
 

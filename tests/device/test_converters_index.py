@@ -4,9 +4,8 @@ them). Indexing copies values: tolerance 0 for every dtype."""
 import pytest
 import torch
 
-from convtest_data import Const, In, Node, TList, assert_close, build, needs_device, rand_tensor, run
+from convtest_data import Const, In, Node, TList, assert_close, build, rand_tensor, run
 
-pytestmark = needs_device
 
 SYM = [("s0", 1, 4, 33)]
 

@@ -3,9 +3,8 @@ split.Tensor, split_with_sizes, chunk, unbind, constant_pad_nd. Data movement is
 tolerance 0 for every dtype (float16 too: values are copied, not computed)."""
 import torch
 
-from convtest_data import In, Node, TList, assert_close, build, needs_device, rand_tensor, run
+from convtest_data import In, Node, TList, assert_close, build, rand_tensor, run
 
-pytestmark = needs_device
 
 SYM = [("s0", 1, 4, 33)]
 SIZES = (1, 3, 7, 33)

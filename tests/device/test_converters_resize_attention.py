@@ -10,9 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from convtest_data import In, Node, assert_close, build, needs_device, rand_tensor, run
+from convtest_data import In, Node, assert_close, build, rand_tensor, run
 
-pytestmark = needs_device
 
 SYM = [("s0", 1, 2, 5)]
 

@@ -12,16 +12,6 @@ import torchtrt_c._C as C
 from convtest import Const, build, check_op, rand, run
 
 
-def _has_device():
-    try:
-        return bool(C.devices())
-    except torchtrt_c.OpenCLError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _has_device(), reason="no OpenCL device")
-
-
 def linear_relu_graph(dyn=True):
     g = C.Graph()
     if dyn:

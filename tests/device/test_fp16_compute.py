@@ -24,7 +24,6 @@ import torchtrt_c
 import torchtrt_c._C as C
 from convtest import assert_close, build, call_aten, rand, run
 
-pytestmark = pytest.mark.device
 
 COMPUTE = ("float16 (half arithmetic)", "float16 (float arithmetic)")
 ONE = dict(atol=2e-3, rtol=2e-3)

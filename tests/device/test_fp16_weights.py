@@ -20,7 +20,6 @@ import torchtrt_c._C as C
 from convtest import assert_close
 from zoo import build as build_model
 
-pytestmark = pytest.mark.device
 
 TOL = dict(atol=2e-2, rtol=2e-2)
 

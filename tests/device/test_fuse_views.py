@@ -21,7 +21,6 @@ import torch.nn.functional as F
 import torchtrt_c
 from torchtrt_c.runtime import profile_engines
 
-pytestmark = [pytest.mark.device]
 
 TOL = {"fp32": 1e-4, "fp16": 2e-2}
 

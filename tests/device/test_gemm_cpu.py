@@ -12,7 +12,6 @@ import pytest
 
 from convtest import Const, check_op, rand
 
-pytestmark = pytest.mark.device
 
 
 @pytest.fixture(params=[0, 1, 2])

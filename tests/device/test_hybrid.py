@@ -7,7 +7,6 @@ import torch.nn as nn
 import torchtrt_c
 from zoo import assert_tree_close, ops_in, submodules
 
-pytestmark = pytest.mark.device
 
 
 class LgammaModel(nn.Module):

@@ -8,9 +8,8 @@ import pytest
 import torch
 
 import torchtrt_c
-from convtest_data import Const, In, TList, assert_close, build, needs_device, rand_tensor, run
+from convtest_data import Const, In, TList, assert_close, build, rand_tensor, run
 
-pytestmark = needs_device
 
 
 def _raises_naming_node(eng, tensors):

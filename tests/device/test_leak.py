@@ -13,7 +13,6 @@ import torchtrt_c
 import torchtrt_c._C as C
 from convtest import rand
 
-pytestmark = [pytest.mark.device]
 
 no_asan = pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
                              reason="ASan's quarantine keeps freed memory resident, so RSS says nothing there")

@@ -16,7 +16,6 @@ import torch
 import torchtrt_c._C as C
 from convtest import rand
 
-pytestmark = [pytest.mark.device]
 
 SEC_DEVICE, SEC_TUNING = 2, 9
 

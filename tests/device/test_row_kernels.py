@@ -10,12 +10,6 @@ import torch
 import torchtrt_c._C as C
 from convtest import Const, check_op, rand
 
-try:
-    HAVE_DEVICE = bool(C.devices())
-except Exception:  # noqa: BLE001
-    HAVE_DEVICE = False
-pytestmark = pytest.mark.skipif(not HAVE_DEVICE, reason="no OpenCL device")
-
 
 @pytest.fixture(params=["gpu", "default"])
 def family(request, monkeypatch):

@@ -11,7 +11,6 @@ import torchtrt_c
 from torchtrt_c.runtime import _execute
 from zoo import assert_tree_close
 
-pytestmark = pytest.mark.device
 
 
 class Net(nn.Module):

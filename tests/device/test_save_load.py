@@ -12,7 +12,6 @@ import torch.nn as nn
 import torchtrt_c
 from zoo import assert_tree_close
 
-pytestmark = pytest.mark.device
 
 
 class Net(nn.Module):

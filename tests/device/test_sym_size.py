@@ -8,7 +8,6 @@ import torch
 import torchtrt_c
 from zoo import assert_tree_close, build, submodules
 
-pytestmark = [pytest.mark.device]
 
 
 def _dyn_input(x, lo=1, hi=8):

@@ -9,7 +9,6 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EX = os.path.join(ROOT, "examples")
 
-pytestmark = pytest.mark.device
 
 
 def _run(name, *args):

@@ -5,15 +5,8 @@ import pytest
 import torch
 
 import torchtrt_c
-import torchtrt_c._C as C
 
 import zoo
-
-try:
-    HAVE_DEVICE = bool(C.devices())
-except Exception:  # noqa: BLE001
-    HAVE_DEVICE = False
-pytestmark = pytest.mark.skipif(not HAVE_DEVICE, reason="no OpenCL device")
 
 
 @pytest.mark.parametrize("name", ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "vit_b16", "gpt2"])

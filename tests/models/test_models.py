@@ -7,7 +7,6 @@ import torch
 import torchtrt_c
 from zoo import MODELS, assert_tree_close, build, submodules
 
-pytestmark = [pytest.mark.device, pytest.mark.model]
 
 
 @pytest.mark.parametrize("name", MODELS)
