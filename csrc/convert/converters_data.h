@@ -60,4 +60,10 @@ TTC_DECLARE_VALIDATOR(ttc_validate_var_mean);
 TTC_DECLARE_CONVERTER(ttc_convert_sdpa);
 TTC_DECLARE_VALIDATOR(ttc_validate_sdpa);
 
+/* conv_select.c (issue 11: converters B): sort/topk, scatter.src/value, index_put */
+TTC_DECLARE_CONVERTER(ttc_convert_sort);
+TTC_DECLARE_CONVERTER(ttc_convert_scatter);
+TTC_DECLARE_VALIDATOR(ttc_validate_sort);
+TTC_DECLARE_VALIDATOR(ttc_validate_scatter);
+
 #endif

@@ -120,6 +120,12 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_SDPA] = DATA(ttc_convert_sdpa, ttc_validate_sdpa),
     [TTC_OP_MAX_DIM] = DATA(ttc_convert_max_dim, ttc_validate_max_dim),
     [TTC_OP_VAR_MEAN_CORR] = DATA(ttc_convert_var_mean, ttc_validate_var_mean),
+    /* issue 11: converters B (conv_select.c) */
+    [TTC_OP_SORT] = DATA(ttc_convert_sort, ttc_validate_sort), [TTC_OP_SORT_STABLE] = DATA(ttc_convert_sort, ttc_validate_sort),
+    [TTC_OP_TOPK] = DATA(ttc_convert_sort, ttc_validate_sort),
+    [TTC_OP_SCATTER_SRC] = DATA(ttc_convert_scatter, ttc_validate_scatter),
+    [TTC_OP_SCATTER_VALUE] = DATA(ttc_convert_scatter, ttc_validate_scatter),
+    [TTC_OP_INDEX_PUT] = DATA(ttc_convert_scatter, ttc_validate_scatter),
 #undef DATA
     /* casts */
     [TTC_OP_TO_COPY] = EW(ttc_convert_cast), [TTC_OP_TO_DTYPE] = EW(ttc_convert_cast),

@@ -484,7 +484,7 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
             break;
         case TTC_KOP_GEMM: s = gen_gemm(src, k, op, ks, gpu, P, A_); break;
         case TTC_KOP_GATHER: case TTC_KOP_CONCAT: case TTC_KOP_PAD: case TTC_KOP_INDEX:
-        case TTC_KOP_RESIZE: case TTC_KOP_ATTENTION:
+        case TTC_KOP_RESIZE: case TTC_KOP_ATTENTION: case TTC_KOP_SORT: case TTC_KOP_SCATTER:
             s = ttc_codegen_data(src, k, op, ks, gpu, P, A_);
             break;
         default: s = ttc_codegen_kind(src, k, op, ks, gpu, P, A_); break;

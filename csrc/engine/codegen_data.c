@@ -446,6 +446,161 @@ static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     return TTC_OK;
 }
 
+/* ---- issue 11: sort/topk and scatter/index_put ---- */
+
+/* One work-item per input element: its rank along dim p.sort.dim is the number of elements
+ * of its row that come before it (NaN counts as the largest value, as in torch; ties keep
+ * index order, so the sort is stable). Ranks below k (out's size on that dim) store the
+ * element's position at that rank. O(row) per element: the validator bounds the row. */
+static ttc_status gen_sort(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                           const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]];
+    int32_t R = x->rank, D = op->p.sort.dim;
+    if (R < 1 || D < 0 || D >= R) return ttc_fail(TTC_ERR_INTERNAL, "sort %s: rank %d, dim %d", op->name, R, D);
+    ttc_sbuf_printf(sig, "int n");
+    TTC_TRY(arg(ks, TTC_ARG_PROD, op->in[0], 0, R, 0));
+    for (int32_t d = 0; d < R; d++) {
+        ttc_sbuf_printf(sig, ", int sz%d", d);
+        TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], d, 0, 0));
+    }
+    ttc_sbuf_printf(sig, ", int kk");
+    TTC_TRY(arg(ks, TTC_ARG_DIM, op->out, D, 0, 0));
+    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    launch(ks, op->in[0], 0, R);
+    open_kernel(src, ks, sig, P, R);
+    const char *vt = vtype(k, x->dtype);
+    char idx[48];
+    ttc_sbuf_printf(src, "    int b = x_off");
+    for (int32_t d = 0; d < R; d++)
+        if (d != D) ttc_sbuf_printf(src, " + i%d * x_s%d", d, d);
+    ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vt, vt);
+    snprintf(idx, sizeof idx, "b + i%d * x_s%d", D, D);
+    load(src, k, x->dtype, "x", idx);
+    ttc_sbuf_printf(src, ");\n    int r = 0;\n    for (int j = 0; j < sz%d; j++) {\n        %s u = (%s)(", D, vt, vt);
+    snprintf(idx, sizeof idx, "b + j * x_s%d", D);
+    load(src, k, x->dtype, "x", idx);
+    ttc_sbuf_printf(src, ");\n");
+    bool fl = is_fl(x->dtype), desc = op->p.sort.descending;
+    /* u comes first when it orders strictly before v, or ties with v at a lower position */
+    const char *lt = desc ? (fl ? "(isnan(u) && !isnan(v)) || u > v" : "u > v")
+                          : (fl ? "(!isnan(u) && isnan(v)) || u < v" : "u < v");
+    const char *gt = desc ? (fl ? "(isnan(v) && !isnan(u)) || v > u" : "v > u")
+                          : (fl ? "(!isnan(v) && isnan(u)) || v < u" : "v < u");
+    ttc_sbuf_printf(src, "        bool before = (%s) || (!(%s) && j < i%d);\n        r += before ? 1 : 0;\n    }\n",
+                    lt, gt, D);
+    ttc_sbuf_printf(src, "    if (r >= kk) return;\n    int o = 0;\n");
+    for (int32_t d = 0; d < R; d++) {
+        if (d == D) ttc_sbuf_printf(src, "    o = o * kk + r;\n");
+        else ttc_sbuf_printf(src, "    o = o * sz%d + i%d;\n", d, d);
+    }
+    char val[24];
+    snprintf(val, sizeof val, "(long)i%d", D);
+    emit_write(src, k, op, ks, val, "o", A_);
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}
+
+/* One work-item per output element, which starts as x's and takes the value of every update
+ * that lands on it (the last one, or their sum after x's with accumulate). mode 0 (scatter
+ * along D): the updates of an element are index[.., j, ..] over j at its other coordinates.
+ * mode 1 (index_put on dims [at, at + n)): every broadcast index position b is tried. The
+ * search is O(updates) per element: the validator bounds it. */
+static ttc_status gen_scatter(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
+                              const char *P, const char *A_) {
+    const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
+    int32_t R = out->rank, D = op->p.scatter.dim, ni = op->p.scatter.n, at = op->p.scatter.at, B = op->p.scatter.brank;
+    bool mode0 = op->p.scatter.mode == 0, has_src = op->in[1] >= 0;
+    int32_t code = (int32_t)(op - k->ops) + 1;
+    TTC_TRY(out_params(sig, ks, k, op));
+    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    /* mode 1 reads updates in the rank R - n + B space [x dims < at, B, x dims >= at + n] */
+    if (has_src) TTC_TRY(tensor_params(sig, ks, k, op->in[1], "u", mode0 ? 0 : R - ni + B));
+    for (int32_t j = 0; j < ni; j++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "ix%d", j);
+        TTC_TRY(tensor_params(sig, ks, k, op->in[2 + j], nm, mode0 ? 0 : B));
+        if (mode0) {
+            for (int32_t d = 0; d < R; d++) {
+                ttc_sbuf_printf(sig, ", int ixd%d", d);
+                TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[2], d, 0, 0));
+            }
+        } else {
+            for (int32_t d = 0; d < B; d++) {  /* index dims, right-aligned into B (1 where missing) */
+                int32_t td = d - (B - k->ts[op->in[2 + j]].rank);
+                ttc_sbuf_printf(sig, ", int ix%dd%d", j, d);
+                if (td < 0) TTC_TRY(arg(ks, TTC_ARG_INT, op->in[2 + j], 0, 0, 1));
+                else TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[2 + j], td, 0, 0));
+            }
+        }
+    }
+    TTC_TRY(errflag_param(sig, ks, op));
+    open_kernel(src, ks, sig, P, R);
+    const char *vt = vtype(k, out->dtype);
+    ttc_sbuf_printf(src, "    long p = x_off");
+    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
+    ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vt, vt);
+    load(src, k, x->dtype, "x", "p");
+    ttc_sbuf_printf(src, ");\n");
+    ttc_sbuf upd = {0};
+    if (!has_src) literal(&upd, k, op->p.scatter.value, out->dtype);
+    else {
+        ttc_sbuf_printf(&upd, "(%s)(", vt);
+        load(&upd, k, k->ts[op->in[1]].dtype, "u", "q");
+        ttc_sbuf_printf(&upd, ")");
+    }
+    if (upd.oom) { ttc_sbuf_free(&upd); return TTC_ERR_NOMEM; }
+    const char *assign = op->p.scatter.accumulate ? "+=" : "=";
+    if (mode0) {
+        ttc_sbuf_printf(src, "    if (1");
+        for (int32_t d = 0; d < R; d++)
+            if (d != D) ttc_sbuf_printf(src, " && i%d < ixd%d", d, d);
+        ttc_sbuf_printf(src, ") {\n    long ib = ix0_off");
+        for (int32_t d = 0; d < R; d++)
+            if (d != D) ttc_sbuf_printf(src, " + (long)i%d * ix0_s%d", d, d);
+        if (has_src) {
+            ttc_sbuf_printf(src, ";\n    long qb = u_off");
+            for (int32_t d = 0; d < R; d++)
+                if (d != D) ttc_sbuf_printf(src, " + (long)i%d * u_s%d", d, d);
+        }
+        ttc_sbuf_printf(src, ";\n    for (int j = 0; j < ixd%d; j++) {\n        long t = (long)ix0[ib + (long)j * ix0_s%d];\n"
+                             "        if (t < 0 || t >= (long)sz%d) { atomic_cmpxchg(errf, 0, %d); continue; }\n"
+                             "        if (t != (long)i%d) continue;\n", D, D, D, code, D);
+        if (has_src) ttc_sbuf_printf(src, "        long q = qb + (long)j * u_s%d;\n", D);
+        ttc_sbuf_printf(src, "        v %s %s;\n    }\n    }\n", assign, upd.data);
+    } else {
+        ttc_sbuf_printf(src, "    int nb = 1");
+        for (int32_t d = 0; d < B; d++) {
+            ttc_sbuf_printf(src, ";\n    int bs%d = 1", d);
+            for (int32_t j = 0; j < ni; j++) ttc_sbuf_printf(src, "; bs%d = max(bs%d, ix%dd%d)", d, d, j, d);
+            ttc_sbuf_printf(src, "; nb *= bs%d", d);
+        }
+        ttc_sbuf_printf(src, ";\n    for (int jb = 0; jb < nb; jb++) {\n        int rem = jb;\n");
+        for (int32_t d = B - 1; d >= 0; d--) ttc_sbuf_printf(src, "        int b%d = rem %% bs%d; rem /= bs%d;\n", d, d, d);
+        ttc_sbuf_printf(src, "        bool hit = true;\n");
+        for (int32_t j = 0; j < ni; j++) {
+            ttc_sbuf_printf(src, "        long t%d = (long)ix%d[ix%d_off", j, j, j);
+            for (int32_t d = 0; d < B; d++) ttc_sbuf_printf(src, " + b%d * ix%d_s%d", d, j, d);
+            ttc_sbuf_printf(src, "];\n        if (t%d < -(long)sz%d || t%d >= (long)sz%d) { atomic_cmpxchg(errf, 0, %d); hit = false; }\n"
+                                 "        if (t%d < 0) t%d += sz%d;\n        hit = hit && t%d == (long)i%d;\n",
+                            j, at + j, j, at + j, code, j, j, at + j, j, at + j);
+        }
+        ttc_sbuf_printf(src, "        if (!hit) continue;\n");
+        if (has_src) {
+            ttc_sbuf_printf(src, "        long q = u_off");
+            int32_t e = 0;
+            for (int32_t d = 0; d < at; d++, e++) ttc_sbuf_printf(src, " + (long)i%d * u_s%d", d, e);
+            for (int32_t d = 0; d < B; d++, e++) ttc_sbuf_printf(src, " + (long)b%d * u_s%d", d, e);
+            for (int32_t d = at + ni; d < R; d++, e++) ttc_sbuf_printf(src, " + (long)i%d * u_s%d", d, e);
+            ttc_sbuf_printf(src, ";\n");
+        }
+        ttc_sbuf_printf(src, "        v %s %s;\n    }\n", assign, upd.data);
+    }
+    ttc_sbuf_free(&upd);
+    emit_write(src, k, op, ks, "v", "lin", A_);
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_data(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                             const char *P, const char *A_) {
     ttc_sbuf sig = {0};
@@ -457,6 +612,8 @@ ttc_status ttc_codegen_data(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, 
     case TTC_KOP_GATHER: s = gen_gather(src, k, op, ks, &sig, P, A_); break;
     case TTC_KOP_RESIZE: s = gen_resize(src, k, op, ks, &sig, P, A_); break;
     case TTC_KOP_ATTENTION: s = gen_attention(src, k, op, ks, &sig, P, A_); break;
+    case TTC_KOP_SORT: s = gen_sort(src, k, op, ks, &sig, P, A_); break;
+    case TTC_KOP_SCATTER: s = gen_scatter(src, k, op, ks, &sig, P, A_); break;
     default: s = ttc_fail(TTC_ERR_INTERNAL, "codegen_data: kernel kind %d (%s)", op->kind, op->name); break;
     }
     if (s == TTC_OK && (sig.oom || src->oom)) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);

@@ -122,6 +122,9 @@ typedef enum ttc_kop_kind {
     TTC_KOP_RESIZE,        /* in[0] [N, C, H, W] upsampled, nearest or bilinear */
     TTC_KOP_ATTENTION,     /* softmax(q k^T * scale + mask) v: in q, k, v, mask (-1: none) */
     TTC_KOP_CONV_TRANSPOSE, /* in: x [N, C, H, W], w [OC, ICG, KH, KW] (repacked); p.conv (engine/codegen_convt.c) */
+    /* issue 11: converters B (engine/codegen_select.c) */
+    TTC_KOP_SORT,          /* out: int64 positions along p.sort.dim of the first p.sort.k of in[0] in order */
+    TTC_KOP_SCATTER,       /* in[0] with in[1] (or p.scatter.value) written at indexed positions */
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -159,6 +162,10 @@ typedef struct ttc_kop {
                  bool wrap; } index;  /* wrap: negative indices count from the end (index.Tensor) */
         struct { bool bilinear, align_corners; double scale[2]; } resize; /* scale 0: in/out */
         struct { double scale; bool causal; int32_t e, ev; } attn;
+        struct { int32_t dim; bool descending; } sort;  /* k is out's size along dim */
+        /* mode 0: scatter along dim with index in[2] (rank of x); mode 1: index_put with n
+         * index tensors in[2..] on dims [at, at + n) broadcast to rank brank */
+        struct { int32_t mode, dim, n, at, brank; bool accumulate; double value; } scatter;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

@@ -439,6 +439,28 @@ done:
     return st;
 }
 
+/* ---- issue 11: converters B ---- */
+/* sort.default(x, dim, desc) / sort.stable(x, stable, dim, desc) / topk(x, k, dim, largest, sorted):
+ * (values, int64 indices), x's shape with k on dim for topk */
+static ttc_status sort_like(const ttc_node *n, ttc_type *out, int32_t n_out) {
+    TTC_TRY(need_tensor(n, 0));
+    if (n_out != 2) return BAD(n, "needs 2 outputs");
+    int32_t R = T(n, 0)->rank, D;
+    int64_t d = -1, kk;
+    int di = n->op == TTC_OP_SORT ? 1 : 2;
+    if (!arg_none(n, di) && !arg_int(n, di, &d)) return UNSUP(n, "dim is not constant");
+    if (!norm_dim(d, R, &D)) return BAD(n, "dim %lld out of range", (long long)d);
+    out[0] = *T(n, 0);
+    if (n->op == TTC_OP_TOPK) {
+        if (!arg_int(n, 1, &kk)) return UNSUP(n, "k is not constant");
+        if (R == 0 ? kk > 1 : (kk < 0 || (T(n, 0)->dims[D].sym < 0 && kk > T(n, 0)->dims[D].add)))
+            return BAD(n, "k = %lld out of range", (long long)kk);
+        if (R > 0) out[0].dims[D] = ttc_dim_const(kk);
+    }
+    out[1] = with_dtype(&out[0], TTC_DTYPE_INT64);
+    return TTC_OK;
+}
+
 /* ---- the table ---- */
 static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, int32_t n_out) {
     static const int I01[] = {0, 1}, I12[] = {1, 2}, I0[] = {0}, I012[] = {0, 1, 2};
@@ -828,6 +850,13 @@ static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, in
         *out = ttc_type_list(k);
         return TTC_OK;
     }
+    /* issue 11: converters B */
+    case TTC_OP_SORT: case TTC_OP_SORT_STABLE: case TTC_OP_TOPK:
+        return sort_like(n, out, n_out);
+    case TTC_OP_SCATTER_SRC: case TTC_OP_SCATTER_VALUE: case TTC_OP_INDEX_PUT:
+        TTC_TRY(need_tensor(n, 0));
+        *out = *T(n, 0);
+        return TTC_OK;
     default:
         return UNSUP(n, "no shape function");
     }

@@ -121,3 +121,5 @@ def infer_single_symbolic_size(gm) -> int:
         gm.graph.eliminate_dead_code()
         gm.recompile()
     return changed
+
+from . import _decompositions_spatial  # noqa: E402,F401  (registers issue-11 spatial decompositions)

@@ -1,0 +1,192 @@
+"""Decompositions for spatial ops (issue 11, converters B) into ops the C core converts.
+
+3-D pooling is separable: a window is a box, so its max (or sum) is the max (sum) over depth
+of the max (sum) over height x width, and every divisor torch uses (padding counted or not,
+ceil mode, adaptive windows) is a product of per-axis counts. Each 3-D pool therefore runs as
+two 2-D pools of the existing kernel: one over (D, H*W) with a (kd, 1) window, one over (H, W).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._decompositions import register_decomposition
+
+aten = torch.ops.aten
+
+
+def _triple(v, default=None):
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return default
+    if isinstance(v, int):
+        return [v, v, v]
+    v = list(v)
+    return v * 3 if len(v) == 1 else v
+
+
+def _pool3d_split(x):
+    """x [N, C, D, H, W] or [C, D, H, W] -> ([B, 1, D, H*W], lead shape, (D, H, W))."""
+    lead = list(x.shape[:-3])
+    d, h, w = x.shape[-3:]
+    return aten.reshape.default(x, [-1, 1, d, h * w]), lead, (d, h, w)
+
+
+def _pool3d_join(y, lead, od, h, w):
+    """y [B, 1, od, h*w] -> [B*od, 1, h, w] for the 2-D pass."""
+    return aten.reshape.default(y, [-1, 1, h, w])
+
+
+@register_decomposition(aten.avg_pool3d.default)
+def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    k = _triple(kernel_size)
+    s = _triple(stride, k)
+    p = _triple(padding, [0, 0, 0])
+    y, lead, (d, h, w) = _pool3d_split(x)
+    # with a divisor override torch divides the plain window sum: take sums (divisor 1) per pass
+    div = 1 if divisor_override else None
+    y = aten.avg_pool2d.default(y, [k[0], 1], [s[0], 1], [p[0], 0], ceil_mode, count_include_pad, div)
+    od = y.shape[2]
+    y = _pool3d_join(y, lead, od, h, w)
+    y = aten.avg_pool2d.default(y, k[1:], s[1:], p[1:], ceil_mode, count_include_pad, div)
+    if divisor_override:
+        y = aten.div.Tensor(y, float(divisor_override))
+    return aten.reshape.default(y, lead + [od, y.shape[2], y.shape[3]])
+
+
+@register_decomposition(aten.max_pool3d.default)
+def _max_pool3d(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    k = _triple(kernel_size)
+    s = _triple(stride, k)
+    p = _triple(padding, [0, 0, 0])
+    dl = _triple(dilation, [1, 1, 1])
+    y, lead, (d, h, w) = _pool3d_split(x)
+    y = aten.max_pool2d.default(y, [k[0], 1], [s[0], 1], [p[0], 0], [dl[0], 1], ceil_mode)
+    od = y.shape[2]
+    y = _pool3d_join(y, lead, od, h, w)
+    y = aten.max_pool2d.default(y, k[1:], s[1:], p[1:], dl[1:], ceil_mode)
+    return aten.reshape.default(y, lead + [od, y.shape[2], y.shape[3]])
+
+
+def _adaptive_avg_pool3d_impl(x, output_size):
+    o = _triple(output_size)
+    y, lead, (d, h, w) = _pool3d_split(x)
+    o = [d if v is None else v for v in o[:1]] + [h if o[1] is None else o[1], w if o[2] is None else o[2]]
+    y = aten.adaptive_avg_pool2d.default(y, [o[0], h * w])
+    y = _pool3d_join(y, lead, o[0], h, w)
+    y = aten.adaptive_avg_pool2d.default(y, o[1:])
+    return aten.reshape.default(y, lead + o)
+
+
+@register_decomposition(aten.adaptive_avg_pool3d.default)
+def _adaptive_avg_pool3d(x, output_size):
+    return _adaptive_avg_pool3d_impl(x, output_size)
+
+
+@register_decomposition(aten._adaptive_avg_pool3d.default)
+def _adaptive_avg_pool3d_(x, output_size):
+    return _adaptive_avg_pool3d_impl(x, output_size)
+
+
+@register_decomposition(aten._pad_circular.default)
+def _pad_circular(x, pad):
+    """Each padded dim becomes cat(tail, x, head); negative amounts crop."""
+    nd = len(pad) // 2
+    for i in range(nd):
+        dim = x.dim() - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        size = x.shape[dim]
+        if lo < 0:
+            x = aten.slice.Tensor(x, dim, -lo, size)
+        if hi < 0:
+            x = aten.slice.Tensor(x, dim, 0, x.shape[dim] + hi)
+        parts = []
+        if lo > 0:
+            parts.append(aten.slice.Tensor(x, dim, size - lo, size))
+        parts.append(x)
+        if hi > 0:
+            parts.append(aten.slice.Tensor(x, dim, 0, hi))
+        if len(parts) > 1:
+            x = aten.cat.default(parts, dim)
+    return x
+
+
+@register_decomposition(aten.slice_scatter.default)
+def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    """step 1: cat(head, src, tail); a longer step selects from src where the position hits
+    the slice (arange, floor division and a mask)."""
+    dim = dim % x.dim()
+    size = x.shape[dim]
+    start = 0 if start is None else start
+    end = size if end is None else end
+    start = start + size if start < 0 else start
+    end = end + size if end < 0 else end
+    start, end = max(0, min(start, size)), max(0, min(end, size))
+    if end <= start:
+        return aten.clone.default(x)
+    if step == 1:
+        parts = []
+        if start > 0:
+            parts.append(aten.slice.Tensor(x, dim, 0, start))
+        parts.append(src)
+        if end < size:
+            parts.append(aten.slice.Tensor(x, dim, end, size))
+        return aten.cat.default(parts, dim) if len(parts) > 1 else aten.clone.default(src)
+    pos = aten.arange.default(size, dtype=torch.int64, device=x.device)
+    rel = aten.sub.Tensor(pos, start)
+    hit = aten.logical_and.default(
+        aten.logical_and.default(aten.ge.Scalar(pos, start), aten.lt.Scalar(pos, end)),
+        aten.eq.Scalar(aten.sub.Tensor(rel, aten.mul.Tensor(aten.div.Tensor_mode(rel, step, rounding_mode="floor"), step)), 0))
+    sel = aten.clamp.default(aten.div.Tensor_mode(rel, step, rounding_mode="floor"), 0, src.shape[dim] - 1)
+    picked = aten.index_select.default(src, dim, sel)
+    shape = [1] * x.dim()
+    shape[dim] = size
+    return aten.where.self(aten.reshape.default(hit, shape), picked, x)
+
+
+def _pairwise_norm(diff, p):
+    a = aten.abs.default(diff)
+    if p == 0:
+        return aten.sum.dim_IntList(aten._to_copy.default(aten.ne.Scalar(diff, 0), dtype=diff.dtype), [-1])
+    if p == 1:
+        return aten.sum.dim_IntList(a, [-1])
+    if p == 2:
+        return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(diff, diff), [-1]))
+    if math.isinf(p):
+        return aten.amax.default(a, [-1])
+    return aten.pow.Tensor_Scalar(aten.sum.dim_IntList(aten.pow.Tensor_Scalar(a, p), [-1]), 1.0 / p)
+
+
+@register_decomposition(aten._cdist_forward.default)
+def _cdist_forward(x1, x2, p, compute_mode=None):
+    """|x1[.., i, :] - x2[.., j, :]|_p over a broadcast difference (exact; torch's mm form for
+    p=2 trades accuracy for speed on large inputs)."""
+    diff = aten.sub.Tensor(aten.unsqueeze.default(x1, -2), aten.unsqueeze.default(x2, -3))
+    return _pairwise_norm(diff, p)
+
+
+@register_decomposition(aten._pdist_forward.default)
+def _pdist_forward(x, p=2.0):
+    """Rows i < j in torch's order: two index_selects with constant row lists."""
+    n = x.shape[0]
+    if not isinstance(n, int):
+        return NotImplemented
+    ii = [i for i in range(n) for j in range(i + 1, n)]
+    jj = [j for i in range(n) for j in range(i + 1, n)]
+    if not ii:
+        return aten.sum.dim_IntList(aten.slice.Tensor(x, 0, 0, 0), [-1])
+    a = aten.index_select.default(x, 0, torch.tensor(ii, dtype=torch.int64, device=x.device))
+    b = aten.index_select.default(x, 0, torch.tensor(jj, dtype=torch.int64, device=x.device))
+    return _pairwise_norm(aten.sub.Tensor(a, b), p)
+
+
+def _register_torch(op):
+    """Uses torch's own decomposition (not in export's default table) for op."""
+    from torch._decomp import decomposition_table
+    register_decomposition(op)(decomposition_table[op])
+
+
+# grid_sampler_2d: torch's decomposition computes the sample positions and gathers the
+# corner values with index.Tensor (bilinear, nearest and bicubic; every padding mode).
+_register_torch(aten.grid_sampler_2d.default)
