@@ -144,3 +144,28 @@ for p in (2.0, 1.0, float("inf"), 0.0, 3.0):
     _add("aten._pdist_forward.default",
          ModelCase(lambda a, p=p: F.pdist(a, p=p), lambda: (rand(5, 3),), tol=1e-4, id=f"p{p}"),
          ModelCase(lambda a, p=p: F.pdist(a, p=p), lambda: (rand(8, 7),), tol=1e-4, id=f"8x7-p{p}"))
+
+# ---------------------------------------------------------------- embedding_bag (1-d indices + offsets,
+# empty bags included; the auxiliary outputs are compared too where the op returns them)
+def _bag_inputs(n_rows=10, n=8, offsets=(0, 2, 2, 5)):
+    g = torch.Generator().manual_seed(3)
+    return rand(n_rows, 4), torch.randint(0, n_rows, (n,), generator=g), torch.tensor(offsets)
+
+
+for mode in ("sum", "mean", "max"):
+    _add("aten.embedding_bag.padding_idx",
+         ModelCase(lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m), _bag_inputs, id=mode),
+         ModelCase(lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m, include_last_offset=True),
+                   lambda: _bag_inputs(7, 9, (0, 3, 3, 8, 9)), id=f"{mode}-last-offset"),
+         ModelCase(lambda w, i, m=mode: F.embedding_bag(i, w, mode=m), lambda: (rand(9, 5), torch.tensor([[1, 8, 3], [0, 0, 4]])),
+                   id=f"{mode}-2d"))
+_add("aten.embedding_bag.padding_idx",
+     ModelCase(lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+               lambda: _bag_inputs() + (rand(8, seed=2),), id="sum-weights"))
+for m in (0, 1, 2):
+    _add("aten._embedding_bag.default",
+         ModelCase(lambda w, i, o, m=m: tuple(t for t in aten._embedding_bag(w, i, o, False, m) if t.numel()),
+                   _bag_inputs, id=f"all-outputs-mode{m}"))
+    _add("aten._embedding_bag_forward_only.default",
+         ModelCase(lambda w, i, o, m=m: tuple(t for t in aten._embedding_bag_forward_only(w, i, o, False, m) if t.numel()),
+                   _bag_inputs, id=f"all-outputs-mode{m}"))

@@ -190,3 +190,76 @@ def _register_torch(op):
 # grid_sampler_2d: torch's decomposition computes the sample positions and gathers the
 # corner values with index.Tensor (bilinear, nearest and bicubic; every padding mode).
 _register_torch(aten.grid_sampler_2d.default)
+
+
+def _count(mask, dim):
+    return aten._to_copy.default(aten.sum.dim_IntList(aten._to_copy.default(mask, dtype=torch.float32), [dim]),
+                                 dtype=torch.int64)
+
+
+def _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx):
+    """Bags as a [bags, N] membership matrix: position p belongs to bag seg[p] = (number of
+    offsets <= p) - 1 (empty bags own nothing); sum/mean are a matmul with the looked-up rows,
+    max a masked amax. The auxiliary outputs follow torch's CPU kernel: offset2bag is seg
+    (empty for sum), bag_size the counts (zeros for sum), max_indices the weight row of each
+    maximum (mode max), the counts (mean) or zeros (sum)."""
+    if indices.dim() != 1 or offsets is None or (padding_idx is not None and padding_idx >= 0):
+        return NotImplemented
+    if per_sample_weights is not None and mode != 0:
+        return NotImplemented
+    n = indices.shape[0]
+    nb = offsets.shape[0] - (1 if include_last_offset else 0)
+    pos = aten.arange.default(n, dtype=torch.int64, device=indices.device)
+    starts = aten.slice.Tensor(offsets, 0, 0, nb) if include_last_offset else offsets
+    le = aten.le.Tensor(aten.unsqueeze.default(starts, 1), aten.unsqueeze.default(pos, 0))  # [nb, N]
+    # counts are summed in float (exact below 2**24; integer sums have no kernel) and cast back
+    seg = aten.sub.Tensor(_count(le, 0), 1)
+    member = aten.eq.Tensor(aten.unsqueeze.default(seg, 0), aten.unsqueeze.default(
+        aten.arange.default(nb, dtype=torch.int64, device=indices.device), 1))  # [nb, N]
+    if include_last_offset:
+        member = aten.logical_and.default(member, aten.lt.Tensor(
+            aten.unsqueeze.default(pos, 0), aten.slice.Tensor(offsets, 0, nb, nb + 1)))
+    rows = aten.embedding.default(weight, indices)  # [N, D]
+    if per_sample_weights is not None:
+        rows = aten.mul.Tensor(rows, aten.unsqueeze.default(per_sample_weights, 1))
+    count = _count(member, 1)  # [nb]
+    zeros_b = aten.mul.Tensor(count, 0)
+    if mode in (0, 1):
+        out = aten.mm.default(aten._to_copy.default(member, dtype=weight.dtype), rows)
+        if mode == 1:
+            out = aten.div.Tensor(out, aten.unsqueeze.default(aten.clamp_min.default(
+                aten._to_copy.default(count, dtype=weight.dtype), 1), 1))
+            return out, seg, count, count
+        return out, aten.slice.Tensor(seg, 0, 0, 0), zeros_b, zeros_b
+    masked = aten.where.self(aten.unsqueeze.default(member, 2), aten.unsqueeze.default(rows, 0),
+                             aten.full.default([], float("-inf"), dtype=weight.dtype, device=weight.device))
+    nonempty = aten.unsqueeze.default(aten.gt.Scalar(count, 0), 1)
+    out = aten.where.self(nonempty, aten.amax.default(masked, [1]),
+                          aten.full.default([], 0.0, dtype=weight.dtype, device=weight.device))
+    at = aten.argmax.default(masked, 1)  # [nb, D]: position of each maximum
+    maxi = aten.where.self(nonempty, aten.index.Tensor(indices, [at]), aten.mul.Tensor(at, 0))
+    return out, seg, count, maxi
+
+
+@register_decomposition(aten.embedding_bag.default)
+def _embedding_bag_default(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                           per_sample_weights=None, include_last_offset=False):
+    return _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, None)
+
+
+@register_decomposition(aten.embedding_bag.padding_idx)
+def _embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                               include_last_offset, padding_idx):
+    return _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+
+
+@register_decomposition(aten._embedding_bag.default)
+def _embedding_bag_(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                    per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    return _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+
+
+@register_decomposition(aten._embedding_bag_forward_only.default)
+def _embedding_bag_forward_only(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                                per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    return _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
