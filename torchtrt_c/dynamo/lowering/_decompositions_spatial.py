@@ -96,11 +96,11 @@ def _pad_circular(x, pad):
     for i in range(nd):
         dim = x.dim() - 1 - i
         lo, hi = pad[2 * i], pad[2 * i + 1]
-        size = x.shape[dim]
         if lo < 0:
-            x = aten.slice.Tensor(x, dim, -lo, size)
+            x = aten.slice.Tensor(x, dim, -lo, x.shape[dim])
         if hi < 0:
             x = aten.slice.Tensor(x, dim, 0, x.shape[dim] + hi)
+        size = x.shape[dim]  # the wrapped parts come from the cropped centre, as in torch
         parts = []
         if lo > 0:
             parts.append(aten.slice.Tensor(x, dim, size - lo, size))
@@ -168,17 +168,81 @@ def _cdist_forward(x1, x2, p, compute_mode=None):
 
 @register_decomposition(aten._pdist_forward.default)
 def _pdist_forward(x, p=2.0):
-    """Rows i < j in torch's order: two index_selects with constant row lists."""
+    """Row i's distances to rows i+1.. (torch's order), joined: n - 1 slices of the [n, n]
+    distance matrix (a static row count; the cat grows with n, so n is bounded)."""
     n = x.shape[0]
-    if not isinstance(n, int):
+    if not isinstance(n, int) or n > 128:
         return NotImplemented
-    ii = [i for i in range(n) for j in range(i + 1, n)]
-    jj = [j for i in range(n) for j in range(i + 1, n)]
-    if not ii:
-        return aten.sum.dim_IntList(aten.slice.Tensor(x, 0, 0, 0), [-1])
-    a = aten.index_select.default(x, 0, torch.tensor(ii, dtype=torch.int64, device=x.device))
-    b = aten.index_select.default(x, 0, torch.tensor(jj, dtype=torch.int64, device=x.device))
-    return _pairwise_norm(aten.sub.Tensor(a, b), p)
+    if n < 2:
+        return aten.sum.dim_IntList(aten.slice.Tensor(aten.unsqueeze.default(x, 0), 1, 0, 0), [-1, -2])
+    full = _cdist_forward(x, x, p)
+    parts = [aten.slice.Tensor(aten.select.int(full, 0, i), 0, i + 1, n) for i in range(n - 1)]
+    return aten.cat.default(parts, 0) if len(parts) > 1 else parts[0]
+
+
+def _reflect(c, lo2, hi2):
+    """torch's reflect_coordinates: c reflected into [lo2 / 2, hi2 / 2]."""
+    if lo2 == hi2:
+        return aten.mul.Tensor(c, 0.0)
+    mn, span = lo2 / 2, (hi2 - lo2) / 2
+    c = aten.abs.default(aten.sub.Tensor(c, mn))
+    flips = aten.floor.default(aten.div.Tensor(c, span))
+    extra = aten.sub.Tensor(c, aten.mul.Tensor(flips, span))
+    even = aten.eq.Scalar(aten.sub.Tensor(flips, aten.mul.Tensor(aten.floor.default(aten.div.Tensor(flips, 2.0)), 2.0)), 0)
+    return aten.where.self(even, aten.add.Tensor(extra, mn), aten.add.Tensor(aten.rsub.Scalar(extra, span), mn))
+
+
+def _grid_coord(g, size, padding_mode, align_corners):
+    """Source coordinate of normalised grid values g along an axis of `size` samples."""
+    if align_corners:
+        c = aten.mul.Tensor(aten.add.Tensor(g, 1.0), (size - 1) / 2)
+    else:
+        c = aten.div.Tensor(aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(g, 1.0), float(size)), 1.0), 2.0)
+    if padding_mode == 2:
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
+    if padding_mode in (1, 2):
+        c = aten.clamp.default(c, 0.0, float(size - 1))
+    return c
+
+
+@register_decomposition(aten.grid_sampler_2d.default)
+def _grid_sampler_2d(x, grid, interpolation_mode=0, padding_mode=0, align_corners=False):
+    """Bilinear (0) or nearest (1) sampling: the source positions are computed elementwise and
+    the values gathered from x flattened to [N, C, H*W] with one flat index per corner (out
+    of range corners read position 0 with weight 0). Bicubic stays in torch."""
+    if interpolation_mode not in (0, 1) or x.dim() != 4:
+        return NotImplemented
+    n, c, h, w = x.shape
+    if not all(isinstance(v, int) for v in (c, h, w)):
+        return NotImplemented
+    gh, gw = grid.shape[1], grid.shape[2]
+    ix = _grid_coord(aten.select.int(grid, 3, 0), w, padding_mode, align_corners)  # [N, gh, gw]
+    iy = _grid_coord(aten.select.int(grid, 3, 1), h, padding_mode, align_corners)
+    flat = aten.reshape.default(x, [n, c, h * w])
+
+    def tap(yi, xi, wt):
+        """wt * x[yi, xi] ([N, C, gh, gw]) for float positions yi, xi (whole numbers)."""
+        ok = aten.logical_and.default(
+            aten.logical_and.default(aten.ge.Scalar(xi, 0), aten.le.Scalar(xi, w - 1)),
+            aten.logical_and.default(aten.ge.Scalar(yi, 0), aten.le.Scalar(yi, h - 1)))
+        pos = aten.add.Tensor(aten.mul.Tensor(aten.clamp.default(yi, 0, h - 1), float(w)), aten.clamp.default(xi, 0, w - 1))
+        pos = aten._to_copy.default(pos, dtype=torch.int64)
+        pos = aten.expand.default(aten.reshape.default(pos, [n, 1, gh * gw]), [n, c, gh * gw])
+        v = aten.reshape.default(aten.gather.default(flat, 2, pos), [n, c, gh, gw])
+        wt = aten.where.self(ok, wt, aten.mul.Tensor(wt, 0.0)) if wt is not None else \
+            aten._to_copy.default(ok, dtype=x.dtype)
+        return aten.mul.Tensor(v, aten.unsqueeze.default(wt, 1))
+
+    if interpolation_mode == 1:
+        return tap(aten.round.default(iy), aten.round.default(ix), None)
+    x0, y0 = aten.floor.default(ix), aten.floor.default(iy)
+    x1, y1 = aten.add.Tensor(x0, 1.0), aten.add.Tensor(y0, 1.0)
+    wx1, wy1 = aten.sub.Tensor(ix, x0), aten.sub.Tensor(iy, y0)
+    wx0, wy0 = aten.rsub.Scalar(wx1, 1.0), aten.rsub.Scalar(wy1, 1.0)
+    out = tap(y0, x0, aten.mul.Tensor(wy0, wx0))
+    out = aten.add.Tensor(out, tap(y0, x1, aten.mul.Tensor(wy0, wx1)))
+    out = aten.add.Tensor(out, tap(y1, x0, aten.mul.Tensor(wy1, wx0)))
+    return aten.add.Tensor(out, tap(y1, x1, aten.mul.Tensor(wy1, wx1)))
 
 
 def _register_torch(op):
@@ -187,9 +251,22 @@ def _register_torch(op):
     register_decomposition(op)(decomposition_table[op])
 
 
-# grid_sampler_2d: torch's decomposition computes the sample positions and gathers the
-# corner values with index.Tensor (bilinear, nearest and bicubic; every padding mode).
-_register_torch(aten.grid_sampler_2d.default)
+# Upsampling overloads that export's default table leaves whole: torch's decompositions
+# (arange, index.Tensor and elementwise weights), which the core converts.
+def _register_upsample():
+    from torch._decomp import decomposition_table
+    from ._decompositions import NATIVE_OPS, TORCHTRT_C_DECOMPOSITIONS
+    for name in ("upsample_nearest1d", "upsample_nearest3d", "upsample_linear1d", "upsample_trilinear3d",
+                 "upsample_bicubic2d", "_upsample_nearest_exact1d", "_upsample_nearest_exact3d"):
+        packet = getattr(aten, name)
+        for ov in ("default", "vec"):
+            op = getattr(packet, ov, None)
+            if op is not None and op in decomposition_table and op not in NATIVE_OPS \
+                    and op not in TORCHTRT_C_DECOMPOSITIONS:
+                _register_torch(op)
+
+
+_register_upsample()
 
 
 def _count(mask, dim):
