@@ -7,6 +7,7 @@
  *   conv_create.c     arange (3 overloads), full, zeros, ones, *_like, scalar_tensor
  *   conv_resize.c     upsample_nearest2d.vec, upsample_bilinear2d.vec
  *   conv_attention.c  scaled_dot_product_attention (one fused kernel)
+ *   conv_select.c     sort (2 overloads), topk, scatter.src/value, index_put
  *   conv_reduce_multi.c  max.dim, var_mean.correction
  *
  * Example (registry.c):  [TTC_OP_CAT] = {ttc_convert_cat, ttc_validate_cat, TTC_CONVF_DYNAMIC},

@@ -16,7 +16,7 @@
 
 #include "codegen.h"
 
-/* Emits kernel ks->name for op (kinds GATHER, CONCAT, PAD, INDEX, RESIZE, ATTENTION) and
+/* Emits kernel ks->name for op (kinds GATHER, CONCAT, PAD, INDEX, RESIZE, ATTENTION, SORT, SCATTER) and
  * appends its arguments to ks. P/A_: the store function's parameters and arguments. */
 ttc_status ttc_codegen_data(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
                             const char *P, const char *A_);
