@@ -80,7 +80,8 @@ _add("aten.scatter.src",
      Case(lambda: [rand(4, 6), 1, _perm_index(2, 6, 3), rand(3, 5, seed=1)], id="small-index"),
      Case(lambda: [rand(2, 5, 3), 1, _perm_index(6, 5, 5).view(2, 3, 5).transpose(1, 2).contiguous(),
                    rand(2, 5, 3, seed=1)], id="3d"),
-     Case(lambda: [rand(3, 7), 1, _perm_index(3, 7, 4), rand(3, 5, seed=1)], precision="fp16", tol=2e-3, id="fp16"))
+     Case(lambda: [rand(3, 7), 1, _perm_index(3, 7, 4), rand(3, 5, seed=1)], precision="fp16", tol=2e-3, id="fp16"),
+     Case(lambda: [rand(5, 7), 1, _perm_index(5, 7, 4), rand(5, 6, seed=1)], dynamic=(1, 5, 8), id="dynamic-batch"))
 _add("aten.scatter.value",
      Case(lambda: [rand(3, 7), 1, _perm_index(3, 7, 4), 2.5]),
      Case(lambda: [rand(5, 4), 0, _perm_index(4, 5, 2).t().contiguous(), -1.0], id="dim0"),
