@@ -170,7 +170,8 @@ bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **w
     }
     const ttc_converter *c = ttc_converter_get(n->op);
     if (!c) {
-        if (why_not) *why_not = ttc_strfmt("no OpenCL converter for %s", n->op_name);
+        if (why_not && !(*why_not = ttc_node_schema_mismatch(n)))
+            *why_not = ttc_strfmt("no OpenCL converter for %s", n->op_name);
         return false;
     }
     if (!(c->flags & TTC_CONVF_EVAL)) {

@@ -392,7 +392,8 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
                          "        for (int e = 0; e < %d; e++) acc[e] = acc[e] * c + pj * ", R - 2, EV);
     snprintf(sl, sizeof sl, "v_s%d", R - 1);
     load_w(src, k, vd, "v", "vp", "e", W, sl);
-    ttc_sbuf_printf(src, ";\n    }\n    float inv = 1.0f / sm;\n    for (int e = 0; e < %d; e++) {\n        %s a = acc[e] * inv;\n",
+    /* every key masked: sm is 0 and the row is 0, as torch's CPU kernels give */
+    ttc_sbuf_printf(src, ";\n    }\n    float inv = sm > 0.0f ? 1.0f / sm : 0.0f;\n    for (int e = 0; e < %d; e++) {\n        %s a = acc[e] * inv;\n",
                     EV, vt);
     for (int32_t c = 0; c < W; c++) {
         char val[8], lin[48];
@@ -430,7 +431,13 @@ static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     for (int32_t i = 0; i < 4; i++) {
         if (op->in[i] < 0) continue;
         ttc_sbuf_printf(src, "    int %sb = %s_off", nm[i], nm[i]);
-        for (int32_t d = 0; d < R - 2; d++) ttc_sbuf_printf(src, " + b%d * %s_s%d", d, nm[i], d);
+        for (int32_t d = 0; d < R - 2; d++) {
+            /* GQA: query head h reads k/v head h / group */
+            if ((i == 1 || i == 2) && d == R - 3 && op->p.attn.group > 1)
+                ttc_sbuf_printf(src, " + (b%d / %d) * %s_s%d", d, op->p.attn.group, nm[i], d);
+            else
+                ttc_sbuf_printf(src, " + b%d * %s_s%d", d, nm[i], d);
+        }
         if (i == 0 || i == 3) ttc_sbuf_printf(src, " + l * %s_s%d", nm[i], R - 2);
         ttc_sbuf_printf(src, ";\n");
     }

@@ -161,7 +161,7 @@ typedef struct ttc_kop {
         struct { int32_t n; int32_t dims[3]; int32_t brank; int32_t at;
                  bool wrap; } index;  /* wrap: negative indices count from the end (index.Tensor) */
         struct { bool bilinear, align_corners; double scale[2]; } resize; /* scale 0: in/out */
-        struct { double scale; bool causal; int32_t e, ev; } attn;
+        struct { double scale; bool causal; int32_t e, ev, group; } attn;  /* group: query heads per k/v head (GQA), 1 otherwise */
         struct { int32_t dim; bool descending; } sort;  /* k is out's size along dim */
         /* mode 0: scatter along dim with index in[2] (rank of x); mode 1: index_put with n
          * index tensors in[2..] on dims [at, at + n) broadcast to rank brank */

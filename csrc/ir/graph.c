@@ -43,6 +43,20 @@ const ttc_op_info *ttc_op_info_get(ttc_op_id id) {
     return (unsigned)id < TTC_OP_COUNT ? &op_tab[id] : NULL;
 }
 
+bool ttc_op_arity_ok(const ttc_op_info *info, int32_t n_in, int32_t n_out) {
+    if (!info) return true;
+    return (info->n_inputs < 0 || info->n_inputs == n_in) && (info->n_outputs < 0 || info->n_outputs == n_out);
+}
+
+char *ttc_node_schema_mismatch(const ttc_node *n) {
+    if (!n || n->op != TTC_OP_OPAQUE || !n->op_name) return NULL;
+    const ttc_op_info *info = ttc_op_info_get(ttc_op_lookup(n->op_name));
+    if (!info) return NULL;
+    if (info->n_inputs >= 0 && info->n_inputs != n->n_inputs)
+        return ttc_strfmt("%s: the schema has %d inputs, the table knows %d", n->op_name, n->n_inputs, info->n_inputs);
+    return ttc_strfmt("%s: the schema has %d outputs, the table knows %d", n->op_name, n->n_outputs, info->n_outputs);
+}
+
 ttc_op_id ttc_op_lookup(const char *name) {
     /* Linear scan over ~180 entries is fine for import rates; keep it simple. */
     if (!name) return TTC_OP_OPAQUE;
@@ -349,6 +363,9 @@ static ttc_node *create_node(ttc_graph *g, int32_t pos, const char *op_name,
     g->all_nodes[g->n_all_nodes] = n;
     n->id = g->n_all_nodes++;
     n->op = ttc_op_lookup(op_name);
+    /* A known name with another arity (a newer schema grew an argument) is not the op the
+     * table describes: it imports as opaque and falls back, see ttc_node_schema_mismatch. */
+    if (!ttc_op_arity_ok(ttc_op_info_get(n->op), n_in, n_out)) n->op = TTC_OP_OPAQUE;
     n->target = -1;
     n->segment = -1;
     n->op_name = ttc_strdup(op_name);

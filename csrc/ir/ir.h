@@ -162,6 +162,12 @@ typedef struct ttc_op_info {
 
 const ttc_op_info *ttc_op_info_get(ttc_op_id id);      /* NULL for OPAQUE/out of range */
 ttc_op_id ttc_op_lookup(const char *name);             /* TTC_OP_OPAQUE if unknown */
+/* Whether n_in inputs and n_out outputs fit info's arity (true for info NULL: opaque). */
+bool ttc_op_arity_ok(const ttc_op_info *info, int32_t n_in, int32_t n_out);
+struct ttc_node;
+/* For a node whose name the table knows but whose arity differs (so it was imported as
+ * opaque): a malloc'd reason ("<op>: the schema has 8 inputs, the table knows 7"); else NULL. */
+char *ttc_node_schema_mismatch(const struct ttc_node *n);
 
 /* ---- values, nodes, graph ---- */
 typedef struct ttc_value {

@@ -202,7 +202,8 @@ ttc_status ttc_graph_verify(const ttc_graph *g) {
         if ((unsigned)n->op > TTC_OP_OPAQUE) { st = NODE_FAIL(n, "invalid op id %d", (int)n->op); goto done; }
         const ttc_op_info *info = ttc_op_info_get(n->op);
         if (info && strcmp(info->name, n->op_name)) { st = NODE_FAIL(n, "op id says %s", info->name); goto done; }
-        if (!info && ttc_op_lookup(n->op_name) != TTC_OP_OPAQUE) { st = NODE_FAIL(n, "%s", "known op marked opaque"); goto done; }
+        if (!info && ttc_op_lookup(n->op_name) != TTC_OP_OPAQUE &&
+            ttc_op_arity_ok(ttc_op_info_get(ttc_op_lookup(n->op_name)), n->n_inputs, n->n_outputs)) { st = NODE_FAIL(n, "%s", "known op marked opaque"); goto done; }
         if (n->n_inputs < 0 || n->n_outputs < 0 || (n->n_inputs && !n->inputs) || (n->n_outputs && !n->outputs)) {
             st = NODE_FAIL(n, "%s", "bad input/output arrays");
             goto done;

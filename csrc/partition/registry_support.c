@@ -1,6 +1,7 @@
 /*
  * The support hook backed by the converter registry (csrc/convert/registry.h), with the
- * partitioner's wording: "no converter for <op>" when the registry has none, otherwise
+ * partitioner's wording: "no converter for <op>" when the registry has none ("<op>: the
+ * schema has N inputs, the table knows M" for a known op of another arity), otherwise
  * "validator: <why>". Kept in its own file so that code using the partitioner with its
  * own hook does not link the converters.
  *
@@ -14,7 +15,8 @@
 bool ttc_partition_registry_support(const ttc_graph *g, const ttc_node *n, const ttc_partition_settings *s,
                                     char **why_not, bool *dynamic_ok) {
     if (!ttc_converter_get(n->op) && !ttc_is_symint_arith(n)) {  /* size arithmetic: no kernel */
-        *why_not = ttc_strfmt("no converter for %s", n->op_name);
+        /* a known op whose schema grew (or shrank) an argument was imported as opaque */
+        if (!(*why_not = ttc_node_schema_mismatch(n))) *why_not = ttc_strfmt("no converter for %s", n->op_name);
         return false;
     }
     char *w = NULL;

@@ -371,16 +371,7 @@ static PyObject *g_add_node(PyObject *op, PyObject *args, PyObject *kw) {
         goto done;
     Py_ssize_t n_in = PySequence_Fast_GET_SIZE(ins), n_out = PySequence_Fast_GET_SIZE(tys);
     if (n_in > 100000 || n_out > 100000) { PyErr_Format(PyExc_ValueError, "add_node(%s): too many inputs/outputs", opname); goto done; }
-    ttc_op_id id = ttc_op_lookup(opname);
-    const ttc_op_info *info = ttc_op_info_get(id);
-    if (info && info->n_inputs >= 0 && info->n_inputs != n_in) {
-        PyErr_Format(PyExc_ValueError, "add_node(%s): the op takes %d inputs, got %zd", opname, info->n_inputs, n_in);
-        goto done;
-    }
-    if (info && info->n_outputs >= 0 && info->n_outputs != n_out) {
-        PyErr_Format(PyExc_ValueError, "add_node(%s): the op gives %d outputs, got %zd types", opname, info->n_outputs, n_out);
-        goto done;
-    }
+    /* a known op name with another arity imports as opaque (the core records why) */
     if (name != Py_None) {
         if (!(nodename = ttc_pyg_utf8_of(name, "add_node: name"))) goto done;
         if (lookup_node(self, nodename, false)) { PyErr_Format(PyExc_ValueError, "add_node: node name %s is already used", nodename); goto done; }

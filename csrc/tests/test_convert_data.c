@@ -107,7 +107,7 @@ static void test_resize_attention(void) {
         "  %y : Float(s0, 3, 10, 14) = aten.upsample_bilinear2d.vec(%x, %n, %t, %sc)\n"
         "  %z : Float(s0, 3, 10, 14) = aten.upsample_nearest2d.vec(%x, %n, %sc)\n"
         "  %dp : float = prim.Constant[value=0.]()\n"
-        "  %a : Float(s0, 2, 9, 8) = aten.scaled_dot_product_attention.default(%q, %q, %q, %m, %dp, %f, %n)\n"
+        "  %a : Float(s0, 2, 9, 8) = aten.scaled_dot_product_attention.default(%q, %q, %q, %m, %dp, %f, %n, %f)\n"
         "  return (%y, %z, %a)\n", NULL);
     CHECK(src != NULL, "no source");
     if (src) CHECK(strstr(src, "float acc[8]") != NULL, "attention accumulates 8 values per row");
@@ -134,7 +134,7 @@ static void test_validators_say_why(void) {
                      "  %n : NoneType = prim.Constant()\n"
                      "  %f : bool = prim.Constant[value=false]()\n"
                      "  %dp : float = prim.Constant[value=0.]()\n"
-                     "  %a : Float(2, 3, s0) = aten.scaled_dot_product_attention.default(%q, %q, %q, %n, %dp, %f, %n)\n"
+                     "  %a : Float(2, 3, s0) = aten.scaled_dot_product_attention.default(%q, %q, %q, %n, %dp, %f, %n, %f)\n"
                      "  return (%a)\n", &why) && why && strstr(why, "head dim"), "symbolic head dim: %s", why ? why : "(null)");
     free(why);
     /* a float64 tensor inside cat's list (the list hides it from the generic type check) */

@@ -7,7 +7,8 @@
 static ttc_engine *build_relu_add(void) {
     const char *text =
         "graph(%x : Float(5, 3), %y : Float(3)):\n"
-        "  %a : Float(5, 3) = aten.add.Tensor(%x, %y)\n"
+        "  %one : int = prim.Constant[value=1]()\n"
+        "  %a : Float(5, 3) = aten.add.Tensor(%x, %y, %one)\n"
         "  %r : Float(5, 3) = aten.relu.default(%a)\n"
         "  return (%r)\n";
     return build_engine(text, NULL);

@@ -119,8 +119,16 @@ static void test_arity(void) {
     ttc_type t = f32(1, (int64_t[]){4});
     ttc_value *x = ttc_graph_add_input(g, "x", &t);
     ttc_value *ins[2] = {x, x};
+    /* a known name with another arity (a newer torch schema) imports as opaque, with a reason */
     ttc_node *bad = ttc_graph_append_node(g, "aten.relu.default", ins, 2, &t, 1, "relu2");
+    CHECK(bad && bad->op == TTC_OP_OPAQUE, "relu with 2 inputs is opaque");
     ttc_graph_set_outputs(g, &bad->outputs[0], 1);
+    CHECK_OK(ttc_graph_verify(g));
+    char *why = ttc_node_schema_mismatch(bad);
+    CHECK(why && !strcmp(why, "aten.relu.default: the schema has 2 inputs, the table knows 1"), "%s", why ? why : "(null)");
+    free(why);
+    /* a pass that gives a node the id of an op of another arity is caught */
+    bad->op = TTC_OP_RELU;
     expect_fault(g, "node relu2 (aten.relu.default): has 2 inputs, the op takes 1");
     ttc_graph_free(g);
     /* variadic and opaque ops take any arity */

@@ -69,7 +69,7 @@ def test_upsample_bilinear_of_permuted_view():
 
 
 def _sdpa_graph(qs, ks, vs, mask=None, causal=False, scale=None, precision="fp32", dt="float32", symbols=()):
-    args = [In("q", dt, qs), In("k", dt, ks), In("v", dt, vs), mask, 0.0, causal, scale]
+    args = [In("q", dt, qs), In("k", dt, ks), In("v", dt, vs), mask, 0.0, causal, scale, False]
     out = list(qs[:-1]) + [vs[-1]]
     return build("aten.scaled_dot_product_attention.default", args, [("tensor", dt, out)], symbols=symbols,
                  precision=precision)
@@ -126,7 +126,7 @@ def test_sdpa_of_permuted_views():
     # the usual [B, L, H, E] -> [B, H, L, E] transposes feed the kernel without copies
     x = [In(n, "float32", [2, 7, 3, 8]) for n in "qkv"]
     views = [Node("aten.permute.default", [t, [0, 2, 1, 3]], [("tensor", "float32", [2, 3, 7, 8])]) for t in x]
-    eng = build("aten.scaled_dot_product_attention.default", views + [None, 0.0, False, None],
+    eng = build("aten.scaled_dot_product_attention.default", views + [None, 0.0, False, None, False],
                 [("tensor", "float32", [2, 3, 7, 8])])
     q, k, v = (rand_tensor((2, 7, 3, 8), gen=torch.Generator().manual_seed(i)) for i in range(3))
     want = F.scaled_dot_product_attention(*(t.permute(0, 2, 1, 3) for t in (q, k, v)))
@@ -144,4 +144,4 @@ def test_sdpa_rejects_dropout():
     with pytest.raises(Exception, match="dropout"):
         build("aten.scaled_dot_product_attention.default",
               [In("q", "float32", [1, 2, 3]), In("k", "float32", [1, 2, 3]), In("v", "float32", [1, 2, 3]), None, 0.1,
-               False, None], [("tensor", "float32", [1, 2, 3])])
+               False, None, False], [("tensor", "float32", [1, 2, 3])])
