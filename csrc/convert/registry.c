@@ -149,15 +149,16 @@ static bool type_ok(const ttc_type *t, char **why, const char *what, int32_t i) 
     return true;
 }
 
+const char *const ttc_symint_arith_ops[] = {"py.mul", "py.add", "py.sub", "py.floordiv", "py.mod", "py.neg",
+                                            "py.sym_max", "py.sym_min", NULL};
+
 bool ttc_is_symint_arith(const ttc_node *n) {
-    static const char *const ops[] = {"py.mul", "py.add", "py.sub", "py.floordiv", "py.mod", "py.neg",
-                                      "py.sym_max", "py.sym_min"};
     if (n->op != TTC_OP_OPAQUE || !n->op_name || n->n_outputs != 1 || n->outputs[0]->type.kind != TTC_TYPE_INT)
         return false;
     for (int32_t i = 0; i < n->n_inputs; i++)
         if (n->inputs[i]->type.kind != TTC_TYPE_INT) return false;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (!strcmp(n->op_name, ops[i])) return true;
+    for (size_t i = 0; ttc_symint_arith_ops[i]; i++)
+        if (!strcmp(n->op_name, ttc_symint_arith_ops[i])) return true;
     return false;
 }
 

@@ -48,5 +48,7 @@ bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **w
  * Only view/expand-like sizes use them, and those converters read dims from the IR types;
  * a converter that needs the number fails naming the node (convert.c). */
 bool ttc_is_symint_arith(const ttc_node *n);
+/* Their names, NULL-terminated ("py.mul", "py.floordiv", ...). */
+extern const char *const ttc_symint_arith_ops[];
 
 #endif

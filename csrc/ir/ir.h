@@ -306,5 +306,7 @@ ttc_status ttc_graph_verify(const ttc_graph *g);
 
 /* Shape functions (shape.c); TTC_ERR_UNSUPPORTED where the op has none. */
 ttc_status ttc_infer_types(const ttc_graph *g, const ttc_node *n, ttc_type *out, int32_t n_out);
+/* Whether shape.c has a shape function for op (ttc_infer_types can do more than refuse). */
+bool ttc_op_has_shape_rule(ttc_op_id op);
 
 #endif

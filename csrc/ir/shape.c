@@ -16,6 +16,7 @@
  */
 #include "ir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -462,7 +463,7 @@ static ttc_status sort_like(const ttc_node *n, ttc_type *out, int32_t n_out) {
 }
 
 /* ---- the table ---- */
-static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, int32_t n_out) {
+static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, int32_t n_out, bool *no_rule) {
     static const int I01[] = {0, 1}, I12[] = {1, 2}, I0[] = {0}, I012[] = {0, 1, 2};
     int64_t a, b;
     bool keep, given;
@@ -858,6 +859,7 @@ static ttc_status infer(const ttc_graph *g, const ttc_node *n, ttc_type *out, in
         *out = *T(n, 0);
         return TTC_OK;
     default:
+        *no_rule = true;
         return UNSUP(n, "no shape function");
     }
 }
@@ -872,7 +874,8 @@ ttc_status ttc_infer_types(const ttc_graph *g, const ttc_node *n, ttc_type *out,
     for (int i = 0; i < n->n_inputs; i++)
         if (!n->inputs[i]) return ttc_fail(TTC_ERR_INVALID_ARG, "%s: input %d is NULL", n->op_name, i);
     for (int i = 0; i < n_out; i++) out[i] = ttc_type_scalar(TTC_TYPE_ANY);
-    ttc_status s = infer(g, n, out, n_out);
+    bool no_rule = false;
+    ttc_status s = infer(g, n, out, n_out, &no_rule);
     if (s == TTC_OK && n_out >= 1 && info->n_outputs == 1 && out[0].kind == TTC_TYPE_TENSOR) {
         /* results must be valid types (e.g. a dim that went negative is an ill-typed input) */
         for (int i = 0; i < out[0].rank; i++)
@@ -880,4 +883,32 @@ ttc_status ttc_infer_types(const ttc_graph *g, const ttc_node *n, ttc_type *out,
                 return ttc_fail(TTC_ERR_INVALID_ARG, "%s: output dim %d would be negative", n->op_name, i);
     }
     return s;
+}
+
+/* Probes infer() with a node of op's arity whose inputs are of unknown type: every rule
+ * fails on them, but only the default case says it has none. */
+bool ttc_op_has_shape_rule(ttc_op_id op) {
+    const ttc_op_info *info = ttc_op_info_get(op);
+    if (!info) return false;
+    int32_t n_in = info->n_inputs < 0 ? 1 : info->n_inputs, n_out = info->n_outputs < 0 ? 1 : info->n_outputs;
+    if (n_in > 16 || n_out > 8) return false;
+    ttc_graph *g = ttc_graph_new();
+    if (!g) return false;
+    ttc_value *ins[16];
+    ttc_type any = ttc_type_scalar(TTC_TYPE_ANY), outs[8];
+    bool no_rule = true;
+    for (int32_t i = 0; i < n_out; i++) outs[i] = any;
+    for (int32_t i = 0; i < n_in; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "a%d", i);
+        if (!(ins[i] = ttc_graph_add_input(g, name, &any))) goto done;
+    }
+    ttc_node *n = ttc_graph_append_node(g, info->name, ins, n_in, outs, n_out, NULL);
+    if (!n || n->op != op) goto done;
+    ttc_type res[8];
+    no_rule = false;
+    (void)infer(g, n, res, n_out, &no_rule);
+done:
+    ttc_graph_free(g);
+    return !no_rule;
 }

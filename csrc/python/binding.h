@@ -49,6 +49,7 @@ int ttc_py_init_passes(PyObject *m, ttc_py_state *st);     /* py_passes.c: lower
 int ttc_py_init_partition(PyObject *m, ttc_py_state *st);  /* py_partition.c */
 int ttc_py_init_runtime(PyObject *m, ttc_py_state *st);    /* py_runtime.c: devices() */
 int ttc_py_init_engine(PyObject *m, ttc_py_state *st);     /* py_engine.c: Engine */
+int ttc_py_init_ops(PyObject *m, ttc_py_state *st);        /* py_ops.c: ops() */
 
 /* Graph objects (py_graph.c). wrap takes ownership of g (freed on failure) and returns a
  * new reference or NULL; get returns the borrowed C graph, or NULL with TypeError set when

@@ -15,7 +15,12 @@ Rules (they match the C IR's conventions, see csrc/ir/ir.h):
   dtypes/devices/layouts/memory formats are str constants ("float32", "cpu", "strided");
 - ops returning a tuple/list -> one node with several outputs; getitem users map to them;
 - other callables (operator.mul on SymInts, ...) -> opaque nodes ("py.<name>") whose rebuild
-  recipe is kept in `opaque`.
+  recipe is kept in `opaque`;
+- the backend-specific attention variants (_scaled_dot_product_flash_attention[_for_cpu],
+  _efficient_, _cudnn_) become aten.scaled_dot_product_attention.default when only their
+  output 0 is used; otherwise they import as they are and fall back to torch;
+- an op whose schema has another arity than the C op table's imports as an opaque node
+  (the C core gives the reason; it falls back to torch), never as an error.
 """
 from __future__ import annotations
 
@@ -262,6 +267,25 @@ class _Importer:
             flat.append(self._value(v, _elem_type(arg.type)))
         return flat
 
+    def _sdpa_variant_inputs(self, node):
+        """The inputs of aten.scaled_dot_product_attention.default for a backend-specific
+        variant (flash/efficient/cudnn/flash_for_cpu) whose attention output is all that is
+        used: the variants take the same q, k, v, mask (attn_bias), dropout_p, is_causal and
+        scale; their extra outputs (logsumexp, rng state, ...) are dead."""
+        schema = node.target._schema
+        named = {}
+        for i, arg in enumerate(schema.arguments):
+            if not arg.kwarg_only and i < len(node.args):
+                named[arg.name] = node.args[i]
+            elif arg.name in node.kwargs:
+                named[arg.name] = node.kwargs[arg.name]
+            elif arg.has_default_value():
+                named[arg.name] = arg.default_value
+        mask = named.get("attn_mask", named.get("attn_bias"))
+        vals = [named["query"], named["key"], named["value"], mask, named.get("dropout_p", 0.0),
+                named.get("is_causal", False), named.get("scale"), False]
+        return [self._value(v) for v in vals]
+
     def _outputs(self, node):
         tgt = node.target
         if isinstance(tgt, torch._ops.OpOverload) and not tgt._schema.returns:
@@ -284,6 +308,11 @@ class _Importer:
             return
         out_types, multi = self._outputs(node)
         ms = self._module_stack(node)
+        if tgt in _sdpa_variants() and _only_output0_used(node):
+            ins = self._sdpa_variant_inputs(node)
+            out = self.g.add_node(str(aten_sdpa()), ins, out_types[:1], name=node.name, module_stack=ms)
+            self.env[node] = [out[0]] + [None] * (len(out_types) - 1)
+            return
         if isinstance(tgt, torch._ops.OpOverload):
             ins = self._flatten_schema(node)
             op = str(tgt)
@@ -334,6 +363,25 @@ class _Importer:
         fx_to_c = {n.name: v for n, v in self.env.items()}
         return ImportResult(self.g, self.input_names, outputs, self.symbols, self.weights,
                             self.opaque, fx_to_c)
+
+
+def aten_sdpa():
+    return torch.ops.aten.scaled_dot_product_attention.default
+
+
+def _sdpa_variants():
+    """The backend-specific attention ops export or aot produce instead of the composite
+    scaled_dot_product_attention (whichever this torch build has)."""
+    a = torch.ops.aten
+    names = ["_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+             "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"]
+    return {getattr(a, n).default for n in names if hasattr(a, n)}
+
+
+def _only_output0_used(node) -> bool:
+    """Every user reads output 0 through getitem (the attention, not logsumexp & co.)."""
+    return all(u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0
+               for u in node.users)
 
 
 def _elem_type(t):

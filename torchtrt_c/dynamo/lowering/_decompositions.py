@@ -12,6 +12,7 @@ disables, plus what the user enables from torch's full table, plus our own regis
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Dict
 
 import torch
@@ -26,17 +27,48 @@ TORCHTRT_C_DECOMPOSITIONS: Dict[torch._ops.OpOverload, Callable] = {}
 torch_enabled_decompositions: set = set()
 torch_disabled_decompositions: set = set()
 
-# Ops the C core converts whole; torch's default table would break them up.
-NATIVE_OPS = {
-    aten.linear.default, aten.layer_norm.default, aten.matmul.default,
-    aten.scaled_dot_product_attention.default, aten.silu.default, aten.hardswish.default,
-    aten.hardsigmoid.default, aten.softplus.default, aten.log_sigmoid.default,
-    aten.group_norm.default, aten.adaptive_avg_pool2d.default, aten.softmax.int,
-    aten.log_softmax.int, aten.clamp_min.default, aten.clamp_max.default, aten.rsub.Scalar,
-    aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.t.default, aten.transpose.int,
-    aten.squeeze.dim, aten.stack.default, aten.split.Tensor, aten.unbind.int,
-    aten._unsafe_view.default,
+def _aten_overload(name: str):
+    """"aten.add.Tensor" -> torch.ops.aten.add.Tensor (None if this torch lacks it)."""
+    ns, op, overload = name.split(".")
+    packet = getattr(getattr(torch.ops, ns), op, None)
+    return getattr(packet, overload, None) if packet is not None else None
+
+
+# Ops with a converter that torch's default table may still break up: it rewrites each into
+# another overload we also convert, and the partitioner, fusion and tuned kernels were
+# validated on that form (convolution, not conv1d/conv2d; arange.start_step; full/full_like;
+# max_pool2d_with_indices; sum.dim_IntList; var.correction; squeeze.dims; sym_size via
+# the shape env). Names, not overloads, so that a torch without one still imports.
+DECOMPOSED_ANYWAY = {
+    "aten.conv1d.default", "aten.conv2d.default", "aten.arange.default", "aten.arange.start",
+    "aten.ones.default", "aten.zeros.default", "aten.ones_like.default", "aten.zeros_like.default",
+    "aten.max_pool2d.default", "aten.sum.default", "aten.var.dim", "aten.squeeze.default",
+    "aten.detach.default", "aten.sym_size.int",
 }
+
+# Ops the importer rewrites rather than the C table: the CUDA attention ops become
+# aten.scaled_dot_product_attention.default when only their output 0 is used
+# (torchtrt_c/dynamo/_importer.py); otherwise they fall back to torch whole.
+# (_scaled_dot_product_flash_attention_for_cpu has a decomposition below instead.)
+IMPORTER_OPS = {
+    "aten._scaled_dot_product_flash_attention.default",
+    "aten._scaled_dot_product_efficient_attention.default",
+    "aten._scaled_dot_product_cudnn_attention.default",
+}
+
+
+def native_ops() -> set:
+    """Ops kept whole through decomposition: every ATen op with a converter in the C core's
+    op table (_C.ops()), minus DECOMPOSED_ANYWAY, plus IMPORTER_OPS."""
+    from torchtrt_c import _C
+    names = {o["name"] for o in _C.ops() if o["converter"] and o["kind"] == "aten"}
+    names = (names - DECOMPOSED_ANYWAY) | IMPORTER_OPS
+    return {op for op in map(_aten_overload, sorted(names)) if op is not None}
+
+
+# The C core converts these whole; torch's default table would break them up
+# (one linear is faster than mm + add + views).
+NATIVE_OPS = native_ops()
 
 
 def _overloads(op):
@@ -92,6 +124,25 @@ def _square(x):
 @register_decomposition(aten.addcmul.default)
 def _addcmul(x, t1, t2, value=1):
     return aten.add.Tensor(x, aten.mul.Tensor(aten.mul.Tensor(t1, t2), value))
+
+
+@register_decomposition(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _sdpa_flash_for_cpu(q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    """(attention, logsumexp) of what export produces for SDPA on CPU: the attention is the
+    fused SDPA op; the logsumexp of the scores (dead, and removed, unless used) is math.
+    torch 2.13's own decomposition returns the [L, S] weights as output 1 instead."""
+    out = aten.scaled_dot_product_attention.default(q, k, v, attn_mask, dropout_p, is_causal, scale=scale)
+    sc = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    s = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), sc)
+    if is_causal:
+        keep = aten.tril.default(aten.ones.default([q.shape[-2], k.shape[-2]], dtype=torch.bool))
+        s = aten.masked_fill.Scalar(s, aten.logical_not.default(keep), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            s = aten.masked_fill.Scalar(s, aten.logical_not.default(attn_mask), float("-inf"))
+        else:
+            s = aten.add.Tensor(s, attn_mask)
+    return out, aten.logsumexp.default(s, [-1])
 
 
 # ---------------------------------------------------------------- FX passes before import
