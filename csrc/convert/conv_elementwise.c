@@ -119,12 +119,13 @@ ttc_status ttc_convert_binary(ttc_conv_ctx *cx, const ttc_node *n) {
     if (a < 0 || b < 0) { ttc_expr_free(&e); return st ? st : TTC_ERR_NOMEM; }
     bool has_alpha = n->op == TTC_OP_ADD_TENSOR || n->op == TTC_OP_ADD_SCALAR || n->op == TTC_OP_SUB_TENSOR ||
                      n->op == TTC_OP_SUB_SCALAR || n->op == TTC_OP_RSUB_SCALAR;
+    /* rsub(self, other, alpha) = other - alpha * self: swap first, alpha scales self */
+    if (n->op == TTC_OP_RSUB_SCALAR) { int32_t t = a; a = b; b = t; }
     if (has_alpha && n->n_inputs > 2 && !ttc_cx_is_none(cx, n, 2)) {
         double alpha;
         TTC_TRY(ttc_cx_float(cx, n, 2, &alpha));
         if (alpha != 1.0) b = ttc_expr_op(&e, TTC_EOP_MUL, b, ttc_expr_const(&e, alpha, ct), -1, ct);
     }
-    if (n->op == TTC_OP_RSUB_SCALAR) { int32_t t = a; a = b; b = t; }
     ttc_dtype rd = ttc_eop_is_compare(eop) ? TTC_DTYPE_BOOL : ct;
     /* Integer true division promotes to float in torch. */
     if (eop == TTC_EOP_DIV && !is_float(ct)) {

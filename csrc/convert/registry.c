@@ -12,6 +12,12 @@ static ttc_status convert_eval(ttc_conv_ctx *cx, const ttc_node *n) { return TTC
 #define RD {ttc_convert_reduce, ttc_validate_reduce, TTC_CONVF_DYNAMIC}
 #define SH(fn) {fn, ttc_validate_shape, TTC_CONVF_DYNAMIC}
 
+static bool validate_dropout(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
+    if (ttc_dropout_is_identity(n)) return ttc_validate_shape(g, n, fp16, why_not);
+    if (why_not) *why_not = ttc_strdup("dropout in training mode (p > 0, train = true) runs in torch");
+    return false;
+}
+
 static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_CONSTANT] = {convert_eval, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
     [TTC_OP_LIST_CONSTRUCT] = {convert_eval, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
@@ -93,7 +99,7 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     /* identities at inference */
     [TTC_OP_CLONE] = SH(ttc_convert_identity), [TTC_OP_CONTIGUOUS] = SH(ttc_convert_identity),
     [TTC_OP_DETACH] = SH(ttc_convert_identity), [TTC_OP_ALIAS] = SH(ttc_convert_identity),
-    [TTC_OP_DROPOUT] = SH(ttc_convert_identity), [TTC_OP_LIFT_FRESH_COPY] = SH(ttc_convert_identity),
+    [TTC_OP_DROPOUT] = {ttc_convert_identity, validate_dropout, TTC_CONVF_DYNAMIC}, [TTC_OP_LIFT_FRESH_COPY] = SH(ttc_convert_identity),
     /* data movement, indexing, creation, resize, attention (converters_data.h) */
 #define DATA(fn, val) {fn, val, TTC_CONVF_DYNAMIC}
     [TTC_OP_CAT] = DATA(ttc_convert_cat, ttc_validate_cat), [TTC_OP_STACK] = DATA(ttc_convert_cat, ttc_validate_cat),

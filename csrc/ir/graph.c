@@ -57,6 +57,15 @@ char *ttc_node_schema_mismatch(const ttc_node *n) {
     return ttc_strfmt("%s: the schema has %d outputs, the table knows %d", n->op_name, n->n_outputs, info->n_outputs);
 }
 
+bool ttc_dropout_is_identity(const ttc_node *n) {
+    if (n->op != TTC_OP_DROPOUT && n->op != TTC_OP_NATIVE_DROPOUT) return false;
+    double p;
+    int64_t train;
+    if (n->n_inputs > 1 && ttc_value_const_float(n->inputs[1], &p) && p == 0) return true;
+    /* native_dropout's train is optional: None means training */
+    return n->n_inputs > 2 && ttc_value_const_int(n->inputs[2], &train) && !train;
+}
+
 ttc_op_id ttc_op_lookup(const char *name) {
     /* Linear scan over ~180 entries is fine for import rates; keep it simple. */
     if (!name) return TTC_OP_OPAQUE;

@@ -168,6 +168,9 @@ struct ttc_node;
 /* For a node whose name the table knows but whose arity differs (so it was imported as
  * opaque): a malloc'd reason ("<op>: the schema has 8 inputs, the table knows 7"); else NULL. */
 char *ttc_node_schema_mismatch(const struct ttc_node *n);
+/* dropout / native_dropout that leaves its input as is (p = 0 or train = false, constants):
+ * only those are no-ops at inference; a training-mode dropout stays in torch. */
+bool ttc_dropout_is_identity(const struct ttc_node *n);
 
 /* ---- values, nodes, graph ---- */
 typedef struct ttc_value {

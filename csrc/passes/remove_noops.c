@@ -1,7 +1,7 @@
 /*
  * Removes ops that are identities at inference: the ops.def TTC_OPF_NOOP_INFER set
  * (dropout, clone, contiguous, detach, alias, lift_fresh_copy; native_dropout when its
- * mask is unused), a cast to the dtype the tensor already has, an expand/view/reshape to
+ * mask is unused; dropouts only with p = 0 or train = false), a cast to the dtype the tensor already has, an expand/view/reshape to
  * the shape it already has, and t(t(x)). Each is replaced by its input.
  */
 #include "pass_manager.h"
@@ -18,6 +18,7 @@ static ttc_value *identity_of(const ttc_node *n) {
     bool same = ttc_type_eq(&x->type, &y->type);
     if (info->flags & TTC_OPF_NOOP_INFER) {
         if (n->op == TTC_OP_NATIVE_DROPOUT && n->n_outputs > 1 && n->outputs[1]->n_users) return NULL;
+        if ((n->op == TTC_OP_DROPOUT || n->op == TTC_OP_NATIVE_DROPOUT) && !ttc_dropout_is_identity(n)) return NULL;
         return same ? x : NULL;
     }
     switch (n->op) {

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import functools
 from dataclasses import dataclass, field
 
 import sympy
@@ -292,8 +293,16 @@ class _Importer:
             return [], False
         val = node.meta.get("val")
         if isinstance(val, (tuple, list)):
-            return [self._type(v) for v in val], True
-        return [self._type(val)], False
+            return [self._out_type(v) for v in val], True
+        return [self._out_type(val)], False
+
+    def _out_type(self, v):
+        # an output dtype engines lack (the uint64 rng state of flash attention) only means
+        # the node stays in torch: "any" keeps it out of every converter
+        try:
+            return self._type(v)
+        except TypeError:
+            return "any"
 
     def _module_stack(self, node):
         stack = node.meta.get("nn_module_stack") or {}
@@ -306,13 +315,14 @@ class _Importer:
         if tgt is operator.getitem and isinstance(self.env.get(node.args[0]), list):
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return
-        out_types, multi = self._outputs(node)
         ms = self._module_stack(node)
         if tgt in _sdpa_variants() and _only_output0_used(node):
             ins = self._sdpa_variant_inputs(node)
-            out = self.g.add_node(str(aten_sdpa()), ins, out_types[:1], name=node.name, module_stack=ms)
-            self.env[node] = [out[0]] + [None] * (len(out_types) - 1)
+            vals = node.meta["val"]
+            out = self.g.add_node(str(aten_sdpa()), ins, [self._type(vals[0])], name=node.name, module_stack=ms)
+            self.env[node] = [out[0]] + [None] * (len(vals) - 1)
             return
+        out_types, multi = self._outputs(node)
         if isinstance(tgt, torch._ops.OpOverload):
             ins = self._flatten_schema(node)
             op = str(tgt)
@@ -369,18 +379,20 @@ def aten_sdpa():
     return torch.ops.aten.scaled_dot_product_attention.default
 
 
+@functools.lru_cache(maxsize=None)
 def _sdpa_variants():
     """The backend-specific attention ops export or aot produce instead of the composite
     scaled_dot_product_attention (whichever this torch build has)."""
     a = torch.ops.aten
     names = ["_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
              "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"]
-    return {getattr(a, n).default for n in names if hasattr(a, n)}
+    return frozenset(getattr(a, n).default for n in names if hasattr(a, n))
 
 
 def _only_output0_used(node) -> bool:
-    """Every user reads output 0 through getitem (the attention, not logsumexp & co.)."""
-    return all(u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0
+    """Every user reads output 0 through getitem (the attention, not logsumexp & co.);
+    export leaves dead getitems of the other outputs, which do not count."""
+    return all(u.op == "call_function" and u.target is operator.getitem and (u.args[1] == 0 or not u.users)
                for u in node.users)
 
 
