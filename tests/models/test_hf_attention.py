@@ -1,0 +1,63 @@
+"""Hugging Face encoders at their defaults (attn_implementation="sdpa") through SDPA: tiny
+configs, random weights, nothing downloaded. Each compiles with default settings, keeps
+every attention in an engine, and matches eager (max |a - b| <= 1e-5 * max |b| in fp32).
+
+The only fallbacks allowed are the ops named in EXPECTED_FALLBACK (other helpers' converters,
+bitwise_and of the padding mask today); once they land the models run as one engine and
+the test keeps passing.
+"""
+import pytest
+import torch
+
+import torchtrt_c
+
+transformers = pytest.importorskip("transformers")
+
+SDPA = "aten.scaled_dot_product_attention.default"
+EXPECTED_FALLBACK = {"aten.bitwise_and.Tensor"}   # the padding mask's and (no converter yet)
+
+
+def _text_inputs():
+    ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(0))
+    am = torch.ones(2, 9, dtype=torch.long)
+    am[1, 6:] = 0
+    return dict(input_ids=ids, attention_mask=am)
+
+
+def _image_inputs():
+    return dict(pixel_values=torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0)))
+
+
+def _models():
+    T = transformers
+    return {
+        "BertModel": (lambda: T.BertModel(T.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                                                       num_attention_heads=2, intermediate_size=37)), _text_inputs),
+        "DistilBertModel": (lambda: T.DistilBertModel(T.DistilBertConfig(vocab_size=100, dim=32, n_layers=2, n_heads=2,
+                                                                         hidden_dim=37)), _text_inputs),
+        "ViTModel": (lambda: T.ViTModel(T.ViTConfig(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2,
+                                                    num_attention_heads=2, intermediate_size=37)), _image_inputs),
+        "CLIPVisionModel": (lambda: T.CLIPVisionModel(T.CLIPVisionConfig(image_size=16, patch_size=4, hidden_size=32,
+                                                                         num_hidden_layers=2, num_attention_heads=2,
+                                                                         intermediate_size=37)), _image_inputs),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_models()))
+def test_hf_encoder_attention_in_engines(name):
+    make, inputs = _models()[name]
+    torch.manual_seed(0)
+    m = make().eval()
+    kw = inputs()
+    dry = torchtrt_c.compile(m, kwarg_inputs=kw, dryrun=True).dryrun_report
+    assert SDPA not in dry.unsupported, dry.unsupported[SDPA]
+    assert set(dry.unsupported) <= EXPECTED_FALLBACK, f"{name}: unexpected fallbacks {dry.unsupported}"
+    if not dry.unsupported:
+        assert len(dry.engines) == 1 and not dry.torch_segments, str(dry)
+    trt = torchtrt_c.compile(m, kwarg_inputs=kw)
+    with torch.no_grad():
+        want = m(**kw).last_hidden_state
+        got = trt(**kw)
+    got = got.last_hidden_state if hasattr(got, "last_hidden_state") else got[0]
+    err = float((got - want).abs().max()) / float(want.abs().max())
+    assert err <= 1e-5, f"{name}: max error {err:.3g} relative to max |eager|"
