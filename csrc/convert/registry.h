@@ -48,5 +48,8 @@ bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **w
  * Only view/expand-like sizes use them, and those converters read dims from the IR types;
  * a converter that needs the number fails naming the node (convert.c). */
 bool ttc_is_symint_arith(const ttc_node *n);
+/* Why a known op never converts whatever its arguments (data-dependent output shape,
+ * in-place storage change), for the partition report; NULL for other ops. */
+const char *ttc_never_converted_reason(ttc_op_id op);
 
 #endif

@@ -14,7 +14,8 @@
 bool ttc_partition_registry_support(const ttc_graph *g, const ttc_node *n, const ttc_partition_settings *s,
                                     char **why_not, bool *dynamic_ok) {
     if (!ttc_converter_get(n->op) && !ttc_is_symint_arith(n)) {  /* size arithmetic: no kernel */
-        *why_not = ttc_strfmt("no converter for %s", n->op_name);
+        const char *never = ttc_never_converted_reason(n->op);   /* a stated fallback (issue 11) */
+        *why_not = never ? ttc_strfmt("%s: %s", n->op_name, never) : ttc_strfmt("no converter for %s", n->op_name);
         return false;
     }
     char *w = NULL;
