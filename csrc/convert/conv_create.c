@@ -1,6 +1,7 @@
-/* Converters that create tensors. arange becomes a constant computed at build time (its
- * arguments must be static); full, zeros, ones, the _like ops and scalar_tensor become an elementwise op
- * with no inputs, which fusion folds into its consumers. The *_like ops take their (maybe
+/* Converters that create tensors. arange becomes a constant computed at build time (or, with
+ * a symbolic length, an elementwise op over the element index; start and step must be
+ * static); full, zeros, ones, the _like ops and scalar_tensor become an elementwise op
+ * with no inputs, which fusion folds into its consumers. Every one takes its (maybe
  * symbolic) shape from the IR type, so they work with dynamic shapes. */
 #include "converters_data.h"
 
@@ -23,8 +24,8 @@ static void arange_args(const ttc_node *n, int32_t *a_start, int32_t *a_end, int
 bool ttc_validate_arange(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     if (!ttc_data_output_ok(n, 0, why_not)) return false;
     const ttc_type *ot = &n->outputs[0]->type;
-    if (ot->rank != 1 || ot->dims[0].sym >= 0) {
-        if (why_not) *why_not = ttc_strdup("arange of a symbolic length");
+    if (ot->rank != 1) {
+        if (why_not) *why_not = ttc_strdup("arange output is not 1-d");
         return false;
     }
     if (!is_float(ot->dtype) && ot->dtype != TTC_DTYPE_INT64 && ot->dtype != TTC_DTYPE_INT32) {
@@ -33,14 +34,32 @@ bool ttc_validate_arange(const ttc_graph *g, const ttc_node *n, bool fp16, char 
     }
     int32_t a[3];
     arange_args(n, &a[0], &a[1], &a[2]);
-    for (int32_t i = 0; i < 3; i++) {
+    /* the end only matters through the output's length (the IR type, maybe symbolic) */
+    for (int32_t i = 0; i < 3; i += 2) {
         double v;
         if (a[i] >= 0 && (a[i] >= n->n_inputs || !ttc_value_const_float(n->inputs[a[i]], &v))) {
-            if (why_not) *why_not = ttc_strdup("arange bounds are not constants");
+            if (why_not) *why_not = ttc_strdup("arange start/step are not constants");
             return false;
         }
     }
     return true;
+}
+
+/* arange whose length is symbolic or whose end is computed at run time: start + i * step
+ * from the element's index, one elementwise op that fusion folds into its readers. */
+static ttc_status arange_by_index(ttc_conv_ctx *cx, const ttc_node *n, double start, double step) {
+    const ttc_type *ot = &n->outputs[0]->type;
+    ttc_dtype store = ttc_cx_float_dtype(cx, ot->dtype);
+    ttc_dtype ct = is_float(store) ? TTC_DTYPE_FLOAT32 : store;
+    ttc_expr e;
+    ttc_expr_init(&e);
+    int32_t i = ttc_expr_index(&e, 0, ct);
+    int32_t r = i < 0 ? -1 : ttc_expr_op(&e, TTC_EOP_MUL, i, ttc_expr_const(&e, step, ct), -1, ct);
+    r = r < 0 ? -1 : ttc_expr_op(&e, TTC_EOP_ADD, r, ttc_expr_const(&e, start, ct), -1, ct);
+    if (r < 0) { ttc_expr_free(&e); return ttc_fail(TTC_ERR_NOMEM, "node %s", nname(n)); }
+    int32_t t = ttc_kir_elementwise(cx->k, &e, store, 1, ot->dims, n->outputs[0]->name);
+    if (t < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
+    return ttc_cx_set_output(cx, n, 0, t);
 }
 
 /* arange(end), arange(start, end), arange(start, end, step): values start + i * step,
@@ -51,10 +70,9 @@ ttc_status ttc_convert_arange(ttc_conv_ctx *cx, const ttc_node *n) {
     arange_args(n, &a_start, &a_end, &a_step);
     double start = 0, step = 1, end;
     if (a_start >= 0) TTC_TRY(ttc_cx_float(cx, n, a_start, &start));
-    TTC_TRY(ttc_cx_float(cx, n, a_end, &end));
     if (a_step >= 0) TTC_TRY(ttc_cx_float(cx, n, a_step, &step));
-    if (ot->rank != 1 || ot->dims[0].sym >= 0)
-        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: arange of a symbolic length", nname(n));
+    if (ot->rank != 1) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: arange output is not 1-d", nname(n));
+    if (ot->dims[0].sym >= 0 || !ttc_value_const_float(n->inputs[a_end], &end)) return arange_by_index(cx, n, start, step);
     int64_t len = ot->dims[0].add, shape[1] = {len};
     if (step == 0 || len < 0 || len > ((int64_t)1 << 28))
         return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: arange of %lld elements with step %g", nname(n), (long long)len, step);
@@ -93,10 +111,6 @@ static int32_t fill_arg(const ttc_node *n, double *implied) {
     }
 }
 
-static bool is_like(const ttc_node *n) {
-    return n->op == TTC_OP_FULL_LIKE || n->op == TTC_OP_ZEROS_LIKE || n->op == TTC_OP_ONES_LIKE;
-}
-
 bool ttc_validate_full(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     if (!ttc_data_output_ok(n, 0, why_not)) return false;
     double v = 0;
@@ -105,10 +119,7 @@ bool ttc_validate_full(const ttc_graph *g, const ttc_node *n, bool fp16, char **
         if (why_not) *why_not = ttc_strdup("the fill value is not a constant");
         return false;
     }
-    if (!is_like(n) && n->op != TTC_OP_SCALAR_TENSOR && !ttc_type_is_static(&n->outputs[0]->type)) {
-        if (why_not) *why_not = ttc_strdup("a symbolic size list (sizes computed at run time)");
-        return false;
-    }
+    /* sizes computed at run time are fine: the output's (symbolic) dims come from the IR */
     return true;
 }
 

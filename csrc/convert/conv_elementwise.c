@@ -279,3 +279,13 @@ bool ttc_validate_elementwise(const ttc_graph *g, const ttc_node *n, bool fp16, 
     }
     return true;
 }
+
+/* For other elementwise families (conv_math.c): argument i as an expression node in compute
+ * dtype ct, and the finished expression as the node's output. */
+int32_t ttc_ew_operand(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, ttc_expr *e, ttc_dtype ct, ttc_status *st) {
+    return operand(cx, n, i, e, ct, st);
+}
+
+ttc_status ttc_ew_finish(ttc_conv_ctx *cx, const ttc_node *n, ttc_expr *e, int32_t root) {
+    return finish(cx, n, e, root);
+}

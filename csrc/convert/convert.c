@@ -58,6 +58,26 @@ static ttc_status eval_sym_size(ttc_conv_ctx *cx, const ttc_value *v, const ttc_
     return TTC_OK;
 }
 
+/* aten.sym_numel(x): the element count when every dim of x is static (issue 11). */
+static ttc_status eval_sym_numel(ttc_conv_ctx *cx, const ttc_value *v, const ttc_node *p, const ttc_node *user) {
+    const ttc_type *xt = p->n_inputs == 1 ? &p->inputs[0]->type : NULL;
+    if (!xt || xt->kind != TTC_TYPE_TENSOR || xt->rank < 0)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: sym_numel needs a tensor of known rank", nname(p));
+    int64_t numel = 1;
+    for (int32_t d = 0; d < xt->rank; d++) {
+        if (xt->dims[d].sym >= 0)
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: %%%s is the element count of %%%s, which has a symbolic "
+                            "dim known only at run time; its use here needs a static number", nname(user), v->name,
+                            p->inputs[0]->name);
+        numel *= xt->dims[d].add;
+    }
+    ttc_ival *iv = &cx->ival_of[v->id];
+    iv->kind = TTC_IVAL_INT;
+    iv->i = numel;
+    iv->f = (double)numel;
+    return TTC_OK;
+}
+
 /* Evaluates the static value v (recursively through list constructs). */
 static ttc_status eval_value(ttc_conv_ctx *cx, const ttc_value *v, const ttc_node *user) {
     ttc_ival *iv = &cx->ival_of[v->id];
@@ -126,6 +146,7 @@ static ttc_status eval_value(ttc_conv_ctx *cx, const ttc_value *v, const ttc_nod
         return TTC_OK;
     }
     if (p && p->op == TTC_OP_SYM_SIZE) return eval_sym_size(cx, v, p, user);
+    if (p && p->op == TTC_OP_SYM_NUMEL) return eval_sym_numel(cx, v, p, user);
     if (p && ttc_is_symint_arith(p))
         return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: %%%s is computed by %s from sizes known only at run time; "
                         "its use here needs a static number", nname(user), v->name, p->op_name);

@@ -19,6 +19,17 @@ TTC_DECLARE_CONVERTER(ttc_convert_activation);
 TTC_DECLARE_CONVERTER(ttc_convert_where);
 TTC_DECLARE_CONVERTER(ttc_convert_cast);
 TTC_DECLARE_VALIDATOR(ttc_validate_elementwise);
+int32_t ttc_ew_operand(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, ttc_expr *e, ttc_dtype ct, ttc_status *st);
+ttc_status ttc_ew_finish(ttc_conv_ctx *cx, const ttc_node *n, ttc_expr *e, int32_t root);
+
+/* conv_math.c (issue 11, converters A): bitwise, inverse/hyperbolic trig, log/exp variants,
+ * trunc, isinf/isnan, atan2, fmod, remainder; conv_scan.c: cumsum; sym_numel */
+TTC_DECLARE_CONVERTER(ttc_convert_math_unary);
+TTC_DECLARE_CONVERTER(ttc_convert_math_binary);
+TTC_DECLARE_VALIDATOR(ttc_validate_math);
+TTC_DECLARE_CONVERTER(ttc_convert_cumsum);
+TTC_DECLARE_VALIDATOR(ttc_validate_cumsum);
+TTC_DECLARE_VALIDATOR(ttc_validate_sym_numel);
 
 /* conv_matmul.c */
 TTC_DECLARE_CONVERTER(ttc_convert_mm);

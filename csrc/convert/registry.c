@@ -112,9 +112,9 @@ static const ttc_converter table[TTC_OP_COUNT] = {
     [TTC_OP_INDEX_SELECT] = DATA(ttc_convert_index_select, ttc_validate_index_select),
     [TTC_OP_GATHER] = DATA(ttc_convert_gather, ttc_validate_gather),
     [TTC_OP_INDEX_TENSOR] = DATA(ttc_convert_index, ttc_validate_index),
-    [TTC_OP_ARANGE] = {ttc_convert_arange, ttc_validate_arange, 0},
-    [TTC_OP_ARANGE_START] = {ttc_convert_arange, ttc_validate_arange, 0},
-    [TTC_OP_ARANGE_STEP] = {ttc_convert_arange, ttc_validate_arange, 0},
+    [TTC_OP_ARANGE] = DATA(ttc_convert_arange, ttc_validate_arange),
+    [TTC_OP_ARANGE_START] = DATA(ttc_convert_arange, ttc_validate_arange),
+    [TTC_OP_ARANGE_STEP] = DATA(ttc_convert_arange, ttc_validate_arange),
     [TTC_OP_FULL] = DATA(ttc_convert_full, ttc_validate_full), [TTC_OP_ZEROS] = DATA(ttc_convert_full, ttc_validate_full),
     [TTC_OP_ONES] = DATA(ttc_convert_full, ttc_validate_full),
     [TTC_OP_FULL_LIKE] = DATA(ttc_convert_full, ttc_validate_full),
@@ -135,7 +135,34 @@ static const ttc_converter table[TTC_OP_COUNT] = {
 #undef DATA
     /* casts */
     [TTC_OP_TO_COPY] = EW(ttc_convert_cast), [TTC_OP_TO_DTYPE] = EW(ttc_convert_cast),
+    /* issue 11: converters A (conv_math.c, conv_scan.c) */
+#define MU {ttc_convert_math_unary, ttc_validate_math, TTC_CONVF_DYNAMIC}
+#define MB {ttc_convert_math_binary, ttc_validate_math, TTC_CONVF_DYNAMIC}
+    [TTC_OP_BITAND_TENSOR] = MB, [TTC_OP_BITAND_SCALAR] = MB, [TTC_OP_BITOR_TENSOR] = MB,
+    [TTC_OP_BITOR_SCALAR] = MB, [TTC_OP_BITXOR_TENSOR] = MB, [TTC_OP_BITXOR_SCALAR] = MB,
+    [TTC_OP_ATAN2] = MB, [TTC_OP_FMOD_TENSOR] = MB, [TTC_OP_FMOD_SCALAR] = MB,
+    [TTC_OP_REMAINDER_TENSOR] = MB, [TTC_OP_REMAINDER_SCALAR] = MB,
+    [TTC_OP_ACOS] = MU, [TTC_OP_ACOSH] = MU, [TTC_OP_ASIN] = MU, [TTC_OP_ASINH] = MU, [TTC_OP_ATAN] = MU,
+    [TTC_OP_ATANH] = MU, [TTC_OP_COSH] = MU, [TTC_OP_SINH] = MU, [TTC_OP_TAN] = MU, [TTC_OP_EXPM1] = MU,
+    [TTC_OP_LOG10] = MU, [TTC_OP_LOG1P] = MU, [TTC_OP_LOG2] = MU, [TTC_OP_TRUNC] = MU, [TTC_OP_ISINF] = MU,
+    [TTC_OP_ISNAN] = MU,
+#undef MU
+#undef MB
+    [TTC_OP_CUMSUM] = {ttc_convert_cumsum, ttc_validate_cumsum, TTC_CONVF_DYNAMIC},
+    [TTC_OP_SYM_NUMEL] = {convert_eval, ttc_validate_sym_numel, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL},
 };
+
+/* Known ops that stay with torch whatever their arguments, and why (shown in the partition
+ * report): their output shape cannot be known ahead of time. (In-place ops such as resize_
+ * are impure: the partitioner says so before asking the registry.) */
+const char *ttc_never_converted_reason(ttc_op_id op) {
+    switch (op) {
+    case TTC_OP_NONZERO:
+        return "data-dependent output shape (the number of nonzero elements is known only after "
+               "reading the input): stays with torch";
+    default: return NULL;
+    }
+}
 
 const ttc_converter *ttc_converter_get(ttc_op_id op) {
     if ((unsigned)op >= TTC_OP_COUNT || !table[op].convert) return NULL;
@@ -177,8 +204,10 @@ bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **w
     }
     const ttc_converter *c = ttc_converter_get(n->op);
     if (!c) {
+        const char *never = ttc_never_converted_reason(n->op);
         if (why_not && !(*why_not = ttc_node_schema_mismatch(n)))
-            *why_not = ttc_strfmt("no OpenCL converter for %s", n->op_name);
+            *why_not = never ? ttc_strfmt("%s: %s", n->op_name, never)
+                             : ttc_strfmt("no OpenCL converter for %s", n->op_name);
         return false;
     }
     if (!(c->flags & TTC_CONVF_EVAL)) {

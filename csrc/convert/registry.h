@@ -50,5 +50,8 @@ bool ttc_op_supported(const ttc_graph *g, const ttc_node *n, bool fp16, char **w
 bool ttc_is_symint_arith(const ttc_node *n);
 /* Their names, NULL-terminated ("py.mul", "py.floordiv", ...). */
 extern const char *const ttc_symint_arith_ops[];
+/* Why a known op never converts whatever its arguments (data-dependent output shape,
+ * in-place storage change), for the partition report; NULL for other ops. */
+const char *ttc_never_converted_reason(ttc_op_id op);
 
 #endif

@@ -12,9 +12,16 @@ ttc_engine_options ttc_engine_options_default(void) {
 }
 
 static const char *kind_name(ttc_kop_kind k) {
-    static const char *names[] = {"elementwise", "gemm", "conv2d", "reduce", "softmax", "norm", "pool", "gather", "copy",
-                                  "concat", "pad", "index", "resize", "attention", "conv_transpose"};
-    return (unsigned)k < TTC_KOP_KIND_COUNT ? names[k] : "?";
+    /* designated: kinds added by different changes cannot shift each other's names */
+    static const char *const names[TTC_KOP_KIND_COUNT] = {
+        [TTC_KOP_ELEMENTWISE] = "elementwise", [TTC_KOP_GEMM] = "gemm", [TTC_KOP_CONV2D] = "conv2d",
+        [TTC_KOP_REDUCE] = "reduce", [TTC_KOP_SOFTMAX] = "softmax", [TTC_KOP_NORM] = "norm", [TTC_KOP_POOL] = "pool",
+        [TTC_KOP_GATHER] = "gather", [TTC_KOP_COPY] = "copy", [TTC_KOP_CONCAT] = "concat", [TTC_KOP_PAD] = "pad",
+        [TTC_KOP_INDEX] = "index", [TTC_KOP_RESIZE] = "resize", [TTC_KOP_ATTENTION] = "attention",
+        [TTC_KOP_CONV_TRANSPOSE] = "conv_transpose", [TTC_KOP_SORT] = "sort", [TTC_KOP_SCATTER] = "scatter",
+        [TTC_KOP_SCAN] = "scan",
+    };
+    return (unsigned)k < TTC_KOP_KIND_COUNT && names[k] ? names[k] : "?";
 }
 
 static ttc_status upload_consts(ttc_engine *e) {

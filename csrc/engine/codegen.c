@@ -117,7 +117,7 @@ static bool half_node(const ttc_kir *k, const ttc_expr *e, int32_t i) {
         case TTC_EOP_CONST: h = !(fabs(nd->f) > 65504.0); break;
         case TTC_EOP_WHERE: TTC_HALF_OPERAND(nd->b); TTC_HALF_OPERAND(nd->c); break;
         default:
-            if (nd->op >= TTC_EOP_ADD && nd->op <= TTC_EOP_TRUNCDIV) TTC_HALF_OPERAND(nd->b);
+            if (ttc_eop_is_binary(nd->op)) TTC_HALF_OPERAND(nd->b);
             TTC_HALF_OPERAND(nd->a);
             break;
         }
@@ -148,6 +148,53 @@ static void emit_const(ttc_sbuf *b, double v, ttc_dtype dt) {
     if (isnan(v)) ttc_sbuf_printf(b, "NAN");
     else if (isinf(v)) ttc_sbuf_printf(b, v > 0 ? "INFINITY" : "(-INFINITY)");
     else ttc_sbuf_printf(b, "%.9ef", v);
+}
+
+/* The right-hand side of the ops added for issue 11 (converters A). Floating ops compute in
+ * float (half_op says no), so oa/ob are float operands. Integer %: a zero divisor gives 0
+ * and -1 gives 0 (INT_MIN % -1 traps on x86 CPUs): torch raises on the first, and the
+ * second is 0 mathematically; a kernel must never trap. */
+static ttc_status emit_expr_ext(ttc_sbuf *b, const ttc_enode *nd, int32_t a, int32_t c2, const char *ct,
+                                const char *oa, const char *ob, bool fl, bool afl) {
+    switch (nd->op) {
+    case TTC_EOP_BITAND: ttc_sbuf_printf(b, "%s & %s", oa, ob); break;
+    case TTC_EOP_BITOR: ttc_sbuf_printf(b, "%s | %s", oa, ob); break;
+    case TTC_EOP_BITXOR: ttc_sbuf_printf(b, "%s ^ %s", oa, ob); break;
+    case TTC_EOP_ATAN2: ttc_sbuf_printf(b, "atan2(%s, %s)", oa, ob); break;
+    case TTC_EOP_FMOD:
+        if (fl) ttc_sbuf_printf(b, "fmod(%s, %s)", oa, ob);
+        else ttc_sbuf_printf(b, "(%s == 0 || %s == -1) ? (%s)0 : %s %% %s", ob, ob, ct, oa, ob);
+        break;
+    case TTC_EOP_REMAINDER:   /* torch: r = fmod(a, b); r += b where r and b differ in sign */
+        if (fl)
+            ttc_sbuf_printf(b, "(fmod(%s, %s) != 0.0f && ((fmod(%s, %s) < 0.0f) != (%s < 0.0f))) ? fmod(%s, %s) + %s : "
+                            "fmod(%s, %s)", oa, ob, oa, ob, ob, oa, ob, ob, oa, ob);
+        else
+            ttc_sbuf_printf(b, "(%s == 0 || %s == -1) ? (%s)0 : ((%s %% %s != 0 && ((%s %% %s < 0) != (%s < 0))) ? "
+                            "%s %% %s + %s : %s %% %s)", ob, ob, ct, oa, ob, oa, ob, ob, oa, ob, ob, oa, ob);
+        break;
+    case TTC_EOP_ACOS: ttc_sbuf_printf(b, "acos(%s)", oa); break;
+    case TTC_EOP_ACOSH: ttc_sbuf_printf(b, "acosh(%s)", oa); break;
+    case TTC_EOP_ASIN: ttc_sbuf_printf(b, "asin(%s)", oa); break;
+    case TTC_EOP_ASINH: ttc_sbuf_printf(b, "asinh(%s)", oa); break;
+    case TTC_EOP_ATAN: ttc_sbuf_printf(b, "atan(%s)", oa); break;
+    case TTC_EOP_ATANH: ttc_sbuf_printf(b, "atanh(%s)", oa); break;
+    case TTC_EOP_COSH: ttc_sbuf_printf(b, "cosh(%s)", oa); break;
+    case TTC_EOP_SINH: ttc_sbuf_printf(b, "sinh(%s)", oa); break;
+    case TTC_EOP_TAN: ttc_sbuf_printf(b, "tan(%s)", oa); break;
+    case TTC_EOP_EXPM1: ttc_sbuf_printf(b, "expm1(%s)", oa); break;
+    case TTC_EOP_LOG10: ttc_sbuf_printf(b, "log10(%s)", oa); break;
+    case TTC_EOP_LOG1P: ttc_sbuf_printf(b, "log1p(%s)", oa); break;
+    case TTC_EOP_LOG2: ttc_sbuf_printf(b, "log2(%s)", oa); break;
+    case TTC_EOP_TRUNC: if (afl) ttc_sbuf_printf(b, "trunc(%s)", oa); else ttc_sbuf_printf(b, "%s", oa); break;
+    /* the scalar built-ins return int 0/1; integer operands are never inf or nan */
+    case TTC_EOP_ISINF: if (afl) ttc_sbuf_printf(b, "(isinf(%s) != 0)", oa); else ttc_sbuf_printf(b, "0"); break;
+    case TTC_EOP_ISNAN: if (afl) ttc_sbuf_printf(b, "(isnan(%s) != 0)", oa); else ttc_sbuf_printf(b, "0"); break;
+    case TTC_EOP_INDEX: ttc_sbuf_printf(b, "(%s)i%d", ct, (int)nd->f); break;
+    default: return ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op);
+    }
+    (void)a; (void)c2;
+    return TTC_OK;
 }
 
 /* Emits "v<i> = ..." for every node of e. acc_name names the produced value. */
@@ -265,7 +312,7 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
             break;
         case TTC_EOP_LOG_SIGMOID: ttc_sbuf_printf(b, "fmin(%s, 0.0f) - log1p(exp(-fabs(%s)))", oa, oa); break;
         case TTC_EOP_WHERE: ttc_sbuf_printf(b, "v%d ? %s : %s", a, ob, oc); break;
-        default: st = ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op); break;
+        default: st = emit_expr_ext(b, nd, a, c2, ct, oa, ob, fl, afl); break;
         }
 #undef A
         bool oom = ops[0].oom || ops[1].oom || ops[2].oom;
@@ -288,6 +335,12 @@ static ttc_status emit_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     bool need_idx = false;
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (!leaf_dense(k, out, e->leaves[l])) need_idx = true;
+    for (int32_t i = 0; i < e->n; i++)
+        if (e->nodes[i].op == TTC_EOP_INDEX) {
+            if ((int32_t)e->nodes[i].f >= R)
+                return ttc_fail(TTC_ERR_INTERNAL, "%s: index of dim %d in a rank-%d output", op->name, (int)e->nodes[i].f, R);
+            need_idx = true;
+        }
     ttc_sbuf_printf(params, ", __global %s *o_, int o_off", ttc_cl_storage_type(out->dtype));
     ttc_sbuf_printf(args, ", o_, o_off");
     TTC_TRY(add_arg(ks, TTC_ARG_BUF, op->out, 0, 0, 0));
@@ -487,6 +540,7 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         case TTC_KOP_RESIZE: case TTC_KOP_ATTENTION: case TTC_KOP_SORT: case TTC_KOP_SCATTER:
             s = ttc_codegen_data(src, k, op, ks, gpu, P, A_);
             break;
+        case TTC_KOP_SCAN: s = ttc_codegen_scan(src, k, op, ks, P, A_); break;
         default: s = ttc_codegen_kind(src, k, op, ks, gpu, P, A_); break;
         }
         if (s == TTC_OK) {

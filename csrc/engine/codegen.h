@@ -65,6 +65,9 @@ bool ttc_conv_cpu_enabled(void);
 ttc_status ttc_codegen_conv_cpu(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                                 const char *A_);
 
+/* Cumulative sum (TTC_KOP_SCAN, codegen_scan.c). */
+ttc_status ttc_codegen_scan(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
+                            const char *A_);
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
 const char *ttc_cl_storage_type(ttc_dtype d);
 

@@ -42,6 +42,7 @@ static ttc_status compose(ttc_expr *outer, int32_t t, const ttc_expr *inner, ttc
         if (nd.op == TTC_EOP_LEAF && nd.a >= 0) r = ttc_expr_leaf(res, inner->leaves[nd.a], nd.dtype);
         else if (nd.op == TTC_EOP_LEAF) r = ttc_expr_acc(res, nd.dtype);
         else if (nd.op == TTC_EOP_CONST) r = ttc_expr_const(res, nd.f, nd.dtype);
+        else if (nd.op == TTC_EOP_INDEX) r = ttc_expr_index(res, (int32_t)nd.f, nd.dtype);
         else r = ttc_expr_op(res, nd.op, map_in[nd.a], nd.b >= 0 ? map_in[nd.b] : -1, nd.c >= 0 ? map_in[nd.c] : -1, nd.dtype);
         if (r < 0) s = TTC_ERR_UNSUPPORTED;
         else map_in[i] = r;
@@ -58,6 +59,7 @@ static ttc_status compose(ttc_expr *outer, int32_t t, const ttc_expr *inner, ttc
         else if (nd.op == TTC_EOP_LEAF && nd.a >= 0) r = ttc_expr_leaf(res, outer->leaves[nd.a], nd.dtype);
         else if (nd.op == TTC_EOP_LEAF) r = ttc_expr_acc(res, nd.dtype);
         else if (nd.op == TTC_EOP_CONST) r = ttc_expr_const(res, nd.f, nd.dtype);
+        else if (nd.op == TTC_EOP_INDEX) r = ttc_expr_index(res, (int32_t)nd.f, nd.dtype);
         else r = ttc_expr_op(res, nd.op, map_out[nd.a], nd.b >= 0 ? map_out[nd.b] : -1, nd.c >= 0 ? map_out[nd.c] : -1, nd.dtype);
         if (r < 0) s = TTC_ERR_UNSUPPORTED;
         else map_out[i] = r;
@@ -145,6 +147,11 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                 int32_t pi = k->ts[src].producer;
                 ttc_kop *p = &k->ops[pi];
                 if (p->dead) continue;
+                /* epilogues take a float accumulator: an integer scan (cumsum of a mask, often
+                 * int64) would lose exactness past 2^24 */
+                if (p->kind == TTC_KOP_SCAN && k->ts[src].dtype != TTC_DTYPE_FLOAT32 &&
+                    k->ts[src].dtype != TTC_DTYPE_FLOAT16)
+                    continue;
                 ttc_expr res;
                 if (compose(&c->epi, t, &p->epi, &res) != TTC_OK) continue;  /* too many leaves: keep apart */
                 ttc_expr_free(&c->epi);

@@ -54,7 +54,17 @@ int32_t ttc_expr_op(ttc_expr *e, ttc_eop op, int32_t a, int32_t b, int32_t c, tt
     return push(e, nd);
 }
 
+int32_t ttc_expr_index(ttc_expr *e, int32_t dim, ttc_dtype dtype) {
+    if (dim < 0 || dim >= TTC_MAX_RANK) return -1;
+    ttc_enode nd = {TTC_EOP_INDEX, dtype, -1, -1, -1, (double)dim};
+    return push(e, nd);
+}
+
 bool ttc_eop_is_compare(ttc_eop op) { return op >= TTC_EOP_EQ && op <= TTC_EOP_GE; }
+
+bool ttc_eop_is_binary(ttc_eop op) {
+    return (op >= TTC_EOP_ADD && op <= TTC_EOP_TRUNCDIV) || (op >= TTC_EOP_BITAND && op <= TTC_EOP_REMAINDER);
+}
 
 bool ttc_dims_eq(int32_t ra, const ttc_dim *a, int32_t rb, const ttc_dim *b) {
     if (ra != rb) return false;

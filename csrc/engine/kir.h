@@ -41,6 +41,13 @@ typedef enum ttc_eop {
     TTC_EOP_SILU, TTC_EOP_HARDSWISH, TTC_EOP_HARDSIGMOID, TTC_EOP_LOG_SIGMOID,
     /* ternary */
     TTC_EOP_WHERE,      /* a ? b : c */
+    /* issue 11 (converters A): binary */
+    TTC_EOP_BITAND, TTC_EOP_BITOR, TTC_EOP_BITXOR, TTC_EOP_ATAN2, TTC_EOP_FMOD, TTC_EOP_REMAINDER,
+    /* unary */
+    TTC_EOP_ACOS, TTC_EOP_ACOSH, TTC_EOP_ASIN, TTC_EOP_ASINH, TTC_EOP_ATAN, TTC_EOP_ATANH,
+    TTC_EOP_COSH, TTC_EOP_SINH, TTC_EOP_TAN, TTC_EOP_EXPM1, TTC_EOP_LOG10, TTC_EOP_LOG1P,
+    TTC_EOP_LOG2, TTC_EOP_TRUNC, TTC_EOP_ISINF, TTC_EOP_ISNAN,
+    TTC_EOP_INDEX,      /* the output element's index along dim a (no operands) */
     TTC_EOP_COUNT
 } ttc_eop;
 
@@ -67,7 +74,11 @@ int32_t ttc_expr_acc(ttc_expr *e, ttc_dtype dtype);
 int32_t ttc_expr_const(ttc_expr *e, double v, ttc_dtype dtype);
 int32_t ttc_expr_cast(ttc_expr *e, int32_t a, ttc_dtype to);
 int32_t ttc_expr_op(ttc_expr *e, ttc_eop op, int32_t a, int32_t b, int32_t c, ttc_dtype dtype);
+/* The output element's index along output dim `dim` (arange, triu/tril masks). */
+int32_t ttc_expr_index(ttc_expr *e, int32_t dim, ttc_dtype dtype);
 bool ttc_eop_is_compare(ttc_eop op);
+/* Whether op reads operand b (binary ops, where excluded: it reads b and c). */
+bool ttc_eop_is_binary(ttc_eop op);
 
 /* ---- tensors ---- */
 typedef enum ttc_et_kind {
@@ -125,6 +136,7 @@ typedef enum ttc_kop_kind {
     /* issue 11: converters B (engine/codegen_select.c) */
     TTC_KOP_SORT,          /* out: int64 positions along p.sort.dim of the first p.sort.k of in[0] in order */
     TTC_KOP_SCATTER,       /* in[0] with in[1] (or p.scatter.value) written at indexed positions */
+    TTC_KOP_SCAN,          /* in[0] cumulatively summed along p.scan.dim (engine/codegen_scan.c) */
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -166,6 +178,7 @@ typedef struct ttc_kop {
         /* mode 0: scatter along dim with index in[2] (rank of x); mode 1: index_put with n
          * index tensors in[2..] on dims [at, at + n) broadcast to rank brank */
         struct { int32_t mode, dim, n, at, brank; bool accumulate; double value; } scatter;
+        struct { int32_t dim; } scan;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

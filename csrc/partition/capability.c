@@ -44,6 +44,12 @@ bool ttc_node_has_dynamic_shapes(const ttc_node *n) {
     return false;
 }
 
+/* ATen names in-place overloads with a trailing underscore ("aten.resize_.default"). */
+static bool in_place(const char *op) {
+    const char *dot = op ? strrchr(op, '.') : NULL;
+    return dot && dot > op && dot[-1] == '_' && strncmp(op, "aten.", 5) == 0 && dot - op > 6;
+}
+
 /* The settings-level reasons, common to every backend. NULL when none applies. */
 static char *forced_reason(const ttc_node *n, const ttc_partition_settings *s, bool *oom) {
     char *r = NULL;
@@ -60,7 +66,8 @@ static char *forced_reason(const ttc_node *n, const ttc_partition_settings *s, b
         }
     {
         const ttc_op_info *info = ttc_op_info_get(n->op);
-        if (info && (info->flags & TTC_OPF_IMPURE)) r = ttc_strdup("impure");
+        if (info && (info->flags & TTC_OPF_IMPURE))
+            r = ttc_strdup(in_place(n->op_name) ? "impure (in-place: mutates its input, stays with torch)" : "impure");
         else return NULL;
     }
 out:

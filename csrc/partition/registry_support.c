@@ -15,8 +15,11 @@
 bool ttc_partition_registry_support(const ttc_graph *g, const ttc_node *n, const ttc_partition_settings *s,
                                     char **why_not, bool *dynamic_ok) {
     if (!ttc_converter_get(n->op) && !ttc_is_symint_arith(n)) {  /* size arithmetic: no kernel */
-        /* a known op whose schema grew (or shrank) an argument was imported as opaque */
-        if (!(*why_not = ttc_node_schema_mismatch(n))) *why_not = ttc_strfmt("no converter for %s", n->op_name);
+        /* a known op whose schema grew (or shrank) an argument was imported as opaque;
+         * some known ops never convert, for a stated reason (issue 11) */
+        const char *never = ttc_never_converted_reason(n->op);
+        if (!(*why_not = ttc_node_schema_mismatch(n)))
+            *why_not = never ? ttc_strfmt("%s: %s", n->op_name, never) : ttc_strfmt("no converter for %s", n->op_name);
         return false;
     }
     char *w = NULL;

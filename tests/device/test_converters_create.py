@@ -82,8 +82,25 @@ def test_scalar_tensor():
     assert_close(run(eng, [x])[0], x * 0.75, 0, 0, "scalar_tensor")
 
 
-def test_full_rejects_runtime_sizes():
-    # a symbolic size list (sizes computed at run time) is not supported: the validator says why
-    with pytest.raises(Exception, match="symbolic size"):
-        build("aten.zeros.default", [[3, 4], None, None, None, False], [("tensor", "float32", ["s0", 4])],
-              symbols=SYM)
+def test_full_runtime_sizes():
+    # sizes computed at run time (issue 11): the output's dims come from the IR type, which the
+    # importer takes from torch's symbolic sizes; the size-list argument itself is never read
+    for op, args, fill in (("aten.zeros.default", [], 0.0), ("aten.ones.default", [], 1.0),
+                           ("aten.full.default", [-2.5], -2.5)):
+        z = Node(op, [[1, 4]] + args + [None, None, None, False], [("tensor", "float32", ["s0", 4])])
+        eng = build("aten.add.Tensor", [z, In("x", "float32", ["s0", 4]), 1], [("tensor", "float32", ["s0", 4])],
+                    symbols=SYM)
+        for n in (1, 6, 33):
+            x = rand_tensor((n, 4))
+            assert_close(run(eng, [x])[0], x + fill, 0, 0, f"{op} n={n}")
+
+
+def test_arange_symbolic_length():
+    # arange(0, s0) and arange(3, 3 + 2*s0, 2) from the element index (issue 11)
+    for args, ref in (([0, 1], lambda n: torch.arange(n)), ([3, 1, 2], lambda n: torch.arange(3, 3 + 2 * n, 2))):
+        op = "aten.arange.start" if len(args) == 2 else "aten.arange.start_step"
+        ar = Node(op, list(args) + [None, None, None, False], [("tensor", "int64", ["s0"])])
+        eng = build("aten.add.Tensor", [ar, In("x", "int64", ["s0"]), 1], [("tensor", "int64", ["s0"])], symbols=SYM)
+        for n in (1, 9, 33):
+            x = rand_tensor((n,), torch.int64, -9, 9)
+            assert_close(run(eng, [x])[0], ref(n) + x, 0, 0, f"{op}{args} n={n}")

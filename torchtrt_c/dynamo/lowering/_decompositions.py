@@ -145,6 +145,150 @@ def _sdpa_flash_for_cpu(q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=No
     return out, aten.logsumexp.default(s, [-1])
 
 
+# ---------------------------------------------------------------- issue 11: converters A
+# Composites of Torch-TensorRT's converter list, written in ops the C core converts.
+# Their differential cases (ModelCase) are in tests/device/op_cases_decomp.py.
+
+def _dims(x, dim):
+    """dim (None, an int or a list) as a list of non-negative dims of x."""
+    if dim is None:
+        return list(range(x.dim()))
+    ds = [dim] if isinstance(dim, int) else list(dim)
+    if not ds:
+        return list(range(x.dim()))
+    return [d % max(x.dim(), 1) for d in ds]
+
+
+@register_decomposition(aten.min.default)
+def _min_all(x):
+    return aten.amin.default(x, list(range(x.dim())), False)
+
+
+@register_decomposition(aten.min.dim)
+def _min_dim(x, dim, keepdim=False):
+    return aten.amin.default(x, [dim], keepdim), aten.argmin.default(x, dim, keepdim)
+
+
+def _any(x, dims, keepdim):
+    # exact in float: max over 0/1 values
+    nz = aten._to_copy.default(aten.ne.Scalar(x, 0), dtype=torch.float32)
+    return aten.gt.Scalar(aten.amax.default(nz, dims, keepdim), 0)
+
+
+@register_decomposition(aten.any.default)
+def _any_all(x):
+    return _any(x, list(range(x.dim())), False)
+
+
+@register_decomposition(aten.any.dim)
+def _any_dim(x, dim, keepdim=False):
+    return _any(x, _dims(x, dim), keepdim)
+
+
+@register_decomposition(aten.any.dims)
+def _any_dims(x, dim=None, keepdim=False):
+    return _any(x, _dims(x, dim), keepdim)
+
+
+@register_decomposition(aten.copy.default)
+def _copy(self, src, non_blocking=False):
+    # the result has self's shape and dtype and src's values (broadcast)
+    return aten._to_copy.default(aten.expand.default(src, list(self.shape)), dtype=self.dtype)
+
+
+@register_decomposition(aten._reshape_copy.default)
+def _reshape_copy(x, size):
+    return aten._to_copy.default(aten.reshape.default(x, size), dtype=x.dtype)
+
+
+@register_decomposition(aten.flip.default)
+def _flip(x, dims):
+    for d in _dims(x, dims) if dims else []:
+        n = x.shape[d]
+        idx = aten.arange.start_step(n - 1, -1, -1, dtype=torch.int64)
+        x = aten.index_select.default(x, d, idx)
+    return x
+
+
+@register_decomposition(aten.repeat.default)
+def _repeat(x, repeats):
+    # x viewed as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], merged pairwise
+    reps = list(repeats)
+    shape = [1] * (len(reps) - x.dim()) + list(x.shape)
+    inter, expd, out = [], [], []
+    for r, s in zip(reps, shape):
+        inter += [1, s]
+        expd += [r, s]
+        out.append(r * s)
+    y = aten.expand.default(aten.reshape.default(x, inter), expd)
+    return aten.reshape.default(aten._to_copy.default(y, dtype=x.dtype), out)
+
+
+@register_decomposition(aten.diagonal.default)
+def _diagonal(x, offset=0, dim1=0, dim2=1):
+    # the other dims first, then (dim1, dim2) flattened: the diagonal is a strided slice
+    r = x.dim()
+    d1, d2 = dim1 % r, dim2 % r
+    rest = [d for d in range(r) if d not in (d1, d2)]
+    rows, cols = x.shape[d1], x.shape[d2]
+    n = max(0, min(rows, cols - offset)) if offset >= 0 else max(0, min(rows + offset, cols))
+    y = aten.permute.default(x, rest + [d1, d2])
+    y = aten.reshape.default(aten._to_copy.default(y, dtype=x.dtype), [x.shape[d] for d in rest] + [rows * cols])
+    start = offset if offset >= 0 else -offset * cols
+    return aten.slice.Tensor(y, -1, start, start + (n - 1) * (cols + 1) + 1 if n else start, cols + 1)
+
+
+@register_decomposition(aten.as_strided.default)
+def _as_strided(x, size, stride, storage_offset=None):
+    # static strides over x's dense storage: a gather at offset + sum(i_d * stride_d)
+    if not x.is_contiguous():
+        return NotImplemented
+    off = storage_offset if storage_offset is not None else 0
+    idx = None
+    for d, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        term = aten.reshape.default(aten.arange.start_step(0, n * st, st, dtype=torch.int64) if st else
+                                    aten.mul.Scalar(aten.arange.default(n, dtype=torch.int64), 0), shape)
+        idx = term if idx is None else aten.add.Tensor(idx, term)
+    if idx is None:
+        return aten.reshape.default(aten.slice.Tensor(aten.reshape.default(x, [-1]), 0, off, off + 1), [])
+    idx = aten.add.Tensor(aten.expand.default(idx, list(size)), off)
+    flat = aten.index_select.default(aten.reshape.default(x, [-1]), 0, aten.reshape.default(idx, [-1]))
+    return aten.reshape.default(flat, list(size))
+
+
+@register_decomposition(aten._prelu_kernel.default)
+def _prelu_kernel(x, weight):
+    return aten.where.self(aten.gt.Scalar(x, 0), x, aten.mul.Tensor(weight, x))
+
+
+@register_decomposition(aten.native_batch_norm.default)
+def _native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    if training or running_mean is None or running_var is None:
+        return NotImplemented
+    return aten._native_batch_norm_legit_no_training.default(x, weight, bias, running_mean, running_var,
+                                                             momentum, eps)
+
+
+@register_decomposition(aten._native_batch_norm_legit.default)
+def _native_batch_norm_legit(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    if training:
+        return NotImplemented
+    return aten._native_batch_norm_legit_no_training.default(x, weight, bias, running_mean, running_var,
+                                                             momentum, eps)
+
+
+@register_decomposition(aten._native_batch_norm_legit_functional.default)
+def _native_batch_norm_legit_functional(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    # export's functional form of the op above: the running stats come back unchanged in eval
+    if training:
+        return NotImplemented
+    out, mean, invstd = aten._native_batch_norm_legit_no_training.default(x, weight, bias, running_mean,
+                                                                          running_var, momentum, eps)
+    return out, mean, invstd, running_mean, running_var
+
+
 # ---------------------------------------------------------------- FX passes before import
 _RESHAPES = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
 
