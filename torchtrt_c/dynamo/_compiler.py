@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from torchtrt_c._settings import CompilationSettings
-from torchtrt_c.dynamo._capture import capture, decompose
+from torchtrt_c.dynamo._capture import capture, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._importer import ImportResult, import_program
 from torchtrt_c.dynamo._progress import Progress
@@ -316,6 +316,7 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
         resolve_device(settings.device)
     progress.phase("capture (torch.export)")
     ep = capture(module, arg_inputs, kwarg_inputs)
+    kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     progress.phase("decompositions")
     ep = decompose(ep, keep=_keep_ops(settings))
     progress.dump("decomposed FX graph", lambda: str(ep.graph))
