@@ -12,8 +12,6 @@ import torch.utils._pytree as pytree
 
 import torchtrt_c
 
-pytestmark = pytest.mark.device
-
 
 def _close(out, ref, rtol=1e-5, what="output"):
     o, os_ = pytree.tree_flatten(out)
@@ -156,3 +154,14 @@ def test_save_load_kwargs_and_dict_output(tmp_path):
         with torch.no_grad():
             _close(back(input_ids=ids, attention_mask=am), m(input_ids=ids, attention_mask=am),
                    what=f"loaded B={b} S={s}")
+
+
+class FlattensTwoDynamicDims(nn.Module):
+    def forward(self, x):
+        return torch.relu(x.reshape(-1)) * 2
+
+
+def test_product_of_two_dynamic_dims_is_a_clear_error():
+    spec = torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 5), max_shape=(4, 9))
+    with pytest.raises(torchtrt_c.Error, match=r"at node .*x.reshape\(-1\).* has dim s\d+\*s\d+.*Input with min == max"):
+        torchtrt_c.compile(FlattensTwoDynamicDims().eval(), inputs=[spec], min_block_size=1)

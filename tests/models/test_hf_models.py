@@ -20,8 +20,6 @@ import torchtrt_c  # noqa: E402
 from hf_cases import CASES  # noqa: E402
 from model_check import check_close, check_one_engine  # noqa: E402
 
-pytestmark = [pytest.mark.device, pytest.mark.model]
-
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hf_model(name):

@@ -1,7 +1,7 @@
 """Model tier, torchvision and timm: random weights (weights=None / pretrained=False), small
 inputs, default settings; each must be one engine with no torch segment and match eager, at a
-dynamic batch (1..4, checked at 1, 2 and 3). torchvision/timm import only on the GPU machine
-(PyPI's torchvision wheels need CUDA torch), so these skip elsewhere.
+dynamic batch (1..4, checked at 1, 2 and 3). torchvision/timm come through tests/thirdparty.py
+(they import beside a CPU-only torch too); the tests skip where they are not installed.
 
     PYTHONPATH=$PWD python3 -m pytest tests/models/test_vision_models.py -q
 """
@@ -15,8 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torchtrt_c  # noqa: E402
 from model_check import check_close, segments  # noqa: E402
-
-pytestmark = [pytest.mark.device, pytest.mark.model]
+from thirdparty import import_timm, import_torchvision  # noqa: E402
 
 # name -> (constructor kwargs, input size H = W); sizes are small but keep every stage > 1x1
 TORCHVISION = {
@@ -66,7 +65,7 @@ def _check(model, size, name):
 
 @pytest.mark.parametrize("name", list(TORCHVISION))
 def test_torchvision_model(name):
-    tv = pytest.importorskip("torchvision")
+    tv = import_torchvision()
     kwargs, size = TORCHVISION[name]
     torch.manual_seed(0)
     model = tv.models.get_model(name, weights=None, **kwargs)
@@ -75,7 +74,7 @@ def test_torchvision_model(name):
 
 @pytest.mark.parametrize("name", list(TIMM))
 def test_timm_model(name):
-    timm = pytest.importorskip("timm")
+    timm = import_timm()
     kwargs, size = TIMM[name]
     torch.manual_seed(0)
     model = timm.create_model(name, pretrained=False, **kwargs)

@@ -304,6 +304,37 @@ def _input_names(ep, n):
     return names[:n]
 
 
+def _first_node_with_dim(ep, expr: str):
+    for n in ep.graph.nodes:
+        vals = n.meta.get("val")
+        for v in vals if isinstance(vals, (list, tuple)) else [vals]:
+            if isinstance(v, torch.Tensor) and any(str(d) == expr for d in v.shape):
+                return n
+    return None
+
+
+def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
+    """import_program; a dim our shapes cannot hold (B*S: two dynamic dims multiplied) becomes
+    a torchtrt_c.Error naming the node, the source line and what to change."""
+    try:
+        return import_program(ep, arg_inputs, kwarg_inputs, settings)
+    except NotImplementedError as ex:
+        msg = str(ex)
+        if not msg.startswith("dim "):
+            raise
+        from torchtrt_c import Error
+        expr = msg.split(" ", 2)[1]
+        n = _first_node_with_dim(ep, expr)
+        where = ""
+        if n is not None:
+            line = (n.meta.get("stack_trace") or "").strip().splitlines()
+            where = f" at node {n.name} ({n.target}{', `' + line[-1].strip() + '`' if line else ''})"
+        raise Error(f"torchtrt_c.compile: a tensor{where} has dim {expr}: {msg.split(';', 1)[-1].strip()}, "
+                    f"and a product of two dynamic dims is not one of them. Make one of those "
+                    f"dims static (an Input with min == max there), or reshape without flattening "
+                    f"the two dynamic dims together.") from None
+
+
 def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):
     progress = Progress(settings.debug)
     if settings.debug:
@@ -322,7 +353,7 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     progress.dump("decomposed FX graph", lambda: str(ep.graph))
     forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
     progress.phase("import")
-    imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
+    imp = _import(ep, arg_inputs, kwarg_inputs, settings)
     lower(imp, settings, progress)
     # Ops we kept whole for the C core but that it cannot take here (no converter, or a
     # validator said no): decompose them after all, so their pieces can still run on OpenCL.
@@ -331,7 +362,7 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
         log.info("decomposing %s after all (not convertible whole)", ", ".join(sorted(map(str, redo))))
         ep = decompose(ep, keep=_keep_ops(settings), decompose=redo)
         forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
-        imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
+        imp = _import(ep, arg_inputs, kwarg_inputs, settings)
         lower(imp, settings, progress)
     part = partition(imp, settings, forced, progress)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
