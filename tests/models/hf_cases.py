@@ -103,10 +103,18 @@ def _roberta():
                                                pad_token_id=1)))
 
 
-def _gpt2_config():
+def _gpt2_config(**kw):
     from transformers import GPT2Config
     return GPT2Config(**_small(n_embd=32, n_layer=2, n_head=2, n_positions=32,
-                               bos_token_id=1, eos_token_id=2))
+                               bos_token_id=1, eos_token_id=2, **kw))
+
+
+def gpt2_eager_attention():
+    """GPT-2 with eager attention: for tests of capture itself, independent of the SDPA op."""
+    from transformers import GPT2Model
+    torch.manual_seed(0)
+    cfg = _gpt2_config() if ATTN else _gpt2_config(attn_implementation="eager")
+    return GPT2Model(cfg).eval()
 
 
 def _gpt2():

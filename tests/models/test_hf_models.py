@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 pytest.importorskip("transformers")
 
 import torchtrt_c  # noqa: E402
-from hf_cases import CASES  # noqa: E402
+from hf_cases import CASES, gpt2_eager_attention  # noqa: E402
 from model_check import check_close, check_one_engine  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def test_hf_cache_error_names_use_cache():
     import torch.utils._pytree as pytree
     from transformers.cache_utils import DynamicCache
     case = CASES["gpt2"]
-    model = case.build()
+    model = gpt2_eager_attention()
     saved = pytree.SUPPORTED_NODES.get(DynamicCache)
     if saved is not None:
         pytree._deregister_pytree_node(DynamicCache)
@@ -63,7 +63,7 @@ def test_hf_use_cache_false_and_save_load(tmp_path):
     import subprocess
     import textwrap
     case = CASES["gpt2"]
-    model = case.build()
+    model = gpt2_eager_attention()
     specs = case.specs()
     gm = torchtrt_c.compile(model, kwarg_inputs=specs, min_block_size=1)
     p = tmp_path / "gpt2.ep"
