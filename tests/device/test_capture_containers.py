@@ -163,5 +163,14 @@ class FlattensTwoDynamicDims(nn.Module):
 
 def test_product_of_two_dynamic_dims_is_a_clear_error():
     spec = torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 5), max_shape=(4, 9))
-    with pytest.raises(torchtrt_c.Error, match=r"at node .*x.reshape\(-1\).* has dim s\d+\*s\d+.*Input with min == max"):
+    with pytest.raises(torchtrt_c.Error, match=r"at node .*x.reshape\(-1\).* has dim s\d+\*s\d+;.*"
+                                               r"a product of dynamic dims.*Input with min == max"):
         torchtrt_c.compile(FlattensTwoDynamicDims().eval(), inputs=[spec], min_block_size=1)
+
+
+def test_floor_divided_dynamic_dim_is_a_clear_error():
+    """A strided conv over a dynamic length gives (L - k) // s + 1: not affine in L."""
+    m = nn.Conv1d(2, 3, 5, stride=3).eval()
+    spec = torchtrt_c.Input(min_shape=(1, 2, 8), opt_shape=(1, 2, 20), max_shape=(1, 2, 40))
+    with pytest.raises(torchtrt_c.Error, match=r"has dim .*//.*floor division.*Input with min == max"):
+        torchtrt_c.compile(m, inputs=[spec], min_block_size=1)

@@ -314,8 +314,8 @@ def _first_node_with_dim(ep, expr: str):
 
 
 def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
-    """import_program; a dim our shapes cannot hold (B*S: two dynamic dims multiplied) becomes
-    a torchtrt_c.Error naming the node, the source line and what to change."""
+    """import_program; a dim our shapes cannot hold (B*S, L//5) becomes a torchtrt_c.Error
+    naming the node, the source line and what to change."""
     try:
         return import_program(ep, arg_inputs, kwarg_inputs, settings)
     except NotImplementedError as ex:
@@ -323,16 +323,19 @@ def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
         if not msg.startswith("dim "):
             raise
         from torchtrt_c import Error
-        expr = msg.split(" ", 2)[1]
+        expr = msg[len("dim "):].split(" depends on ")[0].split(" is not affine")[0]
         n = _first_node_with_dim(ep, expr)
         where = ""
         if n is not None:
             line = (n.meta.get("stack_trace") or "").strip().splitlines()
             where = f" at node {n.name} ({n.target}{', `' + line[-1].strip() + '`' if line else ''})"
-        raise Error(f"torchtrt_c.compile: a tensor{where} has dim {expr}: {msg.split(';', 1)[-1].strip()}, "
-                    f"and a product of two dynamic dims is not one of them. Make one of those "
-                    f"dims static (an Input with min == max there), or reshape without flattening "
-                    f"the two dynamic dims together.") from None
+        why = ("a product of dynamic dims" if "symbols" in msg else
+               "not of that form (a floor division, e.g. a strided convolution or pooling over a "
+               "dynamic length, or another non-affine function)")
+        raise Error(f"torchtrt_c.compile: a tensor{where} has dim {expr}; torchtrt_c's dims are "
+                    f"affine in one dynamic dim (a*s + b) and this is {why}. Make the dynamic dims "
+                    f"it comes from static (an Input with min == max there), or compute it "
+                    f"without combining them.") from None
 
 
 def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):
