@@ -174,3 +174,30 @@ def test_floor_divided_dynamic_dim_is_a_clear_error():
     spec = torchtrt_c.Input(min_shape=(1, 2, 8), opt_shape=(1, 2, 20), max_shape=(1, 2, 40))
     with pytest.raises(torchtrt_c.Error, match=r"has dim .*//.*floor division.*Input with min == max"):
         torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+
+
+class WeightNormed(nn.Module):
+    """weight_norm (a parametrization: g * v / ||v|| computed from the weights on every call),
+    as Wav2Vec2's positional convolution has it: folded to a constant weight at capture."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 6, 5, padding=2, groups=2), dim=2)
+        self.scale = nn.Parameter(torch.rand(6) + 0.5)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.conv(x)) * self.scale.exp().unsqueeze(-1)
+
+
+def test_weight_computations_fold_to_constants():
+    torch.manual_seed(0)
+    m = WeightNormed().eval()
+    with torch.no_grad():
+        m.conv.parametrizations.weight.original0.mul_(torch.rand_like(m.conv.parametrizations.weight.original0) + 0.5)
+    spec = torchtrt_c.Input(min_shape=(1, 4, 11), opt_shape=(2, 4, 11), max_shape=(3, 4, 11))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert [n for n, _ in trt.named_children()] == ["_run_on_acc_0"]
+    for b in (1, 3):
+        x = torch.randn(b, 4, 11)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=f"batch {b}")

@@ -138,6 +138,7 @@ def kwarg_order(ep: torch.export.ExportedProgram, kwarg_inputs: dict) -> dict:
 
 def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
     ep = ep.run_decompositions(get_decompositions(keep=keep, decompose=decompose))
+    fold_weight_computations(ep)
     unflatten_matmuls(ep.graph_module)
     infer_single_symbolic_size(ep.graph_module)
     return ep
@@ -208,3 +209,92 @@ def unflatten_matmuls(gm: torch.fx.GraphModule) -> int:
         gm.recompile()
         log.debug("unflatten_matmuls: %d matmul(s) kept 3-D", changed)
     return changed
+
+
+# Ops that only re-lay out a weight: the C core reads these without a copy (a transposed
+# weight into a GEMM, ...), so a cone of nothing else is left alone.
+_LAYOUT_OPS = {getattr(torch.ops.aten, n).default for n in (
+    "view", "reshape", "_unsafe_view", "permute", "t", "expand", "unsqueeze", "squeeze", "clone",
+    "alias", "contiguous")} | {torch.ops.aten.transpose.int, torch.ops.aten.slice.Tensor,
+                               torch.ops.aten.select.int, torch.ops.aten.squeeze.dim}
+
+
+def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
+    """Computations on weights alone (weight_norm's g * v / ||v||, a parametrization, a scale
+    applied to a buffer) run once here and become constants of the program, as Torch-TensorRT's
+    constant folding does: the engine then sees a constant weight (a convolution needs one) and
+    no op that only ever computes the same value. Only cones with real compute are folded,
+    and only where the result is no larger than the weights it is computed from. Returns how
+    many values were folded."""
+    from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
+    sig = ep.graph_signature
+    g = ep.graph_module.graph
+    kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+    values = {}
+    for spec in sig.input_specs:
+        if spec.kind in kinds and isinstance(spec.arg, TensorArgument):
+            t = ep.state_dict.get(spec.target) if spec.kind != InputKind.CONSTANT_TENSOR else None
+            if t is None:
+                t = ep.constants.get(spec.target)
+            if isinstance(t, torch.Tensor):
+                values[spec.arg.name] = t
+    const = {}      # node -> real tensor (computed lazily)
+    cone_cost = {}  # node -> (has compute, weight elements it reads)
+    for n in g.nodes:
+        if n.op == "placeholder" and n.name in values:
+            const[n] = None
+            cone_cost[n] = (False, values[n.name].numel())
+            continue
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+            continue
+        if torch.Tag.nondeterministic_seeded in n.target.tags or n.target._schema.is_mutable:
+            continue
+        ins = [a for a in n.all_input_nodes]
+        if not ins or not all(a in const for a in ins):
+            continue
+        if not isinstance(n.meta.get("val"), torch.Tensor):
+            continue
+        const[n] = None
+        compute = n.target not in _LAYOUT_OPS or any(cone_cost[a][0] for a in ins)
+        cone_cost[n] = (compute, sum(cone_cost[a][1] for a in ins))
+    frontier = [n for n in const if n.op == "call_function" and cone_cost[n][0]
+                and n.meta["val"].numel() <= cone_cost[n][1]
+                and any(u not in const for u in n.users)]
+    if not frontier:
+        return 0
+
+    def value(n):
+        if n.op == "placeholder":
+            return values[n.name]
+        if const[n] is None:
+            args = torch.fx.node.map_arg(n.args, value)
+            kwargs = torch.fx.node.map_arg(n.kwargs, value)
+            with torch.no_grad():
+                const[n] = n.target(*args, **kwargs)
+        return const[n]
+
+    first_user = next(i for i, s_ in enumerate(sig.input_specs) if s_.kind == InputKind.USER_INPUT) \
+        if any(s_.kind == InputKind.USER_INPUT for s_ in sig.input_specs) else len(sig.input_specs)
+    placeholders = [n for n in g.nodes if n.op == "placeholder"]
+    anchor = placeholders[first_user - 1] if first_user > 0 else None
+    folded = 0
+    for n in frontier:
+        t = value(n)
+        if not isinstance(t, torch.Tensor):
+            continue
+        name = f"_ttc_folded_{folded}_{n.name}"
+        with (g.inserting_after(anchor) if anchor is not None else g.inserting_before(placeholders[0])):
+            ph = g.placeholder(name)
+        ph.meta.update({k: v for k, v in n.meta.items() if k in ("val", "tensor_meta")})
+        ep.constants[name] = t.detach().clone().contiguous()
+        sig.input_specs.insert(first_user, InputSpec(kind=InputKind.CONSTANT_TENSOR,
+                                                     arg=TensorArgument(name=ph.name), target=name,
+                                                     persistent=None))
+        first_user += 1
+        anchor = ph
+        n.replace_all_uses_with(ph)
+        folded += 1
+    g.eliminate_dead_code()
+    ep.graph_module.recompile()
+    log.debug("fold_weight_computations: %d value(s) folded", folded)
+    return folded
