@@ -1,6 +1,7 @@
 """Side-by-side benchmarks: torchtrt_c vs torch eager vs torch.compile (Inductor), one process.
 
     python bench/run.py --models resnet18,bert_base --batches 1,8,32 --precisions fp32,fp16
+    python bench/run.py --models hf_bert,hf_gpt2,hf_llama      # transformers' own models (hf_models.py)
     python bench/run.py --models "" --kernels elementwise,gemm,conv   # kernel benchmarks
     python bench/run.py --models "" --partition                       # partitioner, 1k..100k nodes
     bench/cpu_run.sh / bench/gpu_run.sh PART                          # the recorded runs
@@ -56,7 +57,9 @@ sys.path.insert(0, str(ROOT))
 import torchtrt_c  # noqa: E402
 from zoo import build  # noqa: E402  (the model zoo lives with the tests; full sizes here)
 
-ALL_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "vit_b16", "bert_base", "gpt2"]
+from hf_models import HF_MODELS, build_hf  # noqa: E402  (transformers models, random weights)
+
+ALL_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "vit_b16", "bert_base", "gpt2"] + HF_MODELS
 
 
 def log(*a):
@@ -140,7 +143,7 @@ _MASTERS = {}
 def master_model(name, size):
     """The fp32 CPU model, built once per process (ResNet-50/GPT-2 init takes seconds)."""
     if (name, size) not in _MASTERS:
-        _MASTERS[(name, size)] = build(name, size)
+        _MASTERS[(name, size)] = build_hf(name, size) if name in HF_MODELS else build(name, size)
     return _MASTERS[(name, size)]
 
 

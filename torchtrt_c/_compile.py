@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 
 import torch
 
@@ -101,6 +102,7 @@ def load(path, device=None) -> torch.nn.Module:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(path)
+    _import_pytree_modules(path)
     try:
         with open(path, "rb") as f:
             ep = torch.export.load(f)
@@ -119,6 +121,38 @@ def load(path, device=None) -> torch.nn.Module:
             raise SerializationError(f"cannot load {path}: engine {n.name}: {ex}") from ex
         ENGINES.put(m.id, e)
     return gm
+
+
+_TRANSFORMERS_NAME = re.compile(rb"transformers(?:\.[A-Za-z_][A-Za-z_0-9]*)+(?::[A-Za-z_][A-Za-z_0-9]*)?")
+
+
+def _import_pytree_modules(path) -> None:
+    """A program whose inputs/outputs hold transformers containers (ModelOutput, caches) names
+    their classes in its specs; torch.export.load can rebuild them only once those classes are
+    registered as pytree nodes, which importing their modules (ModelOutput) and registering the
+    caches does. Other files are left alone; a file that is no zip fails in torch.export.load."""
+    import importlib
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set()
+            for member in z.namelist():
+                if member.startswith("archive/models/") and member.endswith(".json"):
+                    names.update(_TRANSFORMERS_NAME.findall(z.read(member)))
+    except (zipfile.BadZipFile, OSError):
+        return
+    if not names:
+        return
+    for name in sorted(names):
+        mod = name.decode().split(":")[0]
+        if ":" not in name.decode():
+            mod = mod.rsplit(".", 1)[0]
+        try:
+            importlib.import_module(mod)
+        except Exception as ex:  # load then names the class it could not rebuild
+            log.debug("load: cannot import %s: %s", mod, ex)
+    from torchtrt_c.dynamo._capture import register_transformers_containers
+    register_transformers_containers()
 
 
 def _fetch(mod, target):

@@ -120,11 +120,19 @@ ttc_status ttc_convert_linear(ttc_conv_ctx *cx, const ttc_node *n) {
     const ttc_type *ot = &n->outputs[0]->type;
     int32_t xr = k->ts[x].rank;
     ttc_dim rows;
-    if (!dims_product(k->ts[x].dims, xr - 1, &rows))
-        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: leading dims are not affine in one symbol", nname(n));
-    int32_t x2, wc;
-    TTC_TRY(flatten_rows(cx, x, &rows, &x2));
+    int32_t wc;
     TTC_TRY(ttc_cx_contiguous(cx, w, k->ts[w].name, &wc));
+    if (!dims_product(k->ts[x].dims, xr - 1, &rows)) {
+        /* [B, S, K] with B and S both symbolic: B*S is no dim we can hold, so a batched GEMM
+         * over the leading dims with the weight broadcast (batch stride 0) */
+        TTC_TRY(emit_gemm(cx, n, x, wc, true, ot, &oi));
+        int32_t bias = -1;
+        if (n->n_inputs > 2 && !ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_tensor(cx, n, 2, &bias));
+        if (bias >= 0) TTC_TRY(add_bias(cx, oi, bias, 1.0, 1.0));
+        return finish(cx, n, oi);
+    }
+    int32_t x2;
+    TTC_TRY(flatten_rows(cx, x, &rows, &x2));
     ttc_type t2 = *ot;
     t2.rank = 2;
     t2.dims[0] = rows;
@@ -152,11 +160,14 @@ ttc_status ttc_convert_matmul(ttc_conv_ctx *cx, const ttc_node *n) {
     if (ra >= 2 && rb == 2) {
         /* [.., M, K] x [K, N]: fold the batch into the rows */
         ttc_dim rows;
-        if (!dims_product(k->ts[a].dims, ra - 1, &rows))
-            return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: leading dims are not affine in one symbol", nname(n));
+        TTC_TRY(gemm_b(cx, b, &tb, &bt, n->outputs[0]->name));
+        if (!dims_product(k->ts[a].dims, ra - 1, &rows)) {
+            /* two symbolic leading dims: batched, b broadcast (see linear) */
+            TTC_TRY(emit_gemm(cx, n, a, bt, tb, ot, &oi));
+            return finish(cx, n, oi);
+        }
         int32_t a2;
         TTC_TRY(flatten_rows(cx, a, &rows, &a2));
-        TTC_TRY(gemm_b(cx, b, &tb, &bt, n->outputs[0]->name));
         ttc_type t2 = *ot;
         t2.rank = 2;
         t2.dims[0] = rows;
@@ -200,16 +211,6 @@ bool ttc_validate_matmul(const ttc_graph *g, const ttc_node *n, bool fp16, char 
             return false;
         }
     }
-    if (n->op == TTC_OP_LINEAR || n->op == TTC_OP_MATMUL) {
-        ttc_dim rows = ttc_dim_const(1);
-        int32_t r = n->op == TTC_OP_LINEAR || b->rank == 2 ? a->rank - 1 : 0;
-        int32_t nsym = 0;
-        for (int32_t d = 0; d < r; d++) nsym += a->dims[d].sym >= 0;
-        (void)rows;
-        if (nsym > 1) {
-            if (why_not) *why_not = ttc_strdup("more than one symbolic leading dim");
-            return false;
-        }
-    }
+    /* more than one symbolic leading dim: a batched GEMM (ttc_convert_linear) */
     return true;
 }

@@ -235,6 +235,9 @@ static void test_shape_functions(void) {
     expect_shape_bad(HDR "  %r : Half(s0, 3, 8, 8) = aten.relu.default(%x)\n  return (%r)\n", "shape function gives");
     expect_shape_bad(HDR "  %r : Float(s0, 5) = aten.mm.default(%m, %m)\n  return (%r)\n", "inner dims differ: 5 vs 3");
     expect_shape_bad(HDR "  %r : Float(s0, 3, 8, 8) = aten.add.Tensor(%x, %m, %one)\n  return (%r)\n", "cannot broadcast");
+    /* an index list typed Any[] from its schema (Optional[Tensor][]) holds tensors: wider, not wrong */
+    expect_shape_ok(HDR "  %al : Any[] = prim.ListConstruct(%x, %x)\n  return (%x)\n");
+    expect_shape_bad(HDR "  %il : int[] = prim.ListConstruct(%x, %x)\n  return (%x)\n", "shape function gives");
     /* non-affine results are not checked (UNSUPPORTED), never rejected */
     expect_shape_ok("graph(%a : Float(s0, 3), %b : Float(3, s1)) where s0 in [1, 2, 4], s1 in [1, 2, 4]:\n"
                     "  %c : Float(s0, s1) = aten.mm.default(%a, %b)\n"

@@ -2,11 +2,19 @@
 
     ep = capture(model, [Input(min_shape=(1, 4), opt_shape=(8, 4), max_shape=(32, 4))], {})
     ep = decompose(ep, settings)
+
+Outputs are whatever pytree torch.export can flatten: tensors in tuples/lists/dicts, and
+transformers' ModelOutput (it registers those itself). Its caches (DynamicCache,
+EncoderDecoderCache, ...) are registered here when transformers is already imported, so that
+GPT-2/Llama at their default use_cache=True compile and return their cache. Anything else
+that torch.export cannot flatten is a torchtrt_c.Error that says what to change.
 """
 from __future__ import annotations
 
 import inspect
 import logging
+import re
+import sys
 
 import torch
 
@@ -45,20 +53,248 @@ def dynamic_shapes_for(module, arg_inputs, kwarg_inputs):
     return tuple(dyn_args)
 
 
+def register_transformers_containers() -> bool:
+    """Registers transformers' cache classes as pytree nodes (so torch.export can return them
+    and torch.export.load can rebuild them). Only when transformers is already imported: a
+    model of it is being compiled or loaded; we never import it ourselves. True when done."""
+    if "transformers" not in sys.modules:
+        return False
+    try:
+        from transformers.cache_utils import Cache
+    except Exception:  # a transformers without caches: nothing to register
+        return False
+    try:  # transformers >= 5.2x: generic flatten of any cache (keeps its layers' layout)
+        from transformers.exporters.exporter_dynamo import register_pytree_node
+    except Exception:
+        register_pytree_node = None
+    if register_pytree_node is not None:
+        todo = list(Cache.__subclasses__())
+        while todo:
+            c = todo.pop()
+            todo.extend(c.__subclasses__())
+            register_pytree_node(c)
+        return True
+    try:  # older transformers: DynamicCache only
+        from transformers.integrations.executorch import register_dynamic_cache_export_support
+        register_dynamic_cache_export_support()
+        return True
+    except Exception as ex:
+        log.debug("cannot register transformers caches as pytrees: %s", ex)
+        return False
+
+
+_UNKNOWN_TYPE = re.compile(r"Found <class '([^']+)'> in (output|input)")
+
+
+def _container_error(ex: Exception):
+    """torch.export's "not a known type" failure -> a torchtrt_c.Error saying what to change;
+    None for any other failure."""
+    m = _UNKNOWN_TYPE.search(str(ex))
+    if m is None:
+        return None
+    from torchtrt_c import Error
+    cls, where = m.group(1), m.group(2)
+    short = cls.rsplit(".", 1)[-1]
+    hint = ""
+    if "Cache" in short:
+        hint = (" For a transformers model, pass use_cache=False (in the config or as a kwarg "
+                "input) so that no cache is returned.")
+    verb = "returns" if where == "output" else "takes"
+    return Error(f"torchtrt_c.compile: the model {verb} a {cls}, a container torch.export cannot "
+                 f"flatten. Return (or pass) tensors in tuples, lists or dicts instead, or register "
+                 f"the class with torch.utils._pytree.register_pytree_node.{hint}")
+
+
 def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs) -> torch.export.ExportedProgram:
     args = tuple(i.example_tensor() for i in arg_inputs)
     kwargs = {k: v.example_tensor() for k, v in kwarg_inputs.items()}
     dynamic_shapes = dynamic_shapes_for(module, arg_inputs, kwarg_inputs)
+    register_transformers_containers()
     was_training = module.training
     module.eval()
     try:
         ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+    except Exception as ex:
+        err = _container_error(ex)
+        if err is None:
+            raise
+        raise err from None
     finally:
         module.train(was_training)
     return ep
 
 
+def kwarg_order(ep: torch.export.ExportedProgram, kwarg_inputs: dict) -> dict:
+    """kwarg_inputs in the order export flattened them (its in_spec), which is the order of
+    the program's placeholders; the user's dict order may differ."""
+    try:
+        keys = list(ep.call_spec.in_spec.children()[1].context)
+    except Exception:
+        return dict(kwarg_inputs)
+    if sorted(keys) != sorted(kwarg_inputs):
+        return dict(kwarg_inputs)
+    return {k: kwarg_inputs[k] for k in keys}
+
+
 def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
     ep = ep.run_decompositions(get_decompositions(keep=keep, decompose=decompose))
+    fold_weight_computations(ep)
+    unflatten_matmuls(ep.graph_module)
     infer_single_symbolic_size(ep.graph_module)
     return ep
+
+
+_VIEWS = (torch.ops.aten.view.default, torch.ops.aten.reshape.default,
+          torch.ops.aten._unsafe_view.default)
+
+
+def _multi_symbol(d) -> bool:
+    return isinstance(d, torch.SymInt) and len(d.node.expr.free_symbols) > 1
+
+
+def unflatten_matmuls(gm: torch.fx.GraphModule) -> int:
+    """x[B, S, K] -> view [B*S, K] -> mm/addmm with W[K, N] -> view [B, S, N] (GPT-2's
+    Conv1D, any Linear written with x.view(-1, K)) becomes matmul(x, W) (+ bias) on the 3-D
+    x. With batch and sequence both dynamic, B*S is a product of two symbols, which our
+    shapes (affine in one symbol) cannot hold; the 3-D form never builds it. Only done
+    where the flattened dim is such a product. Returns how many were rewritten."""
+    changed = 0
+    g = gm.graph
+    for flat in list(g.nodes):
+        if flat._erased or flat.op != "call_function" or flat.target not in _VIEWS:
+            continue
+        x = flat.args[0]
+        xv, fv = x.meta.get("val"), flat.meta.get("val")
+        if not isinstance(xv, torch.Tensor) or not isinstance(fv, torch.Tensor):
+            continue
+        if xv.dim() < 3 or fv.dim() != 2 or not _multi_symbol(fv.shape[0]):
+            continue
+        if fv.shape[1] is not xv.shape[-1] and fv.shape[1] != xv.shape[-1]:
+            continue
+        for mm in list(flat.users):
+            if mm.op != "call_function":
+                continue
+            if mm.target is torch.ops.aten.mm.default and mm.args[0] is flat:
+                bias, w = None, mm.args[1]
+            elif (mm.target is torch.ops.aten.addmm.default and len(mm.args) == 3
+                  and mm.args[1] is flat and not mm.kwargs):
+                bias, w = mm.args[0], mm.args[2]
+            else:
+                continue
+            backs = list(mm.users)
+            if not backs or not all(
+                    b.op == "call_function" and b.target in _VIEWS and b.args[0] is mm
+                    and isinstance(b.meta.get("val"), torch.Tensor)
+                    and b.meta["val"].dim() == xv.dim()
+                    and list(b.meta["val"].shape[:-1]) == list(xv.shape[:-1]) for b in backs):
+                continue
+            val = backs[0].meta["val"]
+            with g.inserting_before(mm):
+                new = g.call_function(torch.ops.aten.matmul.default, (x, w))
+                new.meta.update({k: v for k, v in mm.meta.items() if k != "val"})
+                new.meta["val"] = val
+                if bias is not None:
+                    new = g.call_function(torch.ops.aten.add.Tensor, (new, bias))
+                    new.meta.update({k: v for k, v in mm.meta.items() if k != "val"})
+                    new.meta["val"] = val
+            for b in backs:
+                b.replace_all_uses_with(new)
+                g.erase_node(b)
+            g.erase_node(mm)
+            changed += 1
+        if not flat.users:
+            g.erase_node(flat)
+    if changed:
+        g.lint()
+        gm.recompile()
+        log.debug("unflatten_matmuls: %d matmul(s) kept 3-D", changed)
+    return changed
+
+
+# Ops that only re-lay out a weight: the C core reads these without a copy (a transposed
+# weight into a GEMM, ...), so a cone of nothing else is left alone.
+_LAYOUT_OPS = {getattr(torch.ops.aten, n).default for n in (
+    "view", "reshape", "_unsafe_view", "permute", "t", "expand", "unsqueeze", "squeeze", "clone",
+    "alias", "contiguous")} | {torch.ops.aten.transpose.int, torch.ops.aten.slice.Tensor,
+                               torch.ops.aten.select.int, torch.ops.aten.squeeze.dim}
+
+
+def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
+    """Computations on weights alone (weight_norm's g * v / ||v||, a parametrization, a scale
+    applied to a buffer) run once here and become constants of the program, as Torch-TensorRT's
+    constant folding does: the engine then sees a constant weight (a convolution needs one) and
+    no op that only ever computes the same value. Only cones with real compute are folded,
+    and only where the result is no larger than the weights it is computed from. Returns how
+    many values were folded."""
+    from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
+    sig = ep.graph_signature
+    g = ep.graph_module.graph
+    kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+    values = {}
+    for spec in sig.input_specs:
+        if spec.kind in kinds and isinstance(spec.arg, TensorArgument):
+            t = ep.state_dict.get(spec.target) if spec.kind != InputKind.CONSTANT_TENSOR else None
+            if t is None:
+                t = ep.constants.get(spec.target)
+            if isinstance(t, torch.Tensor):
+                values[spec.arg.name] = t
+    const = {}      # node -> real tensor (computed lazily)
+    cone_cost = {}  # node -> (has compute, weight elements it reads)
+    for n in g.nodes:
+        if n.op == "placeholder" and n.name in values:
+            const[n] = None
+            cone_cost[n] = (False, values[n.name].numel())
+            continue
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+            continue
+        if torch.Tag.nondeterministic_seeded in n.target.tags or n.target._schema.is_mutable:
+            continue
+        ins = [a for a in n.all_input_nodes]
+        if not ins or not all(a in const for a in ins):
+            continue
+        if not isinstance(n.meta.get("val"), torch.Tensor):
+            continue
+        const[n] = None
+        compute = n.target not in _LAYOUT_OPS or any(cone_cost[a][0] for a in ins)
+        cone_cost[n] = (compute, sum(cone_cost[a][1] for a in ins))
+    frontier = [n for n in const if n.op == "call_function" and cone_cost[n][0]
+                and n.meta["val"].numel() <= cone_cost[n][1]
+                and any(u not in const for u in n.users)]
+    if not frontier:
+        return 0
+
+    def value(n):
+        if n.op == "placeholder":
+            return values[n.name]
+        if const[n] is None:
+            args = torch.fx.node.map_arg(n.args, value)
+            kwargs = torch.fx.node.map_arg(n.kwargs, value)
+            with torch.no_grad():
+                const[n] = n.target(*args, **kwargs)
+        return const[n]
+
+    first_user = next(i for i, s_ in enumerate(sig.input_specs) if s_.kind == InputKind.USER_INPUT) \
+        if any(s_.kind == InputKind.USER_INPUT for s_ in sig.input_specs) else len(sig.input_specs)
+    placeholders = [n for n in g.nodes if n.op == "placeholder"]
+    anchor = placeholders[first_user - 1] if first_user > 0 else None
+    folded = 0
+    for n in frontier:
+        t = value(n)
+        if not isinstance(t, torch.Tensor):
+            continue
+        name = f"_ttc_folded_{folded}_{n.name}"
+        with (g.inserting_after(anchor) if anchor is not None else g.inserting_before(placeholders[0])):
+            ph = g.placeholder(name)
+        ph.meta.update({k: v for k, v in n.meta.items() if k in ("val", "tensor_meta")})
+        ep.constants[name] = t.detach().clone().contiguous()
+        sig.input_specs.insert(first_user, InputSpec(kind=InputKind.CONSTANT_TENSOR,
+                                                     arg=TensorArgument(name=ph.name), target=name,
+                                                     persistent=None))
+        first_user += 1
+        anchor = ph
+        n.replace_all_uses_with(ph)
+        folded += 1
+    g.eliminate_dead_code()
+    ep.graph_module.recompile()
+    log.debug("fold_weight_computations: %d value(s) folded", folded)
+    return folded

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from torchtrt_c._settings import CompilationSettings
-from torchtrt_c.dynamo._capture import capture, decompose
+from torchtrt_c.dynamo._capture import capture, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._importer import ImportResult, import_program
 from torchtrt_c.dynamo._progress import Progress
@@ -304,6 +304,40 @@ def _input_names(ep, n):
     return names[:n]
 
 
+def _first_node_with_dim(ep, expr: str):
+    for n in ep.graph.nodes:
+        vals = n.meta.get("val")
+        for v in vals if isinstance(vals, (list, tuple)) else [vals]:
+            if isinstance(v, torch.Tensor) and any(str(d) == expr for d in v.shape):
+                return n
+    return None
+
+
+def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
+    """import_program; a dim our shapes cannot hold (B*S, L//5) becomes a torchtrt_c.Error
+    naming the node, the source line and what to change."""
+    try:
+        return import_program(ep, arg_inputs, kwarg_inputs, settings)
+    except NotImplementedError as ex:
+        msg = str(ex)
+        if not msg.startswith("dim "):
+            raise
+        from torchtrt_c import Error
+        expr = msg[len("dim "):].split(" depends on ")[0].split(" is not affine")[0]
+        n = _first_node_with_dim(ep, expr)
+        where = ""
+        if n is not None:
+            line = (n.meta.get("stack_trace") or "").strip().splitlines()
+            where = f" at node {n.name} ({n.target}{', `' + line[-1].strip() + '`' if line else ''})"
+        why = ("a product of dynamic dims" if "symbols" in msg else
+               "not of that form (a floor division, e.g. a strided convolution or pooling over a "
+               "dynamic length, or another non-affine function)")
+        raise Error(f"torchtrt_c.compile: a tensor{where} has dim {expr}; torchtrt_c's dims are "
+                    f"affine in one dynamic dim (a*s + b) and this is {why}. Make the dynamic dims "
+                    f"it comes from static (an Input with min == max there), or compute it "
+                    f"without combining them.") from None
+
+
 def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):
     progress = Progress(settings.debug)
     if settings.debug:
@@ -316,12 +350,13 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
         resolve_device(settings.device)
     progress.phase("capture (torch.export)")
     ep = capture(module, arg_inputs, kwarg_inputs)
+    kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     progress.phase("decompositions")
     ep = decompose(ep, keep=_keep_ops(settings))
     progress.dump("decomposed FX graph", lambda: str(ep.graph))
     forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
     progress.phase("import")
-    imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
+    imp = _import(ep, arg_inputs, kwarg_inputs, settings)
     lower(imp, settings, progress)
     # Ops we kept whole for the C core but that it cannot take here (no converter, or a
     # validator said no): decompose them after all, so their pieces can still run on OpenCL.
@@ -330,7 +365,7 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
         log.info("decomposing %s after all (not convertible whole)", ", ".join(sorted(map(str, redo))))
         ep = decompose(ep, keep=_keep_ops(settings), decompose=redo)
         forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
-        imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
+        imp = _import(ep, arg_inputs, kwarg_inputs, settings)
         lower(imp, settings, progress)
     part = partition(imp, settings, forced, progress)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())

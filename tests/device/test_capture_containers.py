@@ -1,0 +1,203 @@
+"""Capture as users call models: kwarg inputs (in any dict order, with Input ranges), outputs
+that hold containers (dicts, registered pytree classes), a clear error for a container torch.export
+cannot flatten, the [B*S, K] matmul that GPT-2-style code writes kept 3-D when B and S are both
+dynamic, and save/load of such a module. Plain torch modules: transformers' own containers are
+in tests/models/."""
+import dataclasses
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.utils._pytree as pytree
+
+import torchtrt_c
+
+
+def _close(out, ref, rtol=1e-5, what="output"):
+    o, os_ = pytree.tree_flatten(out)
+    r, rs = pytree.tree_flatten(ref)
+    assert os_ == rs, f"{what}: structure differs: {os_} vs {rs}"
+    for k, (a, b) in enumerate(zip(o, r)):
+        assert a.shape == b.shape and a.dtype == b.dtype, f"{what} leaf {k}: {a.shape}/{a.dtype} vs {b.shape}/{b.dtype}"
+        err = (a.float() - b.float()).abs().max().item() if a.numel() else 0.0
+        scale = max(b.float().abs().max().item() if b.numel() else 0.0, 1e-3)
+        assert err <= rtol * scale, f"{what} leaf {k}: max abs err {err:.3g} > {rtol} * {scale:.3g}"
+
+
+class Masked(nn.Module):
+    """input_ids/attention_mask style: an embedding, a Linear over [B, S, K], a masked mean."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 16)
+        self.lin = nn.Linear(16, 24)
+
+    def forward(self, input_ids, attention_mask=None, scale=None):
+        h = self.lin(self.emb(input_ids))
+        m = attention_mask.unsqueeze(-1).to(h.dtype)
+        pooled = (h * m).sum(1) / m.sum(1).clamp(min=1.0)
+        return {"hidden": h, "pooled": pooled}
+
+
+def _ids(b, s, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 50, (b, s), generator=g)
+    am = torch.ones(b, s, dtype=torch.long)
+    am[0, s // 2:] = 0
+    return ids, am
+
+
+@pytest.mark.parametrize("order", ["signature", "reversed"])
+def test_kwarg_inputs_dynamic_batch_and_seq(order):
+    torch.manual_seed(0)
+    m = Masked().eval()
+    # different dtypes, so that a mix-up of the two specs shows
+    kw = {"input_ids": torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 8), max_shape=(4, 13), dtype=torch.long),
+          "attention_mask": torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 8), max_shape=(4, 13), dtype=torch.int32)}
+    if order == "reversed":  # the placeholders follow forward's order, not the dict's
+        kw = dict(reversed(list(kw.items())))
+    trt = torchtrt_c.compile(m, kwarg_inputs=kw, min_block_size=1)
+    assert not [n for n, _ in trt.named_children() if n.startswith("_run_on_gpu")]
+    for b, s in [(1, 2), (3, 7), (4, 13)]:
+        ids, am = _ids(b, s, seed=b * 100 + s)
+        am = am.to(torch.int32)
+        with torch.no_grad():
+            _close(trt(input_ids=ids, attention_mask=am), m(input_ids=ids, attention_mask=am), what=f"B={b} S={s}")
+    with pytest.raises(torchtrt_c.InputError, match="attention_mask"):
+        trt(input_ids=ids, attention_mask=am.to(torch.long))
+
+
+class FlatMatmul(nn.Module):
+    """GPT-2's Conv1D: x.view(-1, K) @ W + b, viewed back to [B, S, N]; with B and S dynamic the
+    flattened dim is B*S (two symbols), so capture keeps the matmul 3-D."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(16, 24) * 0.2)
+        self.b = nn.Parameter(torch.randn(24))
+        self.w2 = nn.Parameter(torch.randn(24, 5) * 0.2)
+
+    def forward(self, x):
+        shp = x.shape[:-1]
+        y = torch.addmm(self.b, x.view(-1, x.size(-1)), self.w).view(shp + (24,))
+        y = torch.relu(y)
+        z = torch.mm(y.view(-1, 24), self.w2).view(shp + (5,))
+        return y, z
+
+
+def test_flattened_matmul_with_two_dynamic_dims():
+    torch.manual_seed(0)
+    m = FlatMatmul().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 1, 16), opt_shape=(2, 5, 16), max_shape=(3, 9, 16))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    names = [n for n, _ in trt.named_children()]
+    assert names == ["_run_on_acc_0"], names
+    for shape in [(1, 1, 16), (2, 7, 16), (3, 9, 16)]:
+        x = torch.randn(shape)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=str(shape))
+
+
+def test_linear_over_two_dynamic_leading_dims():
+    """nn.Linear on [B, S, K] with B and S dynamic: a batched GEMM (weight broadcast)."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(16, 33), nn.GELU(), nn.Linear(33, 7)).eval()
+    spec = torchtrt_c.Input(min_shape=(1, 1, 16), opt_shape=(2, 6, 16), max_shape=(5, 11, 16))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert [n for n, _ in trt.named_children()] == ["_run_on_acc_0"]
+    for shape in [(1, 1, 16), (3, 5, 16), (5, 11, 16)]:
+        x = torch.randn(shape)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=str(shape))
+
+
+@dataclasses.dataclass
+class Pair:
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+class ReturnsPair(nn.Module):
+    def forward(self, x):
+        return Pair(torch.relu(x) * 2, x.sum(-1))
+
+
+def test_unknown_container_is_a_clear_error():
+    with pytest.raises(torchtrt_c.Error, match=r"returns a .*Pair.*register_pytree_node") as ei:
+        torchtrt_c.compile(ReturnsPair().eval(), inputs=[torch.randn(2, 3)], min_block_size=1)
+    assert "Traceback" not in str(ei.value)
+
+
+def test_registered_container_is_returned():
+    pytree.register_dataclass(Pair)
+    try:
+        m = ReturnsPair().eval()
+        x = torch.randn(2, 3)
+        trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+        out = trt(x)
+        assert isinstance(out, Pair)
+        _close(out, m(x))
+    finally:
+        pytree._deregister_pytree_node(Pair)
+
+
+def test_save_load_kwargs_and_dict_output(tmp_path):
+    torch.manual_seed(0)
+    m = Masked().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 8), max_shape=(4, 13), dtype=torch.long)
+    trt = torchtrt_c.compile(m, kwarg_inputs={"attention_mask": spec, "input_ids": spec}, min_block_size=1)
+    p = tmp_path / "masked.ep"
+    torchtrt_c.save(trt, p)
+    back = torchtrt_c.load(p)
+    for b, s in [(1, 3), (4, 13)]:
+        ids, am = _ids(b, s, seed=s)
+        with torch.no_grad():
+            _close(back(input_ids=ids, attention_mask=am), m(input_ids=ids, attention_mask=am),
+                   what=f"loaded B={b} S={s}")
+
+
+class FlattensTwoDynamicDims(nn.Module):
+    def forward(self, x):
+        return torch.relu(x.reshape(-1)) * 2
+
+
+def test_product_of_two_dynamic_dims_is_a_clear_error():
+    spec = torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 5), max_shape=(4, 9))
+    with pytest.raises(torchtrt_c.Error, match=r"at node .*x.reshape\(-1\).* has dim s\d+\*s\d+;.*"
+                                               r"a product of dynamic dims.*Input with min == max"):
+        torchtrt_c.compile(FlattensTwoDynamicDims().eval(), inputs=[spec], min_block_size=1)
+
+
+def test_floor_divided_dynamic_dim_is_a_clear_error():
+    """A strided conv over a dynamic length gives (L - k) // s + 1: not affine in L."""
+    m = nn.Conv1d(2, 3, 5, stride=3).eval()
+    spec = torchtrt_c.Input(min_shape=(1, 2, 8), opt_shape=(1, 2, 20), max_shape=(1, 2, 40))
+    with pytest.raises(torchtrt_c.Error, match=r"has dim .*//.*floor division.*Input with min == max"):
+        torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+
+
+class WeightNormed(nn.Module):
+    """weight_norm (a parametrization: g * v / ||v|| computed from the weights on every call),
+    as Wav2Vec2's positional convolution has it: folded to a constant weight at capture."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 6, 5, padding=2, groups=2), dim=2)
+        self.scale = nn.Parameter(torch.rand(6) + 0.5)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.conv(x)) * self.scale.exp().unsqueeze(-1)
+
+
+def test_weight_computations_fold_to_constants():
+    torch.manual_seed(0)
+    m = WeightNormed().eval()
+    with torch.no_grad():
+        m.conv.parametrizations.weight.original0.mul_(torch.rand_like(m.conv.parametrizations.weight.original0) + 0.5)
+    spec = torchtrt_c.Input(min_shape=(1, 4, 11), opt_shape=(2, 4, 11), max_shape=(3, 4, 11))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert [n for n, _ in trt.named_children()] == ["_run_on_acc_0"]
+    for b in (1, 3):
+        x = torch.randn(b, 4, 11)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=f"batch {b}")

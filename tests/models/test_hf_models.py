@@ -1,0 +1,99 @@
+"""Model tier, Hugging Face transformers: each model at its default configuration (SDPA attention,
+use_cache where that is the default, so GPT-2/Llama/... return their DynamicCache and T5 its
+EncoderDecoderCache), called with kwargs as users call it, compiled with default settings and
+Input ranges (text: batch 1..4 x sequence 2..16), must be one engine with no torch segment and
+match eager at several (batch, seq) pairs, whole output structure included.
+
+    PYTHONPATH=$PWD python3 -m pytest tests/models/test_hf_models.py -q
+    PYTHONPATH=$PWD python3 tests/models/table.py          # the README's model table
+"""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+pytest.importorskip("transformers")
+
+import torchtrt_c  # noqa: E402
+from hf_cases import CASES, gpt2_eager_attention  # noqa: E402
+from model_check import check_close, check_one_engine  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_hf_model(name):
+    case = CASES[name]
+    model = case.build()
+    specs = case.specs()
+    gm = torchtrt_c.compile(model, kwarg_inputs=specs)
+    for b, s in case.runs:
+        kw = case.inputs(b, s)
+        with torch.no_grad():
+            ref = model(**kw)
+            out = gm(**kw)
+        check_close(out, ref, what=f"{name} at batch {b}" + (f", seq {s}" if s else ""))
+    check_one_engine(gm, model, specs, case.fallback)
+
+
+def test_hf_cache_error_names_use_cache():
+    """A cache class torch.export cannot flatten names use_cache=False as the fix."""
+    import torch.utils._pytree as pytree
+    from transformers.cache_utils import DynamicCache
+    case = CASES["gpt2"]
+    model = gpt2_eager_attention()
+    saved = pytree.SUPPORTED_NODES.get(DynamicCache)
+    if saved is not None:
+        pytree._deregister_pytree_node(DynamicCache)
+    import torchtrt_c.dynamo._capture as cap
+    orig = cap.register_transformers_containers
+    cap.register_transformers_containers = lambda: False   # as with a transformers we cannot help
+    try:
+        with pytest.raises(torchtrt_c.Error, match="use_cache=False"):
+            torchtrt_c.compile(model, kwarg_inputs=case.inputs(2, 8), min_block_size=1, dryrun=True)
+    finally:
+        cap.register_transformers_containers = orig
+        if saved is not None:
+            cap.register_transformers_containers()
+
+
+def test_hf_use_cache_false_and_save_load(tmp_path):
+    """use_cache=False as a config choice, and a saved module that returns a ModelOutput with a
+    DynamicCache loads in a fresh process (no transformers import by the user) and matches."""
+    import subprocess
+    import textwrap
+    case = CASES["gpt2"]
+    model = gpt2_eager_attention()
+    specs = case.specs()
+    gm = torchtrt_c.compile(model, kwarg_inputs=specs, min_block_size=1)
+    p = tmp_path / "gpt2.ep"
+    torchtrt_c.save(gm, p)
+    kw = case.inputs(3, 11)
+    with torch.no_grad():
+        ref = model(**kw)
+    torch.save((kw, ref.last_hidden_state, [layer.keys for layer in ref.past_key_values.layers]),
+               tmp_path / "io.pt")
+    code = textwrap.dedent(f"""
+        import sys, torch, torchtrt_c
+        kw, h, keys = torch.load({str(tmp_path / 'io.pt')!r}, weights_only=False)
+        m = torchtrt_c.load({str(p)!r})
+        out = m(**kw)
+        assert type(out).__name__ == "BaseModelOutputWithPastAndCrossAttentions", type(out)
+        assert type(out.past_key_values).__name__ == "DynamicCache", type(out.past_key_values)
+        e = (out.last_hidden_state - h).abs().max().item()
+        ek = max((l.keys - k).abs().max().item() for l, k in zip(out.past_key_values.layers, keys))
+        assert e < 1e-5 and ek < 1e-5, (e, ek)
+        print("ok", e, ek)
+    """)
+    import os
+    env = dict(os.environ, PYTHONPATH=str(Path(torchtrt_c.__file__).resolve().parents[1]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+
+    model.config.use_cache = False
+    gm2 = torchtrt_c.compile(model, kwarg_inputs=specs, min_block_size=1)
+    with torch.no_grad():
+        out = gm2(**kw)
+        ref2 = model(**kw)
+    assert out.past_key_values is None
+    check_close(out, ref2, what="use_cache=False")

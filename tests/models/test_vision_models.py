@@ -1,0 +1,81 @@
+"""Model tier, torchvision and timm: random weights (weights=None / pretrained=False), small
+inputs, default settings; each must be one engine with no torch segment and match eager, at a
+dynamic batch (1..4, checked at 1, 2 and 3). torchvision/timm come through tests/thirdparty.py
+(they import beside a CPU-only torch too); the tests skip where they are not installed.
+
+    PYTHONPATH=$PWD python3 -m pytest tests/models/test_vision_models.py -q
+"""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torchtrt_c  # noqa: E402
+from model_check import check_close, segments  # noqa: E402
+from thirdparty import import_timm, import_torchvision  # noqa: E402
+
+# name -> (constructor kwargs, input size H = W); sizes are small but keep every stage > 1x1
+TORCHVISION = {
+    "resnet18": ({}, 64),
+    "mobilenet_v3_small": ({}, 64),
+    "efficientnet_b0": ({}, 64),
+    "convnext_tiny": ({}, 64),
+    "regnet_y_400mf": ({}, 64),
+    "shufflenet_v2_x0_5": ({}, 64),
+    "densenet121": ({}, 64),
+    "squeezenet1_0": ({}, 64),
+    "swin_t": ({}, 64),
+    "vit_b_16": ({"image_size": 64}, 64),
+    # segmentation models return an OrderedDict {"out": ...}: a container output
+    "deeplabv3_mobilenet_v3_large": ({"weights_backbone": None, "num_classes": 5}, 64),
+    "fcn_resnet50": ({"weights_backbone": None, "num_classes": 5}, 64),
+}
+
+TIMM = {
+    "mobilevit_xxs": ({}, 64),
+    "levit_128s": ({"img_size": 64}, 64),
+    "poolformer_s12": ({}, 64),
+    "convnext_atto": ({}, 64),
+    "resnet18d": ({}, 64),
+    "deit_tiny_patch16_224": ({"img_size": 64}, 64),
+}
+
+BATCHES = (2, 1, 3)
+
+
+def _check(model, size, name):
+    model = model.eval()
+    spec = torchtrt_c.Input(min_shape=(1, 3, size, size), opt_shape=(2, 3, size, size),
+                            max_shape=(4, 3, size, size))
+    gm = torchtrt_c.compile(model, inputs=[spec])
+    for b in BATCHES:
+        x = torch.randn(b, 3, size, size, generator=torch.Generator().manual_seed(b))
+        with torch.no_grad():
+            check_close(gm(x), model(x), what=f"{name} at batch {b}")
+    eng, tor = segments(gm)
+    if (eng, tor) != (1, 0):
+        rep = torchtrt_c.compile(model, inputs=[spec], dryrun=True).dryrun_report
+        ops = {op: sorted(r) for op, (_c, r) in rep.unsupported.items()}
+        pytest.fail(f"{name}: {eng} engine(s), {tor} torch segment(s), coverage {rep.coverage:.1%}; "
+                    f"falling back: {ops}")
+
+
+@pytest.mark.parametrize("name", list(TORCHVISION))
+def test_torchvision_model(name):
+    tv = import_torchvision()
+    kwargs, size = TORCHVISION[name]
+    torch.manual_seed(0)
+    model = tv.models.get_model(name, weights=None, **kwargs)
+    _check(model, size, name)
+
+
+@pytest.mark.parametrize("name", list(TIMM))
+def test_timm_model(name):
+    timm = import_timm()
+    kwargs, size = TIMM[name]
+    torch.manual_seed(0)
+    model = timm.create_model(name, pretrained=False, **kwargs)
+    _check(model, size, name)
