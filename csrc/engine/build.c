@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../convert/convert.h"
+#include "../runtime/native.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
     ttc_engine_options o = {"engine", NULL, false, 3, NULL};
@@ -86,6 +87,8 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     }
     /* half arithmetic where the device has it (probed once per device; see codegen.c) */
     e->k->half_compute = e->k->fp16 && ttc_cl_device_half_compute(e->dev);
+    /* GEMM/convolution through the CPU BLAS where the device runs native kernels */
+    e->k->native = !ttc_engine_gpu_kernels(e) && ttc_native_available(e->dev);
     TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
     e->options = ttc_strdup("-cl-std=CL1.2");
     ttc_status s = TTC_ERR_BUILD;
