@@ -32,7 +32,7 @@ static void blas_load(void) {
         snprintf(blas_desc, sizeof blas_desc, "libopenblas lacks cblas_sgemm");
         return;
     }
-    snprintf(blas_desc, sizeof blas_desc, "OpenBLAS %s", cfg ? cfg() : "");
+    snprintf(blas_desc, sizeof blas_desc, "%s", cfg ? cfg() : "OpenBLAS");
 }
 
 static bool env_disabled(void) {
