@@ -19,6 +19,11 @@ static sgemm_fn blas_sgemm;
 static char blas_desc[256];
 
 static void blas_load(void) {
+    /* OpenBLAS's worker threads spin for 2^28 cycles (~0.1 s) after each call before they
+     * sleep: on a CPU device the next commands are OpenCL kernels on PoCL's own threads, one per
+     * core, which would share the cores with those spinners. 2^4 cycles: they sleep at once.
+     * Read once, when the library initialises; a value the user set is kept. */
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
     const char *names[] = {"libopenblas.so.0", "libopenblas.so"};
     void *h = NULL;
     for (size_t i = 0; i < 2 && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
