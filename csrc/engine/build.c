@@ -79,6 +79,9 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     TTC_TRY(ttc_fuse(e->k, &e->n_fused));
     /* fp16 engines read their weights in half (engine/const_half.c) */
     TTC_TRY(ttc_kir_consts_to_half(e->k, NULL));
+    /* GEMM/convolution through the CPU BLAS where the device runs native kernels
+     * (before tuning: GEMMs that run natively are not timed) */
+    e->k->native = !ttc_engine_gpu_kernels(e) && ttc_native_available(e->dev);
     if (e->stored_tiles && e->n_stored_tiles == e->k->n_ops) {
         for (int32_t i = 0; i < e->k->n_ops; i++)
             e->k->ops[i].tile = e->stored_tiles[i] >= 0 && e->stored_tiles[i] < TTC_GEMM_TILES ? e->stored_tiles[i] : 0;
@@ -87,8 +90,6 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     }
     /* half arithmetic where the device has it (probed once per device; see codegen.c) */
     e->k->half_compute = e->k->fp16 && ttc_cl_device_half_compute(e->dev);
-    /* GEMM/convolution through the CPU BLAS where the device runs native kernels */
-    e->k->native = !ttc_engine_gpu_kernels(e) && ttc_native_available(e->dev);
     TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
     e->options = ttc_strdup("-cl-std=CL1.2");
     ttc_status s = TTC_ERR_BUILD;
