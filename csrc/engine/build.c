@@ -105,8 +105,9 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     if (!e->kdesc) return TTC_ERR_NOMEM;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
         const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
-        e->kdesc[i] = ttc_strfmt("%s %s%s: %s", e->cg.kernels[i].name, kind_name(op->kind),
-                                 e->cg.kernels[i].native ? " (native)" : "", op->name ? op->name : "");
+        /* "k<i> <kind>: <ops>" is parsed by the profile tools: the native marker goes last */
+        e->kdesc[i] = ttc_strfmt("%s %s: %s%s", e->cg.kernels[i].name, kind_name(op->kind), op->name ? op->name : "",
+                                 e->cg.kernels[i].native ? " (native)" : "");
     }
     return TTC_OK;
 }

@@ -19,13 +19,11 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import torchtrt_c  # noqa: E402
-import torchtrt_c._C as C  # noqa: E402
-from convtest import Const, assert_close, check_op, rand  # noqa: E402
-from test_conv_kernels import conv_case  # noqa: E402
+import torchtrt_c
+import torchtrt_c._C as C
+from convtest import Const, assert_close, check_op, rand
+from test_conv_kernels import conv_case
 
-pytestmark = pytest.mark.device
 ROOT = Path(__file__).resolve().parents[2]
 
 
