@@ -22,6 +22,13 @@ install_system() {
             exit 1
         fi
     fi
+    # OpenBLAS: CPU engines run float32 GEMM/convolution through it as native OpenCL kernels
+    # (loaded with dlopen: without it they use the OpenCL kernels; see README).
+    if ! ldconfig -p | grep -q libopenblas.so.0 && command -v apt-get >/dev/null; then
+        need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0 >/dev/null \
+            || { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0 >/dev/null; } \
+            || echo "run.sh: could not install OpenBLAS (libopenblas0); CPU engines will use the OpenCL kernels" >&2
+    fi
 }
 
 install_python() {

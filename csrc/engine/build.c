@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../convert/convert.h"
+#include "../runtime/native.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
     ttc_engine_options o = {"engine", NULL, false, 3, NULL};
@@ -85,6 +86,9 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     TTC_TRY(ttc_fuse(e->k, &e->n_fused));
     /* fp16 engines read their weights in half (engine/const_half.c) */
     TTC_TRY(ttc_kir_consts_to_half(e->k, NULL));
+    /* GEMM/convolution through the CPU BLAS where the device runs native kernels
+     * (before tuning: GEMMs that run natively are not timed) */
+    e->k->native = !ttc_engine_gpu_kernels(e) && ttc_native_available(e->dev);
     if (e->stored_tiles && e->n_stored_tiles == e->k->n_ops) {
         for (int32_t i = 0; i < e->k->n_ops; i++)
             e->k->ops[i].tile = e->stored_tiles[i] >= 0 && e->stored_tiles[i] < TTC_GEMM_TILES ? e->stored_tiles[i] : 0;
@@ -108,7 +112,9 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     if (!e->kdesc) return TTC_ERR_NOMEM;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
         const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
-        e->kdesc[i] = ttc_strfmt("%s %s: %s", e->cg.kernels[i].name, kind_name(op->kind), op->name ? op->name : "");
+        /* "k<i> <kind>: <ops>" is parsed by the profile tools: the native marker goes last */
+        e->kdesc[i] = ttc_strfmt("%s %s: %s%s", e->cg.kernels[i].name, kind_name(op->kind), op->name ? op->name : "",
+                                 e->cg.kernels[i].native ? " (native)" : "");
     }
     return TTC_OK;
 }

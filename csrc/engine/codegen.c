@@ -10,6 +10,7 @@
 
 #include "../kernels/kernels.h"
 #include "codegen_data.h"
+#include "native_ops.h"
 
 const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_CPU, 0, 0, 0, 0, 0, 1},        {TTC_GEMM_CPU, 4, 0, 0, 0, 0, 1},       {TTC_GEMM_CPU, 16, 0, 0, 0, 0, 1},
@@ -528,7 +529,8 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         /* The store-function arguments come first in ks->args; kernels put them last:
          * rotate after the kind-specific arguments are appended. */
         int32_t n_epi = ks->n_args;
-        switch (op->kind) {
+        if (k->native && ttc_native_op_ok(k, op)) s = ttc_codegen_native(src, k, op, ks, P, A_);
+        else switch (op->kind) {
         case TTC_KOP_ELEMENTWISE:
             ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n"
                             "    if (lin >= n) return;\n    %s_store(0.0f, lin%s);\n}\n", ks->name, P, ks->name, A_);

@@ -38,6 +38,11 @@ typedef struct ttc_kspec {
     ttc_gdim g[3];
     int32_t work_dims;
     bool use_local;           /* pass local sizes (tiled GPU kernels) */
+    /* native GEMM/convolution (engine/native_ops.h): the first n_native_args arguments are the
+     * native call's, the rest the OpenCL epilogue kernel's, launched only when native_epi */
+    int8_t native;
+    bool native_epi;
+    int32_t n_native_args;
 } ttc_kspec;
 
 typedef struct ttc_codegen {

@@ -39,6 +39,8 @@ typedef struct ttc_exec_ctx {
     cl_mem *dev_in, *dev_out; /* device-side copies (non-CPU devices) */
     size_t *dev_in_cap, *dev_out_cap;
     cl_mem errf;              /* index-error flag (one int), only when a kernel takes one */
+    cl_mem scratch;           /* native convolutions' im2col buffer (engine/native_ops.h) */
+    size_t scratch_cap;
 } ttc_exec_ctx;
 
 #define TTC_PLAN_CACHE 4
@@ -89,6 +91,9 @@ static inline bool ttc_kspec_has_errflag(const ttc_kspec *ks) {
 }
 /* Binds kernel ki's arguments for plan p (inputs, outputs, arena and error flag given), and
  * enqueues it on q: shared by execute (exec.c) and the resident benchmark (bench.c). */
+/* The buffer behind tensor t in plan p (the arena for empty tensors). */
+cl_mem ttc_exec_buf(const ttc_engine *e, const ttc_plan *p, int32_t t, const cl_mem *in_mem, const cl_mem *out_mem,
+                    cl_mem arena);
 ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
                              const cl_mem *out_mem, cl_mem arena, cl_mem errf);
 /* build.c: whether the engine uses the GPU kernel families (a GPU, or TORCHTRT_C_KERNELS=gpu). */

@@ -1,6 +1,7 @@
 /* Engine execution: execution contexts (queue, kernels, arena) taken from a pool so that
  * threads can execute one engine concurrently; enqueue everything, synchronise once. */
 #include "engine_impl.h"
+#include "native_ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ void ttc_exec_ctx_free(ttc_exec_ctx *x) {
     free(x->kernels);
     if (x->arena) TTC_CL(ReleaseMemObject)(x->arena);
     if (x->errf) TTC_CL(ReleaseMemObject)(x->errf);
+    if (x->scratch) TTC_CL(ReleaseMemObject)(x->scratch);
     free(x->dev_in_cap);
     free(x->dev_out_cap);
     free(x->dev_in);
@@ -123,32 +125,39 @@ ttc_status ttc_engine_output_shapes(ttc_engine *e, const int64_t (*in_shapes)[TT
     return TTC_OK;
 }
 
+cl_mem ttc_exec_buf(const ttc_engine *e, const ttc_plan *p, int32_t t, const cl_mem *in_mem, const cl_mem *out_mem,
+                    cl_mem arena) {
+    const ttc_res *r = &p->res[t];
+    cl_mem m = NULL;
+    switch (r->root) {
+    case TTC_ROOT_INPUT: m = in_mem[r->idx]; break;
+    case TTC_ROOT_OUTPUT: m = out_mem[r->idx]; break;
+    case TTC_ROOT_CONST: m = e->const_mem[r->idx]; break;
+    case TTC_ROOT_ARENA: m = arena; break;
+    default: break;
+    }
+    return m ? m : arena;  /* empty tensors: any valid buffer, never read */
+}
+
 ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
                              const cl_mem *out_mem, cl_mem arena, cl_mem errf) {
     const ttc_kspec *ks = &e->cg.kernels[ki];
-    for (int32_t a = 0; a < ks->n_args; a++) {
+    /* a native op's own arguments come first; its OpenCL kernel takes the rest */
+    for (int32_t a = ks->n_native_args; a < ks->n_args; a++) {
         int64_t v = p->argv[ki][a];
+        cl_uint ka = (cl_uint)(a - ks->n_native_args);
         cl_int err;
         if (ks->args[a].kind == TTC_ARG_BUF) {
-            const ttc_res *r = &p->res[(int32_t)v];
-            cl_mem m = NULL;
-            switch (r->root) {
-            case TTC_ROOT_INPUT: m = in_mem[r->idx]; break;
-            case TTC_ROOT_OUTPUT: m = out_mem[r->idx]; break;
-            case TTC_ROOT_CONST: m = e->const_mem[r->idx]; break;
-            case TTC_ROOT_ARENA: m = arena; break;
-            default: break;
-            }
-            if (!m) m = arena;  /* empty tensors: any valid buffer, never read */
-            err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &m);
+            cl_mem m = ttc_exec_buf(e, p, (int32_t)v, in_mem, out_mem, arena);
+            err = TTC_CL(SetKernelArg)(kern, ka, sizeof(cl_mem), &m);
         } else if (ks->args[a].kind == TTC_ARG_ERRFLAG) {
-            err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_mem), &errf);
+            err = TTC_CL(SetKernelArg)(kern, ka, sizeof(cl_mem), &errf);
         } else {
             cl_int iv = (cl_int)v;
-            err = TTC_CL(SetKernelArg)(kern, (cl_uint)a, sizeof(cl_int), &iv);
+            err = TTC_CL(SetKernelArg)(kern, ka, sizeof(cl_int), &iv);
         }
         if (err != CL_SUCCESS)
-            return ttc_fail_cl(err, "clSetKernelArg(%s, arg %d) failed: %s", ks->name, a, ttc_cl_error_name(err));
+            return ttc_fail_cl(err, "clSetKernelArg(%s, arg %d) failed: %s", ks->name, (int)ka, ttc_cl_error_name(err));
     }
     return TTC_OK;
 }
@@ -201,6 +210,8 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     cl_int err = CL_SUCCESS;
     if (!in_mem || !out_mem) s = TTC_ERR_NOMEM;
     if (s == TTC_OK) s = ensure_buf(e, &x->arena, &x->arena_cap, p->arena_bytes, "arena");
+    size_t scratch = ttc_native_scratch_bytes(e, p);
+    if (s == TTC_OK && scratch) s = ensure_buf(e, &x->scratch, &x->scratch_cap, scratch, "native scratch");
     /* bind inputs and outputs: host memory directly on CPU devices, device copies elsewhere */
     for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++) {
         size_t n = in_bytes[i];
@@ -240,7 +251,10 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     /* launch every kernel */
     for (int32_t ki = 0; ki < e->cg.n_kernels && s == TTC_OK; ki++) {
         if (p->skip[ki]) continue;
-        s = ttc_exec_set_args(e, p, ki, x->kernels[ki], in_mem, out_mem, x->arena, x->errf);
+        const ttc_kspec *ks = &e->cg.kernels[ki];
+        if (ks->native) s = ttc_native_launch(e, p, ki, x->q, in_mem, out_mem, x->arena, x->scratch, NULL);
+        if (ks->native && !ks->native_epi) continue;
+        if (s == TTC_OK) s = ttc_exec_set_args(e, p, ki, x->kernels[ki], in_mem, out_mem, x->arena, x->errf);
         if (s == TTC_OK) s = ttc_exec_enqueue(e, p, ki, x->q, x->kernels[ki]);
     }
     /* results back to the host */

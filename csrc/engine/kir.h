@@ -195,6 +195,8 @@ typedef struct ttc_kir {
     bool fp16;                            /* intermediates/compute in half */
     bool half_compute;                    /* fp16 and the device computes in half (set by the
                                              builder before codegen; see codegen.c) */
+    bool native;                          /* GEMM/convolution may run as native kernels (set by
+                                             the builder; engine/native_ops.h) */
 } ttc_kir;
 
 ttc_kir *ttc_kir_new(void);

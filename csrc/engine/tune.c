@@ -13,6 +13,7 @@
  * (mma.sync) kernel. */
 #include "bench.h"
 #include "engine_impl.h"
+#include "native_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,7 +238,7 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         for (int32_t d = 0; d < o->rank - 2; d++) B *= ttc_dim_eval(o->dims[d], sv);
         int32_t def = gemm_default(e, op, B, M, N);
         op->tile = def;
-        if (!tuning) continue;
+        if (!tuning || (k->native && ttc_native_op_ok(k, op))) continue;  /* native: no tile to choose */
         if (!have_path) { path = tuning_path(e); have_path = true; }
         /* "gemm3": the third table (choices made among fewer candidates are not read) */
         char *key = ttc_strfmt("%s|%s|%s|gemm3|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->dev->platform, e->dev->name,

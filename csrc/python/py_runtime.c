@@ -2,6 +2,7 @@
 #include "binding.h"
 
 #include "../common/status.h"
+#include "../runtime/native.h"
 #include "../runtime/runtime.h"
 
 PyObject *ttc_py_device_dict(const ttc_cl_device *d) {
@@ -51,7 +52,23 @@ static PyObject *py_runtime_stats(PyObject *m, PyObject *unused) {
                          "buffers_released", (long long)s.released);
 }
 
+/* Whether engines on the default device run GEMM/convolution as native kernels, and with what. */
+static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
+    ttc_cl_device *d;
+    ttc_status s;
+    bool on = false;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_cl_device_select(NULL, &d);
+    if (s == TTC_OK) on = ttc_native_available(d);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
+    return Py_BuildValue("{s:O,s:s}", "available", on ? Py_True : Py_False, "library", ttc_native_library());
+}
+
 static PyMethodDef runtime_methods[] = {
+    {"native_cpu", py_native_cpu, METH_NOARGS,
+     "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
+     "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not)."},
     {"devices", py_devices, METH_NOARGS,
      "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ...)."},
     {"default_device", py_default_device, METH_NOARGS,

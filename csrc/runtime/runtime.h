@@ -28,7 +28,7 @@
     X(BuildProgram) X(GetProgramBuildInfo) X(GetProgramInfo) X(ReleaseProgram) X(CreateKernel) \
     X(ReleaseKernel) X(SetKernelArg) X(EnqueueNDRangeKernel) X(Finish) X(Flush)               \
     X(WaitForEvents) X(GetEventProfilingInfo) X(ReleaseEvent) X(GetKernelWorkGroupInfo)        \
-    X(EnqueueCopyBuffer) X(GetMemObjectInfo)
+    X(EnqueueCopyBuffer) X(GetMemObjectInfo) X(EnqueueNativeKernel)
 
 typedef struct ttc_cl_api {
 #define X(name) __typeof__(&cl##name) name;
@@ -52,6 +52,8 @@ typedef struct ttc_cl_memstats {
 ttc_cl_memstats ttc_cl_memstats_get(void);
 void ttc_cl_memstats_install(ttc_cl_api *api);  /* by ttc_cl_load: wraps CreateBuffer/ReleaseMemObject */
 const char *ttc_cl_error_name(cl_int code);
+/* Creation sequence number of a live buffer made through TTC_CL(CreateBuffer) (0: unknown). */
+uint64_t ttc_cl_mem_seq(cl_mem m);
 
 typedef struct ttc_cl_device {
     int32_t index;
@@ -62,6 +64,7 @@ typedef struct ttc_cl_device {
     bool fp16;                /* half arithmetic usable (cl_khr_fp16, or known-good GPU) */
     bool fp16_advertised;     /* cl_khr_fp16 is in the extension list */
     bool half_compute, half_probed; /* see ttc_cl_device_half_compute (under lock) */
+    bool native_ok, native_probed;  /* see ttc_native_available (runtime/native.h, under lock) */
     bool opencl2;             /* OpenCL C 2.0+ */
     cl_uint compute_units;
     size_t max_work_group;

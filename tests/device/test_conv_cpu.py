@@ -21,6 +21,7 @@ from test_conv_kernels import conv_case
 @pytest.fixture(params=["cpu", "ocb8"])
 def kernel(request, monkeypatch):
     monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
+    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")   # the OpenCL kernels, not the CPU BLAS
     monkeypatch.delenv("TORCHTRT_C_CONV_TILE", raising=False)
     if request.param == "ocb8":
         monkeypatch.setenv("TORCHTRT_C_CONV_CPU", "ocb8")

@@ -17,6 +17,7 @@ from convtest import Const, check_op, rand
 @pytest.fixture(params=[0, 1, 2])
 def cpu_tile(request, monkeypatch):
     monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
+    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")   # gemm_cpu.cl, not the CPU BLAS
     monkeypatch.setenv("TORCHTRT_C_GEMM_TILE", str(request.param))
     return request.param
 

@@ -1,0 +1,234 @@
+/* GEMM and convolution as native kernels calling the BLAS (engine/native_ops.h). */
+#include "native_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/native.h"
+
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2 };
+
+/* Argument slots of the native part of a kernel spec (p->argv values, int64). */
+enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
+enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA_OW, CA_C, CA_OC, CA_G, CA_KH,
+       CA_KW, CA_SH, CA_SW, CA_PH, CA_PW, CA_DH, CA_DW, CA_COUNT };
+
+/* What clEnqueueNativeKernel copies: mem[] hold cl_mem handles when enqueued, host pointers
+ * (replaced by the implementation through args_mem_loc) when the function runs. PoCL 3 fills
+ * args_mem_loc[i] from its own list of the command's buffers, deduplicated and sorted by
+ * creation, rather than from mem_list[i]; PoCL 5 deduplicates keeping the order. mem_list
+ * is made so that all of them agree: each buffer once, oldest first (ttc_cl_mem_seq). */
+typedef struct native_call {
+    void *mem[4];             /* distinct buffers, oldest first */
+    int8_t slot[4];           /* operand i (A/x, B/w, C/y, scratch) is mem[slot[i]] */
+    int32_t kind;
+    bool trans_b;
+    int64_t v[CA_COUNT];
+} native_call;
+
+bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
+    if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (op->kind == TTC_KOP_GEMM)
+        return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
+    if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
+    const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
+    int32_t G = op->p.conv.groups;
+    /* depthwise: one tiny GEMM per channel, the OpenCL kernel is better */
+    if (G > 1 && x->dims[1].add == G) return false;
+    return x->dtype == TTC_DTYPE_FLOAT32 && w->dtype == TTC_DTYPE_FLOAT32 && x->rank == 4 && w->rank == 4 &&
+           x->dims[1].sym < 0;
+}
+
+#define ARG(kind, t, d, r, v) TTC_TRY(ttc_codegen_add_arg(ks, kind, t, d, r, v))
+
+static ttc_status gemm_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t st = ttc_kop_gemm_shape(op), R = k->ts[st].rank;
+    int32_t ra = k->ts[op->in[0]].rank, rb = k->ts[op->in[1]].rank;
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_BUF, op->in[1], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[1], 0, 0, 0);
+    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_DIM, st, R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, st, R - 1, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], ra - 1, 0, 0);
+    ARG(TTC_ARG_PROD, st, 0, R - 2, 0);
+    /* batch strides as the OpenCL GEMM takes them: a 2-D operand is shared by every batch */
+    if (ra > 2) ARG(TTC_ARG_PROD, op->in[0], ra - 2, ra, 0);
+    else ARG(TTC_ARG_INT, 0, 0, 0, 0);
+    if (rb > 2) ARG(TTC_ARG_PROD, op->in[1], rb - 2, rb, 0);
+    else ARG(TTC_ARG_INT, 0, 0, 0, 0);
+    return TTC_OK;
+}
+
+static ttc_status conv_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_BUF, op->in[1], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[1], 0, 0, 0);
+    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
+    int64_t lit[] = {x->dims[1].add, out->dims[1].add, op->p.conv.groups, op->p.conv.k[0], op->p.conv.k[1],
+                     op->p.conv.stride[0], op->p.conv.stride[1], op->p.conv.pad[0], op->p.conv.pad[1],
+                     op->p.conv.dil[0], op->p.conv.dil[1]};
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, lit[i]);
+    return TTC_OK;
+}
+
+ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
+                              const char *A_) {
+    int32_t before = ks->n_args;
+    if (op->kind == TTC_KOP_GEMM) {
+        TTC_TRY(gemm_args(k, op, ks));
+        ks->native = NATIVE_GEMM;
+    } else {
+        TTC_TRY(conv_args(k, op, ks));
+        ks->native = NATIVE_CONV;
+    }
+    ks->n_native_args = ks->n_args - before;
+    ks->native_epi = op->epi.n > 0;
+    /* the epilogue, in place: each work-item reads the library's result and stores f(result) */
+    const ttc_et *out = &k->ts[op->out];
+    ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
+                    "    %s_store(o_[o_off + lin], lin%s);\n}\n", ks->name, P, ks->name, A_);
+    ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
+    ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, 0);
+    return TTC_OK;
+}
+
+/* Column matrix of image n, group g: col[(ic*KH + kh)*KW + kw][oh*OW + ow] (zero padding). */
+static void im2col(const float *x, float *col, const int64_t *v, int64_t ic0, int64_t icg) {
+    int64_t H = v[CA_H], W = v[CA_W_], OH = v[CA_OH], OW = v[CA_OW], KH = v[CA_KH], KW = v[CA_KW];
+    int64_t SH = v[CA_SH], SW = v[CA_SW], PH = v[CA_PH], PW = v[CA_PW], DH = v[CA_DH], DW = v[CA_DW];
+    for (int64_t ic = 0; ic < icg; ic++) {
+        const float *xc = x + (ic0 + ic) * H * W;
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                float *row = col + ((ic * KH + kh) * KW + kw) * OH * OW;
+                /* output columns whose input column lies inside the image: [lo, hi) */
+                int64_t off = kw * DW - PW, lo = 0, hi = OW;
+                while (lo < OW && lo * SW + off < 0) lo++;
+                while (hi > lo && (hi - 1) * SW + off >= W) hi--;
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    float *r = row + oh * OW;
+                    int64_t ih = oh * SH - PH + kh * DH;
+                    if (ih < 0 || ih >= H) { memset(r, 0, sizeof(float) * (size_t)OW); continue; }
+                    const float *xr = xc + ih * W + off;
+                    for (int64_t ow = 0; ow < lo; ow++) r[ow] = 0.0f;
+                    if (SW == 1) memcpy(r + lo, xr + lo, sizeof(float) * (size_t)(hi - lo));
+                    else for (int64_t ow = lo; ow < hi; ow++) r[ow] = xr[ow * SW];
+                    for (int64_t ow = hi; ow < OW; ow++) r[ow] = 0.0f;
+                }
+            }
+    }
+}
+
+/* Distinct buffers of slots[0..n), oldest first, into mems; slot[i] indexes mems. */
+static cl_uint native_mem_list(const cl_mem *slots, int32_t n, cl_mem *mems, int8_t *slot) {
+    cl_uint m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (cl_uint j = 0; j < m; j++) seen = seen || mems[j] == slots[i];
+        if (!seen) mems[m++] = slots[i];
+    }
+    uint64_t seq[4];
+    for (cl_uint i = 0; i < m; i++) seq[i] = ttc_cl_mem_seq(mems[i]);
+    for (cl_uint i = 1; i < m; i++)  /* insertion sort by creation */
+        for (cl_uint j = i; j > 0 && seq[j - 1] > seq[j]; j--) {
+            uint64_t ts = seq[j];
+            seq[j] = seq[j - 1];
+            seq[j - 1] = ts;
+            cl_mem t = mems[j];
+            mems[j] = mems[j - 1];
+            mems[j - 1] = t;
+        }
+    for (int32_t i = 0; i < n; i++)
+        for (cl_uint j = 0; j < m; j++)
+            if (mems[j] == slots[i]) slot[i] = (int8_t)j;
+    return m;
+}
+
+static bool conv_is_1x1(const int64_t *v) {
+    return v[CA_KH] == 1 && v[CA_KW] == 1 && v[CA_SH] == 1 && v[CA_SW] == 1 && v[CA_PH] == 0 && v[CA_PW] == 0;
+}
+
+static void CL_CALLBACK native_run(void *arg) {
+    const native_call *c = arg;
+    const int64_t *v = c->v;
+    void *m0 = c->mem[c->slot[0]], *m1 = c->mem[c->slot[1]], *m2 = c->mem[c->slot[2]];
+    if (c->kind == NATIVE_GEMM) {
+        const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)m1 + v[GA_BOFF];
+        float *C = (float *)m2 + v[GA_COFF];
+        int64_t M = v[GA_M], N = v[GA_N], K = v[GA_K];
+        for (int64_t b = 0; b < v[GA_BATCH]; b++)
+            ttc_native_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
+                             C + b * M * N, N);
+        return;
+    }
+    const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
+    float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : c->mem[c->slot[3]];
+    int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
+    int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
+    bool direct = conv_is_1x1(v);
+    for (int64_t n = 0; n < v[CA_N]; n++)
+        for (int64_t g = 0; g < G; g++) {
+            const float *xn = x + n * C * HW;
+            const float *bm = xn + g * ICG * HW;
+            if (!direct) {
+                im2col(xn, col, v, g * ICG, ICG);
+                bm = col;
+            }
+            ttc_native_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
+        }
+}
+
+size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
+    size_t most = 0;
+    for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
+        const ttc_kspec *ks = &e->cg.kernels[ki];
+        if (ks->native != NATIVE_CONV || p->skip[ki]) continue;
+        const int64_t *a = p->argv[ki];
+        if (conv_is_1x1(a)) continue;
+        size_t n = (size_t)(a[CA_C] / a[CA_G] * a[CA_KH] * a[CA_KW] * a[CA_OH] * a[CA_OW]) * sizeof(float);
+        if (n > most) most = n;
+    }
+    return most;
+}
+
+ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q,
+                             const cl_mem *in_mem, const cl_mem *out_mem, cl_mem arena, cl_mem scratch, cl_event *ev) {
+    const ttc_kspec *ks = &e->cg.kernels[ki];
+    const ttc_kop *op = &e->k->ops[ks->op];
+    native_call c;
+    memset(&c, 0, sizeof c);
+    c.kind = ks->native;
+    c.trans_b = op->kind == TTC_KOP_GEMM && op->p.gemm.trans_b;
+    for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
+    cl_mem slots[4] = {NULL, NULL, NULL, NULL};
+    int32_t n_slots = 3;
+    for (int32_t i = 0; i < 3; i++)  /* buffers sit at argument slots 0, 2, 4 in both layouts */
+        slots[i] = ttc_exec_buf(e, p, (int32_t)c.v[2 * i], in_mem, out_mem, arena);
+    if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
+        if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
+        slots[n_slots++] = scratch;
+    }
+    cl_mem mems[4];
+    const void *locs[4];
+    cl_uint n_mem = native_mem_list(slots, n_slots, mems, c.slot);
+    for (cl_uint j = 0; j < n_mem; j++) {
+        c.mem[j] = mems[j];
+        locs[j] = &c.mem[j];
+    }
+    cl_int err = TTC_CL(EnqueueNativeKernel)(q, native_run, &c, sizeof c, n_mem, mems, locs, 0, NULL, ev);
+    if (err != CL_SUCCESS)
+        return ttc_fail_cl(err, "clEnqueueNativeKernel(%s: %s) failed: %s", ks->name, op->name, ttc_cl_error_name(err));
+    return TTC_OK;
+}

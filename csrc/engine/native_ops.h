@@ -1,0 +1,32 @@
+/*
+ * GEMM and convolution as native kernels (see runtime/native.h) inside an engine.
+ *
+ * When the engine's device runs native kernels (kir->native, set by the builder), a float32
+ * GEMM or convolution op becomes a kernel spec whose first n_native_args arguments describe a
+ * library call (operand buffers, offsets, sizes), enqueued with clEnqueueNativeKernel, which
+ * writes the raw result into the op's output. Its epilogue (bias, activation, residual, ...)
+ * then runs as a small OpenCL kernel reading that result in place: the remaining arguments
+ * are that kernel's. Ops without an epilogue launch only the native call.
+ *
+ *   if (k->native && ttc_native_op_ok(k, op)) TTC_TRY(ttc_codegen_native(src, k, op, ks, P, A_));
+ *   ...
+ *   if (ks->native) TTC_TRY(ttc_native_launch(e, p, ki, q, in_mem, out_mem, arena, scratch, NULL));
+ */
+#ifndef TTC_ENGINE_NATIVE_OPS_H
+#define TTC_ENGINE_NATIVE_OPS_H
+
+#include "engine_impl.h"
+
+/* Whether op (of an engine with k->native) runs natively: float32 operands and result, and a
+ * GEMM or an ungrouped/grouped (not depthwise), unsplit convolution. */
+bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op);
+/* The kernel spec (and epilogue kernel source) of a native op; P/A_ as for other kinds. */
+ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
+                              const char *A_);
+/* Scratch bytes the native kernels of plan p need (im2col buffers), 0 when none. */
+size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p);
+/* Enqueues kernel ki's native call on q (ev: its event, when not NULL). */
+ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q,
+                             const cl_mem *in_mem, const cl_mem *out_mem, cl_mem arena, cl_mem scratch, cl_event *ev);
+
+#endif
