@@ -222,6 +222,7 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
     for (int32_t i = 0; i < k->n_ops; i++) {
         ttc_kop *op = &k->ops[i];
         if (op->dead || op->kind != TTC_KOP_GEMM) continue;
+        e->prof.gemms++;
         if (forced >= 0) {
             if (!gemm_runnable(e, op, forced)) {
                 free(path);
@@ -246,11 +247,15 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         if (!key) { free(path); return TTC_ERR_NOMEM; }
         int32_t choice = cache_lookup(path, key);
         if (choice >= 0 && !gemm_candidate(e, op, choice)) choice = -1;
+        if (choice >= 0) e->prof.tune_cached++;
         if (choice < 0) {
+            e->prof.tune_timed++;
+            e->prof.tune_candidates++;
             double best = time_candidate(e, i, def, sv);
             choice = def;
             for (int32_t c = 0; c < TTC_GEMM_TILES; c++) {
                 if (c == def || !gemm_candidate(e, &k->ops[i], c)) continue;
+                e->prof.tune_candidates++;
                 double t = time_candidate(e, i, c, sv);
                 if (t < best * 0.97) { best = t; choice = c; }  /* prefer the default unless clearly faster */
             }

@@ -51,7 +51,20 @@ static PyObject *py_runtime_stats(PyObject *m, PyObject *unused) {
                          "buffers_released", (long long)s.released);
 }
 
+/* Process-wide program build counters (csrc/runtime/program.c). */
+static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
+    ttc_cl_program_stats s;
+    ttc_cl_program_stats_get(&s);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "compiled", (long long)s.compiled,
+                         "cache_hits", (long long)s.cache_hits, "from_binary", (long long)s.from_binary,
+                         "failed", (long long)s.failed, "compile_s", s.compile_s, "cache_s", s.cache_s,
+                         "binary_s", s.binary_s);
+}
+
 static PyMethodDef runtime_methods[] = {
+    {"program_stats", py_program_stats, METH_NOARGS,
+     "program_stats() -> dict: OpenCL program builds in this process: compiled (from source), cache_hits "
+     "(on-disk binary cache), from_binary (engine blobs), failed, and seconds each (compile_s, cache_s, binary_s)."},
     {"devices", py_devices, METH_NOARGS,
      "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ...)."},
     {"default_device", py_default_device, METH_NOARGS,
