@@ -50,7 +50,9 @@ class CompileProfile:
 
     def engine(self, name: str) -> dict:
         """A record for one engine; the factory fills it (see _compiler._EngineFactory.build)."""
-        rec = {"name": name, "source": None, "seconds": {}, "build": None}
+        # source: "built", "engine cache" (deserialised from engine_cache_dir) or "engine cache
+        # (live)" (the same engine compiled earlier in this process, still loaded)
+        rec = {"name": name, "source": "", "seconds": {}, "build": None}
         self.engines.append(rec)
         return rec
 
@@ -72,7 +74,7 @@ class CompileProfile:
                "programs_compiled": 0, "programs_cached": 0, "gemms": 0, "tune_timed": 0,
                "tune_candidates": 0, "tune_cached": 0}
         for e in self.engines:
-            if e["source"] == "engine cache":
+            if e["source"].startswith("engine cache"):
                 cnt["cache_hits"] += 1
             b = e.get("build")
             if not b:
