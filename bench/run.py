@@ -119,6 +119,12 @@ def engine_modules(trt):
     return [m for _, m in trt.named_children() if isinstance(m, EngineModule)]
 
 
+def compile_profile(gm):
+    """The compile's per-phase profile (torchtrt_c/dynamo/_profile.py) as plain data."""
+    prof = getattr(gm, "_torchtrt_c_profile", None)
+    return prof.as_dict() if prof is not None else None
+
+
 def engines_peak_bytes(trt):
     from torchtrt_c.runtime import ENGINES
     total = 0
@@ -235,10 +241,12 @@ def bench_model(name, batch, precision, args, tdev, sync):
         t0 = time.perf_counter()
         trt = torchtrt_c.compile(model, **opts)
         row["ttc_compile_cold_s"] = time.perf_counter() - t0
+        row["ttc_compile_cold_profile"] = compile_profile(trt)
         if not args.warm_batches or batch in args.warm_batches:
             t0 = time.perf_counter()
             trt = torchtrt_c.compile(model, **opts)
             row["ttc_compile_warm_s"] = time.perf_counter() - t0
+            row["ttc_compile_warm_profile"] = compile_profile(trt)
     except Exception as e:
         row["ttc_error"] = f"{type(e).__name__}: {e}"[:500]
         return row

@@ -83,30 +83,46 @@ static ttc_status make_bindings(ttc_engine *e) {
 }
 
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len) {
+    ttc_build_profile *pf = &e->prof;
+    double t = ttc_now_s();
     TTC_TRY(ttc_fuse(e->k, &e->n_fused));
     /* fp16 engines read their weights in half (engine/const_half.c) */
     TTC_TRY(ttc_kir_consts_to_half(e->k, NULL));
     /* GEMM/convolution through the CPU BLAS where the device runs native kernels
      * (before tuning: GEMMs that run natively are not timed) */
     e->k->native = !ttc_engine_gpu_kernels(e) && ttc_native_available(e->dev);
+    pf->fuse_s = ttc_now_s() - t;
+    t = ttc_now_s();
     if (e->stored_tiles && e->n_stored_tiles == e->k->n_ops) {
         for (int32_t i = 0; i < e->k->n_ops; i++)
             e->k->ops[i].tile = e->stored_tiles[i] >= 0 && e->stored_tiles[i] < TTC_GEMM_TILES ? e->stored_tiles[i] : 0;
     } else {
         TTC_TRY(ttc_engine_tune(e));
     }
+    pf->tune_s = ttc_now_s() - t;
+    t = ttc_now_s();
     /* half arithmetic where the device has it (probed once per device; see codegen.c) */
     e->k->half_compute = e->k->fp16 && ttc_cl_device_half_compute(e->dev);
     TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
+    pf->codegen_s = ttc_now_s() - t;
+    pf->kernels = e->cg.n_kernels;
+    pf->unique_kernels = e->cg.n_unique;
+    pf->source_bytes = strlen(e->cg.source);
+    t = ttc_now_s();
     e->options = ttc_strdup("-cl-std=CL1.2");
     ttc_status s = TTC_ERR_BUILD;
+    pf->programs = 1;
     /* a stored binary is only valid for exactly the source we generate now */
     if (bin && bin_len && (!e->stored_source || strcmp(e->stored_source, e->cg.source) == 0)) {
         s = ttc_cl_program_from_binary(e->dev, bin, bin_len, e->options, &e->prog);
         if (s != TTC_OK) ttc_clear_error();
     }
     if (s != TTC_OK) TTC_TRY(ttc_cl_program_build(e->dev, e->cg.source, e->options, e->cache_dir_opt, &e->prog));
+    pf->program_origin = e->prog.from_binary ? "blob" : e->prog.from_cache ? "cache" : "compiled";
+    pf->program_s = ttc_now_s() - t;
+    t = ttc_now_s();
     TTC_TRY(upload_consts(e));
+    pf->consts_s = ttc_now_s() - t;
     TTC_TRY(make_bindings(e));
     e->kdesc = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(char *));
     if (!e->kdesc) return TTC_ERR_NOMEM;
@@ -143,7 +159,9 @@ ttc_status ttc_engine_build(const ttc_graph *g, const ttc_engine_options *opts, 
     ttc_engine_options o = opts ? *opts : ttc_engine_options_default();
     ttc_engine *e = NULL;
     ttc_status s = engine_new(&o, &e);
+    double t0 = ttc_now_s();
     if (s == TTC_OK) s = ttc_convert_graph_for(g, o.fp16, ttc_engine_gpu_kernels(e), &e->k);
+    if (e) e->prof.convert_s = ttc_now_s() - t0;
     if (s == TTC_OK) {
         s = ttc_graph_clone(g, &e->graph);
         if (s == TTC_OK) s = ttc_engine_finish(e, NULL, 0);
@@ -211,6 +229,7 @@ const char *ttc_engine_compute(const ttc_engine *e) {
     if (!e->k->fp16) return "float32";
     return e->k->half_compute ? "float16 (half arithmetic)" : "float16 (float arithmetic)";
 }
+const ttc_build_profile *ttc_engine_build_profile(const ttc_engine *e) { return &e->prof; }
 bool ttc_engine_program_from_cache(const ttc_engine *e) { return e->prog.from_cache || e->prog.from_binary; }
 
 size_t ttc_engine_const_bytes(const ttc_engine *e) { return e->const_bytes; }

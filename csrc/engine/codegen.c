@@ -577,15 +577,24 @@ ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out) {
     for (int32_t i = 0; i < k->n_ops; i++) live += !k->ops[i].dead;
     out->kernels = ttc_calloc((size_t)live + 1, sizeof(ttc_kspec));
     if (!out->kernels) return TTC_ERR_NOMEM;
+    ttc_codegen_dedupe dd = {0};
+    bool dedupe = ttc_codegen_dedupe_enabled();
     for (int32_t i = 0; i < k->n_ops; i++) {
         if (k->ops[i].dead) continue;
         ttc_kspec *ks = &out->kernels[out->n_kernels++];
         ks->op = i;
         snprintf(ks->name, sizeof ks->name, "k%d", out->n_kernels - 1);
+        size_t head = src.len;
         ttc_sbuf_printf(&src, "\n/* %s: %s */\n", ks->name, k->ops[i].name);
+        size_t start = src.len, cut = 0;
         ttc_status s = gen_op(&src, k, i, ks, gpu);
-        if (s != TTC_OK) { ttc_sbuf_free(&src); ttc_codegen_free(out); return s; }
+        if (s == TTC_OK && dedupe) s = ttc_codegen_dedupe_add(&dd, &src, start, ks, &cut);
+        if (s != TTC_OK) { ttc_codegen_dedupe_free(&dd); ttc_sbuf_free(&src); ttc_codegen_free(out); return s; }
+        if (cut) src.len = head;   /* a copy of ks->name's kernel: launch that one */
+        if (src.data && !src.oom) src.data[src.len] = 0;
     }
+    out->n_unique = dedupe ? dd.n : out->n_kernels;
+    ttc_codegen_dedupe_free(&dd);
     if (src.oom) { ttc_sbuf_free(&src); ttc_codegen_free(out); return ttc_fail(TTC_ERR_NOMEM, "generating source"); }
     out->source = ttc_sbuf_take(&src);
     return TTC_OK;

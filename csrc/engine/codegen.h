@@ -49,7 +49,21 @@ typedef struct ttc_codegen {
     char *source;
     ttc_kspec *kernels;       /* one per live kernel op, in execution order */
     int32_t n_kernels;
+    int32_t n_unique;         /* distinct kernel bodies (duplicates launch the first copy) */
 } ttc_codegen;
+/* codegen_dedupe.c: the kernel texts seen so far in one program. After kernel ks's text was
+ * appended to src from `start`, _add either remembers it or, when an equal one (up to the
+ * kernel's name) came before, points ks->name at that one and sets *cut = start (the caller
+ * truncates src there). TORCHTRT_C_DEDUPE_KERNELS=0 turns it off (ttc_codegen_dedupe_enabled). */
+typedef struct ttc_codegen_dedupe {
+    char **canon;
+    uint64_t *hash;
+    char (*owner)[16];
+    int32_t n, cap_c, cap_h, cap_o;
+} ttc_codegen_dedupe;
+bool ttc_codegen_dedupe_enabled(void);
+ttc_status ttc_codegen_dedupe_add(ttc_codegen_dedupe *d, ttc_sbuf *src, size_t start, ttc_kspec *ks, size_t *cut);
+void ttc_codegen_dedupe_free(ttc_codegen_dedupe *d);
 
 ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out);
 void ttc_codegen_free(ttc_codegen *cg);

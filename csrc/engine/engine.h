@@ -61,6 +61,17 @@ int32_t ttc_engine_n_fused(const ttc_engine *e);
 int32_t ttc_engine_n_tuned(const ttc_engine *e);
 int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i);
 bool ttc_engine_program_from_cache(const ttc_engine *e);
+/* Where the engine's build went: seconds per step, and what the program build and the GEMM
+ * tuning did (candidates timed vs choices read from the tuning cache). */
+typedef struct ttc_build_profile {
+    double convert_s, fuse_s, tune_s, codegen_s, program_s, consts_s;
+    int32_t kernels, unique_kernels;  /* unique: distinct kernel bodies (names aside) */
+    size_t source_bytes;
+    int32_t programs;                 /* program builds of the engine itself (tuning's aside) */
+    const char *program_origin;       /* "compiled", "cache" (on-disk binary), "blob" (stored binary) */
+    int32_t gemms, tune_cached, tune_timed, tune_candidates;
+} ttc_build_profile;
+const ttc_build_profile *ttc_engine_build_profile(const ttc_engine *e);
 /* How the engine computes: "float32", "float16 (half arithmetic)" (half loads, stores and
  * elementwise math) or "float16 (float arithmetic)" (half storage, float math: devices
  * without half support, or TORCHTRT_C_HALF_COMPUTE=0). */

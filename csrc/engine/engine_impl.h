@@ -67,6 +67,7 @@ struct ttc_engine {
     int32_t *stored_tiles;    /* deserialising: tile per kernel op, applied instead of tuning */
     int32_t n_stored_tiles;
     char **kdesc;
+    ttc_build_profile prof;  /* build.c / tune.c fill it while building */
     pthread_mutex_t lock;
     ttc_plan *plans[TTC_PLAN_CACHE];
     int32_t n_plans, plan_next;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static char *tuning_path(const ttc_engine *e) {
     char *dir = ttc_cl_cache_dir(e->cache_dir_opt);
@@ -54,14 +55,32 @@ static void cache_store(const char *path, const char *key, int32_t choice) {
     fclose(f);
 }
 
-/* Times op `oi` of e with tile `tile` in an engine of its own; +inf when it fails. */
-static double time_candidate(ttc_engine *e, int32_t oi, int32_t tile, const int64_t *sv) {
+/* One timed candidate: op `oi` of e with tile `tile` in a one-kernel engine of its own, with
+ * its data. Preparing it (program build, first launch: where the driver compiles) runs in a
+ * thread per candidate; the timing runs afterwards, one candidate at a time. */
+typedef struct cand {
+    ttc_engine *e;            /* the engine being tuned (read only while preparing) */
+    int32_t oi, tile;
+    const int64_t *sv;
+    ttc_engine *m;
+    void *bufs[3];
+    size_t nbytes[3];
+    int64_t shapes[2][TTC_MAX_RANK];
+    bool ready;
+} cand;
+
+static void *cand_prepare(void *arg) {
+    cand *c = arg;
+    ttc_engine *e = c->e;
+    int32_t oi = c->oi, tile = c->tile;
+    const int64_t *sv = c->sv;
     const ttc_kir *k = e->k;
     const ttc_kop *op = &k->ops[oi];
     ttc_engine *m = ttc_calloc(1, sizeof *m);
     ttc_kir *mk = ttc_kir_new();
-    double best = 1e30;
-    void *bufs[3] = {0};
+    void **bufs = c->bufs;
+    size_t *nbytes = c->nbytes;
+    int64_t (*shapes)[TTC_MAX_RANK] = c->shapes;
     if (!m || !mk) goto done;
     pthread_mutex_init(&m->lock, NULL);
     m->name = ttc_strdup("tune");
@@ -70,8 +89,6 @@ static double time_candidate(ttc_engine *e, int32_t oi, int32_t tile, const int6
     m->k = mk;
     m->cache_dir_opt = e->cache_dir_opt ? ttc_strdup(e->cache_dir_opt) : NULL;
     int32_t ids[2];
-    size_t nbytes[3];
-    int64_t shapes[2][TTC_MAX_RANK];
     for (int32_t j = 0; j < 2; j++) {
         const ttc_et *t = &k->ts[op->in[j]];
         ttc_dim d[TTC_MAX_RANK];
@@ -122,19 +139,52 @@ static double time_candidate(ttc_engine *e, int32_t oi, int32_t tile, const int6
     if (!bufs[2]) goto done;
     const void *in[2] = {bufs[0], bufs[1]};
     void *outp[1] = {bufs[2]};
-    /* correctness of the candidate's launch first (execute), then its time with the inputs
-     * resident on the device: host transfers would drown the differences between tiles */
-    double ms[5];
-    if (ttc_engine_execute(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, outp, &nbytes[2]) == TTC_OK &&
-        ttc_engine_benchmark(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, 5, 1, ms) == TTC_OK)
-        for (int r = 0; r < 5; r++)
-            if (ms[r] * 1e-3 < best) best = ms[r] * 1e-3;
+    /* correctness of the candidate's launch (execute; the driver's compile at first launch) */
+    c->ready = ttc_engine_execute(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, outp, &nbytes[2]) == TTC_OK;
 done:
-    for (int j = 0; j < 3; j++) free(bufs[j]);
-    if (m) ttc_engine_free(m);
-    else ttc_kir_free(mk);
+    c->m = m;
+    if (!m) ttc_kir_free(mk);
+    ttc_clear_error();
+    return NULL;
+}
+
+/* The candidate's best time in seconds (+inf when it failed); frees it. Inputs resident on
+ * the device: host transfers would drown the differences between tiles. */
+static double cand_time(cand *c) {
+    double best = 1e30, ms[5];
+    if (c->ready) {
+        const void *in[2] = {c->bufs[0], c->bufs[1]};
+        if (ttc_engine_benchmark(c->m, in, c->nbytes, (const int64_t(*)[TTC_MAX_RANK])c->shapes, 5, 1, ms) == TTC_OK)
+            for (int r = 0; r < 5; r++)
+                if (ms[r] * 1e-3 < best) best = ms[r] * 1e-3;
+    }
+    for (int j = 0; j < 3; j++) free(c->bufs[j]);
+    ttc_engine_free(c->m);
+    c->m = NULL;
     ttc_clear_error();
     return best;
+}
+
+/* TORCHTRT_C_TUNE_THREADS: threads preparing candidates (default: online CPUs, at most 8). */
+static int32_t tune_threads(void) {
+    const char *v = getenv("TORCHTRT_C_TUNE_THREADS");
+    long n = v && *v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int32_t)n;
+}
+
+/* Prepares cs[0..n) with up to tune_threads() at a time (in the caller when threads fail). */
+static void cands_prepare(cand *cs, int32_t n) {
+    int32_t nt = tune_threads();
+    for (int32_t i = 0; i < n; i += nt) {
+        pthread_t th[8];
+        bool started[8] = {0};
+        for (int32_t j = 0; j < nt && i + j < n; j++)
+            started[j] = nt > 1 && pthread_create(&th[j], NULL, cand_prepare, &cs[i + j]) == 0;
+        for (int32_t j = 0; j < nt && i + j < n; j++) {
+            if (started[j]) pthread_join(th[j], NULL);
+            else cand_prepare(&cs[i + j]);
+        }
+    }
 }
 
 static bool dev_is_nvidia(const ttc_cl_device *d) {
@@ -223,6 +273,7 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
     for (int32_t i = 0; i < k->n_ops; i++) {
         ttc_kop *op = &k->ops[i];
         if (op->dead || op->kind != TTC_KOP_GEMM) continue;
+        e->prof.gemms++;
         if (forced >= 0) {
             if (!gemm_runnable(e, op, forced)) {
                 free(path);
@@ -247,13 +298,25 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         if (!key) { free(path); return TTC_ERR_NOMEM; }
         int32_t choice = cache_lookup(path, key);
         if (choice >= 0 && !gemm_candidate(e, op, choice)) choice = -1;
+        if (choice >= 0) e->prof.tune_cached++;
         if (choice < 0) {
-            double best = time_candidate(e, i, def, sv);
+            /* the default first: it is kept unless another is clearly faster */
+            cand cs[TTC_GEMM_TILES];
+            int32_t nc = 0;
+            for (int32_t c = -1; c < TTC_GEMM_TILES; c++) {
+                int32_t tile = c < 0 ? def : c;
+                if (c >= 0 && (c == def || !gemm_candidate(e, &k->ops[i], c))) continue;
+                cs[nc++] = (cand){.e = e, .oi = i, .tile = tile, .sv = sv};
+            }
+            e->prof.tune_timed++;
+            e->prof.tune_candidates += nc;
+            cands_prepare(cs, nc);
+            double best = 1e30;
             choice = def;
-            for (int32_t c = 0; c < TTC_GEMM_TILES; c++) {
-                if (c == def || !gemm_candidate(e, &k->ops[i], c)) continue;
-                double t = time_candidate(e, i, c, sv);
-                if (t < best * 0.97) { best = t; choice = c; }  /* prefer the default unless clearly faster */
+            for (int32_t c = 0; c < nc; c++) {
+                double t = cand_time(&cs[c]);
+                if (c == 0) best = t;
+                else if (t < best * 0.97) { best = t; choice = cs[c].tile; }
             }
             if (best < 1e30) cache_store(path, key, choice);
         }

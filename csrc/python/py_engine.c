@@ -425,6 +425,16 @@ static PyObject *e_info(PyObject *self, PyObject *unused) {
                          "tuned", ttc_engine_n_tuned(e), "tiles", tiles, "compute", ttc_engine_compute(e));
 }
 
+static PyObject *e_build_profile(PyObject *self, PyObject *unused) {
+    const ttc_build_profile *p = ttc_engine_build_profile(((EngineObject *)self)->e);
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:i,s:n,s:i,s:s,s:i,s:i,s:i,s:i}", "convert_s", p->convert_s,
+                         "fuse_s", p->fuse_s, "tune_s", p->tune_s, "codegen_s", p->codegen_s, "program_s", p->program_s,
+                         "consts_s", p->consts_s, "kernels", p->kernels, "unique_kernels", p->unique_kernels,
+                         "source_bytes", (Py_ssize_t)p->source_bytes, "programs", p->programs,
+                         "program_origin", p->program_origin ? p->program_origin : "", "gemms", p->gemms,
+                         "tune_cached", p->tune_cached, "tune_timed", p->tune_timed, "tune_candidates", p->tune_candidates);
+}
+
 static PyObject *e_get_inputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, false); }
 static PyObject *e_get_outputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, true); }
 static PyObject *e_get_device(PyObject *self, void *c) { return ttc_py_device_dict(ttc_engine_device(((EngineObject *)self)->e)); }
@@ -452,6 +462,10 @@ static PyMethodDef engine_methods[] = {
      "Engine.benchmark_copy(nbytes, runs=20, warmup=3, device=None) -> list[float]: ms per device copy"},
     {"output_shapes", e_output_shapes, METH_O, "output_shapes(list[tuple[int]]) -> list[tuple[int]]"},
     {"serialize", e_serialize, METH_NOARGS, "serialize() -> bytes"},
+    {"build_profile", e_build_profile, METH_NOARGS,
+     "build_profile() -> dict: seconds per build step (convert_s, fuse_s, tune_s, codegen_s, program_s, consts_s), "
+     "kernels / unique_kernels, source_bytes, programs, program_origin (compiled, cache, blob), gemms, tune_cached, "
+     "tune_timed (GEMMs timed), tune_candidates (candidates timed)"},
     {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, const_bytes, source, tuned, tiles, compute)"},
     {NULL, NULL, 0, NULL},
 };

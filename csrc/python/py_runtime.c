@@ -65,10 +65,23 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     return Py_BuildValue("{s:O,s:s}", "available", on ? Py_True : Py_False, "library", ttc_native_library());
 }
 
+/* Process-wide program build counters (csrc/runtime/program.c). */
+static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
+    ttc_cl_program_stats s;
+    ttc_cl_program_stats_get(&s);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "compiled", (long long)s.compiled,
+                         "cache_hits", (long long)s.cache_hits, "from_binary", (long long)s.from_binary,
+                         "failed", (long long)s.failed, "compile_s", s.compile_s, "cache_s", s.cache_s,
+                         "binary_s", s.binary_s);
+}
+
 static PyMethodDef runtime_methods[] = {
     {"native_cpu", py_native_cpu, METH_NOARGS,
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
      "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not)."},
+    {"program_stats", py_program_stats, METH_NOARGS,
+     "program_stats() -> dict: OpenCL program builds in this process: compiled (from source), cache_hits "
+     "(on-disk binary cache), from_binary (engine blobs), failed, and seconds each (compile_s, cache_s, binary_s)."},
     {"devices", py_devices, METH_NOARGS,
      "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ...)."},
     {"default_device", py_default_device, METH_NOARGS,

@@ -109,6 +109,18 @@ void ttc_cl_program_release(ttc_cl_program *p);
 
 /* The cache directory in effect (malloc'd) or NULL when disabled. */
 char *ttc_cl_cache_dir(const char *cache_dir);
+/* Process-wide program build counters (thread-safe): builds from source, hits of the on-disk
+ * binary cache, builds from a given (engine blob) binary, and the seconds each took. */
+typedef struct ttc_cl_program_stats {
+    int64_t compiled, cache_hits, from_binary, failed;
+    double compile_s, cache_s, binary_s;
+} ttc_cl_program_stats;
+void ttc_cl_program_stats_get(ttc_cl_program_stats *out);
+/* Whether program builds on d fetch their binary (for the on-disk cache and engine blobs):
+ * not on PoCL by default (see program.c); TORCHTRT_C_PROGRAM_BINARIES=0/1 overrides. */
+bool ttc_cl_keep_binaries(const ttc_cl_device *d);
+/* Seconds on a monotonic clock (for compile profiles). */
+double ttc_now_s(void);
 /* 64-bit FNV-1a, for cache keys and blob checksums. */
 uint64_t ttc_hash64(const void *data, size_t len, uint64_t seed);
 

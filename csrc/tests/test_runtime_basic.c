@@ -80,6 +80,7 @@ static void test_program_cache(void) {
     if (!d) return;
     char dir[] = "/tmp/ttc_cache_testXXXXXX";
     if (!mkdtemp(dir)) return;
+    setenv("TORCHTRT_C_PROGRAM_BINARIES", "1", 1);   /* the binary cache path (off by default on PoCL) */
     const char *src = "__kernel void k(__global int *x) { x[get_global_id(0)] += 3; }\n";
     ttc_cl_program a, b;
     CHECK_OK(ttc_cl_program_build(d, src, "", dir, &a));
@@ -98,6 +99,7 @@ static void test_program_cache(void) {
     cmd = ttc_strfmt("rm -rf %s", dir);
     CHECK(system(cmd) == 0);
     free(cmd);
+    unsetenv("TORCHTRT_C_PROGRAM_BINARIES");
 }
 
 TEST_MAIN(test_devices_listed, test_buffer_roundtrip, test_build_error_log, test_program_cache)

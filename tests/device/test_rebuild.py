@@ -104,7 +104,8 @@ def _run(e, x):
     return outs
 
 
-def test_blob_from_another_device_is_rebuilt():
+def test_blob_from_another_device_is_rebuilt(monkeypatch):
+    monkeypatch.setenv("TORCHTRT_C_PROGRAM_BINARIES", "1")  # the binary path (off by default on PoCL)
     g, ref = _graph()
     e = C.Engine.build(g, name="rb", optimization_level=1, cache_dir="")
     blob = e.serialize()

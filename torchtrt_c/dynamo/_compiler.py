@@ -15,6 +15,8 @@ import json
 import logging
 import operator
 import os
+import threading
+import time
 
 import torch
 import torch.fx
@@ -84,12 +86,51 @@ def resolve_device(device):
 
 
 # ---------------------------------------------------------------- engines
+_pending = {}   # engine cache path -> the thread writing it
+_pending_lock = threading.Lock()
+
+
+def _write_behind(path: str, blob: bytes) -> None:
+    """Writes an engine cache entry in a thread (a BERT-base blob is 440 MB: seconds of disk
+    the compile need not wait for); temporary file renamed into place, so readers see whole
+    entries only. Not a daemon thread: the interpreter finishes the write before it exits."""
+    def write():
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = path + f".{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, path)
+        except OSError as ex:  # a cache that cannot be written only costs the next compile
+            log.warning("could not write engine cache entry %s: %s", path, ex)
+        finally:
+            with _pending_lock:
+                if _pending.get(path) is threading.current_thread():
+                    del _pending[path]
+    _wait_written(path)
+    th = threading.Thread(target=write, name="torchtrt_c-engine-cache", daemon=False)
+    with _pending_lock:
+        _pending[path] = th
+    th.start()
+
+
+def _wait_written(path: str = None) -> None:
+    """Waits for the pending cache write of path (all of them when None)."""
+    with _pending_lock:
+        ths = list(_pending.values()) if path is None else [_pending.get(path)]
+    for th in ths:
+        if th is not None:
+            th.join()
+
+
 class _EngineFactory:
     def __init__(self, settings: CompilationSettings, imp: ImportResult, view: GraphView):
         self.s = settings
         self.imp = imp
         self.view = view
         self.device = resolve_device(settings.device)
+        self.profile = None      # a CompileProfile recording each engine (set by stitch)
+        self._keys = {}          # engine name -> its cache key (names its content, as a blob hash would)
 
     def _cache_key(self, sub) -> str:
         h = hashlib.sha256()
@@ -100,7 +141,8 @@ class _EngineFactory:
                     t = self.imp.weights.get(o)
                     if t is not None:
                         h.update(o.encode())
-                        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+                        if t.numel():  # hashed in place: a copy of BERT's weights cost seconds
+                            h.update(t.detach().contiguous().view(torch.uint8).numpy())
         h.update(json.dumps(self.s.engine_key_fields(), sort_keys=True).encode())
         h.update(json.dumps({k: list(v) for k, v in self.imp.symbols.items()}, sort_keys=True).encode())
         from torchtrt_c import _C
@@ -110,30 +152,54 @@ class _EngineFactory:
         return h.hexdigest()
 
     def build(self, sub, name: str):
+        rec = self.profile.engine(name) if self.profile is not None else {"seconds": {}}
+        sec = rec["seconds"]
+        t = time.perf_counter()
+        try:
+            return self._build(sub, name, rec, sec)
+        finally:
+            sec["total"] = time.perf_counter() - t
+
+    def _build(self, sub, name, rec, sec):
         from torchtrt_c import _C
         path = None
+        rec["source"] = "built"
         if self.s.cache_built_engines or self.s.reuse_cached_engines:
+            t = time.perf_counter()
             key = self._cache_key(sub)
+            sec["cache_key"] = time.perf_counter() - t
+            self._keys[name] = key
             path = os.path.join(os.fspath(self.s.engine_cache_dir), key[:40] + ".ttce")
+            _wait_written(path)
             if self.s.reuse_cached_engines and os.path.exists(path):
+                t = time.perf_counter()
                 with open(path, "rb") as f:
                     blob = f.read()
                 try:
-                    e = _C.Engine.deserialize(blob, device=self.device)
+                    # compiled before in this process: its engine is still live (the runtime's
+                    # registry, by the same id), so nothing is deserialised or uploaded again
+                    from torchtrt_c.runtime._execute import ENGINES
+                    e = ENGINES.peek(key[:32])
+                    rec["source"] = "engine cache" if e is None else "engine cache (live)"
+                    if e is None:
+                        e = _C.Engine.deserialize(blob, device=self.device)
+                        rec["build"] = e.build_profile()
+                    sec["load"] = time.perf_counter() - t
                     log.info("%s: reused cached engine %s", name, path)
                     return e, blob
                 except Exception as ex:  # a stale/corrupt cache entry: rebuild it
                     log.warning("%s: ignoring cached engine %s (%s)", name, path, ex)
+        t = time.perf_counter()
         e = _C.Engine.build(sub, name=name, device=self.device, precision=self.s.precision(),
                             optimization_level=self.s.opt_level(),
                             cache_dir=os.fspath(self.s.engine_cache_dir) if self.s.cache_built_engines else None)
+        sec["build"] = time.perf_counter() - t
+        rec["build"] = e.build_profile()
+        t = time.perf_counter()
         blob = e.serialize()
+        sec["serialize"] = time.perf_counter() - t
         if path is not None and self.s.cache_built_engines:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = path + f".{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
+            _write_behind(path, blob)
         return e, blob
 
     def meta(self, e, name: str, blob: bytes) -> EngineMeta:
@@ -147,7 +213,9 @@ class _EngineFactory:
                 lst.append({"name": b["name"], "dtype": b["dtype"], "shape": shape})
             ios.append(lst)
         syms = {s: [self.imp.symbols[s][0], self.imp.symbols[s][2]] for s in used if s in self.imp.symbols}
-        return EngineMeta({"id": hashlib.sha256(blob).hexdigest()[:32], "name": name,
+        key = self._keys.get(name)   # hashing a 440 MB blob again took a second
+        ident = key[:32] if key else hashlib.sha256(blob).hexdigest()[:32]
+        return EngineMeta({"id": ident, "name": name,
                            "inputs": ios[0], "outputs": ios[1], "symbols": syms})
 
 
@@ -179,6 +247,8 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
     segs = part["segments"]
     acc = [s for s in segs if s["target"] == OPENCL]
     factory = _EngineFactory(settings, imp, view) if build_engines and acc else None
+    if factory is not None:
+        factory.profile = progress.profile
     n_built = 0
     for seg in segs:
         idx = seg["index"]
@@ -278,6 +348,7 @@ def lower(imp: ImportResult, settings, progress):
         progress.dump("imported graph", str(g))
     progress.phase("lowering")
     passes = g.lower(debug=settings.debug)
+    progress.profile.add_passes(passes)
     if settings.debug:
         for p in passes:
             log.debug("pass %s: %.4fs%s", p[0], p[1], " (changed)" if p[2] else "")
@@ -340,6 +411,15 @@ def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
 
 def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):
     progress = Progress(settings.debug)
+    try:
+        gm = _compile_module(module, arg_inputs, kwarg_inputs, settings, progress)
+    finally:
+        progress.close()
+    gm._torchtrt_c_profile = progress.profile
+    return gm
+
+
+def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings, progress: Progress):
     if settings.debug:
         log.setLevel(logging.DEBUG)
     if not settings.dryrun:
@@ -363,8 +443,10 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     redo = _undecomposable_fallbacks(imp, settings, forced)
     if redo:
         log.info("decomposing %s after all (not convertible whole)", ", ".join(sorted(map(str, redo))))
+        progress.phase("decompositions")
         ep = decompose(ep, keep=_keep_ops(settings), decompose=redo)
         forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
+        progress.phase("import")
         imp = _import(ep, arg_inputs, kwarg_inputs, settings)
         lower(imp, settings, progress)
     part = partition(imp, settings, forced, progress)
@@ -372,14 +454,16 @@ def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettin
     specs = list(zip(_input_names(ep, len(all_inputs)), all_inputs))
     if settings.dryrun:
         from torchtrt_c.dynamo._dryrun import DryRunReport
+        progress.phase("dry-run report + stitching")
         report = DryRunReport.build(imp, part, settings, forced)
-        report.emit(settings.dryrun)
         gm = stitch(imp, part, settings, progress, ep=ep, build_engines=False,
                     orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
+        progress.profile.dryrun = True
+        report.profile = progress.done()
+        report.emit(settings.dryrun)
         gm.dryrun_report = report
-        progress.done()
         return gm
-    progress.phase("conversion + stitching")
+    progress.phase("engines + stitching")
     gm = stitch(imp, part, settings, progress, ep=ep,
                 orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
     progress.dump("compiled module", lambda: gm.code)

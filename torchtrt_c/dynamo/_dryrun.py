@@ -45,6 +45,7 @@ class DryRunReport:
     min_block_size: int
     recommended_min_block_size: int
     recommendation: str
+    profile: object = None            # the CompileProfile up to the report (set by the compiler)
 
     @property
     def coverage(self) -> float:
@@ -117,6 +118,8 @@ class DryRunReport:
                      + ", ".join(f"{op} x{c}" for op, c in s.ops.most_common()))
         L.append(f"  min_block_size: {self.min_block_size}; recommended: "
                  f"{self.recommended_min_block_size} ({self.recommendation})")
+        if self.profile is not None:
+            L.append("  " + str(self.profile).replace("\n", "\n  "))
         return "\n".join(L)
 
     def _repr_html_(self) -> str:
@@ -141,7 +144,9 @@ class DryRunReport:
             + "<h4>Segments</h4><table><tr><th>module</th><th>target</th><th>ops</th><th>inputs</th>"
               f"<th>outputs</th></tr>{segs}</table>"
             f"<p>min_block_size {self.min_block_size}; recommended {self.recommended_min_block_size}: "
-            f"{e(self.recommendation)}</p></div>")
+            f"{e(self.recommendation)}</p>"
+            + (f"<h4>Compile profile</h4><pre>{e(str(self.profile))}</pre>" if self.profile is not None else "")
+            + "</div>")
 
     def emit(self, dryrun) -> None:
         text = str(self)

@@ -53,6 +53,12 @@ class _EngineCache:
             self._engines[engine_id] = (engine, threading.Lock())
             _PLANS.clear()  # plans hold engines: drop them so the next call sees this one
 
+    def peek(self, engine_id: str):
+        """The live engine for engine_id, or None (never deserializes)."""
+        with self._lock:
+            hit = self._engines.get(engine_id)
+        return hit[0] if hit is not None else None
+
     def get(self, engine_id: str, blob: torch.Tensor):
         with self._lock:
             hit = self._engines.get(engine_id)

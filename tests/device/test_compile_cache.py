@@ -1,0 +1,81 @@
+"""Warm compiles: the engine cache (cache_built_engines / reuse_cached_engines /
+engine_cache_dir) in the same process and in a fresh one, and the program binary cache in a
+fresh process. Asserts on the profile's cache counters, never on wall time."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+import torchtrt_c  # noqa: E402
+
+SCRIPT = r"""
+import json, sys
+sys.path.insert(0, {tests!r})
+import torch, torchtrt_c
+from models import build
+m, inp = build("resnet18", "tiny")
+gm = torchtrt_c.compile(m, inputs=[inp(2)], min_block_size=1, cache_built_engines=True,
+                        reuse_cached_engines={reuse}, engine_cache_dir={cache!r}, optimization_level=3)
+x = inp(2)
+err = (gm(x) - m(x)).abs().max().item()
+print("PROFILE" + json.dumps(dict(gm._torchtrt_c_profile.as_dict(), max_err=err)))
+"""
+
+
+def _run(cache, reuse, env_extra):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **env_extra)
+    code = SCRIPT.format(tests=str(ROOT / "tests"), reuse=reuse, cache=str(cache))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("PROFILE")][-1]
+    return json.loads(line[len("PROFILE"):])
+
+
+def test_second_compile_in_process_reuses_engines(tmp_path):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
+    x = torch.randn(4, 16)
+    opts = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
+                engine_cache_dir=str(tmp_path))
+    cold = torchtrt_c.compile(m, **opts)._torchtrt_c_profile
+    assert [e["source"] for e in cold.engines] == ["built"]
+    gm = torchtrt_c.compile(m, **opts)
+    warm = gm._torchtrt_c_profile
+    # the engine compiled a moment ago is still live in this process: reused as it is
+    assert [e["source"] for e in warm.engines] == ["engine cache (live)"]
+    assert warm.engine_totals()["cache_hits"] == 1 and warm.engine_totals()["built"] == 0
+    assert warm.engines[0]["build"] is None and warm.programs.get("compiled", 0) == 0, warm.programs
+    err = (gm(x) - m(x)).abs().max().item()
+    assert err <= 1e-4, f"max abs error {err} vs eager"
+
+
+def test_fresh_process_hits_engine_and_program_caches(tmp_path):
+    env = {"TORCHTRT_C_PROGRAM_BINARIES": "1"}   # exercise the binary path on any device (PoCL too)
+    cold = _run(tmp_path, True, env)
+    assert cold["engine_totals"]["built"] == cold["engine_totals"]["engines"] >= 1
+    assert cold["programs"]["compiled"] >= 1
+    assert cold["max_err"] <= 1e-4
+
+    # a fresh process, engine cache on: every engine comes from its blob, whose program binary
+    # is used as it is (no program compiled, no candidate timed)
+    warm = _run(tmp_path, True, env)
+    t = warm["engine_totals"]
+    assert t["cache_hits"] == t["engines"] == cold["engine_totals"]["engines"], t
+    assert warm["programs"]["compiled"] == 0, warm["programs"]
+    assert warm["programs"]["from_binary"] >= t["engines"], warm["programs"]
+    assert warm["max_err"] <= 1e-4
+
+    # a fresh process rebuilding its engines (reuse off): the programs come from the on-disk
+    # binary cache and the GEMM tiles from the tuning cache
+    rebuilt = _run(tmp_path, False, env)
+    t = rebuilt["engine_totals"]
+    assert t["built"] == t["engines"] and t["cache_hits"] == 0, t
+    assert t["tune_timed"] == 0 and t["tune_cached"] == t["gemms"], t
+    assert rebuilt["programs"]["compiled"] == 0, rebuilt["programs"]
+    assert rebuilt["programs"]["cache_hits"] >= t["engines"], rebuilt["programs"]
+    assert rebuilt["max_err"] <= 1e-4
