@@ -51,6 +51,12 @@ FEATURE_TILES = [CPU_TILES[0], WIDE_TILE, ROW_TILE, KSPLIT_TILE]
 FP16_TILES = FEATURE_TILES + (MMA_TILES if NVIDIA else [])
 
 
+def _sweep(tiles, keep):
+    """tiles as parameters, those not in keep marked slow: the default run covers each code path
+    once (keep), the slow run every tile (GPU kernels on PoCL take seconds per tile)."""
+    return [pytest.param(t, marks=() if t in keep else pytest.mark.slow) for t in tiles]
+
+
 def _force(monkeypatch, tile):
     monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
     monkeypatch.setenv("TORCHTRT_C_GEMM_TILE", str(tile))
@@ -89,7 +95,7 @@ def _graph_check(ins, body, refs, tol, tile, what, precision="fp32"):
 MM_SHAPES = [(1, 64, 33), (7, 33, 129), (33, 257, 17), (129, 128, 65), (257, 31, 7), (64, 16, 64), (70, 132, 68)]
 
 
-@pytest.mark.parametrize("tile", FP32_TILES)
+@pytest.mark.parametrize("tile", _sweep(FP32_TILES, CPU_TILES + FEATURE_TILES + [RECT_TILE]))
 def test_mm_odd_shapes(monkeypatch, tile):
     """One engine per shape: the kernel source depends on the tile, not the shape, so the
     device compiles it once."""
@@ -152,7 +158,7 @@ def test_addmm_residual_bmm_matmul(monkeypatch, tile):
     _graph_check([a, b, res, bias, x, y, x4, w, q, kk], body, refs, 1e-4, tile, "addmm/residual/bmm/matmul")
 
 
-@pytest.mark.parametrize("tile", FP16_TILES)
+@pytest.mark.parametrize("tile", _sweep(FP16_TILES, FEATURE_TILES + MMA_TILES[:2]))
 def test_fp16(monkeypatch, tile):
     """Half x half GEMMs (fp32 accumulation, half output) and linear layers of an fp16 engine
     over fp32 inputs and weights."""
