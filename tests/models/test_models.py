@@ -29,7 +29,7 @@ def test_model_compiles_to_one_engine_and_matches_eager(name):
     assert rel <= 1e-4, f"{name}: max relative error {rel:.3g} on the logits"
 
 
-@pytest.mark.parametrize("name", ["bert_base", "resnet18"])
+@pytest.mark.parametrize("name", ["resnet18"])  # ViT, BERT, GPT-2: tests/device/test_sym_size.py
 def test_model_dynamic_batch(name):
     model, make_input = build(name, "tiny")
     x = make_input(batch=4)
