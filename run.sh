@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # torchtrt_c set-up and entry points. Safe to run again.
 #   ./run.sh quickstart   install everything, build, compile + run a model on the default device
-#   ./run.sh test         install everything, build, run the whole test suite
+#   ./run.sh test         install everything, build, run the C tests and the unit + device + model
+#                         test tiers without the slow sweeps (-m "not slow", 2 pytest workers;
+#                         TTC_TEST_JOBS=N for N, extra arguments go to pytest)
 #   ./run.sh bench ARGS   install everything, build, run bench/run.py ARGS
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -37,8 +39,8 @@ install_python() {
         "$PY" -m pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu 2>/dev/null \
             || "$PY" -m pip install -q torch==2.13.0
     fi
-    "$PY" -c "import numpy, pytest, setuptools, wheel" 2>/dev/null \
-        || "$PY" -m pip install -q numpy pytest setuptools wheel
+    "$PY" -c "import numpy, pytest, xdist, setuptools, wheel" 2>/dev/null \
+        || "$PY" -m pip install -q numpy pytest pytest-xdist setuptools wheel
 }
 
 build() {
@@ -53,7 +55,7 @@ case "${1:-}" in
         setup_all
         make -s ctest
         set +e
-        "$PY" -m pytest tests -q "${@:2}"
+        "$PY" -m pytest tests -q -m "not slow" -n "${TTC_TEST_JOBS:-2}" "${@:2}"
         rc=$?
         set -e
         # pytest exits 5 when it collects no tests: that is a failure of the suite, not a pass.

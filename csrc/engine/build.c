@@ -135,10 +135,7 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     return TTC_OK;
 }
 
-bool ttc_engine_gpu_kernels(const ttc_engine *e) {
-    const char *v = getenv("TORCHTRT_C_KERNELS");
-    return e->dev->is_gpu || (v && !strcmp(v, "gpu"));
-}
+bool ttc_engine_gpu_kernels(const ttc_engine *e) { return e->gpu_kernels; }
 
 static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     ttc_engine *e = ttc_calloc(1, sizeof *e);
@@ -150,7 +147,11 @@ static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     e->cache_dir_opt = o->cache_dir ? ttc_strdup(o->cache_dir) : NULL;
     *out = e;
     ttc_status s = ttc_cl_device_select(o->device, &e->dev);
-    if (s == TTC_OK) s = ttc_cl_device_context(e->dev, &e->ctx);
+    if (s == TTC_OK) {
+        const char *v = getenv("TORCHTRT_C_KERNELS");
+        e->gpu_kernels = e->dev->is_gpu || (v && !strcmp(v, "gpu"));
+        s = ttc_cl_device_context(e->dev, &e->ctx);
+    }
     return s;
 }
 

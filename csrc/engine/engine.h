@@ -76,6 +76,9 @@ const ttc_build_profile *ttc_engine_build_profile(const ttc_engine *e);
  * elementwise math) or "float16 (float arithmetic)" (half storage, float math: devices
  * without half support, or TORCHTRT_C_HALF_COMPUTE=0). */
 const char *ttc_engine_compute(const ttc_engine *e);
+/* Whether the engine uses the GPU kernel families (a GPU device, or TORCHTRT_C_KERNELS=gpu when
+ * it was made): tests read which kernels to expect from here instead of assuming the device. */
+bool ttc_engine_gpu_kernels(const ttc_engine *e);
 
 /* Checks input shapes (count, rank, each dim against its symbol's [min, max] and
  * consistency) and computes the output shapes. shapes[i] has rank of input i. */

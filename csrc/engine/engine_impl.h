@@ -57,6 +57,7 @@ struct ttc_engine {
     char *options;
     char *cache_dir_opt;     /* program cache directory option (NULL: default) */
     bool fp16;
+    bool gpu_kernels;         /* GPU kernel families (fixed when the engine is made) */
     int32_t opt_level;
     cl_mem *const_mem;        /* per tensor id (NULL for non-constants) */
     size_t const_bytes;
@@ -97,8 +98,6 @@ cl_mem ttc_exec_buf(const ttc_engine *e, const ttc_plan *p, int32_t t, const cl_
                     cl_mem arena);
 ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
                              const cl_mem *out_mem, cl_mem arena, cl_mem errf);
-/* build.c: whether the engine uses the GPU kernel families (a GPU, or TORCHTRT_C_KERNELS=gpu). */
-bool ttc_engine_gpu_kernels(const ttc_engine *e);
 ttc_status ttc_exec_enqueue(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern);
 /* The same, returning the launch's event in *ev (when ev is not NULL; caller releases it). */
 ttc_status ttc_exec_enqueue_ev(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern,

@@ -86,6 +86,7 @@ static void *cand_prepare(void *arg) {
     m->name = ttc_strdup("tune");
     m->dev = e->dev;
     m->ctx = e->ctx;
+    m->gpu_kernels = e->gpu_kernels;
     m->k = mk;
     m->cache_dir_opt = e->cache_dir_opt ? ttc_strdup(e->cache_dir_opt) : NULL;
     int32_t ids[2];

@@ -3,6 +3,7 @@
 
 #include "../common/status.h"
 #include "../runtime/native.h"
+#include "../engine/codegen.h"
 #include "../runtime/runtime.h"
 
 PyObject *ttc_py_device_dict(const ttc_cl_device *d) {
@@ -75,6 +76,22 @@ static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
                          "binary_s", s.binary_s);
 }
 
+/* The GEMM candidate table (codegen.c: ttc_gemm_tiles), so that tests and tools read tile indices
+ * and families instead of copying them. */
+static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
+    static const char *const family[] = {"cpu", "simt", "mma"};
+    PyObject *list = PyList_New(TTC_GEMM_TILES);
+    if (!list) return NULL;
+    for (int32_t i = 0; i < TTC_GEMM_TILES; i++) {
+        const ttc_gemm_tile *t = &ttc_gemm_tiles[i];
+        PyObject *d = Py_BuildValue("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i}", "index", i, "family", family[t->family],
+                                    "bm", t->bm, "bn", t->bn, "bk", t->bk, "tm", t->tm, "tn", t->tn, "kw", t->kw);
+        if (!d) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, d);
+    }
+    return list;
+}
+
 static PyMethodDef runtime_methods[] = {
     {"native_cpu", py_native_cpu, METH_NOARGS,
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
@@ -89,6 +106,9 @@ static PyMethodDef runtime_methods[] = {
     {"runtime_stats", py_runtime_stats, METH_NOARGS,
      "runtime_stats() -> dict: live OpenCL buffers and bytes (live_buffers, live_bytes, peak_bytes, "
      "host_ptr_bytes, buffers_created, buffers_released), process-wide."},
+    {"gemm_tiles", py_gemm_tiles, METH_NOARGS,
+     "gemm_tiles() -> list[dict]: the GEMM kernel candidates TORCHTRT_C_GEMM_TILE indexes (index, family "
+     "'cpu' / 'simt' / 'mma' (NVIDIA tensor cores), bm, bn, bk, tm, tn, kw)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,15 +1,15 @@
 """Differential tests of the GEMM kernels (csrc/kernels/gemm_*.cl) against torch eager.
 
-Every GEMM candidate of ttc_gemm_tiles (csrc/engine/codegen.c) is forced in turn with
-TORCHTRT_C_GEMM_TILE=<index>: the CPU kernel's work-group shapes (0-2) and the register-
-blocked GPU kernel's tiles (3-8 and 17-25, most of the latter splitting k among several
-k-groups of a work-group) run on any OpenCL device, so PoCL in CI covers the GPU kernels; the
-NVIDIA tensor-core tiles (9-16, inline PTX) run only where the default device is NVIDIA.
+Every GEMM candidate of ttc_gemm_tiles (csrc/engine/codegen.c, read through _C.gemm_tiles()) is
+forced in turn with TORCHTRT_C_GEMM_TILE=<index>: the CPU kernel's work-group shapes and the
+register-blocked GPU kernel's (SIMT) tiles, many of them splitting k among several k-groups of a
+work-group, run on any OpenCL device, so PoCL in CI covers the GPU kernels; the NVIDIA
+tensor-core (MMA) tiles (inline PTX) run only where the default device is NVIDIA.
 Shapes are odd (1, 7, 33, 129, 257 ...) so that every tile has partial edges in M, N and K,
 K takes both the aligned (multiple of 4) and the scalar load paths and spans one or several
 double-buffered stages. Every tile runs the plain mm shapes; the epilogue/batch/fp16
-variants run on a wide tile (3), a one-row-per-work-item tile (8), a k-split tile (17) and
-the CPU kernel, which between them cover every code path of gemm_gpu.cl (each distinct
+variants run on the first plain SIMT tile, a one-row-per-work-item tile, a k-split tile and
+the CPU kernel (each picked from the table by its shape), which between them cover every code path of gemm_gpu.cl (each distinct
 kernel source costs PoCL a compile of a second or more).
 Tolerances: fp32 atol 1e-4 + rtol 1e-4 (inputs scaled so that outputs are O(1); only the
 summation order differs from torch); fp16 engines and the tensor-core kernels atol 2e-2 +
@@ -22,10 +22,11 @@ import torch
 import torchtrt_c._C as C
 from convtest import DTYPES, Const, assert_close, build, rand, run
 
-CPU_TILES = [0, 1, 2]
-SIMT_TILES = [3, 4, 5, 6, 7, 8, 17, 18, 19, 20, 21, 22, 23, 24, 25]
-MMA_TILES = [9, 10, 11, 12, 13, 14, 15, 16]
-N_TILES = 26
+TILES = C.gemm_tiles()
+CPU_TILES = [t["index"] for t in TILES if t["family"] == "cpu"]
+SIMT_TILES = [t["index"] for t in TILES if t["family"] == "simt"]
+MMA_TILES = [t["index"] for t in TILES if t["family"] == "mma"]
+N_TILES = len(TILES)
 
 
 def _nvidia():
@@ -36,10 +37,24 @@ def _nvidia():
     return "NVIDIA" in d["vendor"] or "NVIDIA" in d["platform"]
 
 
+def _first(pred):
+    return next(t["index"] for t in TILES if t["family"] == "simt" and pred(t))
+
+
 NVIDIA = _nvidia()
 FP32_TILES = CPU_TILES + SIMT_TILES
-FEATURE_TILES = [0, 3, 8, 17]
+WIDE_TILE = _first(lambda t: t["kw"] == 1)                # one k-group, several rows and columns per item
+ROW_TILE = _first(lambda t: t["tm"] == 1)                  # one output row per work-item
+KSPLIT_TILE = _first(lambda t: t["kw"] > 1)                # k split among k-groups of a work-group
+RECT_TILE = _first(lambda t: t["kw"] == 1 and t["tm"] != t["tn"])  # rectangular per-item block
+FEATURE_TILES = [CPU_TILES[0], WIDE_TILE, ROW_TILE, KSPLIT_TILE]
 FP16_TILES = FEATURE_TILES + (MMA_TILES if NVIDIA else [])
+
+
+def _sweep(tiles, keep):
+    """tiles as parameters, those not in keep marked slow: the default run covers each code path
+    once (keep), the slow run every tile (GPU kernels on PoCL take seconds per tile)."""
+    return [pytest.param(t, marks=() if t in keep else pytest.mark.slow) for t in tiles]
 
 
 def _force(monkeypatch, tile):
@@ -80,7 +95,7 @@ def _graph_check(ins, body, refs, tol, tile, what, precision="fp32"):
 MM_SHAPES = [(1, 64, 33), (7, 33, 129), (33, 257, 17), (129, 128, 65), (257, 31, 7), (64, 16, 64), (70, 132, 68)]
 
 
-@pytest.mark.parametrize("tile", FP32_TILES)
+@pytest.mark.parametrize("tile", _sweep(FP32_TILES, CPU_TILES + FEATURE_TILES + [RECT_TILE]))
 def test_mm_odd_shapes(monkeypatch, tile):
     """One engine per shape: the kernel source depends on the tile, not the shape, so the
     device compiles it once."""
@@ -105,7 +120,7 @@ def _linear_body(ws, relu):
     return body
 
 
-@pytest.mark.parametrize("tile", FEATURE_TILES + [5])
+@pytest.mark.parametrize("tile", FEATURE_TILES + [RECT_TILE])
 def test_linear_transposed_b_bias_relu(monkeypatch, tile):
     """Linear weights are [N, K] (the TRANS_B kernels); bias + relu fused as the epilogue."""
     _force(monkeypatch, tile)
@@ -143,7 +158,7 @@ def test_addmm_residual_bmm_matmul(monkeypatch, tile):
     _graph_check([a, b, res, bias, x, y, x4, w, q, kk], body, refs, 1e-4, tile, "addmm/residual/bmm/matmul")
 
 
-@pytest.mark.parametrize("tile", FP16_TILES)
+@pytest.mark.parametrize("tile", _sweep(FP16_TILES, FEATURE_TILES + MMA_TILES[:2]))
 def test_fp16(monkeypatch, tile):
     """Half x half GEMMs (fp32 accumulation, half output) and linear layers of an fp16 engine
     over fp32 inputs and weights."""

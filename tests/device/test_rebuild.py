@@ -193,7 +193,7 @@ def test_module_saved_with_cpu_device_loads_on_gpu(tmp_path):
     here = os.path.dirname(os.path.abspath(__file__))
     save = textwrap.dedent(f"""
         import sys, torch, torchtrt_c
-        sys.path.insert(0, {here!r})
+        sys.path[:0] = [{here!r}, {os.path.dirname(here)!r}]
         from test_conv_transpose import _decoder
         m = _decoder()
         z = torch.randn(2, 8, 5, 7)
