@@ -1,4 +1,4 @@
-"""Hugging Face encoders at their defaults (attn_implementation="sdpa") through SDPA: tiny
+"""Hugging Face encoders (BERT, DistilBERT, T5 encoder, ViT, CLIP vision) at their defaults (attn_implementation="sdpa") through SDPA: tiny
 configs, random weights, nothing downloaded. Each compiles with default settings, keeps
 every attention in an engine, and matches eager (max |a - b| <= 1e-5 * max |b| in fp32).
 
@@ -35,6 +35,8 @@ def _models():
                                                        num_attention_heads=2, intermediate_size=37)), _text_inputs),
         "DistilBertModel": (lambda: T.DistilBertModel(T.DistilBertConfig(vocab_size=100, dim=32, n_layers=2, n_heads=2,
                                                                          hidden_dim=37)), _text_inputs),
+        "T5EncoderModel": (lambda: T.T5EncoderModel(T.T5Config(vocab_size=100, d_model=32, d_kv=16, d_ff=37,
+                                                               num_layers=2, num_heads=2)), _text_inputs),
         "ViTModel": (lambda: T.ViTModel(T.ViTConfig(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2,
                                                     num_attention_heads=2, intermediate_size=37)), _image_inputs),
         "CLIPVisionModel": (lambda: T.CLIPVisionModel(T.CLIPVisionConfig(image_size=16, patch_size=4, hidden_size=32,
