@@ -2,7 +2,8 @@
  * derives its knowledge (which ops to keep whole, which need differential cases) from the
  * same place as the partitioner:
  *   ops.def      name, arity, flags
- *   registry.c   converter, validator, evaluator, dynamic-shape support
+ *   registry.c   converter, validator, evaluator, dynamic-shape support, and the stated
+ *                reason of an op that never converts (data-dependent shapes)
  *   shape.c      whether a shape function exists
  * The "py.*" size-arithmetic callables (opaque nodes the registry accepts) are listed too,
  * with kind "py". */
@@ -26,16 +27,16 @@ static PyObject *flag_tuple(uint32_t f) {
 }
 
 static PyObject *entry(const char *name, const char *kind, int id, int n_in, int n_out, uint32_t flags,
-                       const ttc_converter *c, bool shape_rule, bool evaluator) {
+                       const ttc_converter *c, bool shape_rule, bool evaluator, const char *never) {
     PyObject *fl = flag_tuple(flags);
     if (!fl) return NULL;
-    PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:N,s:O,s:O,s:O,s:O,s:O}", "name", name, "kind", kind, "id", id,
+    PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:N,s:O,s:O,s:O,s:O,s:O,s:z}", "name", name, "kind", kind, "id", id,
                                 "n_inputs", n_in, "n_outputs", n_out, "flags", fl,
                                 "converter", c ? Py_True : Py_False,
                                 "validator", c && c->validate ? Py_True : Py_False,
                                 "evaluator", evaluator ? Py_True : Py_False,
                                 "dynamic", c && (c->flags & TTC_CONVF_DYNAMIC) ? Py_True : Py_False,
-                                "shape_rule", shape_rule ? Py_True : Py_False);
+                                "shape_rule", shape_rule ? Py_True : Py_False, "never_converted", never);
     return d;
 }
 
@@ -47,14 +48,15 @@ static PyObject *py_ops(PyObject *m, PyObject *unused) {
         const ttc_converter *c = ttc_converter_get((ttc_op_id)i);
         const char *kind = !strncmp(info->name, "aten.", 5) ? "aten" : !strncmp(info->name, "prim.", 5) ? "prim" : "other";
         PyObject *d = entry(info->name, kind, i, info->n_inputs, info->n_outputs, info->flags, c,
-                            ttc_op_has_shape_rule((ttc_op_id)i), c && (c->flags & TTC_CONVF_EVAL));
+                            ttc_op_has_shape_rule((ttc_op_id)i), c && (c->flags & TTC_CONVF_EVAL),
+                            ttc_never_converted_reason((ttc_op_id)i));
         if (!d || PyList_Append(list, d)) { Py_XDECREF(d); Py_DECREF(list); return NULL; }
         Py_DECREF(d);
     }
     /* size arithmetic: supported without a kernel (a static evaluation), n inputs of ints */
     static const ttc_converter eval = {NULL, NULL, TTC_CONVF_DYNAMIC | TTC_CONVF_EVAL};
     for (int i = 0; ttc_symint_arith_ops[i]; i++) {
-        PyObject *d = entry(ttc_symint_arith_ops[i], "py", -1, -1, 1, 0, &eval, false, true);
+        PyObject *d = entry(ttc_symint_arith_ops[i], "py", -1, -1, 1, 0, &eval, false, true, NULL);
         if (!d || PyList_Append(list, d)) { Py_XDECREF(d); Py_DECREF(list); return NULL; }
         Py_DECREF(d);
     }
@@ -65,7 +67,8 @@ static PyMethodDef ops_methods[] = {
     {"ops", py_ops, METH_NOARGS,
      "ops() -> list[dict]: every op the core knows: name (ATen overload name), kind (aten, prim, py), id, "
      "n_inputs/n_outputs (-1: variadic), flags (elementwise, reduction, view, impure, prim, noop_infer), "
-     "converter, validator, evaluator (no kernel: a static value), dynamic (symbolic dims), shape_rule."},
+     "converter, validator, evaluator (no kernel: a static value), dynamic (symbolic dims), shape_rule, "
+     "never_converted (None, or why the op always stays in torch)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,7 +25,8 @@ def test_ops_lists_the_table():
     assert not by["aten.lgamma.default"]["converter"] and by["aten.lgamma.default"]["shape_rule"]
     for o in ops:
         assert set(o) == {"name", "kind", "id", "n_inputs", "n_outputs", "flags", "converter", "validator",
-                          "evaluator", "dynamic", "shape_rule"}, o
+                          "evaluator", "dynamic", "shape_rule", "never_converted"}, o
+        assert o["never_converted"] is None or not o["converter"], o
 
 
 def test_table_arity_matches_this_torch():
