@@ -88,3 +88,23 @@ def test_dynamic_creation_and_masks():
         for i, (a, r) in enumerate(zip(got, ref)):
             assert a.dtype == r.dtype and a.shape == r.shape, (s, i, a.dtype, r.dtype, a.shape, r.shape)
             assert torch.equal(a, r) if not a.is_floating_point() else torch.allclose(a, r, atol=1e-6), (s, i)
+
+
+def test_sym_numel_feeds_a_view():
+    """aten.sym_numel of a static tensor evaluates to its element count at build time."""
+    import numpy as np
+    from torchtrt_c import _C
+
+    g = _C.Graph.parse("""graph(%x : Float(3, 5)):
+  %n : int = aten.sym_numel.default(%x)
+  %l : int[] = prim.ListConstruct(%n)
+  %v : Float(15) = aten.view.default(%x, %l)
+  %y : Float(15) = aten.mul.Tensor(%v, %v)
+  return (%y)
+""")
+    assert g.partition({"min_block_size": 1})["nodes"]["n"]["target"] == "opencl"
+    e = _C.Engine.build(g, name="sym_numel", precision="fp32", cache_dir="")
+    x = torch.rand(3, 5)
+    out = np.empty((15,), dtype=np.float32)
+    e.execute([x.numpy()], [out])
+    assert torch.allclose(torch.from_numpy(out), (x * x).reshape(-1), atol=1e-6)
