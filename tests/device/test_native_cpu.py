@@ -78,6 +78,14 @@ def test_addmm_alpha_beta():
     check_op("aten.addmm.default", [c, a, b, 0.5, 2.0], tol=1e-4)
 
 
+def test_empty_reduction():
+    """K = 0: the library is not called (it may leave C as it was); the result is zeros, plus
+    the epilogue."""
+    expect_native(check_op("aten.mm.default", [rand(3, 0, seed=1), rand(0, 4, seed=2)], tol=1e-6), 1)
+    expect_native(check_op("aten.addmm.default", [rand(6, 4, seed=3), rand(6, 0, seed=1), rand(0, 4, seed=2), 1, 1],
+                           tol=1e-6), 1)
+
+
 class _Mlp(torch.nn.Module):
     """linear + bias + gelu, linear + bias + residual, tanh: epilogues the engine fuses."""
 
