@@ -24,14 +24,26 @@ from zoo import build as build_model
 TOL = dict(atol=2e-2, rtol=2e-2)
 
 
-@pytest.fixture(params=["default", "gpu"])
-def kernels(request, monkeypatch):
-    """'default': the device's own kernel families; 'gpu': the GPU families forced."""
+def _kernels(request, monkeypatch):
     if request.param == "gpu":
         monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
     else:
         monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
     return request.param
+
+
+@pytest.fixture(params=["default", "gpu"])
+def kernels(request, monkeypatch):
+    """'default': the device's own kernel families; 'gpu': the GPU families forced."""
+    return _kernels(request, monkeypatch)
+
+
+@pytest.fixture(params=["default", pytest.param("gpu", marks=pytest.mark.slow)])
+def kernels_big(request, monkeypatch):
+    """As kernels, for the bigger graphs: the GPU families forced onto a CPU device (minutes on
+    PoCL) run in the slow tier; test_linear / test_attention_block cover them by default, and on
+    a GPU 'default' is the GPU families anyway."""
+    return _kernels(request, monkeypatch)
 
 
 def _compile(m, args, half):
@@ -126,21 +138,21 @@ def test_linear(kernels):
     assert i32["const_bytes"] == (67 * 45 + 45) * 4
 
 
-def test_linear_batch1_3d(kernels):
+def test_linear_batch1_3d(kernels_big):
     torch.manual_seed(1)
     m = nn.Linear(129, 33).eval()
     i16, i32 = check(m, (torch.randn(1, 5, 129),), "linear 3d")
     _halved(i16, i32, "linear 3d")
 
 
-def test_mlp(kernels):
+def test_mlp(kernels_big):
     torch.manual_seed(2)
     m = MLP(37, 91, 13).eval()
     i16, i32 = check(m, (torch.randn(1, 37),), "mlp")
     _halved(i16, i32, "mlp")
 
 
-def test_mm_bmm(kernels):
+def test_mm_bmm(kernels_big):
     torch.manual_seed(3)
     m = AddmmBmm(29, 19).eval()
     i16, i32 = check(m, (torch.randn(6, 29),), "mm/bmm")
@@ -154,7 +166,7 @@ def test_attention_block(kernels):
     _halved(i16, i32, "attention block")
 
 
-def test_bert_tiny(kernels):
+def test_bert_tiny(kernels_big):
     m, inp = build_model("bert_base", "tiny", seed=5)
     ids = inp(2)
     i16, i32 = check(m, (ids,), "bert tiny")
