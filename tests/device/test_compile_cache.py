@@ -9,15 +9,15 @@ from pathlib import Path
 
 import torch
 
+import torchtrt_c
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-import torchtrt_c  # noqa: E402
 
 SCRIPT = r"""
 import json, sys
 sys.path.insert(0, {tests!r})
 import torch, torchtrt_c
-from models import build
+from zoo import build
 m, inp = build("resnet18", "tiny")
 gm = torchtrt_c.compile(m, inputs=[inp(2)], min_block_size=1, cache_built_engines=True,
                         reuse_cached_engines={reuse}, engine_cache_dir={cache!r}, optimization_level=3)

@@ -5,16 +5,13 @@ logging; progress lines that read the same on a non-tty stream (Jupyter). Kernel
 import io
 import logging
 import re
-import sys
-from pathlib import Path
+import time
 
-import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import torchtrt_c  # noqa: E402
-from torchtrt_c.dynamo import _progress  # noqa: E402
-from torchtrt_c.dynamo._profile import BUILD_STEPS, last_compile_profile  # noqa: E402
+import torchtrt_c
+from torchtrt_c.dynamo import _progress
+from torchtrt_c.dynamo._profile import BUILD_STEPS, last_compile_profile
 
 PHASES = ["capture (torch.export)", "decompositions", "import", "lowering", "partitioning", "engines + stitching"]
 
@@ -119,7 +116,6 @@ def test_progress_lines_on_a_non_tty_stream(monkeypatch):
     p = _progress.Progress(debug=True, stream=buf)
     p.phase("capture (torch.export)")
     p.engine(1, 2, "_run_on_acc_0")
-    import time
     time.sleep(0.7)       # a long step: the heartbeat says it is still running
     p.phase("engines + stitching")
     prof = p.done()

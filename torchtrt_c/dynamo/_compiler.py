@@ -91,9 +91,9 @@ _pending_lock = threading.Lock()
 
 
 def _write_behind(path: str, blob: bytes) -> None:
-    """Writes an engine cache entry in a thread (a BERT-base blob is 440 MB: seconds of disk
-    the compile need not wait for); temporary file renamed into place, so readers see whole
-    entries only. Not a daemon thread: the interpreter finishes the write before it exits."""
+    """Writes an engine cache entry in a thread (a BERT-base blob is 440 MB: seconds of disk),
+    overlapping the engines built after it; the compile waits for its writes before it returns.
+    Temporary file renamed into place, so readers see whole entries only."""
     def write():
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -467,5 +467,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     gm = stitch(imp, part, settings, progress, ep=ep,
                 orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
     progress.dump("compiled module", lambda: gm.code)
+    if _pending:  # entries are on disk when compile returns (another process may read them next)
+        progress.phase("engine cache writes")
+        _wait_written()
     progress.done()
     return gm
