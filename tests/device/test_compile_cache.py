@@ -75,7 +75,10 @@ def test_fresh_process_hits_engine_and_program_caches(tmp_path):
     rebuilt = _run(tmp_path, False, env)
     t = rebuilt["engine_totals"]
     assert t["built"] == t["engines"] and t["cache_hits"] == 0, t
-    assert t["tune_timed"] == 0 and t["tune_cached"] == t["gemms"], t
+    # every GEMM the cold process tuned (timed or read) is read from the tuning cache; GEMMs that
+    # need no tuning (native CPU kernels, heuristics) count in neither
+    c = cold["engine_totals"]
+    assert t["tune_timed"] == 0 and t["tune_cached"] == c["tune_timed"] + c["tune_cached"], (t, c)
     assert rebuilt["programs"]["compiled"] == 0, rebuilt["programs"]
     assert rebuilt["programs"]["cache_hits"] >= t["engines"], rebuilt["programs"]
     assert rebuilt["max_err"] <= 1e-4
