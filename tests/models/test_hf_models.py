@@ -21,7 +21,12 @@ from hf_cases import CASES, gpt2_eager_attention  # noqa: E402
 from model_check import check_close, check_one_engine  # noqa: E402
 
 
-@pytest.mark.parametrize("name", list(CASES))
+# One of each family runs by default; the rest of the list (same op mix, or the slowest compile:
+# T5's encoder-decoder) is marked slow: `-m "not slow"` keeps the tier to a few minutes.
+FAST = {"bert", "gpt2", "llama", "t5_encoder", "vit", "wav2vec2"}
+
+
+@pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in CASES])
 def test_hf_model(name):
     case = CASES[name]
     model = case.build()
