@@ -78,7 +78,13 @@ ttc_status ttc_convert_slice(ttc_conv_ctx *cx, const ttc_node *n) {
     TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
     if (n->n_inputs > 1) TTC_TRY(ttc_cx_int(cx, n, 1, &dim));
     if (n->n_inputs > 2 && !ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_int(cx, n, 2, &start));
-    if (n->n_inputs > 3 && !ttc_cx_is_none(cx, n, 3)) TTC_TRY(ttc_cx_int(cx, n, 3, &end));
+    if (n->n_inputs > 3 && !ttc_cx_is_none(cx, n, 3) && !ttc_value_const_int(n->inputs[3], &end)) {
+        /* an end known only at run time (x[:, :seq_len] with seq_len a symbolic size): the
+         * output's typed dim already says how many elements it takes */
+        if (n->inputs[3]->type.kind != TTC_TYPE_INT)
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: slice end is not an int", n->name);
+        end = TTC_SLICE_END_FROM_TYPE;
+    }
     if (n->n_inputs > 4 && !ttc_cx_is_none(cx, n, 4)) TTC_TRY(ttc_cx_int(cx, n, 4, &step));
     if (step < 1) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: slice step %lld", n->name, (long long)step);
     int32_t d;

@@ -25,6 +25,8 @@
 
 #define TTC_EXPR_MAX_LEAVES 16
 
+#define TTC_SLICE_END_FROM_TYPE INT64_MIN
+
 typedef enum ttc_eop {
     TTC_EOP_LEAF = 0,   /* a = leaf index (-1: acc) */
     TTC_EOP_CONST,      /* f */
@@ -110,7 +112,7 @@ typedef struct ttc_et {
     ttc_view_kind vkind;
     int32_t perm[TTC_MAX_RANK];
     int32_t vdim;
-    int64_t start, end, step;
+    int64_t start, end, step;  /* end TTC_SLICE_END_FROM_TYPE: known only at run time (the typed dim) */
     bool contig;              /* statically dense row-major */
     int32_t n_reads;          /* kernel ops reading it (directly) */
 } ttc_et;

@@ -75,8 +75,17 @@ static ttc_status resolve_view(const ttc_kir *k, int32_t t, ttc_res *res) {
     case TTC_VIEW_SLICE: {
         int32_t vd = et->vdim;
         int64_t size = b->shape[vd];
-        int64_t st = norm_index(et->start, size, true), en = norm_index(et->end, size, true);
-        int64_t len = en > st ? (en - st + et->step - 1) / et->step : 0;
+        int64_t st = norm_index(et->start, size, true);
+        int64_t len;
+        if (et->end == TTC_SLICE_END_FROM_TYPE) {   /* end known only at run time: the typed dim */
+            len = shape[vd];
+            if (len > 0 && st + (len - 1) * et->step >= size)
+                return ttc_fail(TTC_ERR_INPUT, "slice %s: %lld elements from %lld by %lld overrun a dim of %lld",
+                                et->name, (long long)len, (long long)st, (long long)et->step, (long long)size);
+        } else {
+            int64_t en = norm_index(et->end, size, true);
+            len = en > st ? (en - st + et->step - 1) / et->step : 0;
+        }
         memcpy(r->strides, b->strides, sizeof r->strides);
         if (len != shape[vd])
             return ttc_fail(TTC_ERR_INPUT, "slice %s: %lld elements for a dim typed %lld", et->name,

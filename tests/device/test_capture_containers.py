@@ -201,3 +201,26 @@ def test_weight_computations_fold_to_constants():
         x = torch.randn(b, 4, 11)
         with torch.no_grad():
             _close(trt(x), m(x), what=f"batch {b}")
+
+
+class SliceBySeq(nn.Module):
+    """BERT's token_type_ids / position buffers: a constant sliced to the run-time length."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pos", torch.randn(1, 40, 8))
+
+    def forward(self, x):
+        return torch.relu(x + self.pos[:, 1:x.size(1) + 1] * 2)
+
+
+def test_slice_end_known_only_at_run_time():
+    torch.manual_seed(0)
+    m = SliceBySeq().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 2, 8), opt_shape=(2, 9, 8), max_shape=(3, 39, 8))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert [n for n, _ in trt.named_children()] == ["_run_on_acc_0"]
+    for shape in [(1, 2, 8), (2, 17, 8), (3, 39, 8)]:
+        x = torch.randn(shape)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=str(shape))
