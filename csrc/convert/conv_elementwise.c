@@ -180,8 +180,9 @@ ttc_status ttc_convert_activation(ttc_conv_ctx *cx, const ttc_node *n) {
         if (n->n_inputs > 1) st = ttc_cx_float(cx, n, 1, &p0);
         if (st == TTC_OK && n->n_inputs > 2) st = ttc_cx_float(cx, n, 2, &p1);
         if (st == TTC_OK && n->n_inputs > 3) st = ttc_cx_float(cx, n, 3, &p2);
-        int32_t neg = OP(TTC_EOP_MUL, C(p0), OP(TTC_EOP_SUB, ttc_expr_op(&e, TTC_EOP_EXP,
-                          OP(TTC_EOP_MUL, OP(TTC_EOP_MIN, x, C(0)), C(p2)), -1, -1, ct), C(1)));
+        /* expm1, as torch: exp(x) - 1 cancels for small |x| (all digits lost below 6e-8) */
+        int32_t neg = OP(TTC_EOP_MUL, C(p0), ttc_expr_op(&e, TTC_EOP_EXPM1,
+                          OP(TTC_EOP_MUL, OP(TTC_EOP_MIN, x, C(0)), C(p2)), -1, -1, ct));
         int32_t cond = ttc_expr_op(&e, TTC_EOP_GT, x, C(0), -1, TTC_DTYPE_BOOL);
         r = OP(TTC_EOP_MUL, C(p1), ttc_expr_op(&e, TTC_EOP_WHERE, cond, x, neg, ct));
         break;
@@ -191,8 +192,9 @@ ttc_status ttc_convert_activation(ttc_conv_ctx *cx, const ttc_node *n) {
         if (n->n_inputs > 1) st = ttc_cx_float(cx, n, 1, &p0);
         if (st == TTC_OK && n->n_inputs > 2) st = ttc_cx_float(cx, n, 2, &p1);
         int32_t bx = OP(TTC_EOP_MUL, x, C(p0));
-        int32_t sp = OP(TTC_EOP_DIV, ttc_expr_op(&e, TTC_EOP_LOG, OP(TTC_EOP_ADD, C(1),
-                         ttc_expr_op(&e, TTC_EOP_EXP, bx, -1, -1, ct)), -1, -1, ct), C(p0));
+        /* log1p, as torch: log(1 + e) returns 0 once e < 6e-8 (bx < -16.6) */
+        int32_t sp = OP(TTC_EOP_DIV, ttc_expr_op(&e, TTC_EOP_LOG1P,
+                         ttc_expr_op(&e, TTC_EOP_EXP, bx, -1, -1, ct), -1, -1, ct), C(p0));
         int32_t cond = ttc_expr_op(&e, TTC_EOP_GT, bx, C(p1), -1, TTC_DTYPE_BOOL);
         r = ttc_expr_op(&e, TTC_EOP_WHERE, cond, x, sp, ct);
         break;

@@ -231,14 +231,16 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
         case TTC_EOP_SUB: ttc_sbuf_printf(b, "%s - %s", oa, ob); break;
         case TTC_EOP_MUL: ttc_sbuf_printf(b, "%s * %s", oa, ob); break;
         case TTC_EOP_DIV: ttc_sbuf_printf(b, "%s / %s", oa, ob); break;
-        /* half: fmax/fmin semantics (a NaN operand yields the other) without the built-ins */
+        /* torch's maximum/minimum (and clamp, hardtanh, leaky_relu built from them): a NaN
+         * operand wins, where OpenCL's fmax/fmin return the other one; on equal values (+-0)
+         * the first. Selects only, so PoCL keeps them vectorised and half needs no built-in. */
         case TTC_EOP_MAX:
-            if (*hc) ttc_sbuf_printf(b, "(%s >= %s || %s != %s) ? %s : %s", oa, ob, ob, ob, oa, ob);
-            else ttc_sbuf_printf(b, fl ? "fmax(%s, %s)" : "max(%s, %s)", oa, ob);
+            if (fl) ttc_sbuf_printf(b, "(%s < %s || %s != %s) ? %s : %s", oa, ob, ob, ob, ob, oa);
+            else ttc_sbuf_printf(b, "max(%s, %s)", oa, ob);
             break;
         case TTC_EOP_MIN:
-            if (*hc) ttc_sbuf_printf(b, "(%s <= %s || %s != %s) ? %s : %s", oa, ob, ob, ob, oa, ob);
-            else ttc_sbuf_printf(b, fl ? "fmin(%s, %s)" : "min(%s, %s)", oa, ob);
+            if (fl) ttc_sbuf_printf(b, "(%s > %s || %s != %s) ? %s : %s", oa, ob, ob, ob, ob, oa);
+            else ttc_sbuf_printf(b, "min(%s, %s)", oa, ob);
             break;
         case TTC_EOP_POW: {
             const ttc_enode *bn = &e->nodes[c2];
@@ -258,7 +260,7 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
         case TTC_EOP_OR: ttc_sbuf_printf(b, "(v%d != 0) || (v%d != 0)", a, c2); break;
         case TTC_EOP_XOR: ttc_sbuf_printf(b, "(v%d != 0) != (v%d != 0)", a, c2); break;
         case TTC_EOP_FLOORDIV:
-            if (fl) ttc_sbuf_printf(b, "floor(%s / %s)", oa, ob);
+            if (fl) ttc_sbuf_printf(b, "ttc_floordiv(%s, %s)", oa, ob);
             else ttc_sbuf_printf(b, "v%d / v%d - ((v%d %% v%d != 0) && ((v%d < 0) != (v%d < 0)))", a, c2, a, c2, a, c2);
             break;
         case TTC_EOP_TRUNCDIV:
@@ -289,27 +291,24 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, co
             break;
         case TTC_EOP_LGAMMA: ttc_sbuf_printf(b, "lgamma(%s)", oa); break;
         case TTC_EOP_RELU:
-            if (*hc) ttc_sbuf_printf(b, "(%s > (half)0.0f ? %s : (half)0.0f)", oa, oa);
-            else if (fl) ttc_sbuf_printf(b, "fmax(%s, 0.0f)", oa);
+            /* NaN and -0 pass through, as in torch */
+            if (fl) ttc_sbuf_printf(b, "(%s < %s0.0f ? %s0.0f : %s)", oa, hc, hc, oa);
             else ttc_sbuf_printf(b, "max(%s, (%s)0)", oa, ct);
             break;
         case TTC_EOP_SIGMOID: ttc_sbuf_printf(b, "1.0f / (1.0f + exp(-%s))", oa); break;
         case TTC_EOP_TANH: ttc_sbuf_printf(b, "ttc_tanh(%s)", oa); break;
-        case TTC_EOP_GELU_ERF: ttc_sbuf_printf(b, "0.5f * %s * (1.0f + ttc_erf(%s * 0.70710678118654752f))", oa, oa); break;
-        case TTC_EOP_GELU_TANH:
-            ttc_sbuf_printf(b, "0.5f * %s * (1.0f + ttc_tanh(0.79788456080286536f * (%s + 0.044715f * %s * %s * %s)))",
-                            oa, oa, oa, oa, oa);
-            break;
+        case TTC_EOP_GELU_ERF: ttc_sbuf_printf(b, "ttc_gelu_erf(%s)", oa); break;
+        case TTC_EOP_GELU_TANH: ttc_sbuf_printf(b, "ttc_gelu_tanh(%s)", oa); break;
         case TTC_EOP_SILU: ttc_sbuf_printf(b, "%s / (1.0f + exp(-%s))", oa, oa); break;
         case TTC_EOP_HARDSWISH:
             if (*hc) ttc_sbuf_printf(b, "%s * (%s < (half)-3.0f ? (half)0.0f : %s > (half)3.0f ? (half)6.0f : %s + (half)3.0f) / (half)6.0f",
                                      oa, oa, oa, oa);
-            else ttc_sbuf_printf(b, "%s * clamp(%s + 3.0f, 0.0f, 6.0f) / 6.0f", oa, oa);
+            else ttc_sbuf_printf(b, "%s * (%s < -3.0f ? 0.0f : %s > 3.0f ? 6.0f : %s + 3.0f) / 6.0f", oa, oa, oa, oa);
             break;
         case TTC_EOP_HARDSIGMOID:
             if (*hc) ttc_sbuf_printf(b, "(%s < (half)-3.0f ? (half)0.0f : %s > (half)3.0f ? (half)6.0f : %s + (half)3.0f) / (half)6.0f",
                                      oa, oa, oa);
-            else ttc_sbuf_printf(b, "clamp(%s + 3.0f, 0.0f, 6.0f) / 6.0f", oa);
+            else ttc_sbuf_printf(b, "(%s < -3.0f ? 0.0f : %s > 3.0f ? 6.0f : %s + 3.0f) / 6.0f", oa, oa, oa);
             break;
         case TTC_EOP_LOG_SIGMOID: ttc_sbuf_printf(b, "fmin(%s, 0.0f) - log1p(exp(-fabs(%s)))", oa, oa); break;
         case TTC_EOP_WHERE: ttc_sbuf_printf(b, "v%d ? %s : %s", a, ob, oc); break;
@@ -568,7 +567,7 @@ ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out) {
     ttc_sbuf src = {0};
     ttc_sbuf_printf(&src, "/* torchtrt_c engine program (generated) */\n");
     if (k->half_compute) ttc_sbuf_printf(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
-    {   /* erf/tanh: vectorisable versions on CPU devices (mathfn.cl) */
+    {   /* erf, tanh, GELU, floor division (mathfn.cl): vectorisable versions on CPU devices */
         const char *defs[] = {"TTC_CPU_MATH", gpu ? "0" : "1", NULL};
         ttc_status ms = emit_template(&src, "mathfn", defs);
         if (ms != TTC_OK) { ttc_sbuf_free(&src); return ms; }

@@ -386,7 +386,9 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
             ttc_sbuf_printf(src, ");\n");
         }
     }
-    ttc_sbuf_printf(src, "        float mn = fmax(mx, x);\n        bool none = mn == -INFINITY;\n"
+    /* a NaN score wins the running max (fmax would drop it), so that the row turns NaN as in
+     * torch's softmax(q k^T) v rather than 0 through the all-masked path */
+    ttc_sbuf_printf(src, "        float mn = (x > mx || x != x) ? x : mx;\n        bool none = mn == -INFINITY;\n"
                          "        float c = none ? 1.0f : exp(mx - mn), pj = none ? 0.0f : exp(x - mn);\n"
                          "        sm = sm * c + pj;\n        mx = mn;\n        int vp = vb + j * v_s%d;\n"
                          "        for (int e = 0; e < %d; e++) acc[e] = acc[e] * c + pj * ", R - 2, EV);

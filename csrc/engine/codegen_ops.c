@@ -426,8 +426,9 @@ static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
         case TTC_RED_PROD: ttc_sbuf_printf(src, "        acc *= v;\n"); break;
         case TTC_RED_MAX: ttc_sbuf_printf(src, "        acc = (v > acc || isnan(v)) ? v : acc;\n"); break;
         case TTC_RED_MIN: ttc_sbuf_printf(src, "        acc = (v < acc || isnan(v)) ? v : acc;\n"); break;
-        case TTC_RED_ARGMAX: ttc_sbuf_printf(src, "        if (v > acc) { acc = v; best = r; }\n"); break;
-        case TTC_RED_ARGMIN: ttc_sbuf_printf(src, "        if (v < acc) { acc = v; best = r; }\n"); break;
+        /* the first NaN is the extreme, as in torch: once acc holds it nothing replaces it */
+        case TTC_RED_ARGMAX: ttc_sbuf_printf(src, "        if ((v > acc || v != v) && acc == acc) { acc = v; best = r; }\n"); break;
+        case TTC_RED_ARGMIN: ttc_sbuf_printf(src, "        if ((v < acc || v != v) && acc == acc) { acc = v; best = r; }\n"); break;
         case TTC_RED_VAR:
             if (pass == 0) ttc_sbuf_printf(src, "        mean += v;\n");
             else ttc_sbuf_printf(src, "        acc += (v - mean) * (v - mean);\n");
