@@ -209,6 +209,29 @@ fail:
     return st;
 }
 
+/* A literal/weight, or a (nested) ListConstruct of those: rematerialisable in any graph. */
+static bool const_value(const ttc_value *v, int depth) {
+    const ttc_node *p = v ? v->producer : NULL;
+    if (!p || depth > 8) return false;
+    if (p->op == TTC_OP_CONSTANT) return p->n_inputs == 0;
+    if (p->op != TTC_OP_LIST_CONSTRUCT) return false;
+    for (int i = 0; i < p->n_inputs; i++)
+        if (!const_value(p->inputs[i], depth + 1)) return false;
+    return true;
+}
+
+/* Copies the producers of a const_value() into ng (each once, inputs first). */
+static ttc_status copy_const(ttc_graph *ng, const ttc_graph *g, const ttc_value *v, ttc_value **map) {
+    if (v->id < 0 || v->id >= g->n_all_values) return ttc_fail(TTC_ERR_VERIFY, "extract: bad constant value");
+    if (map[v->id]) return TTC_OK;
+    const ttc_node *p = v->producer;
+    for (int i = 0; i < p->n_inputs; i++) {
+        ttc_status st = copy_const(ng, g, p->inputs[i], map);
+        if (st) return st;
+    }
+    return copy_node(ng, g, p, map);
+}
+
 ttc_status ttc_graph_extract(const ttc_graph *g, ttc_node *const *nodes, int32_t n, ttc_graph **out,
                              ttc_value ***in_map, int32_t *n_in_map, ttc_value ***out_map, int32_t *n_out_map) {
     *out = NULL;
@@ -236,9 +259,12 @@ ttc_status ttc_graph_extract(const ttc_graph *g, ttc_node *const *nodes, int32_t
             ttc_value *v = nd->inputs[j];
             if (!v || v->id < 0 || v->id >= g->n_all_values) { st = ttc_fail(TTC_ERR_VERIFY, "extract: bad input on %s", nd->op_name); goto fail; }
             if (map[v->id]) continue;
-            /* Constants travel with the nodes that use them: engines hold their weights. */
-            if (v->producer && v->producer->op == TTC_OP_CONSTANT && v->producer->n_inputs == 0) {
-                if ((st = copy_node(ng, g, v->producer, map))) goto fail;
+            /* Constants travel with the nodes that use them: engines hold their weights. Lists
+             * of constants too (aten.index's [None, idx_buffer] in swin/levit): the partitioner
+             * treats them as constants and leaves them outside every segment, and as an engine
+             * input a list has no binding. */
+            if (const_value(v, 0)) {
+                if ((st = copy_const(ng, g, v, map))) goto fail;
                 continue;
             }
             ttc_value *nv = ttc_graph_add_input(ng, v->name, &v->type);

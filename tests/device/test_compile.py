@@ -130,6 +130,33 @@ def test_debug_logs_each_phase(caplog):
         assert what in text, f"debug output lacks {what!r}"
 
 
+class BiasTable(nn.Module):
+    """A relative-position bias as swin_t and levit index it: a weight table indexed by an
+    int64 buffer, so aten.index gets the list [None, buffer] of constants."""
+    def __init__(self, heads=3, n=7, k=5):
+        super().__init__()
+        g = torch.Generator().manual_seed(1)
+        self.table = nn.Parameter(torch.randn(heads, n * 2 - 1, generator=g))
+        self.register_buffer("idx", torch.randint(0, n * 2 - 1, (k, k), generator=g))
+
+    def forward(self, x):
+        return torch.softmax(x + self.table[:, self.idx], dim=-1)
+
+
+def test_engine_takes_a_list_of_constant_indices_inside():
+    # the list of constants sat outside every segment and became an engine input (a list has
+    # no binding): the build failed and the whole segment fell back to torch
+    m = BiasTable().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 3, 5, 5), opt_shape=(2, 3, 5, 5), max_shape=(7, 3, 5, 5))
+    gm = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert gm._torchtrt_c_profile.build_failures() == {}
+    assert submodules(gm, "_run_on_acc_") == ["_run_on_acc_0"]
+    assert submodules(gm, "_run_on_gpu_") == []
+    for b in (1, 2, 7):
+        x = torch.randn(b, 3, 5, 5, generator=torch.Generator().manual_seed(b))
+        assert_tree_close(gm(x), m(x))
+
+
 def test_engine_cache_reuses_built_engines(tmp_path, caplog):
     m = MLP().eval()
     x = torch.randn(4, 16)

@@ -57,10 +57,13 @@ def _check(model, size, name):
             check_close(gm(x), model(x), what=f"{name} at batch {b}")
     eng, tor = segments(gm)
     if (eng, tor) != (1, 0):
+        # a dry run builds no engine, so a segment whose build failed (and fell back to torch)
+        # shows only in the compile's profile
+        failed = gm._torchtrt_c_profile.build_failures()
         rep = torchtrt_c.compile(model, inputs=[spec], dryrun=True).dryrun_report
         ops = {op: sorted(r) for op, (_c, r) in rep.unsupported.items()}
         pytest.fail(f"{name}: {eng} engine(s), {tor} torch segment(s), coverage {rep.coverage:.1%}; "
-                    f"falling back: {ops}")
+                    f"falling back: {ops}; engine builds that failed: {failed}")
 
 
 @pytest.mark.parametrize("name", list(TORCHVISION))

@@ -157,6 +157,12 @@ class _EngineFactory:
         t = time.perf_counter()
         try:
             return self._build(sub, name, rec, sec)
+        except Exception as ex:
+            # kept on the profile: a segment that falls back to torch here is otherwise only a
+            # log line, and a dry run (which builds nothing) cannot see it
+            rec["source"] = "build failed"
+            rec["failed"] = str(ex)
+            raise
         finally:
             sec["total"] = time.perf_counter() - t
 

@@ -51,10 +51,15 @@ class CompileProfile:
     def engine(self, name: str) -> dict:
         """A record for one engine; the factory fills it (see _compiler._EngineFactory.build)."""
         # source: "built", "engine cache" (deserialised from engine_cache_dir) or "engine cache
-        # (live)" (the same engine compiled earlier in this process, still loaded)
+        # (live)" (the same engine compiled earlier in this process, still loaded) or "build
+        # failed" (with "failed": the error; the segment runs in torch)
         rec = {"name": name, "source": "", "seconds": {}, "build": None}
         self.engines.append(rec)
         return rec
+
+    def build_failures(self) -> dict:
+        """engine name -> why its build failed (those segments run in torch instead)."""
+        return {e["name"]: e["failed"] for e in self.engines if e.get("failed")}
 
     def finish(self) -> "CompileProfile":
         global _last
@@ -116,6 +121,8 @@ class CompileProfile:
         for e in self.engines:
             sec = ", ".join(f"{k} {v:.3f}s" for k, v in e["seconds"].items())
             L.append(f"  {e['name']}: {e['source']}; {sec}")
+            if e.get("failed"):
+                L.append(f"    runs in torch instead: {e['failed']}")
             b = e.get("build")
             if b:
                 L.append("    " + ", ".join(f"{k[:-2]} {b[k]:.3f}s" for k in BUILD_STEPS)
