@@ -163,6 +163,9 @@ def test_engine_cache_reuses_built_engines(tmp_path, caplog):
     kw = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
               engine_cache_dir=str(tmp_path))
     a = torchtrt_c.compile(m, **kw)
+    # entries are written behind the compile: with program binaries in the blob (the default on
+    # GPUs) the write was still going when the glob ran
+    torchtrt_c.dynamo.wait_engine_cache_writes()
     assert len(list(tmp_path.glob("*.ttce"))) == 1
     with caplog.at_level(logging.INFO, logger="torchtrt_c"):
         b = torchtrt_c.compile(m, **kw)
@@ -171,6 +174,7 @@ def test_engine_cache_reuses_built_engines(tmp_path, caplog):
     with torch.no_grad():
         m.l1.weight.mul_(2)   # other weights: another key, no stale reuse
     c = torchtrt_c.compile(m, **kw)
+    torchtrt_c.dynamo.wait_engine_cache_writes()
     assert len(list(tmp_path.glob("*.ttce"))) == 2
     assert_tree_close(c(x), m(x))
 

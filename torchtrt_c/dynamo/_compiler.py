@@ -114,6 +114,13 @@ def _write_behind(path: str, blob: bytes) -> None:
     th.start()
 
 
+def wait_engine_cache_writes() -> None:
+    """Returns once every engine cache entry this process has started writing is on disk.
+    compile() returns before its entries are written (see _write_behind); whoever looks at
+    engine_cache_dir right after (another process started now, a test) waits here first."""
+    _wait_written()
+
+
 def _wait_written(path: str = None) -> None:
     """Waits for the pending cache write of path (all of them when None)."""
     with _pending_lock:
