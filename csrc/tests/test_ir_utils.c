@@ -79,6 +79,36 @@ static void test_extract(void) {
     ttc_graph_free(g);
 }
 
+/* A list of constants (aten.index's [None, idx buffer]) is a constant too: it travels into the
+ * extracted graph with its elements instead of becoming an input (a list has no binding). */
+static void test_extract_copies_lists_of_constants(void) {
+    ttc_graph *g = parse("graph(%x : Float(4, 3)):\n"
+                         "  %zero : int = prim.Constant[value=0]()\n"
+                         "  %w : Float(2, 3) = prim.Constant[value=tensor([1., 2., 3., 4., 5., 6.], name=\"w\")]()\n"
+                         "  %l : Tensor[] = prim.ListConstruct(%w, %w)\n"
+                         "  %c : Float(4, 3) = aten.cat.default(%l, %zero)  # name=c\n"
+                         "  %one : int = prim.Constant[value=1]()\n"
+                         "  %y : Float(4, 3) = aten.add.Tensor(%c, %x, %one)  # name=y\n"
+                         "  return (%y)\n");
+    if (!g) return;
+    ttc_node *set[2] = {ttc_graph_find_node(g, "c"), ttc_graph_find_node(g, "y")};
+    ttc_graph *sub = NULL;
+    ttc_value **in_map = NULL;
+    int32_t ni = -1;
+    CHECK_OK(ttc_graph_extract(g, set, 2, &sub, &in_map, &ni, NULL, NULL));
+    if (sub) {
+        CHECK_OK(ttc_graph_verify(sub));
+        CHECK(ni == 1 && in_map[0] == g->inputs[0] && sub->n_inputs == 1, "only %%x is an input (ni=%d)", ni);
+        const ttc_value *l = ttc_graph_find_value(sub, "l");
+        CHECK(l && l->producer && l->producer->op == TTC_OP_LIST_CONSTRUCT && l->producer->n_inputs == 2,
+              "the list is built inside");
+        CHECK(sub->n_nodes == 6, "zero, w, l, c, one, y: %d nodes", sub->n_nodes);
+    }
+    free(in_map);
+    ttc_graph_free(sub);
+    ttc_graph_free(g);
+}
+
 static void test_clone_and_equal(void) {
     ttc_graph *g = parse(diamond);
     if (!g) return;
@@ -132,4 +162,5 @@ static void test_clone_and_equal(void) {
     ttc_graph_free(g);
 }
 
-TEST_MAIN(test_topo_order_stable_and_reorders, test_extract, test_clone_and_equal)
+TEST_MAIN(test_topo_order_stable_and_reorders, test_extract, test_extract_copies_lists_of_constants,
+          test_clone_and_equal)
