@@ -57,8 +57,9 @@ def register_transformers_containers() -> bool:
     """Registers transformers' cache classes as pytree nodes (so torch.export can return them
     and torch.export.load can rebuild them). Only when transformers is already imported: a
     model of it is being compiled or loaded; we never import it ourselves. True when done."""
-    if "transformers" not in sys.modules:
+    if "transformers" not in sys.modules or torch.compiler.is_compiling():
         return False
+    _register_model_outputs()
     try:
         from transformers.cache_utils import Cache
     except Exception:  # a transformers without caches: nothing to register
@@ -81,6 +82,28 @@ def register_transformers_containers() -> bool:
     except Exception as ex:
         log.debug("cannot register transformers caches as pytrees: %s", ex)
         return False
+
+
+def _register_model_outputs():
+    """transformers registers each ModelOutput subclass as a pytree node when the class is
+    defined, except while torch is compiling (torch.compiler.is_compiling()): a model module
+    first imported then (say, inside a torch.compile'd function or backend) leaves its output
+    classes unregistered for the rest of the process, and torch.export then cannot return
+    them. Register every subclass that is still missing, with transformers' own function."""
+    import torch.utils._pytree as pytree
+    try:
+        from transformers.utils.generic import ModelOutput, _register_model_output_pytree_node
+    except Exception:  # another transformers: it registers its outputs its own way
+        return
+    todo = list(ModelOutput.__subclasses__())
+    while todo:
+        c = todo.pop()
+        todo.extend(c.__subclasses__())
+        if c not in pytree.SUPPORTED_NODES:
+            try:
+                _register_model_output_pytree_node(c)
+            except Exception as ex:  # noqa: BLE001  (export then names the class in its error)
+                log.debug("cannot register %s as a pytree node: %s", c.__name__, ex)
 
 
 _UNKNOWN_TYPE = re.compile(r"Found <class '([^']+)'> in (output|input)")
