@@ -80,7 +80,10 @@ ttc_status ttc_convert_reduce(ttc_conv_ctx *cx, const ttc_node *n) {
     }
     if (R == 0) mask = 0;
     const ttc_type *ot = &n->outputs[0]->type;
-    ttc_dtype dt = rk == TTC_RED_ARGMAX || rk == TTC_RED_ARGMIN ? ot->dtype : ttc_cx_float_dtype(cx, ot->dtype);
+    /* indices and integer results keep the IR's dtype (sum of int32/bool is int64, amax of
+     * bool is bool); only floating results follow the engine's precision */
+    bool int_out = ot->dtype != TTC_DTYPE_FLOAT32 && ot->dtype != TTC_DTYPE_FLOAT16;
+    ttc_dtype dt = int_out ? ot->dtype : ttc_cx_float_dtype(cx, ot->dtype);
     int32_t oi = ttc_kir_op(k, TTC_KOP_REDUCE, dt, ot->rank, ot->dims, n->outputs[0]->name);
     if (oi < 0) return TTC_ERR_NOMEM;
     ttc_kop *op = &k->ops[oi];
@@ -91,13 +94,34 @@ ttc_status ttc_convert_reduce(ttc_conv_ctx *cx, const ttc_node *n) {
     return ttc_cx_set_output(cx, n, 0, op->out);
 }
 
+static bool int_dtype(ttc_dtype d) {
+    return d == TTC_DTYPE_INT64 || d == TTC_DTYPE_INT32 || d == TTC_DTYPE_INT8 || d == TTC_DTYPE_UINT8 ||
+           d == TTC_DTYPE_BOOL;
+}
+
 bool ttc_validate_reduce(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
-    const ttc_type *t = &n->inputs[0]->type;
+    const ttc_type *t = &n->inputs[0]->type, *o = &n->outputs[0]->type;
+    if (int_dtype(t->dtype)) {
+        /* integer inputs: exact long accumulation (engine/codegen_ops.c gen_reduce_int) for
+         * the reductions whose torch result is an integer; mean/var/prod stay in torch */
+        bool ok_op = n->op == TTC_OP_SUM || n->op == TTC_OP_SUM_DIM || n->op == TTC_OP_AMAX || n->op == TTC_OP_AMIN ||
+                     n->op == TTC_OP_ARGMAX || n->op == TTC_OP_ARGMIN;
+        if (!ok_op) {
+            if (why_not) *why_not = ttc_strfmt("%s of %s (integer inputs only for sum, amax, amin, argmax, argmin)",
+                                               n->op_name, ttc_dtype_name(t->dtype));
+            return false;
+        }
+        if (!int_dtype(o->dtype)) {
+            if (why_not) *why_not = ttc_strfmt("%s of %s to %s (only integer results of integer inputs)", n->op_name,
+                                               ttc_dtype_name(t->dtype), ttc_dtype_name(o->dtype));
+            return false;
+        }
+        return true;
+    }
     if (t->dtype != TTC_DTYPE_FLOAT32 && t->dtype != TTC_DTYPE_FLOAT16) {
-        if (why_not) *why_not = ttc_strfmt("reduction of %s (only floating inputs)", ttc_dtype_name(t->dtype));
+        if (why_not) *why_not = ttc_strfmt("reduction of %s (only floating and integer inputs)", ttc_dtype_name(t->dtype));
         return false;
     }
-    const ttc_type *o = &n->outputs[0]->type;
     if (o->dtype != TTC_DTYPE_FLOAT32 && o->dtype != TTC_DTYPE_FLOAT16 && o->dtype != TTC_DTYPE_INT64) {
         if (why_not) *why_not = ttc_strfmt("reduction to %s", ttc_dtype_name(o->dtype));
         return false;

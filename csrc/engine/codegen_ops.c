@@ -390,6 +390,57 @@ static ttc_status gen_reduce_wg(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     return TTC_OK;
 }
 
+/* Integer reductions (sum/max/min/argmax/argmin of int and bool inputs) accumulate in long,
+ * never through float: int32 values past 2^24 and int64 sums stay exact (wrapping as torch
+ * does). One work-item per output element; strict compares keep the first index of a tie. */
+static ttc_status gen_reduce_int(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
+                                 const char *P, const char *A_) {
+    const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
+    int32_t R = x->rank;
+    uint32_t mask = op->p.red.mask;
+    ttc_reduce_kind rk = op->p.red.kind;
+    const char *n = ks->name;
+    const char *step;
+    switch (rk) {
+    case TTC_RED_SUM: step = "acc += v;"; break;
+    case TTC_RED_MAX: step = "if (r == 0 || v > acc) acc = v;"; break;
+    case TTC_RED_MIN: step = "if (r == 0 || v < acc) acc = v;"; break;
+    case TTC_RED_ARGMAX: step = "if (r == 0 || v > acc) { acc = v; best = r; }"; break;
+    case TTC_RED_ARGMIN: step = "if (r == 0 || v < acc) { acc = v; best = r; }"; break;
+    default: return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: no integer form of reduction kind %d", op->name, (int)rk);
+    }
+    ttc_sbuf_printf(src, "__kernel void %s(__global const %s *X, int offX", n, ttc_cl_storage_type(x->dtype));
+    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, ", int xd%d, int xs%d", d, d);
+    ttc_sbuf_printf(src, ", int nout%s) {\n    int lin = get_global_id(0);\n    if (lin >= nout) return;\n"
+                         "    int rem = lin, base = offX;\n", P);
+    for (int32_t d = R - 1; d >= 0; d--)
+        if (!(mask & (1u << d))) ttc_sbuf_printf(src, "    base += (rem %% xd%d) * xs%d; rem /= xd%d;\n", d, d, d);
+    ttc_sbuf_printf(src, "    int nred = 1");
+    for (int32_t d = 0; d < R; d++) if (mask & (1u << d)) ttc_sbuf_printf(src, " * xd%d", d);
+    ttc_sbuf_printf(src, ";\n    long acc = 0; int best = 0;\n    for (int r = 0; r < nred; r++) {\n"
+                         "        int rr = r, off = base;\n");
+    for (int32_t d = R - 1; d >= 0; d--)
+        if (mask & (1u << d)) ttc_sbuf_printf(src, "        off += (rr %% xd%d) * xs%d; rr /= xd%d;\n", d, d, d);
+    ttc_sbuf_printf(src, "        long v = (long)X[off];\n        %s\n    }\n", step);
+    const char *res = rk == TTC_RED_ARGMAX || rk == TTC_RED_ARGMIN ? "(long)best" : "acc";
+    /* an epilogue takes a float (fusion keeps integer reductions apart; this is the fallback) */
+    if (op->epi.n > 0) ttc_sbuf_printf(src, "    %s_store((float)%s, lin%s);\n}\n", n, res, A_);
+    else if (out->dtype == TTC_DTYPE_BOOL) ttc_sbuf_printf(src, "    o_[o_off + lin] = (uchar)(%s != 0);\n}\n", res);
+    else if (out->dtype == TTC_DTYPE_INT64 || out->dtype == TTC_DTYPE_INT32 || out->dtype == TTC_DTYPE_INT8 ||
+             out->dtype == TTC_DTYPE_UINT8)
+        ttc_sbuf_printf(src, "    o_[o_off + lin] = (%s)%s;\n}\n", ttc_cl_storage_type(out->dtype), res);
+    else return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: integer reduction to %s", op->name, ttc_dtype_name(out->dtype));
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    for (int32_t d = 0; d < R; d++) {
+        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
+        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
+    }
+    ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
+    ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, 0);
+    return TTC_OK;
+}
+
 /* Reductions over the dims in mask of a strided input: one work-item per output element,
  * index math generated for the input's rank. */
 static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
@@ -399,6 +450,7 @@ static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     uint32_t mask = op->p.red.mask;
     ttc_reduce_kind rk = op->p.red.kind;
     const char *n = ks->name;
+    if (x->dtype != TTC_DTYPE_FLOAT32 && x->dtype != TTC_DTYPE_FLOAT16) return gen_reduce_int(src, k, op, ks, P, A_);
     if ((gpu || gpu_kernels_forced()) && R > 0 && (mask & (1u << (R - 1))) && rk != TTC_RED_ARGMAX &&
         rk != TTC_RED_ARGMIN)
         return gen_reduce_wg(src, k, op, ks, P, A_);

@@ -148,8 +148,8 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                 ttc_kop *p = &k->ops[pi];
                 if (p->dead) continue;
                 /* epilogues take a float accumulator: an integer scan (cumsum of a mask, often
-                 * int64) would lose exactness past 2^24 */
-                if (p->kind == TTC_KOP_SCAN && k->ts[src].dtype != TTC_DTYPE_FLOAT32 &&
+                 * int64) or integer reduction (sum of int32, argmax) would lose exactness past 2^24 */
+                if ((p->kind == TTC_KOP_SCAN || p->kind == TTC_KOP_REDUCE) && k->ts[src].dtype != TTC_DTYPE_FLOAT32 &&
                     k->ts[src].dtype != TTC_DTYPE_FLOAT16)
                     continue;
                 ttc_expr res;
