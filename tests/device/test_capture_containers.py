@@ -128,6 +128,24 @@ def test_unknown_container_is_a_clear_error():
     assert "Traceback" not in str(ei.value)
 
 
+def test_unknown_container_clear_error_whatever_export_raises(monkeypatch):
+    """torch 2.11's export fails on an unregistered dataclass output with "unhashable type"
+    instead of "not a known type"; the error must still name the class and the fix."""
+    def export_fails(*a, **k):
+        raise TypeError("unhashable type: 'Pair'")
+    monkeypatch.setattr(torch.export, "export", export_fails)
+    with pytest.raises(torchtrt_c.Error, match=r"returns a .*Pair.*register_pytree_node"):
+        torchtrt_c.compile(ReturnsPair().eval(), inputs=[torch.randn(2, 3)], min_block_size=1)
+
+
+def test_other_export_failures_are_raised_as_they_are(monkeypatch):
+    def export_fails(*a, **k):
+        raise TypeError("something else entirely")
+    monkeypatch.setattr(torch.export, "export", export_fails)
+    with pytest.raises(TypeError, match="something else entirely"):
+        torchtrt_c.compile(nn.ReLU().eval(), inputs=[torch.randn(2, 3)], min_block_size=1)
+
+
 def test_registered_container_is_returned():
     pytree.register_dataclass(Pair)
     try:

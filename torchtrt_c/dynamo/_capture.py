@@ -138,13 +138,37 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs) -> torch.export.E
     try:
         ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as ex:
-        err = _container_error(ex)
+        err = _container_error(ex) or _unflattenable_output(module, args, kwargs)
         if err is None:
             raise
         raise err from None
     finally:
         module.train(was_training)
     return ep
+
+
+_LEAF_TYPES = (torch.Tensor, int, float, bool, str, type(None), torch.SymInt, torch.SymFloat, torch.dtype,
+               torch.device)
+
+
+def _unflattenable_output(module, args, kwargs):
+    """After export failed for another reason than "not a known type": torch versions differ in
+    how an unregistered container fails (torch 2.11 raises "unhashable type: 'Pair'" for a
+    dataclass). Run the module once eagerly and name the first output leaf that is neither a
+    tensor nor a scalar: the same clear error. None when the outputs are all fine (the export
+    failure is something else and is raised as it is)."""
+    import torch.utils._pytree as pytree
+    try:
+        with torch.no_grad():
+            out = module(*args, **kwargs)
+        leaves, _ = pytree.tree_flatten(out)
+    except Exception:  # noqa: BLE001  (the model itself fails: report export's error)
+        return None
+    for leaf in leaves:
+        if not isinstance(leaf, _LEAF_TYPES):
+            cls = type(leaf)
+            return _container_error(RuntimeError(f"Found <class '{cls.__module__}.{cls.__qualname__}'> in output"))
+    return None
 
 
 def kwarg_order(ep: torch.export.ExportedProgram, kwarg_inputs: dict) -> dict:
