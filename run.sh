@@ -49,23 +49,13 @@ install_python() {
 have_module() { "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$1') is None)" 2>/dev/null; }
 
 install_model_libs() {
-    # The model tier's third-party libraries; optional: a failed install only skips those tests.
-    # transformers first: it brings timm's dependencies (pyyaml, huggingface_hub, safetensors).
+    # The model tier's transformers part (optional: a failed install only skips those tests).
+    # torchvision and timm are NOT installed here: PyPI's torchvision wheels carry a C extension
+    # linked against CUDA torch, and beside a CPU torch its import fails, which breaks
+    # transformers too (it imports torchvision when it is installed). Their model tests run
+    # where torchvision matches torch (the GPU machine; tests/thirdparty.py imports them).
     have_module transformers || "$PY" -m pip install -q transformers \
         || echo "run.sh: note: could not install transformers; the HF model tests will skip" >&2
-    # torchvision pinned to the installed torch (0.(minor+15)), --no-deps so pip does not swap
-    # torch for another build; found but not imported: beside a CPU torch its CUDA extension
-    # does not load (tests/thirdparty.py imports it anyway)
-    if ! have_module torchvision; then
-        local tv
-        tv=$("$PY" -c "import torch; print('0.%d.*' % (int(torch.__version__.split('.')[1]) + 15))" 2>/dev/null) \
-            && "$PY" -m pip install -q --no-deps "torchvision==$tv" \
-            || echo "run.sh: note: could not install torchvision ${tv:-}; its model tests will skip" >&2
-    fi
-    have_module PIL || "$PY" -m pip install -q pillow \
-        || echo "run.sh: note: could not install pillow; the torchvision model tests will skip" >&2
-    have_module timm || "$PY" -m pip install -q --no-deps timm \
-        || echo "run.sh: note: could not install timm; its model tests will skip" >&2
     return 0
 }
 
