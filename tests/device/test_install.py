@@ -64,6 +64,13 @@ def test_sdist_wheel_venv_install_runs_a_model(tmp_path):
     # one); this interpreter's pip installs into it through --python
     _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], tmp_path)
     py = venv / "bin" / "python"
+    if sys.prefix != sys.base_prefix:
+        # this interpreter is itself a venv (the GPU machine's torch lives in one): the new venv's
+        # --system-site-packages reaches the base interpreter's, not this venv's, so point it at
+        # this one's site-packages, where torch is
+        site = _run([str(py), "-c", "import site; print(site.getsitepackages()[0])"], tmp_path).strip()
+        here = [p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)]
+        pathlib.Path(site, "outer-site-packages.pth").write_text("\n".join(here) + "\n")
     _run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-index", str(whl)], tmp_path)
     script = (
         "import torch, torchtrt_c\n"
