@@ -390,6 +390,20 @@ static ttc_status gen_reduce_wg(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     return TTC_OK;
 }
 
+/* The arguments of both per-output reduction kernels: the input's buffer, offset, dims and
+ * strides, then the output element count (one work-item per output element). */
+static ttc_status reduce_args(ttc_kspec *ks, const ttc_kop *op, int32_t R, int32_t out_rank) {
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    for (int32_t d = 0; d < R; d++) {
+        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
+        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
+    }
+    ARG(TTC_ARG_PROD, op->out, 0, out_rank, 0);
+    ttc_codegen_gdim(ks, 0, op->out, 0, out_rank, 1, 0);
+    return TTC_OK;
+}
+
 /* Integer reductions (sum/max/min/argmax/argmin of int and bool inputs) accumulate in long,
  * never through float: int32 values past 2^24 and int64 sums stay exact (wrapping as torch
  * does). One work-item per output element; strict compares keep the first index of a tie. */
@@ -430,15 +444,7 @@ static ttc_status gen_reduce_int(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
              out->dtype == TTC_DTYPE_UINT8)
         ttc_sbuf_printf(src, "    o_[o_off + lin] = (%s)%s;\n}\n", ttc_cl_storage_type(out->dtype), res);
     else return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: integer reduction to %s", op->name, ttc_dtype_name(out->dtype));
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    for (int32_t d = 0; d < R; d++) {
-        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
-        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
-    }
-    ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
-    ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, 0);
-    return TTC_OK;
+    return reduce_args(ks, op, R, out->rank);
 }
 
 /* Reductions over the dims in mask of a strided input: one work-item per output element,
@@ -493,15 +499,7 @@ static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     if (rk == TTC_RED_VAR) ttc_sbuf_printf(src, "    acc /= (float)max(nred - %lld, 0);\n", (long long)op->p.red.correction);
     if (rk == TTC_RED_ARGMAX || rk == TTC_RED_ARGMIN) ttc_sbuf_printf(src, "    acc = (float)best;\n");
     ttc_sbuf_printf(src, "    %s_store(acc, lin%s);\n}\n#undef LDX\n", n, A_);
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    for (int32_t d = 0; d < R; d++) {
-        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
-        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
-    }
-    ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
-    ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, 0);
-    return TTC_OK;
+    return reduce_args(ks, op, R, out->rank);
 }
 
 /* engine/codegen_convt.c */
