@@ -42,15 +42,20 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
 
 #define ARG(kind, t, d, r, v) TTC_TRY(ttc_codegen_add_arg(ks, kind, t, d, r, v))
 
+/* Both native kernels take their two operands and the output as (buffer, offset) pairs. */
+static ttc_status operand_args(const ttc_kop *op, ttc_kspec *ks) {
+    const int32_t ts[3] = {op->in[0], op->in[1], op->out};
+    for (int i = 0; i < 3; i++) {
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    return TTC_OK;
+}
+
 static ttc_status gemm_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
     int32_t st = ttc_kop_gemm_shape(op), R = k->ts[st].rank;
     int32_t ra = k->ts[op->in[0]].rank, rb = k->ts[op->in[1]].rank;
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_BUF, op->in[1], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[1], 0, 0, 0);
-    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    TTC_TRY(operand_args(op, ks));
     ARG(TTC_ARG_DIM, st, R - 2, 0, 0);
     ARG(TTC_ARG_DIM, st, R - 1, 0, 0);
     ARG(TTC_ARG_DIM, op->in[0], ra - 1, 0, 0);
@@ -65,12 +70,7 @@ static ttc_status gemm_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
 
 static ttc_status conv_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
     const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_BUF, op->in[1], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[1], 0, 0, 0);
-    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    TTC_TRY(operand_args(op, ks));
     ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
     ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
     ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);

@@ -69,10 +69,7 @@ def register_transformers_containers() -> bool:
     except Exception:
         register_pytree_node = None
     if register_pytree_node is not None:
-        todo = list(Cache.__subclasses__())
-        while todo:
-            c = todo.pop()
-            todo.extend(c.__subclasses__())
+        for c in _subclasses(Cache):
             register_pytree_node(c)
         return True
     try:  # older transformers: DynamicCache only
@@ -82,6 +79,15 @@ def register_transformers_containers() -> bool:
     except Exception as ex:
         log.debug("cannot register transformers caches as pytrees: %s", ex)
         return False
+
+
+def _subclasses(cls):
+    """Every subclass of cls, at any depth."""
+    todo = list(cls.__subclasses__())
+    while todo:
+        c = todo.pop()
+        todo.extend(c.__subclasses__())
+        yield c
 
 
 def _register_model_outputs():
@@ -95,10 +101,7 @@ def _register_model_outputs():
         from transformers.utils.generic import ModelOutput, _register_model_output_pytree_node
     except Exception:  # another transformers: it registers its outputs its own way
         return
-    todo = list(ModelOutput.__subclasses__())
-    while todo:
-        c = todo.pop()
-        todo.extend(c.__subclasses__())
+    for c in _subclasses(ModelOutput):
         if c not in pytree.SUPPORTED_NODES:
             try:
                 _register_model_output_pytree_node(c)
