@@ -24,7 +24,7 @@ import torch.fx
 from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
-from torchtrt_c.dynamo._importer import ImportResult, import_program
+from torchtrt_c.dynamo._importer import ImportResult, NonAffineDim, import_program
 from torchtrt_c.dynamo._progress import Progress
 from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module, node_key
 from torchtrt_c.runtime._module import EngineModule
@@ -402,18 +402,15 @@ def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
     naming the node, the source line and what to change."""
     try:
         return import_program(ep, arg_inputs, kwarg_inputs, settings)
-    except NotImplementedError as ex:
-        msg = str(ex)
-        if not msg.startswith("dim "):
-            raise
+    except NonAffineDim as ex:
         from torchtrt_c import Error
-        expr = msg[len("dim "):].split(" depends on ")[0].split(" is not affine")[0]
+        expr = ex.expr
         n = _first_node_with_dim(ep, expr)
         where = ""
         if n is not None:
             line = (n.meta.get("stack_trace") or "").strip().splitlines()
             where = f" at node {n.name} ({n.target}{', `' + line[-1].strip() + '`' if line else ''})"
-        why = ("a product of dynamic dims" if "symbols" in msg else
+        why = ("a product of dynamic dims" if ex.several_symbols else
                "not of that form (a floor division, e.g. a strided convolution or pooling over a "
                "dynamic length, or another non-affine function)")
         raise Error(f"torchtrt_c.compile: a tensor{where} has dim {expr}; torchtrt_c's dims are "

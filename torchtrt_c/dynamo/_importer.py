@@ -40,6 +40,16 @@ log = logging.getLogger("torchtrt_c")
 _IN = "__ttc_input__"  # placeholder tag in opaque recipes
 
 
+class NonAffineDim(NotImplementedError):
+    """A dim our IR cannot hold (dims are affine in one symbol): `expr` as torch prints it, and
+    whether it combines several symbols (else it is a non-affine function of one)."""
+
+    def __init__(self, expr, msg: str, several_symbols: bool):
+        super().__init__(msg)
+        self.expr = str(expr)
+        self.several_symbols = several_symbols
+
+
 @dataclass
 class Opaque:
     target: object
@@ -108,14 +118,14 @@ class _Importer:
     def _expr(self, expr):
         syms = list(expr.free_symbols)
         if len(syms) != 1:
-            raise NotImplementedError(f"dim {expr} depends on {len(syms)} symbols; torchtrt_c dims "
-                                      f"are affine in one symbol")
+            raise NonAffineDim(expr, f"dim {expr} depends on {len(syms)} symbols; torchtrt_c dims "
+                                     f"are affine in one symbol", several_symbols=True)
         s = syms[0]
         name = self._symbol(s)
         e = sympy.expand(expr)
         mul, add = e.coeff(s, 1), e.coeff(s, 0)
         if not (mul.is_Integer and add.is_Integer) or sympy.expand(mul * s + add - e) != 0:
-            raise NotImplementedError(f"dim {expr} is not affine in {s}")
+            raise NonAffineDim(expr, f"dim {expr} is not affine in {s}", several_symbols=False)
         mul, add = int(mul), int(add)
         out = name if mul == 1 else f"{mul}*{name}"
         if add:
