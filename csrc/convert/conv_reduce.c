@@ -102,7 +102,7 @@ static bool int_dtype(ttc_dtype d) {
 bool ttc_validate_reduce(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     const ttc_type *t = &n->inputs[0]->type, *o = &n->outputs[0]->type;
     if (int_dtype(t->dtype)) {
-        /* integer inputs: exact long accumulation (engine/codegen_ops.c gen_reduce_int) for
+        /* integer inputs: exact long accumulation (codegen/codegen_ops.c gen_reduce_int) for
          * the reductions whose torch result is an integer; mean/var/prod stay in torch */
         bool ok_op = n->op == TTC_OP_SUM || n->op == TTC_OP_SUM_DIM || n->op == TTC_OP_AMAX || n->op == TTC_OP_AMIN ||
                      n->op == TTC_OP_ARGMAX || n->op == TTC_OP_ARGMIN;

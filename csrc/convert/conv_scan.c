@@ -1,4 +1,4 @@
-/* cumsum (a TTC_KOP_SCAN kernel, engine/codegen_scan.c) and aten.sym_numel (evaluated by
+/* cumsum (a TTC_KOP_SCAN kernel, codegen/codegen_scan.c) and aten.sym_numel (evaluated by
  * the conversion context, like aten.sym_size.int). */
 #include "converters.h"
 #include "converters_data.h"

@@ -17,7 +17,7 @@
 #ifndef TTC_CONVERT_H
 #define TTC_CONVERT_H
 
-#include "../engine/kir.h"
+#include "../kir/kir.h"
 #include "registry.h"
 
 typedef enum ttc_ival_kind {

@@ -16,8 +16,8 @@
 #define TTC_ENGINE_H
 
 #include "../runtime/runtime.h"
-#include "codegen.h"
-#include "kir.h"
+#include "../codegen/codegen.h"
+#include "../kir/kir.h"
 
 typedef struct ttc_engine_options {
     const char *name;          /* "engine" */

@@ -76,8 +76,6 @@ struct ttc_engine {
     int32_t n_pool, cap_pool;
 };
 
-/* fuse.c: elementwise chains into one op; elementwise consumers into producers' epilogues. */
-ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused);
 /* plan.c */
 ttc_status ttc_plan_make(ttc_engine *e, const int64_t *sv, ttc_plan **out);
 void ttc_plan_free(ttc_plan *p);

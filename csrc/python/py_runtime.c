@@ -3,7 +3,7 @@
 
 #include "../common/status.h"
 #include "../runtime/native.h"
-#include "../engine/codegen.h"
+#include "../codegen/codegen.h"
 #include "../runtime/runtime.h"
 
 PyObject *ttc_py_device_dict(const ttc_cl_device *d) {

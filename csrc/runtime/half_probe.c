@@ -4,7 +4,7 @@
  * built and run once per device. NVIDIA's OpenCL computes in half without advertising the
  * extension, but only + - * /, comparisons, selection and conversions: the half overloads of
  * the built-in functions (fmax, fabs, exp, ...) are missing. So the probe uses exactly what
- * generated half code uses (see half_node in csrc/engine/codegen.c): direct loads and stores
+ * generated half code uses (see half_node in csrc/codegen/codegen.c): direct loads and stores
  * through __global half pointers, half arithmetic, comparisons, ?: and casts between half and
  * float/int, and checks exact answers. CPU devices are not probed (PoCL rejects the program
  * and its compiler prints the errors to stderr). Any failure means "no": the

@@ -1,9 +1,9 @@
-/* Kernel dedupe (engine/codegen_dedupe.c): texts equal up to the kernel's own name are one
+/* Kernel dedupe (codegen/codegen_dedupe.c): texts equal up to the kernel's own name are one
  * kernel; a name inside a longer number ("k1" in "k12") or another kernel's name is not
  * renamed, so texts that differ there stay apart. No OpenCL device needed. */
 #include <string.h>
 
-#include "engine/codegen.h"
+#include "codegen/codegen.h"
 #include "tests/ctest.h"
 
 /* Appends text for kernel `name` to src and offers it to d; returns the kernel name it launches. */

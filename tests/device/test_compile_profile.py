@@ -1,7 +1,7 @@
 """The compile profile (torchtrt_c/dynamo/_profile.py): every phase, each lowering pass, per
 engine its build steps and counts; shown with debug=True, in the dry-run report and through
 logging; progress lines that read the same on a non-tty stream (Jupyter). Kernel dedupe
-(csrc/engine/codegen_dedupe.c) is checked against eager here too, since the profile counts it."""
+(csrc/codegen/codegen_dedupe.c) is checked against eager here too, since the profile counts it."""
 import io
 import logging
 import re

@@ -1,4 +1,4 @@
-"""fp16 engines store float32 weights in half (csrc/engine/const_half.c).
+"""fp16 engines store float32 weights in half (csrc/kir/const_half.c).
 
 Float32 models compiled with enabled_precisions={torch.float16}: the engine's constants
 (linear weights and biases, embedding tables, norm weights) are stored as float16, so GEMMs

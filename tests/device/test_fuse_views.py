@@ -1,4 +1,4 @@
-"""GEMM epilogue fusion through a reshape view (csrc/engine/fuse.c, gemm_through_view).
+"""GEMM epilogue fusion through a reshape view (csrc/kir/fuse.c, gemm_through_view).
 
 A linear (or a matmul by a 2-D weight) on [.., T, K] is a [rows, N] GEMM whose result is read
 through a contiguous reshape view as [.., T, N]; an elementwise op on that view (activation,

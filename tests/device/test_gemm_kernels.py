@@ -1,6 +1,6 @@
 """Differential tests of the GEMM kernels (csrc/kernels/gemm_*.cl) against torch eager.
 
-Every GEMM candidate of ttc_gemm_tiles (csrc/engine/codegen.c, read through _C.gemm_tiles()) is
+Every GEMM candidate of ttc_gemm_tiles (csrc/codegen/codegen.c, read through _C.gemm_tiles()) is
 forced in turn with TORCHTRT_C_GEMM_TILE=<index>: the CPU kernel's work-group shapes and the
 register-blocked GPU kernel's (SIMT) tiles, many of them splitting k among several k-groups of a
 work-group, run on any OpenCL device, so PoCL in CI covers the GPU kernels; the NVIDIA

@@ -502,7 +502,7 @@ static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     return reduce_args(ks, op, R, out->rank);
 }
 
-/* engine/codegen_convt.c */
+/* codegen/codegen_convt.c */
 ttc_status ttc_codegen_conv_transpose(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
                                       const char *P, const char *A_);
 

@@ -6,10 +6,10 @@
  *   ttc_codegen cg;
  *   TTC_TRY(ttc_codegen_run(kir, dev_is_gpu, &cg));   // cg.source, cg.kernels[i].args
  */
-#ifndef TTC_ENGINE_CODEGEN_H
-#define TTC_ENGINE_CODEGEN_H
+#ifndef TTC_CODEGEN_CODEGEN_H
+#define TTC_CODEGEN_CODEGEN_H
 
-#include "kir.h"
+#include "../kir/kir.h"
 
 typedef enum ttc_arg_kind {
     TTC_ARG_BUF = 0,   /* t: the buffer behind tensor t */

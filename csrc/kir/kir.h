@@ -18,8 +18,8 @@
  *   int32_t a = ttc_expr_leaf(&e, x), r = ttc_expr_unary(&e, TTC_EOP_RELU, a);
  *   int32_t y = ttc_kir_elementwise(k, &e, r, TTC_DTYPE_FLOAT32, 2, dims, "relu");
  */
-#ifndef TTC_ENGINE_KIR_H
-#define TTC_ENGINE_KIR_H
+#ifndef TTC_KIR_KIR_H
+#define TTC_KIR_KIR_H
 
 #include "../ir/ir.h"
 
@@ -128,17 +128,16 @@ typedef enum ttc_kop_kind {
     TTC_KOP_POOL,
     TTC_KOP_GATHER,
     TTC_KOP_COPY,          /* reserved: strided copies are ELEMENTWISE identity ops */
-    /* data movement, indexing, resize and attention kernels (engine/codegen_data.c) */
+    /* data movement, indexing, resize and attention kernels (codegen/codegen_data.c) */
     TTC_KOP_CONCAT,        /* in[0..n) joined along p.concat.dim; `stacked` inputs lack that dim */
     TTC_KOP_PAD,           /* in[0] padded by p.pad.lo per dim (negative crops), filled with value */
     TTC_KOP_INDEX,         /* in[0] indexed on dims p.index.dims[j] by in[1+j], broadcast together */
     TTC_KOP_RESIZE,        /* in[0] [N, C, H, W] upsampled, nearest or bilinear */
     TTC_KOP_ATTENTION,     /* softmax(q k^T * scale + mask) v: in q, k, v, mask (-1: none) */
-    TTC_KOP_CONV_TRANSPOSE, /* in: x [N, C, H, W], w [OC, ICG, KH, KW] (repacked); p.conv (engine/codegen_convt.c) */
-    /* issue 11: converters B (engine/codegen_select.c) */
+    TTC_KOP_CONV_TRANSPOSE, /* in: x [N, C, H, W], w [OC, ICG, KH, KW] (repacked); p.conv (codegen/codegen_convt.c) */
     TTC_KOP_SORT,          /* out: int64 positions along p.sort.dim of the first p.sort.k of in[0] in order */
     TTC_KOP_SCATTER,       /* in[0] with in[1] (or p.scatter.value) written at indexed positions */
-    TTC_KOP_SCAN,          /* in[0] cumulatively summed along p.scan.dim (engine/codegen_scan.c) */
+    TTC_KOP_SCAN,          /* in[0] cumulatively summed along p.scan.dim (codegen/codegen_scan.c) */
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -215,8 +214,10 @@ int32_t ttc_kir_const_f32(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t 
 /* f rounded to the nearest half (ties to even), as IEEE binary16 bits. */
 uint16_t ttc_half_from_float(float f);
 /* fp16 engines: float32 constants (and their views) become float16 where that is safe
- * (engine/const_half.c); run after fusion, before tuning. Counts the constants changed. */
+ * (kir/const_half.c); run after fusion, before tuning. Counts the constants changed. */
 ttc_status ttc_kir_consts_to_half(ttc_kir *k, int32_t *n_converted);
+/* kir/fuse.c: elementwise chains into one op; elementwise consumers into producers' epilogues. */
+ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused);
 int32_t ttc_kir_view(ttc_kir *k, int32_t base, ttc_view_kind vk, int32_t rank,
                      const ttc_dim *dims, const char *name);
 /* Adds a kernel op producing a fresh INTER tensor; returns the op index or -1.

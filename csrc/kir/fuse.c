@@ -9,7 +9,7 @@
  *    [B*T, N] GEMM read as [B, T, N]): both walk the same elements in the same order, so
  *    the GEMM keeps its own dims (p.gemm.shape) and stores at the same linear index into
  *    the consumer's output (gemm_through_view says when that holds). */
-#include "engine_impl.h"
+#include "kir.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 
 #include "../kernels/kernels.h"
 #include "codegen_data.h"
-#include "native_ops.h"
+#include "../engine/native_ops.h"
 
 const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_CPU, 0, 0, 0, 0, 0, 1},        {TTC_GEMM_CPU, 4, 0, 0, 0, 0, 1},       {TTC_GEMM_CPU, 16, 0, 0, 0, 0, 1},

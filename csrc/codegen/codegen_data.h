@@ -11,8 +11,8 @@
  *
  *   case TTC_KOP_CONCAT: s = ttc_codegen_data(src, k, op, ks, gpu, P, A_); break;
  */
-#ifndef TTC_ENGINE_CODEGEN_DATA_H
-#define TTC_ENGINE_CODEGEN_DATA_H
+#ifndef TTC_CODEGEN_CODEGEN_DATA_H
+#define TTC_CODEGEN_CODEGEN_DATA_H
 
 #include "codegen.h"
 
