@@ -128,6 +128,14 @@ bool ttc_validate_shape(const ttc_graph *g, const ttc_node *n, bool fp16, char *
     return true;
 }
 
+/* dropout is an identity only at inference (train false or p == 0); in training mode its
+ * random mask stays with torch. */
+bool ttc_validate_dropout(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
+    if (ttc_dropout_is_identity(n)) return ttc_validate_shape(g, n, fp16, why_not);
+    if (why_not) *why_not = ttc_strdup("dropout in training mode (p > 0, train = true) runs in torch");
+    return false;
+}
+
 /* aten.sym_size.int(x, dim) makes no kernel: the conversion context evaluates it when a
  * converter asks for the number (static dims only); symbolic dims feed view/expand sizes,
  * which the converters take from the IR types instead. */

@@ -1,7 +1,17 @@
 /*
- * Declarations of every converter and validator; registry.c puts them in the table.
- * One file per family: conv_elementwise.c, conv_matmul.c, conv_shape.c, conv_nn.c,
- * conv_reduce.c. A converter reads arguments with ttc_cx_* and emits kernel IR.
+ * Declarations of every converter and validator, generated from the op table (ops.def):
+ * CONV(foo, bar) in a row declares ttc_convert_foo and ttc_validate_bar, registry.c puts
+ * them in the table. A converter reads arguments with ttc_cx_* and emits kernel IR. One
+ * file per family (converters_data.h lists the data-movement ones):
+ *
+ *   conv_elementwise.c  unary, binary, div_mode, activation, where, cast; validator elementwise
+ *   conv_math.c         math_unary, math_binary (bitwise, inverse/hyperbolic trig, fmod, ...)
+ *   conv_scan.c         cumsum; sym_numel (evaluated)
+ *   conv_matmul.c       mm, addmm, linear, matmul
+ *   conv_shape.c        reshape, permute, expand, slice, select, identity; validators shape,
+ *                       dropout, sym_size
+ *   conv_nn.c           conv, batch_norm, pool, softmax, norm; conv_transpose.c: convolution
+ *   conv_reduce.c       reduce
  */
 #ifndef TTC_CONVERTERS_H
 #define TTC_CONVERTERS_H
@@ -11,60 +21,26 @@
 #define TTC_DECLARE_CONVERTER(fn) ttc_status fn(ttc_conv_ctx *cx, const ttc_node *n)
 #define TTC_DECLARE_VALIDATOR(fn) bool fn(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not)
 
-/* conv_elementwise.c */
-TTC_DECLARE_CONVERTER(ttc_convert_unary);
-TTC_DECLARE_CONVERTER(ttc_convert_binary);
-TTC_DECLARE_CONVERTER(ttc_convert_div_mode);
-TTC_DECLARE_CONVERTER(ttc_convert_activation);
-TTC_DECLARE_CONVERTER(ttc_convert_where);
-TTC_DECLARE_CONVERTER(ttc_convert_cast);
-TTC_DECLARE_VALIDATOR(ttc_validate_elementwise);
+/* Helpers shared by the elementwise families (conv_elementwise.c). */
 int32_t ttc_ew_operand(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, ttc_expr *e, ttc_dtype ct, ttc_status *st);
 ttc_status ttc_ew_finish(ttc_conv_ctx *cx, const ttc_node *n, ttc_expr *e, int32_t root);
 
-/* conv_math.c (issue 11, converters A): bitwise, inverse/hyperbolic trig, log/exp variants,
- * trunc, isinf/isnan, atan2, fmod, remainder; conv_scan.c: cumsum; sym_numel */
-TTC_DECLARE_CONVERTER(ttc_convert_math_unary);
-TTC_DECLARE_CONVERTER(ttc_convert_math_binary);
-TTC_DECLARE_VALIDATOR(ttc_validate_math);
-TTC_DECLARE_CONVERTER(ttc_convert_cumsum);
-TTC_DECLARE_VALIDATOR(ttc_validate_cumsum);
-TTC_DECLARE_VALIDATOR(ttc_validate_sym_numel);
-
-/* conv_matmul.c */
-TTC_DECLARE_CONVERTER(ttc_convert_mm);
-TTC_DECLARE_CONVERTER(ttc_convert_addmm);
-TTC_DECLARE_CONVERTER(ttc_convert_linear);
-TTC_DECLARE_CONVERTER(ttc_convert_matmul);
-TTC_DECLARE_VALIDATOR(ttc_validate_matmul);
-
-/* conv_shape.c */
-TTC_DECLARE_CONVERTER(ttc_convert_reshape);
-TTC_DECLARE_CONVERTER(ttc_convert_permute);
-TTC_DECLARE_CONVERTER(ttc_convert_expand);
-TTC_DECLARE_CONVERTER(ttc_convert_slice);
-TTC_DECLARE_CONVERTER(ttc_convert_select);
-TTC_DECLARE_CONVERTER(ttc_convert_identity);
-TTC_DECLARE_VALIDATOR(ttc_validate_shape);
-TTC_DECLARE_VALIDATOR(ttc_validate_sym_size);  /* aten.sym_size.int: evaluated in convert.c */
-
-/* conv_nn.c */
-TTC_DECLARE_CONVERTER(ttc_convert_conv);
-TTC_DECLARE_VALIDATOR(ttc_validate_conv);
-TTC_DECLARE_CONVERTER(ttc_convert_batch_norm);
-TTC_DECLARE_VALIDATOR(ttc_validate_batch_norm);
-TTC_DECLARE_CONVERTER(ttc_convert_pool);
-TTC_DECLARE_VALIDATOR(ttc_validate_pool);
-TTC_DECLARE_CONVERTER(ttc_convert_softmax);
-TTC_DECLARE_CONVERTER(ttc_convert_norm);
-TTC_DECLARE_VALIDATOR(ttc_validate_norm);
-
-/* conv_transpose.c: aten.convolution, forward (conv_nn.c) or transposed */
-TTC_DECLARE_CONVERTER(ttc_convert_convolution);
-TTC_DECLARE_VALIDATOR(ttc_validate_convolution);
-
-/* conv_reduce.c */
-TTC_DECLARE_CONVERTER(ttc_convert_reduce);
-TTC_DECLARE_VALIDATOR(ttc_validate_reduce);
+/* Every converter and validator the converter column of ops.def names, so that each
+ * definition is checked against its table's signature. */
+#define CONV(c, v) TTC_DECLARE_CONVERTER(ttc_convert_##c); TTC_DECLARE_VALIDATOR(ttc_validate_##v);
+#define CONV_STATIC(c, v) CONV(c, v)
+#define EVAL(v) TTC_DECLARE_VALIDATOR(ttc_validate_##v);
+#define EVAL_ANY
+#define NONE
+#define NEVER(why)
+#define TTC_OP(id, name, n_in, n_out, flags, shape, conv) conv
+#include "../ir/ops.def"
+#undef TTC_OP
+#undef CONV
+#undef CONV_STATIC
+#undef EVAL
+#undef EVAL_ANY
+#undef NONE
+#undef NEVER
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * The converter registry: the single source of truth for what runs on OpenCL.
  *
- * An op is supported iff registry.c has a converter for its ttc_op_id. Each entry has the
- * converter (IR node -> kernel-IR ops), an optional validator (says no, with a reason, for
- * argument combinations the converter cannot handle) and flags.
+ * An op is supported iff the converter column of its ops.def row names a converter;
+ * registry.c builds this table from those rows. Each entry has the converter (IR node ->
+ * kernel-IR ops), an optional validator (says no, with a reason, for argument combinations
+ * the converter cannot handle) and flags.
  *
  *   char *why = NULL; bool dyn = false;
  *   if (!ttc_op_supported(g, n, false, &why, &dyn)) printf("%s: %s\n", n->name, why);
@@ -32,6 +33,7 @@ typedef struct ttc_converter {
     ttc_convert_fn convert;
     ttc_validate_fn validate;     /* NULL: every node of this op is accepted */
     uint32_t flags;
+    const char *never;            /* no converter, ever, for this reason (NEVER("why")); else NULL */
 } ttc_converter;
 
 /* The registry entry for op (NULL when there is no converter). */

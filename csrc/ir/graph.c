@@ -34,7 +34,7 @@ bool ttc_dtype_from_name(const char *name, ttc_dtype *out) {
 
 /* ---- op table ---- */
 static const ttc_op_info op_tab[TTC_OP_COUNT] = {
-#define TTC_OP(id, nm, nin, nout, fl) {TTC_OP_##id, nm, nin, nout, fl},
+#define TTC_OP(id, nm, nin, nout, fl, shape, conv) {TTC_OP_##id, nm, nin, nout, fl},
 #include "ops.def"
 #undef TTC_OP
 };

@@ -130,7 +130,7 @@ typedef struct ttc_attr {
 
 /* ---- op table (see ops.def) ---- */
 typedef enum ttc_op_id {
-#define TTC_OP(id, name, n_in, n_out, flags) TTC_OP_##id,
+#define TTC_OP(id, name, n_in, n_out, flags, shape, conv) TTC_OP_##id,
 #include "ops.def"
 #undef TTC_OP
     TTC_OP_COUNT,
@@ -307,9 +307,9 @@ ttc_status ttc_graph_parse_ex(const char *text, ttc_tensor_lookup_fn lookup, voi
  * shape functions where the op has one, outputs defined, no dangling pointers. */
 ttc_status ttc_graph_verify(const ttc_graph *g);
 
-/* Shape functions (shape.c); TTC_ERR_UNSUPPORTED where the op has none. */
+/* Shape rules (shape.c; named in the ops.def rows); TTC_ERR_UNSUPPORTED where the op has none. */
 ttc_status ttc_infer_types(const ttc_graph *g, const ttc_node *n, ttc_type *out, int32_t n_out);
-/* Whether shape.c has a shape function for op (ttc_infer_types can do more than refuse). */
+/* Whether op's ops.def row names a shape rule (ttc_infer_types can do more than refuse). */
 bool ttc_op_has_shape_rule(ttc_op_id op);
 
 #endif

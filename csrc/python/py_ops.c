@@ -1,10 +1,9 @@
 /* torchtrt_c._C.ops(): the op table as the core knows it, one dict per op, so that Python
  * derives its knowledge (which ops to keep whole, which need differential cases) from the
- * same place as the partitioner:
- *   ops.def      name, arity, flags
- *   registry.c   converter, validator, evaluator, dynamic-shape support, and the stated
- *                reason of an op that never converts (data-dependent shapes)
- *   shape.c      whether a shape function exists
+ * same place as the partitioner: the op's row in csrc/ir/ops.def (name, arity, flags, shape
+ * rule, converter/validator/evaluator, dynamic-shape support, the stated reason of an op
+ * that never converts), read back through the tables built from it (graph.c, registry.c,
+ * shape.c).
  * The "py.*" size-arithmetic callables (opaque nodes the registry accepts) are listed too,
  * with kind "py". */
 #include "binding.h"
