@@ -1,6 +1,9 @@
 """The op table as Python sees it (_C.ops()), and import that never fails on arity: a known
 op name with another arity (a newer torch schema) imports as opaque and falls back with
 the reason. No OpenCL device needed (coverage runs validators only)."""
+import re
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -27,6 +30,60 @@ def test_ops_lists_the_table():
         assert set(o) == {"name", "kind", "id", "n_inputs", "n_outputs", "flags", "converter", "validator",
                           "evaluator", "dynamic", "shape_rule", "never_converted"}, o
         assert o["never_converted"] is None or not o["converter"], o
+
+
+OPS_DEF = Path(__file__).resolve().parents[2] / "csrc" / "ir" / "ops.def"
+# TTC_OP(ID, "name", n_inputs, n_outputs, flags, shape, converter): a row may span lines
+_ROW = re.compile(r'^TTC_OP\(\s*(\w+),\s*"([^"]+)",\s*(-?\d+),\s*(-?\d+),\s*([\w| ]+?),\s*(\w+),\s*'
+                  r'(CONV|CONV_STATIC|EVAL|EVAL_ANY|NONE|NEVER)\b(?:\(\s*(\w+)?(?:,\s*(\w+))?)?', re.M)
+
+
+def _rows():
+    if not OPS_DEF.exists():
+        pytest.skip("no source tree (csrc/ir/ops.def) next to the tests")
+    return [m.groups() for m in _ROW.finditer(OPS_DEF.read_text())]
+
+
+def test_table_is_consistent():
+    """What one op's entry says hangs together, whatever ops are added."""
+    ops = _C.ops()
+    table = [o for o in ops if o["kind"] != "py"]
+    assert [o["id"] for o in table] == list(range(len(table))), "ids are not the row order"
+    for o in ops:
+        what = o["name"]
+        if not o["converter"]:
+            assert not (o["validator"] or o["evaluator"] or o["dynamic"]), f"{what}: validator/flags without converter"
+        if o["never_converted"] is not None:
+            assert not o["converter"] and o["never_converted"].strip(), what
+        if "impure" in o["flags"]:
+            assert not o["converter"], f"{what}: impure ops stay with torch"
+        assert ("prim" in o["flags"]) == (o["kind"] == "prim"), what
+        if o["evaluator"]:   # a static value, no kernel: prims, sizes, size arithmetic
+            assert o["kind"] in ("prim", "py") or ".sym_" in what, f"{what}: evaluator of a tensor op"
+
+
+def test_every_table_fact_comes_from_its_row():
+    """ops.def is the one source: each row's columns are exactly what _C.ops() reports for the
+    op (names, arity, converter, validator, evaluator, shape rule, never-converted reason), so
+    no other list in the core decides them. An op with a converter and no shape rule says so
+    in its row (`none`), next to its converter."""
+    rows = _rows()
+    table = [o for o in _C.ops() if o["kind"] != "py"]
+    assert len(rows) == len(table), f"{len(rows)} rows in ops.def, {len(table)} ops in the table"
+    bad = []
+    for (oid, name, n_in, n_out, flags, shape, conv, a1, a2), o in zip(rows, table):
+        want = {"name": name, "n_inputs": int(n_in), "n_outputs": int(n_out), "shape_rule": shape != "none",
+                "converter": conv in ("CONV", "CONV_STATIC", "EVAL", "EVAL_ANY"),
+                "validator": conv in ("CONV", "CONV_STATIC", "EVAL"), "evaluator": conv in ("EVAL", "EVAL_ANY"),
+                "dynamic": conv in ("CONV", "EVAL", "EVAL_ANY")}
+        got = {k: o[k] for k in want}
+        if got != want:
+            bad.append((oid, {k: (want[k], got[k]) for k in want if want[k] != got[k]}))
+        if (conv == "NEVER") != (o["never_converted"] is not None):
+            bad.append((oid, "never_converted", conv, o["never_converted"]))
+    assert not bad, f"(row, {{column: (ops.def, _C.ops())}}): {bad}"
+    names = [r[1] for r in rows]
+    assert len(names) == len(set(names)), "an op name in two rows"
 
 
 def test_table_arity_matches_this_torch():
