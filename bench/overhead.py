@@ -55,6 +55,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="linear")
     ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--cuda", action="store_true",
+                    help="also time calls with CUDA tensors: the shared-memory path (no host copy) and "
+                         "the host path (pinned staging), each end to end")
     args = ap.parse_args(argv)
 
     torch.manual_seed(0)
@@ -105,6 +108,24 @@ def main(argv=None):
         ("  numpy view (Tensor.numpy)", lambda: x.numpy()),
         ("  lock acquire+release", lambda: (lock.acquire(), lock.release())),
     ]
+    if args.cuda:
+        from torchtrt_c.runtime import _cuda_interop
+        trt_cuda = trt.to("cuda")
+        xc = x.to("cuda")
+        sync_c = torch.cuda.current_stream().synchronize
+
+        def cuda_call(shared):
+            def call():
+                _cuda_interop.ENABLED = shared
+                trt_cuda(xc)
+                sync_c()  # a call is done when its outputs are
+            return call
+
+        cuda_call(True)()
+        path = torchtrt_c.runtime.cuda_path()
+        print(f"# CUDA path: {path['path']}{' (' + path['reason'] + ')' if path['reason'] else ''}")
+        rows += [("module, CUDA in/out, shared memory", cuda_call(True)),
+                 ("module, CUDA in/out, host staging", cuda_call(False))]
     acc_ts = {name: [] for name, _ in rows}
     for _, fn in rows:  # warm up
         _time_us(fn, 50)

@@ -263,6 +263,8 @@ def bench_model(name, batch, precision, args, tdev, sync):
         row["ttc_max_abs_err"] = err
         row["ttc_max_rel_err"] = err / max(ref.abs().max().item(), 1e-12)
         row["ttc_end_to_end"] = measure(lambda: trt(x_dev), sync, args)
+        if tdev.type == "cuda":  # shared CUDA/OpenCL memory or host staging, and why
+            row["cuda_path"] = torchtrt_c.runtime.cuda_path()
         if tdev.type == "cpu":
             row["ttc_rss_growth_bytes"] = rss_growth_bytes(lambda: trt(x_dev))
     e2e = row["ttc_end_to_end"]["median_ms"]

@@ -89,6 +89,17 @@ ttc_status ttc_engine_output_shapes(ttc_engine *e, const int64_t (*in_shapes)[TT
 ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
                               const int64_t (*in_shapes)[TTC_MAX_RANK], void *const *outputs,
                               const size_t *out_bytes);
+/* Runs the engine on inputs and outputs that are already device buffers of the engine's
+ * context (memory shared with CUDA: backend/opencl/external_memory.h), so nothing is copied.
+ * A NULL buffer is allowed for an empty binding. signal (a ttc_xmem, may be NULL): the queue
+ * writes signal_value into it after the kernels and the call returns without waiting
+ * (*finished = false); without it, or when the engine checks indices (its error flag has to be
+ * read), the call waits for the kernels (*finished = true). */
+struct ttc_xmem;
+ttc_status ttc_engine_execute_buffers(ttc_engine *e, const cl_mem *in_mem, const size_t *in_bytes,
+                                      const int64_t (*in_shapes)[TTC_MAX_RANK], const cl_mem *out_mem,
+                                      const size_t *out_bytes, const struct ttc_xmem *signal, uint32_t signal_value,
+                                      bool *finished);
 
 /* serialize.c */
 ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len);

@@ -301,3 +301,88 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     ttc_plan_release(e, p);
     return s;
 }
+
+/* ---- execution on given device buffers (CUDA-shared memory): no upload, no download ---- */
+#include "../backend/opencl/external_memory.h"
+
+static ttc_status check_bytes(const ttc_engine *e, const ttc_plan *p, const size_t *in_bytes, const size_t *out_bytes,
+                              const cl_mem *in_mem, const cl_mem *out_mem) {
+    for (int32_t i = 0; i < e->n_in; i++) {
+        size_t need = (size_t)p->res[e->k->inputs[i]].numel * ttc_dtype_size(e->ins[i].dtype);
+        if (in_bytes[i] != need)
+            return ttc_fail(TTC_ERR_INPUT, "input %s: %zu bytes given, %zu expected for its shape", e->ins[i].name,
+                            in_bytes[i], need);
+        if (need && !in_mem[i]) return ttc_fail(TTC_ERR_INPUT, "input %s: no buffer", e->ins[i].name);
+    }
+    for (int32_t i = 0; i < e->n_out; i++) {
+        size_t need = (size_t)p->res[e->k->outputs[i]].numel * ttc_dtype_size(e->outs[i].dtype);
+        if (out_bytes[i] != need)
+            return ttc_fail(TTC_ERR_INPUT, "output %s: buffer has %zu bytes, %zu needed", e->outs[i].name, out_bytes[i], need);
+        if (need && !out_mem[i]) return ttc_fail(TTC_ERR_INPUT, "output %s: no buffer", e->outs[i].name);
+    }
+    return TTC_OK;
+}
+
+ttc_status ttc_engine_execute_buffers(ttc_engine *e, const cl_mem *in_mem, const size_t *in_bytes,
+                                      const int64_t (*in_shapes)[TTC_MAX_RANK], const cl_mem *out_mem,
+                                      const size_t *out_bytes, const ttc_xmem *signal, uint32_t signal_value,
+                                      bool *finished) {
+    int64_t sv[64] = {0};
+    *finished = true;
+    if (e->k->n_syms > 64) return ttc_fail(TTC_ERR_UNSUPPORTED, "more than 64 symbols");
+    TTC_TRY(ttc_engine_symbols_from_shapes(e, in_shapes, sv));
+    ttc_plan *p;
+    TTC_TRY(ttc_engine_get_plan(e, sv, &p));
+    ttc_status s = check_bytes(e, p, in_bytes, out_bytes, in_mem, out_mem);
+    ttc_exec_ctx *x = NULL;
+    if (s == TTC_OK) s = ctx_take(e, &x);
+    if (s != TTC_OK) { ttc_plan_release(e, p); return s; }
+    cl_mem ext[64];
+    uint32_t n_ext = 0;
+    for (int32_t i = 0; i < e->n_in && n_ext < 64; i++) if (in_mem[i]) ext[n_ext++] = in_mem[i];
+    for (int32_t i = 0; i < e->n_out && n_ext < 64; i++) if (out_mem[i]) ext[n_ext++] = out_mem[i];
+    cl_int err = CL_SUCCESS;
+    s = ensure_buf(e, &x->arena, &x->arena_cap, p->arena_bytes, "arena");
+    size_t scratch = ttc_native_scratch_bytes(e, p);
+    if (s == TTC_OK && scratch) s = ensure_buf(e, &x->scratch, &x->scratch_cap, scratch, "native scratch");
+    static const cl_int zero = 0;
+    cl_int flag = 0;
+    if (s == TTC_OK && x->errf) {
+        err = TTC_CL(EnqueueWriteBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof zero, &zero, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            s = ttc_fail_cl(err, "clEnqueueWriteBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
+    }
+    if (s == TTC_OK) s = ttc_xmem_acquire(x->q, ext, n_ext, false);
+    for (int32_t ki = 0; ki < e->cg.n_kernels && s == TTC_OK; ki++) {
+        if (p->skip[ki]) continue;
+        const ttc_kspec *ks = &e->cg.kernels[ki];
+        if (ks->native) s = ttc_native_launch(e, p, ki, x->q, in_mem, out_mem, x->arena, x->scratch, NULL);
+        if (ks->native && !ks->native_epi) continue;
+        if (s == TTC_OK) s = ttc_exec_set_args(e, p, ki, x->kernels[ki], in_mem, out_mem, x->arena, x->errf);
+        if (s == TTC_OK) s = ttc_exec_enqueue(e, p, ki, x->q, x->kernels[ki]);
+    }
+    if (s == TTC_OK) s = ttc_xmem_acquire(x->q, ext, n_ext, true);
+    bool wait = !signal || x->errf || s != TTC_OK;
+    if (s == TTC_OK && x->errf) {
+        err = TTC_CL(EnqueueReadBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof flag, &flag, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            s = ttc_fail_cl(err, "clEnqueueReadBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
+    }
+    /* signalled even after a wait: the caller's CUDA stream waits for the value either way */
+    if (s == TTC_OK && signal) s = ttc_xmem_signal(x->q, signal, signal_value);
+    if (wait) {
+        err = TTC_CL(Finish)(x->q);
+        if (err != CL_SUCCESS && s == TTC_OK)
+            s = ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));
+    }
+    *finished = wait;
+    if (s == TTC_OK && flag > 0 && flag <= e->k->n_ops)
+        s = ttc_fail(TTC_ERR_INPUT, "node %s: index out of range (an index tensor holds a value outside the dim "
+                     "it indexes); the outputs of this call are not valid", e->k->ops[flag - 1].name);
+    else if (s == TTC_OK && flag)
+        s = ttc_fail(TTC_ERR_INTERNAL, "engine %s: index error flag holds %d", e->name, (int)flag);
+    if (err != CL_SUCCESS) ctx_destroy(e, x);
+    else ctx_give(e, x);
+    ttc_plan_release(e, p);
+    return s;
+}

@@ -50,6 +50,7 @@ int ttc_py_init_partition(PyObject *m, ttc_py_state *st);  /* py_partition.c */
 int ttc_py_init_runtime(PyObject *m, ttc_py_state *st);    /* py_runtime.c: devices() */
 int ttc_py_init_engine(PyObject *m, ttc_py_state *st);     /* py_engine.c: Engine */
 int ttc_py_init_ops(PyObject *m, ttc_py_state *st);        /* py_ops.c: ops() */
+int ttc_py_init_interop(PyObject *m, ttc_py_state *st);    /* py_interop.c: CUDA-shared memory */
 
 /* Graph objects (py_graph.c). wrap takes ownership of g (freed on failure) and returns a
  * new reference or NULL; get returns the borrowed C graph, or NULL with TypeError set when
@@ -58,6 +59,9 @@ struct ttc_graph;
 PyObject *ttc_py_graph_wrap(ttc_py_state *st, struct ttc_graph *g);
 struct ttc_graph *ttc_py_graph_get(PyObject *obj);
 /* Graph methods defined by the feature files (py_passes.c, py_partition.c). */
+/* The C engine behind an Engine object (py_engine.c), or NULL with TypeError set. */
+struct ttc_engine;
+struct ttc_engine *ttc_py_engine_get(ttc_py_state *st, PyObject *obj);
 PyObject *ttc_py_graph_lower(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *ttc_py_graph_partition(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *ttc_py_graph_coverage(PyObject *self, PyObject *args, PyObject *kw);

@@ -19,6 +19,14 @@ static void engine_dealloc(PyObject *self) {
     Py_DECREF(tp);
 }
 
+ttc_engine *ttc_py_engine_get(ttc_py_state *st, PyObject *obj) {
+    if (!PyObject_TypeCheck(obj, (PyTypeObject *)st->EngineType)) {
+        PyErr_Format(PyExc_TypeError, "expected an Engine, got %s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return ((EngineObject *)obj)->e;
+}
+
 static PyObject *engine_wrap(ttc_py_state *st, ttc_engine *e) {
     PyTypeObject *tp = (PyTypeObject *)st->EngineType;
     EngineObject *self = (EngineObject *)tp->tp_alloc(tp, 0);

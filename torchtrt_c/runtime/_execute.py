@@ -7,7 +7,8 @@ deserializes the blob once per engine id (cache), validates the inputs against t
 bindings (InputError naming the input), and executes on the engine's OpenCL device.
 Per-call work is kept small (bench/overhead.py measures it): the meta is parsed once per string
 (_Plan: engine, lock, output shapes per input shapes), outputs are fresh tensors every call, CUDA
-tensors go through cached pinned host buffers with one synchronisation, and EngineModule calls
+tensors use memory shared with OpenCL where the device can import CUDA memory (_cuda_interop),
+else cached pinned host buffers with one synchronisation, and EngineModule calls
 run_engine directly (no dispatcher) when nothing is tracing, profiling or needs autograd.
 
     outs = torch.ops.torchtrt_c.execute_engine([x], blob, meta_json)
@@ -19,6 +20,7 @@ from typing import List
 
 import torch
 
+from torchtrt_c.runtime import _cuda_interop
 from torchtrt_c.runtime._shapes import EngineMeta
 
 _DTYPES = {
@@ -102,6 +104,8 @@ class _Plan:
         self.out_shapes = {}  # input shapes -> output shapes (validated by bind_inputs once)
         self.pinned = {}  # (kind, index, shape, dtype) -> pinned host tensor (CUDA staging only)
         self.h2d_done = None  # CUDA event after the last output upload from the pinned buffers
+        self.interop = None  # CUDA-shared buffers (_cuda_interop.State), False where unavailable
+        self.interop_reason = ""
 
     def shapes_for(self, inputs) -> list:
         """Output shapes for these inputs; raises InputError naming a bad input. A shape key seen
@@ -163,6 +167,18 @@ def _pinned(p: _Plan, kind: str, i: int, shape, dtype) -> torch.Tensor:
 
 
 def _run_cuda(p: _Plan, inputs, out_shapes, device) -> List[torch.Tensor]:
+    """CUDA tensors: on memory shared between CUDA and OpenCL where the device allows it
+    (_cuda_interop: no host copy), else through the host (_run_cuda_host)."""
+    with p.lock:
+        st = _cuda_interop.state_for(p, device)
+        if st is not None:
+            return _cuda_interop.run(p, st, inputs, out_shapes)
+    if _cuda_interop.ENABLED and p.interop is False:
+        _cuda_interop._last.update(path="host", reason=p.interop_reason)
+    return _run_cuda_host(p, inputs, out_shapes, device)
+
+
+def _run_cuda_host(p: _Plan, inputs, out_shapes, device) -> List[torch.Tensor]:
     """CUDA tensors: copies through cached pinned host buffers, asynchronous on the current
     stream, one synchronisation before the engine reads them. The pinned buffers are reused, so
     under the engine lock: wait for the previous call's output uploads before overwriting them."""
