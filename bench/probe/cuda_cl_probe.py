@@ -176,6 +176,19 @@ if r == 0:
         for _ in range(2000): cu.cuLaunchKernel(fn, 4, 1, 1, 256, 1, 1, 0, stream, args, None)
         torch.cuda.current_stream().synchronize(); tcu = (time.perf_counter() - t0) / 2000
     print(f"launch: OpenCL {tcl*1e6:.2f} us, CUDA driver (same PTX) {tcu*1e6:.2f} us")
+    # the cost that matters: alternating with torch's own work on its stream
+    x1 = torch.randn(M, device="cuda"); v1 = view[:M]
+    st_ = torch.cuda.current_stream()
+    def alt_cl():
+        v1.copy_(x1); st_.synchronize()
+        cl.clEnqueueNDRangeKernel(q, kern, 1, None, gws2, None, 0, None, None); cl.clFinish(q)
+    def alt_cu():
+        v1.copy_(x1); cu.cuLaunchKernel(fn, 4, 1, 1, 256, 1, 1, 0, stream, args, None); st_.synchronize()
+    for name, f in (("torch copy + OpenCL kernel (2 contexts)", alt_cl), ("torch copy + same PTX on torch's stream", alt_cu)):
+        for _ in range(50): f()
+        t0 = time.perf_counter()
+        for _ in range(500): f()
+        print(f"alternating, {name}: {(time.perf_counter() - t0) / 500 * 1e6:.1f} us per round")
 y = torch.randn(M, device="cuda")
 for rep in range(2):
     t0 = time.perf_counter()
