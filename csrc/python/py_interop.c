@@ -84,7 +84,7 @@ static PyObject *py_shared_stats(PyObject *mod, PyObject *unused) {
 
 /* One binding: (buffer or None, [shape,] nbytes); the buffer must hold nbytes. */
 static int binding_arg(PyObject *item, bool with_shape, const char *what, Py_ssize_t i, cl_mem *mem,
-                       int64_t *shape, size_t *nbytes) {
+                       int64_t *shape, int32_t want_rank, size_t *nbytes) {
     PyObject *cap, *shp = NULL;
     Py_ssize_t n;
     if (!PyTuple_Check(item) ||
@@ -112,7 +112,11 @@ static int binding_arg(PyObject *item, bool with_shape, const char *what, Py_ssi
     PyObject *f = PySequence_Fast(shp, "shape must be a sequence");
     if (!f) return -1;
     Py_ssize_t r = PySequence_Fast_GET_SIZE(f);
-    if (r > TTC_MAX_RANK) { Py_DECREF(f); PyErr_Format(PyExc_ValueError, "%s %zd: rank %zd too large", what, i, r); return -1; }
+    if (r != want_rank) {
+        Py_DECREF(f);
+        PyErr_Format(PyExc_ValueError, "%s %zd: shape of rank %zd, the engine expects rank %d", what, i, r, (int)want_rank);
+        return -1;
+    }
     for (Py_ssize_t d = 0; d < r; d++) {
         shape[d] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, d));
         if (shape[d] == -1 && PyErr_Occurred()) { Py_DECREF(f); return -1; }
@@ -150,9 +154,10 @@ static PyObject *py_execute_shared(PyObject *mod, PyObject *args) {
     shapes = PyMem_Calloc((size_t)ni + 1, sizeof *shapes);
     if (!in_mem || !out_mem || !in_bytes || !out_bytes || !shapes) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < ni; i++)
-        if (binding_arg(PySequence_Fast_GET_ITEM(inf, i), true, "input", i, &in_mem[i], shapes[i], &in_bytes[i]) < 0) goto done;
+        if (binding_arg(PySequence_Fast_GET_ITEM(inf, i), true, "input", i, &in_mem[i], shapes[i],
+                        ttc_engine_input(e, (int32_t)i)->rank, &in_bytes[i]) < 0) goto done;
     for (Py_ssize_t i = 0; i < no; i++)
-        if (binding_arg(PySequence_Fast_GET_ITEM(outf, i), false, "output", i, &out_mem[i], NULL, &out_bytes[i]) < 0) goto done;
+        if (binding_arg(PySequence_Fast_GET_ITEM(outf, i), false, "output", i, &out_mem[i], NULL, 0, &out_bytes[i]) < 0) goto done;
     bool finished = true;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS

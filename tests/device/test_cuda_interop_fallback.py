@@ -40,6 +40,14 @@ def test_bad_arguments_raise():
         C.execute_shared(e, [(object(), (3,), 12)], [(None, 12)], None, 1)
     with pytest.raises(TypeError, match="shared buffer"):
         C.shared_stream_wait(object(), 0, 1)
+    with pytest.raises(ValueError, match="rank 2, the engine expects rank 1"):
+        C.execute_shared(e, [(None, (3, 1), 0)], [(None, 12)], None, 1)
+    with pytest.raises(ValueError, match="12 bytes but no buffer"):
+        C.execute_shared(e, [(None, (3,), 12)], [(None, 12)], None, 1)
+    with pytest.raises(TypeError, match="expected \\(buffer, shape, nbytes\\)"):
+        C.execute_shared(e, [5], [(None, 12)], None, 1)
+    with pytest.raises(C.InputError, match="takes 1 inputs"):
+        C.execute_shared(e, [], [], None, 1)
     assert C.shared_stats()["live"] == live
 
 
