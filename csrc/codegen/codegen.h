@@ -5,6 +5,11 @@
  *
  *   ttc_codegen cg;
  *   TTC_TRY(ttc_codegen_run(kir, dev_is_gpu, &cg));   // cg.source, cg.kernels[i].args
+ *
+ * The layer (see csrc/codegen/README.md): one row per kernel kind (ttc_kind_row: name,
+ * generator, launch rule, native), one parameter builder (ttc_kparams) that writes each
+ * kernel parameter together with its argument spec, and the expression spelling as a table
+ * (ttc_spelling) a second renderer can replace.
  */
 #ifndef TTC_CODEGEN_CODEGEN_H
 #define TTC_CODEGEN_CODEGEN_H
@@ -65,8 +70,106 @@ bool ttc_codegen_dedupe_enabled(void);
 ttc_status ttc_codegen_dedupe_add(ttc_codegen_dedupe *d, ttc_sbuf *src, size_t start, ttc_kspec *ks, size_t *cut);
 void ttc_codegen_dedupe_free(ttc_codegen_dedupe *d);
 
+/* How each expression op and value conversion is written. The generators read every
+ * spelling from here; ttc_spelling_opencl() is OpenCL C and the default. A format string
+ * takes: %a %b %c the operands converted to the node's type, %A %B %C the operands as they
+ * are (v<i>), %t the node's type, %h the literal prefix of half nodes ("(half)" or ""),
+ * %i the index dim (TTC_EOP_INDEX), %% a percent sign. */
+typedef struct ttc_eop_spelling {
+    const char *fl;      /* floating node (operand a floating, for by_operand ops) */
+    const char *in;      /* integer node; NULL: as fl */
+    const char *half;    /* node computed in half; NULL: as fl/in */
+    const char *boolean; /* node of dtype bool; NULL: as fl/in */
+    bool by_operand;     /* fl/in chosen by operand a's dtype, not the node's */
+} ttc_eop_spelling;
+typedef struct ttc_spelling {
+    ttc_eop_spelling op[TTC_EOP_COUNT];
+    const char *pow_square, *pow_sqrt;           /* x ** 2 and x ** 0.5 (float) */
+    const char *nan, *inf, *ninf, *float_lit;    /* literals; float_lit: printf format of a double */
+    const char *half_cast;                       /* prefix converting a value to half */
+    /* value conversions, printf formats: (idx, ptr) for scalars, (width, address) for
+     * vectors, (value, idx, ptr) for the store */
+    const char *load_half, *load_float, *load_half_vec, *load_vec, *store_half;
+} ttc_spelling;
+const ttc_spelling *ttc_spelling_opencl(void);
+
 ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out);
+/* The same with another spelling table (NULL: OpenCL C). */
+ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spelling *sp, ttc_codegen *out);
 void ttc_codegen_free(ttc_codegen *cg);
+
+/* ---- kernel parameters and their arguments, written together ----
+ * A kernel's parameter list (sig), the names in the same order (call: what a call passes on,
+ * e.g. the store function's arguments) and ks's argument specs grow in one call each, so the
+ * three cannot drift apart. The first failure sticks (st) and later calls do nothing, so a
+ * generator checks once, at ttc_kp_done.
+ *
+ *   ttc_kparams p; ttc_kp_init(&p, k, ks, false);
+ *   ttc_kp_prod(&p, op->out, 0, R, 0, "n");             // int n     <- numel(out)
+ *   ttc_kp_tensor(&p, op->in[0], "x", 0);               // __global const float *x, int x_off, int x_s0..
+ *   TTC_TRY(ttc_kp_done(&p));  ... "__kernel void k3(%s)", p.sig.data ... ttc_kp_free(&p);
+ *
+ * Kernels written as csrc/kernels templates declare their parameters themselves: the generator
+ * binds them through the same calls and ttc_kp_check_template compares the names. */
+typedef struct ttc_kparams {
+    const ttc_kir *k;
+    ttc_kspec *ks;
+    ttc_sbuf sig, call;
+    int32_t n;
+    bool lead;        /* every parameter starts with ", " (a list appended after others) */
+    ttc_status st;
+} ttc_kparams;
+void ttc_kp_init(ttc_kparams *p, const ttc_kir *k, ttc_kspec *ks, bool lead);
+/* __global const T *nm, int off (off NULL: "<nm>_off"): tensor t's buffer and offset. */
+void ttc_kp_buffer(ttc_kparams *p, int32_t t, const char *nm, const char *off);
+/* The output buffer "__global T *nm, int <nm>off" (writable). */
+void ttc_kp_out(ttc_kparams *p, int32_t t, const char *nm, const char *off);
+/* Buffer and offset, then "int <nm>_s<d>" strides for t's own dims, or with r > 0 for a
+ * rank-r index space t broadcasts into (right-aligned, 0 where it broadcasts). */
+void ttc_kp_tensor(ttc_kparams *p, int32_t t, const char *nm, int32_t r);
+/* One int parameter named by fmt; its value the argument spec (kind, t, d, r, v). */
+void ttc_kp_int(ttc_kparams *p, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v, const char *fmt, ...)
+    TTC_PRINTF(7, 8);
+/* The execution's error flag "__global int *errf" (index kernels; t: the op's output). */
+void ttc_kp_errflag(ttc_kparams *p, int32_t t);
+/* The parameter list (never NULL). */
+static inline const char *ttc_kp_sig(const ttc_kparams *p) { return p->sig.data ? p->sig.data : ""; }
+static inline const char *ttc_kp_call(const ttc_kparams *p) { return p->call.data ? p->call.data : ""; }
+ttc_status ttc_kp_done(ttc_kparams *p);
+void ttc_kp_free(ttc_kparams *p);
+/* The template kernel emitted into src from `from` (its "KNAME(" parameter list, before
+ * EPI_PARAMS) must declare p's parameters by name, in order. */
+ttc_status ttc_kp_check_template(const ttc_kparams *p, const ttc_sbuf *src, size_t from, const char *tmpl);
+
+/* ---- the kernel kinds ---- */
+/* What a generator gets: the program so far, the op, its kernel spec (the store function's
+ * arguments already in ks->args), the device family, the spelling, and the store
+ * function's parameters P and arguments A_ (each item starting with ", "), which kernels
+ * append to their own. */
+typedef struct ttc_kgen {
+    ttc_sbuf *src;
+    const ttc_kir *k;
+    const ttc_kop *op;
+    ttc_kspec *ks;
+    bool gpu;
+    const ttc_spelling *sp;
+    const char *P, *A_;
+} ttc_kgen;
+typedef ttc_status (*ttc_kind_gen)(const ttc_kgen *g);
+/* How big a kind's launch is, set before its generator runs (which may still replace it). */
+typedef enum ttc_launch_rule {
+    TTC_LAUNCH_OWN = 0,  /* the generator sets ks->g (tiles, rows, work-groups) */
+    TTC_LAUNCH_OUT,      /* one work-item per output element, 1-D */
+} ttc_launch_rule;
+typedef struct ttc_kind_row {
+    const char *name;      /* in kernel descriptions: "k3 gemm: linear_1+relu" */
+    ttc_kind_gen gen;      /* NULL: no kernel of this kind is ever made */
+    ttc_launch_rule launch;
+    bool native;           /* may run as a library call where the device runs native kernels */
+} ttc_kind_row;
+/* The row of kind (NULL outside the enum); the name ("?" outside). */
+const ttc_kind_row *ttc_codegen_kind_row(ttc_kop_kind kind);
+const char *ttc_codegen_kind_name(ttc_kop_kind kind);
 
 /* GEMM kernel candidates (ttc_kop.tile indexes ttc_gemm_tiles; tune.c picks one per GEMM by
  * device, dtype and shape). Families: CPU (gemm_cpu.cl; bm = work-group edge, 0 = the
@@ -79,24 +182,12 @@ typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, t
 #define TTC_GEMM_TILES 26
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 
-/* CPU convolution (codegen_conv_cpu.c): enabled unless TORCHTRT_C_CONV_CPU=ocb8. */
-bool ttc_conv_cpu_enabled(void);
-ttc_status ttc_codegen_conv_cpu(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
-                                const char *A_);
-
-/* Cumulative sum (TTC_KOP_SCAN, codegen_scan.c). */
-ttc_status ttc_codegen_scan(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
-                            const char *A_);
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
 const char *ttc_cl_storage_type(ttc_dtype d);
 
-/* Helpers for kind-specific generators (codegen_*.c). */
+/* Argument specs and launch dims, for kernels written outside the parameter builder (the
+ * native ops' library calls, engine/native_ops.c). */
 ttc_status ttc_codegen_add_arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v);
 void ttc_codegen_gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local);
-/* Appends template `tmpl` (csrc/kernels/<tmpl>.cl) between #define/#undef of the
- * NULL-terminated name/value pairs in defs. */
-ttc_status ttc_codegen_template(ttc_sbuf *src, const char *tmpl, const char *const *defs);
-/* "#define <name>(p,i) ..." loaders reading dtype d as float (scalar, or 8-vector). */
-void ttc_codegen_loader(ttc_sbuf *src, const char *name, ttc_dtype d, bool vec8);
 
 #endif

@@ -6,17 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen.h"
-
-#define ARG(kind, t, d, r, v) TTC_TRY(ttc_codegen_add_arg(ks, (kind), (t), (d), (r), (v)))
+#include "codegen_impl.h"
 
 bool ttc_conv_cpu_enabled(void) {
     const char *v = getenv("TORCHTRT_C_CONV_CPU");
     return !(v && !strcmp(v, "ocb8"));
 }
 
-ttc_status ttc_codegen_conv_cpu(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
-                                const char *A_) {
+ttc_status ttc_gen_conv_cpu(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]], *out = &k->ts[op->out];
     int32_t G = op->p.conv.groups;
     int64_t C = x->dims[1].add, OC = out->dims[1].add, ICG = C / G, OCG = OC / G;
@@ -33,25 +31,22 @@ ttc_status ttc_codegen_conv_cpu(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     for (int i = 0; i < 17; i++) snprintf(v[i], sizeof v[i], "%lld", (long long)vals[i]);
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
-    ttc_codegen_loader(src, "LDX8", x->dtype, true);
-    ttc_codegen_loader(src, "LDW", w->dtype, false);
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
+    ttc_codegen_loader(src, g->sp, "LDX8", x->dtype, true);
+    ttc_codegen_loader(src, g->sp, "LDW", w->dtype, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
                           "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "G", v[4], "NOB", v[5], "KH", v[6],
                           "KW", v[7], "SH", v[8], "SW", v[9], "PH", v[10], "PW", v[11], "DH", v[12], "DW", v[13],
                           "PW1", v[14], "KSPLIT", v[15], "ICS", v[16], NULL};
-    TTC_TRY(ttc_codegen_template(src, "conv2d_cpu", defs));
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_codegen_conv_params(&p, op, op->in[1]);
+    ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 1, -S, "NB");   /* images per slice */
+    ttc_status s = ttc_codegen_template_checked(src, "conv2d_cpu", defs, &p);
+    ttc_kp_free(&p);
+    TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDX8\n#undef LDW\n");
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_BUF, op->in[1], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[1], 0, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
-    ARG(TTC_ARG_PROD, op->out, 0, 1, -S);   /* images per slice */
     if (pw1) {
         ttc_codegen_gdim(ks, 0, op->out, 2, 4, 16, 0);
         ttc_codegen_gdim(ks, 1, op->out, 0, 0, 1, 0);

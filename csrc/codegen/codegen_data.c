@@ -1,18 +1,19 @@
-/* Kernels for data movement, indexing, resizing and attention (see codegen_data.h).
- * Every kernel is one work-item per output element (attention: per query row) and the
- * output is dense: work-item `lin` is decomposed into the output's multi-index i0..iR-1. */
-#include "codegen_data.h"
+/* Kernels for the data-movement kinds of the kernel IR: concatenation/stacking, constant
+ * padding, indexing (embedding, index_select, index.Tensor), torch.gather, nearest/bilinear
+ * resizing, fused scaled-dot-product attention, sort/topk and scatter/index_put.
+ *
+ * Every kernel is one work-item per output element (attention: per query row; sort: per
+ * input element) and the output is dense: work-item `lin` is decomposed into the output's
+ * multi-index i0..iR-1. Inputs are read through (buffer, offset, per-dim strides) parameters
+ * (ttc_kp_tensor), so views (permutes, slices, expands) are read in place without a copy, and
+ * sizes are parameters, so one program serves every shape in the engine's symbol ranges. An
+ * epilogue fused into the op is applied through the op's store function; without one the
+ * value is written in the output's own type (int64 data is copied exactly). */
+#include "codegen_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static ttc_status arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v) {
-    TTC_TRY(ttc_grow((void **)&ks->args, &ks->cap_args, ks->n_args + 1, sizeof(ttc_argspec)));
-    ttc_argspec a = {kind, t, d, r, v};
-    ks->args[ks->n_args++] = a;
-    return TTC_OK;
-}
 
 static void launch(ttc_kspec *ks, int32_t t, int32_t from, int32_t to) {
     ttc_gdim g = {t, from, to, 1, 0};
@@ -34,81 +35,56 @@ static const char *vtype(const ttc_kir *k, ttc_dtype d) {
     return "uchar";
 }
 
-static void load(ttc_sbuf *b, const ttc_kir *k, ttc_dtype d, const char *ptr, const char *idx) {
-    if (d == TTC_DTYPE_FLOAT16 && !k->half_compute) ttc_sbuf_printf(b, "vload_half(%s, %s)", idx, ptr);
-    else ttc_sbuf_printf(b, "%s[%s]", ptr, idx);
-}
-
-static void literal(ttc_sbuf *b, const ttc_kir *k, double v, ttc_dtype d) {
-    if (!is_fl(d)) ttc_sbuf_printf(b, "((%s)%lld)", vtype(k, d), (long long)v);
-    else if (isnan(v)) ttc_sbuf_printf(b, "NAN");
-    else if (isinf(v)) ttc_sbuf_printf(b, v > 0 ? "INFINITY" : "(-INFINITY)");
-    else ttc_sbuf_printf(b, "%.9ef", v);
-}
-
 /* Writes value expression `val` at output element `lin`: through the store function when an
- * epilogue was fused in, else directly in the output's type. */
-static void emit_write(ttc_sbuf *b, const ttc_kir *k, const ttc_kop *op, const ttc_kspec *ks, const char *val,
-                       const char *lin, const char *A_) {
-    ttc_dtype od = k->ts[op->out].dtype;
-    if (op->epi.n > 0) ttc_sbuf_printf(b, "    %s_store((float)(%s), %s%s);\n", ks->name, val, lin, A_);
-    else if (od == TTC_DTYPE_FLOAT16 && k->half_compute) ttc_sbuf_printf(b, "    o_[o_off + %s] = (half)(%s);\n", lin, val);
-    else if (od == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, "    vstore_half((float)(%s), o_off + %s, o_);\n", val, lin);
-    else if (od == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "    o_[o_off + %s] = (uchar)((%s) != 0);\n", lin, val);
-    else ttc_sbuf_printf(b, "    o_[o_off + %s] = (%s)(%s);\n", lin, ttc_cl_storage_type(od), val);
-}
-
-/* Parameters "<nm>, <nm>_off[, <nm>_s<d>...]" for tensor t; strides are for t's own dims,
- * or, with index rank r > 0, for a rank-r index space t broadcasts into (right-aligned). */
-static ttc_status tensor_params(ttc_sbuf *sig, ttc_kspec *ks, const ttc_kir *k, int32_t t, const char *nm, int32_t r) {
-    ttc_sbuf_printf(sig, ", __global const %s *%s, int %s_off", ttc_cl_storage_type(k->ts[t].dtype), nm, nm);
-    TTC_TRY(arg(ks, TTC_ARG_BUF, t, 0, 0, 0));
-    TTC_TRY(arg(ks, TTC_ARG_OFF, t, 0, 0, 0));
-    int32_t rank = r > 0 ? r : k->ts[t].rank;
-    for (int32_t d = 0; d < rank; d++) {
-        ttc_sbuf_printf(sig, ", int %s_s%d", nm, d);
-        TTC_TRY(arg(ks, TTC_ARG_STRIDE, t, d, rank, 0));
+ * epilogue was fused in, else directly in the output's type (int64 data is copied exactly). */
+static void emit_write(const ttc_kgen *g, const char *val, const char *lin) {
+    const ttc_kop *op = g->op;
+    if (op->epi.n > 0) {
+        ttc_sbuf_printf(g->src, "    %s_store((float)(%s), %s%s);\n", g->ks->name, val, lin, g->A_);
+        return;
     }
-    return TTC_OK;
+    ttc_sbuf v = {0}, fv = {0};
+    ttc_sbuf_printf(&v, "(%s)", val);
+    ttc_sbuf_printf(&fv, "(float)(%s)", val);
+    if (v.data && fv.data) ttc_codegen_store(g->src, g->k, g->sp, g->k->ts[op->out].dtype, v.data, fv.data, lin, "    ");
+    else g->src->oom = true;
+    ttc_sbuf_free(&v);
+    ttc_sbuf_free(&fv);
 }
 
-/* "int n, int sz0.." over the output and the decomposition of lin into i0..iR-1. */
-static ttc_status out_params(ttc_sbuf *sig, ttc_kspec *ks, const ttc_kir *k, const ttc_kop *op) {
-    int32_t R = k->ts[op->out].rank;
-    ttc_sbuf_printf(sig, "int n");
-    TTC_TRY(arg(ks, TTC_ARG_PROD, op->out, 0, R, 0));
-    for (int32_t d = 0; d < R; d++) {
-        ttc_sbuf_printf(sig, ", int sz%d", d);
-        TTC_TRY(arg(ks, TTC_ARG_DIM, op->out, d, 0, 0));
-    }
-    launch(ks, op->out, 0, R);
-    return TTC_OK;
+/* "int n, int sz0.." over the output (its elements are the launch: TTC_LAUNCH_OUT). */
+static void out_params(ttc_kparams *p, const ttc_kop *op) {
+    int32_t R = p->k->ts[op->out].rank;
+    ttc_kp_int(p, TTC_ARG_PROD, op->out, 0, R, 0, "n");
+    for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "sz%d", d);
 }
 
-static void open_kernel(ttc_sbuf *src, const ttc_kspec *ks, const ttc_sbuf *sig, const char *P, int32_t R) {
+/* The kernel's head with the decomposition of lin into i0..iR-1. */
+static ttc_status open_kernel(ttc_sbuf *src, ttc_kparams *p, const ttc_kspec *ks, const char *P, int32_t R) {
+    TTC_TRY(ttc_kp_done(p));
     ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n",
-                    ks->name, sig->data ? sig->data : "", P);
+                    ks->name, ttc_kp_sig(p), P);
     if (R > 0) ttc_sbuf_printf(src, "    int rem = lin;\n");
     for (int32_t d = R - 1; d >= 0; d--) ttc_sbuf_printf(src, "    int i%d = rem %% sz%d; rem /= sz%d;\n", d, d, d);
+    return TTC_OK;
 }
 
-static ttc_status gen_concat(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                             const char *P, const char *A_) {
+static ttc_status gen_concat(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out];
     int32_t R = out->rank, D = op->p.concat.dim, n = op->p.concat.n;
-    TTC_TRY(out_params(sig, ks, k, op));
+    out_params(p, op);
     for (int32_t i = 0; i < n; i++) {
         int32_t t = op->in[i];
         bool st = (op->p.concat.stacked >> i) & 1u;
         char nm[8];
         snprintf(nm, sizeof nm, "x%d", i);
-        TTC_TRY(tensor_params(sig, ks, k, t, nm, 0));
+        ttc_kp_tensor(p, t, nm, 0);
         if (!st) {
-            ttc_sbuf_printf(sig, ", int x%d_len", i);
-            TTC_TRY(arg(ks, TTC_ARG_DIM, t, D, 0, 0));
+            ttc_kp_int(p, TTC_ARG_DIM, t, D, 0, 0, "x%d_len", i);
         }
     }
-    open_kernel(src, ks, sig, P, R);
+    TTC_TRY(open_kernel(src, p, ks, P, R));
     const char *vt = vtype(k, out->dtype);
     ttc_sbuf_printf(src, "    int c = i%d;\n    %s v;\n", D, vt);
     for (int32_t i = 0; i < n; i++) {
@@ -130,7 +106,7 @@ static ttc_status gen_concat(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
         char ptr[8];
         snprintf(ptr, sizeof ptr, "x%d", i);
         ttc_sbuf_printf(src, ";\n        v = (%s)(", vt);
-        load(src, k, x->dtype, ptr, "p");
+        ttc_codegen_load(src, k, g->sp, x->dtype, ptr, "p");
         ttc_sbuf_printf(src, ");\n    }");
         if (i < n - 1) {
             if (st) ttc_sbuf_printf(src, " else {\n    c -= 1;\n");
@@ -140,45 +116,40 @@ static ttc_status gen_concat(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
         }
     }
     for (int32_t i = 0; i < n - 1; i++) ttc_sbuf_printf(src, "    }\n");
-    emit_write(src, k, op, ks, "v", "lin", A_);
+    emit_write(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
 
-static ttc_status gen_pad(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                          const char *P, const char *A_) {
+static ttc_status gen_pad(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
     int32_t R = out->rank;
-    TTC_TRY(out_params(sig, ks, k, op));
-    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    out_params(p, op);
+    ttc_kp_tensor(p, op->in[0], "x", 0);
     for (int32_t d = 0; d < R; d++) {
-        ttc_sbuf_printf(sig, ", int xd%d", d);
-        TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], d, 0, 0));
+        ttc_kp_int(p, TTC_ARG_DIM, op->in[0], d, 0, 0, "xd%d", d);
     }
-    open_kernel(src, ks, sig, P, R);
+    TTC_TRY(open_kernel(src, p, ks, P, R));
     const char *vt = vtype(k, out->dtype);
     ttc_sbuf_printf(src, "    int p = x_off;\n    bool ok = true;\n");
     for (int32_t d = 0; d < R; d++)
         ttc_sbuf_printf(src, "    int s%d = i%d - (%lld); ok = ok && s%d >= 0 && s%d < xd%d; p += s%d * x_s%d;\n", d, d,
                         (long long)op->p.pad.lo[d], d, d, d, d, d);
     ttc_sbuf_printf(src, "    %s v = ok ? (%s)(", vt, vt);
-    load(src, k, x->dtype, "x", "p");
+    ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ") : ");
-    literal(src, k, op->p.pad.value, out->dtype);
+    ttc_codegen_literal(src, g->sp, op->p.pad.value, out->dtype, vtype(k, out->dtype));
     ttc_sbuf_printf(src, ";\n");
-    emit_write(src, k, op, ks, "v", "lin", A_);
+    emit_write(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
 
-/* The error-flag kernel parameter: an index outside [-size, size) records the kernel op
- * (index + 1, the first one wins) for execute to raise after the call; torch raises there. */
-static ttc_status errflag_param(ttc_sbuf *sig, ttc_kspec *ks, const ttc_kop *op) {
-    ttc_sbuf_printf(sig, ", __global int *errf");
-    return arg(ks, TTC_ARG_ERRFLAG, op->out, 0, 0, 0);
-}
-
-/* Emits "long v<j> = <index j>", wrapped when `wrap` (negative counts from the end, as for
+/* Index kernels take the execution's error flag (ttc_kp_errflag): an index outside its range
+ * records the kernel op (index + 1, the first one wins) for execute to raise after the call,
+ * as torch raises there.
+ * Emits "long v<j> = <index j>", wrapped when `wrap` (negative counts from the end, as for
  * x[idx]; embedding, index_select and gather take [0, size) only, as torch does); an index
  * out of range sets the error flag and `bad` (the element is then not read: 0 is written). */
 static void emit_index_value(ttc_sbuf *src, int32_t j, const char *pos, const char *size, int32_t code, bool wrap) {
@@ -188,26 +159,23 @@ static void emit_index_value(ttc_sbuf *src, int32_t j, const char *pos, const ch
     if (wrap) ttc_sbuf_printf(src, "    else if (v%d < 0) v%d += %s;\n", j, j, size);
 }
 
-static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                            const char *P, const char *A_) {
+static ttc_status gen_index(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
     int32_t R = out->rank, XR = x->rank, B = op->p.index.brank, at = op->p.index.at, ni = op->p.index.n;
-    TTC_TRY(out_params(sig, ks, k, op));
-    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    out_params(p, op);
+    ttc_kp_tensor(p, op->in[0], "x", 0);
     for (int32_t j = 0; j < ni; j++) {
-        ttc_sbuf_printf(sig, ", int xd%d", j);
-        TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], op->p.index.dims[j], 0, 0));
+        ttc_kp_int(p, TTC_ARG_DIM, op->in[0], op->p.index.dims[j], 0, 0, "xd%d", j);
         char nm[8];
         snprintf(nm, sizeof nm, "ix%d", j);
-        if (B > 0) TTC_TRY(tensor_params(sig, ks, k, op->in[1 + j], nm, B));
+        if (B > 0) ttc_kp_tensor(p, op->in[1 + j], nm, B);
         else {
-            ttc_sbuf_printf(sig, ", __global const %s *%s, int %s_off", ttc_cl_storage_type(k->ts[op->in[1 + j]].dtype), nm, nm);
-            TTC_TRY(arg(ks, TTC_ARG_BUF, op->in[1 + j], 0, 0, 0));
-            TTC_TRY(arg(ks, TTC_ARG_OFF, op->in[1 + j], 0, 0, 0));
+            ttc_kp_buffer(p, op->in[1 + j], nm, NULL);
         }
     }
-    TTC_TRY(errflag_param(sig, ks, op));
-    open_kernel(src, ks, sig, P, R);
+    ttc_kp_errflag(p, op->out);
+    TTC_TRY(open_kernel(src, p, ks, P, R));
     ttc_sbuf_printf(src, "    long p = x_off;\n    int bad = 0;\n");
     /* non-indexed input dims take the output dims outside [at, at + B), in order */
     int32_t o = 0;
@@ -232,26 +200,25 @@ static ttc_status gen_index(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, 
         ttc_sbuf_printf(src, "    p += v%d * x_s%d;\n", j, op->p.index.dims[j]);
     }
     ttc_sbuf_printf(src, "    %s v = bad ? (%s)0 : (%s)(", vtype(k, out->dtype), vtype(k, out->dtype), vtype(k, out->dtype));
-    load(src, k, x->dtype, "x", "p");
+    ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
-    emit_write(src, k, op, ks, "v", "lin", A_);
+    emit_write(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
 
 /* torch.gather(x, dim, index): out[i] = x[i with i_dim = index[i]] */
-static ttc_status gen_gather(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                             const char *P, const char *A_) {
+static ttc_status gen_gather(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
     int32_t R = out->rank, D = op->p.gather.dim;
     if (op->p.gather.mode != 1) return ttc_fail(TTC_ERR_INTERNAL, "gather %s: mode %d", op->name, op->p.gather.mode);
-    TTC_TRY(out_params(sig, ks, k, op));
-    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
-    ttc_sbuf_printf(sig, ", int xd0");
-    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], D, 0, 0));
-    TTC_TRY(tensor_params(sig, ks, k, op->in[1], "ix0", R));
-    TTC_TRY(errflag_param(sig, ks, op));
-    open_kernel(src, ks, sig, P, R);
+    out_params(p, op);
+    ttc_kp_tensor(p, op->in[0], "x", 0);
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[0], D, 0, 0, "xd0");
+    ttc_kp_tensor(p, op->in[1], "ix0", R);
+    ttc_kp_errflag(p, op->out);
+    TTC_TRY(open_kernel(src, p, ks, P, R));
     ttc_sbuf_printf(src, "    int bad = 0;\n");
     ttc_sbuf pos = {0};
     ttc_sbuf_printf(&pos, "ix0_off");
@@ -265,9 +232,9 @@ static ttc_status gen_gather(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
         if (d != D) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
     ttc_sbuf_printf(src, ";\n    %s v = bad ? (%s)0 : (%s)(", vtype(k, out->dtype), vtype(k, out->dtype),
                     vtype(k, out->dtype));
-    load(src, k, x->dtype, "x", "p");
+    ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
-    emit_write(src, k, op, ks, "v", "lin", A_);
+    emit_write(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -280,16 +247,15 @@ static void resize_scale(ttc_sbuf *src, const ttc_kop *op, int32_t a, const char
     else ttc_sbuf_printf(src, "((float)%s / (float)%s)", in, out);
 }
 
-static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                             const char *P, const char *A_) {
+static ttc_status gen_resize(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
     if (out->rank != 4 || x->rank != 4) return ttc_fail(TTC_ERR_UNSUPPORTED, "resize %s: rank %d", op->name, out->rank);
-    TTC_TRY(out_params(sig, ks, k, op));
-    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
-    ttc_sbuf_printf(sig, ", int ih, int iw");
-    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], 2, 0, 0));
-    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], 3, 0, 0));
-    open_kernel(src, ks, sig, P, 4);
+    out_params(p, op);
+    ttc_kp_tensor(p, op->in[0], "x", 0);
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[0], 2, 0, 0, "ih");
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[0], 3, 0, 0, "iw");
+    TTC_TRY(open_kernel(src, p, ks, P, 4));
     ttc_sbuf_printf(src, "    int base = x_off + i0 * x_s0 + i1 * x_s1;\n");
     const char *ax[2][4] = {{"y", "i2", "ih", "sz2"}, {"x", "i3", "iw", "sz3"}};
     for (int32_t a = 0; a < 2; a++) {
@@ -316,7 +282,7 @@ static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     const char *vt = vtype(k, out->dtype);
     if (!op->p.resize.bilinear) {
         ttc_sbuf_printf(src, "    int p = base + y0 * x_s2 + x0 * x_s3;\n    %s v = (%s)(", vt, vt);
-        load(src, k, x->dtype, "x", "p");
+        ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
         ttc_sbuf_printf(src, ");\n");
     } else {
         const char *pts[4] = {"y0 * x_s2 + x0 * x_s3", "y0 * x_s2 + x1 * x_s3", "y1 * x_s2 + x0 * x_s3", "y1 * x_s2 + x1 * x_s3"};
@@ -324,29 +290,29 @@ static ttc_status gen_resize(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
             char idx[48];
             snprintf(idx, sizeof idx, "base + %s", pts[q]);
             ttc_sbuf_printf(src, "    float p%d = (float)(", q);
-            load(src, k, x->dtype, "x", idx);
+            ttc_codegen_load(src, k, g->sp, x->dtype, "x", idx);
             ttc_sbuf_printf(src, ");\n");
         }
         ttc_sbuf_printf(src, "    float v = wy0 * (wx0 * p0 + wx1 * p1) + wy1 * (wx0 * p2 + wx1 * p3);\n");
     }
-    emit_write(src, k, op, ks, "v", "lin", A_);
+    emit_write(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
 
 /* Loads W consecutive values (W = 1: one, strided by the last dim's stride) as float(W). */
-static void load_w(ttc_sbuf *b, const ttc_kir *k, ttc_dtype d, const char *ptr, const char *base, const char *i, int32_t W,
-                   const char *stride) {
+static void load_w(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype d, const char *ptr, const char *base,
+                   const char *i, int32_t W, const char *stride) {
     if (W == 1) {
         char idx[64];
         snprintf(idx, sizeof idx, "%s + %s * %s", base, i, stride);
         ttc_sbuf_printf(b, "(float)(");
-        load(b, k, d, ptr, idx);
+        ttc_codegen_load(b, k, sp, d, ptr, idx);
         ttc_sbuf_printf(b, ")");
-    } else if (d == TTC_DTYPE_FLOAT16) {
-        ttc_sbuf_printf(b, "vload_half%d(0, %s + %s + %s * %d)", W, ptr, base, i, W);
     } else {
-        ttc_sbuf_printf(b, "convert_float%d(vload%d(0, %s + %s + %s * %d))", W, W, ptr, base, i, W);
+        char addr[64];
+        snprintf(addr, sizeof addr, "%s + %s + %s * %d", ptr, base, i, W);
+        ttc_sbuf_printf(b, d == TTC_DTYPE_FLOAT16 ? sp->load_half_vec : sp->load_vec, W, addr);
     }
 }
 
@@ -355,8 +321,8 @@ static void load_w(ttc_sbuf *b, const ttc_kir *k, ttc_dtype d, const char *ptr, 
  * grows) and the weighted sum of the values. Branch-free, so that CPU compilers can also
  * vectorise across work-items; a masked key (-inf) adds nothing, also while every key so
  * far was masked. */
-static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_kspec *ks, const char *A_,
-                          int32_t W) {
+static void attention_row(const ttc_kgen *g, int32_t W) {
+    TTC_KGEN_LOCALS(g);
     int32_t R = k->ts[op->out].rank, E = op->p.attn.e / W, EV = op->p.attn.ev / W, mt = op->in[3];
     ttc_dtype qd = k->ts[op->in[0]].dtype, kd = k->ts[op->in[1]].dtype, vd = k->ts[op->in[2]].dtype;
     char vt[16], sl[16];
@@ -364,14 +330,14 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
     else snprintf(vt, sizeof vt, "float");
     snprintf(sl, sizeof sl, "q_s%d", R - 1);
     ttc_sbuf_printf(src, "    {\n    %s qv[%d];\n    for (int e = 0; e < %d; e++) qv[e] = ", vt, E, E);
-    load_w(src, k, qd, "q", "qb", "e", W, sl);
+    load_w(src, k, g->sp, qd, "q", "qb", "e", W, sl);
     ttc_sbuf_printf(src, " * %.9ef;\n", op->p.attn.scale);
     ttc_sbuf_printf(src, "    %s acc[%d];\n    for (int e = 0; e < %d; e++) acc[e] = (%s)(0.0f);\n", vt, EV, EV, vt);
     ttc_sbuf_printf(src, "    float mx = -INFINITY, sm = 0.0f;\n    int jn = %s;\n", op->p.attn.causal ? "min(S, l + 1)" : "S");
     ttc_sbuf_printf(src, "    for (int j = 0; j < jn; j++) {\n        int kp = kb + j * k_s%d;\n        %s d = (%s)(0.0f);\n"
                          "        for (int e = 0; e < %d; e++) d += qv[e] * ", R - 2, vt, vt, E);
     snprintf(sl, sizeof sl, "k_s%d", R - 1);
-    load_w(src, k, kd, "k", "kp", "e", W, sl);
+    load_w(src, k, g->sp, kd, "k", "kp", "e", W, sl);
     if (W == 1) ttc_sbuf_printf(src, ";\n        float x = d;\n");
     else if (W == 4) ttc_sbuf_printf(src, ";\n        float x = (d.s0 + d.s1) + (d.s2 + d.s3);\n");
     else ttc_sbuf_printf(src, ";\n        float x = ((d.s0 + d.s1) + (d.s2 + d.s3)) + ((d.s4 + d.s5) + (d.s6 + d.s7));\n");
@@ -382,7 +348,7 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
             ttc_sbuf_printf(src, "        x = m[%s] ? x : -INFINITY;\n", idx);
         } else {
             ttc_sbuf_printf(src, "        x += (float)(");
-            load(src, k, k->ts[mt].dtype, "m", idx);
+            ttc_codegen_load(src, k, g->sp, k->ts[mt].dtype, "m", idx);
             ttc_sbuf_printf(src, ");\n");
         }
     }
@@ -393,7 +359,7 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
                          "        sm = sm * c + pj;\n        mx = mn;\n        int vp = vb + j * v_s%d;\n"
                          "        for (int e = 0; e < %d; e++) acc[e] = acc[e] * c + pj * ", R - 2, EV);
     snprintf(sl, sizeof sl, "v_s%d", R - 1);
-    load_w(src, k, vd, "v", "vp", "e", W, sl);
+    load_w(src, k, g->sp, vd, "v", "vp", "e", W, sl);
     /* every key masked: sm is 0 and the row is 0, as torch's CPU kernels give */
     ttc_sbuf_printf(src, ";\n    }\n    float inv = sm > 0.0f ? 1.0f / sm : 0.0f;\n    for (int e = 0; e < %d; e++) {\n        %s a = acc[e] * inv;\n",
                     EV, vt);
@@ -402,32 +368,28 @@ static void attention_row(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, co
         if (W == 1) snprintf(val, sizeof val, "a");
         else snprintf(val, sizeof val, "a.s%d", c);
         snprintf(lin, sizeof lin, "(g * %d + e * %d + %d)", op->p.attn.ev, W, c);
-        emit_write(src, k, op, ks, val, lin, A_);
+        emit_write(g, val, lin);
     }
     ttc_sbuf_printf(src, "    }\n    }\n");
 }
 
 /* One work-item per query row: scores, an online softmax and the weighted sum of values in
  * one pass over the keys (no [L, S] score matrix in memory). */
-static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                                const char *P, const char *A_) {
+static ttc_status gen_attention(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out];
     int32_t R = out->rank, E = op->p.attn.e, EV = op->p.attn.ev;
     if (R < 2 || E < 1 || EV < 1) return ttc_fail(TTC_ERR_INTERNAL, "attention %s: rank %d, E %d, EV %d", op->name, R, E, EV);
-    ttc_sbuf_printf(sig, "int n");
-    TTC_TRY(arg(ks, TTC_ARG_PROD, op->out, 0, R - 1, 0));
-    for (int32_t d = 0; d < R - 1; d++) {
-        ttc_sbuf_printf(sig, ", int sz%d", d);
-        TTC_TRY(arg(ks, TTC_ARG_DIM, op->out, d, 0, 0));
-    }
-    ttc_sbuf_printf(sig, ", int S");
-    TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[1], k->ts[op->in[1]].rank - 2, 0, 0));
+    ttc_kp_int(p, TTC_ARG_PROD, op->out, 0, R - 1, 0, "n");
+    for (int32_t d = 0; d < R - 1; d++) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "sz%d", d);
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[1], k->ts[op->in[1]].rank - 2, 0, 0, "S");
     const char *nm[4] = {"q", "k", "v", "m"};
     for (int32_t i = 0; i < 4; i++)
-        if (op->in[i] >= 0) TTC_TRY(tensor_params(sig, ks, k, op->in[i], nm[i], R));
+        if (op->in[i] >= 0) ttc_kp_tensor(p, op->in[i], nm[i], R);
     launch(ks, op->out, 0, R - 1);
+    TTC_TRY(ttc_kp_done(p));
     ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int g = get_global_id(0);\n    if (g >= n) return;\n",
-                    ks->name, sig->data ? sig->data : "", P);
+                    ks->name, ttc_kp_sig(p), P);
     ttc_sbuf_printf(src, "    int rem = g;\n    int l = rem %% sz%d; rem /= sz%d;\n", R - 2, R - 2);
     for (int32_t d = R - 3; d >= 0; d--) ttc_sbuf_printf(src, "    int b%d = rem %% sz%d; rem /= sz%d;\n", d, d, d);
     for (int32_t i = 0; i < 4; i++) {
@@ -447,10 +409,10 @@ static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     if (W > 1) {
         /* head dims dense (the usual case): explicit vectors, W lanes of E and EV at a time */
         ttc_sbuf_printf(src, "    if (q_s%d == 1 && k_s%d == 1 && v_s%d == 1) {\n", R - 1, R - 1, R - 1);
-        attention_row(src, k, op, ks, A_, W);
+        attention_row(g, W);
         ttc_sbuf_printf(src, "        return;\n    }\n");
     }
-    attention_row(src, k, op, ks, A_, 1);
+    attention_row(g, 1);
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -461,22 +423,19 @@ static ttc_status gen_attention(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
  * of its row that come before it (NaN counts as the largest value, as in torch; ties keep
  * index order, so the sort is stable). Ranks below k (out's size on that dim) store the
  * element's position at that rank. O(row) per element: the validator bounds the row. */
-static ttc_status gen_sort(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                           const char *P, const char *A_) {
+static ttc_status gen_sort(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]];
     int32_t R = x->rank, D = op->p.sort.dim;
     if (R < 1 || D < 0 || D >= R) return ttc_fail(TTC_ERR_INTERNAL, "sort %s: rank %d, dim %d", op->name, R, D);
-    ttc_sbuf_printf(sig, "int n");
-    TTC_TRY(arg(ks, TTC_ARG_PROD, op->in[0], 0, R, 0));
+    ttc_kp_int(p, TTC_ARG_PROD, op->in[0], 0, R, 0, "n");
     for (int32_t d = 0; d < R; d++) {
-        ttc_sbuf_printf(sig, ", int sz%d", d);
-        TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[0], d, 0, 0));
+        ttc_kp_int(p, TTC_ARG_DIM, op->in[0], d, 0, 0, "sz%d", d);
     }
-    ttc_sbuf_printf(sig, ", int kk");
-    TTC_TRY(arg(ks, TTC_ARG_DIM, op->out, D, 0, 0));
-    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    ttc_kp_int(p, TTC_ARG_DIM, op->out, D, 0, 0, "kk");
+    ttc_kp_tensor(p, op->in[0], "x", 0);
     launch(ks, op->in[0], 0, R);
-    open_kernel(src, ks, sig, P, R);
+    TTC_TRY(open_kernel(src, p, ks, P, R));
     const char *vt = vtype(k, x->dtype);
     char idx[48];
     ttc_sbuf_printf(src, "    int b = x_off");
@@ -484,10 +443,10 @@ static ttc_status gen_sort(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
         if (d != D) ttc_sbuf_printf(src, " + i%d * x_s%d", d, d);
     ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vt, vt);
     snprintf(idx, sizeof idx, "b + i%d * x_s%d", D, D);
-    load(src, k, x->dtype, "x", idx);
+    ttc_codegen_load(src, k, g->sp, x->dtype, "x", idx);
     ttc_sbuf_printf(src, ");\n    int r = 0;\n    for (int j = 0; j < sz%d; j++) {\n        %s u = (%s)(", D, vt, vt);
     snprintf(idx, sizeof idx, "b + j * x_s%d", D);
-    load(src, k, x->dtype, "x", idx);
+    ttc_codegen_load(src, k, g->sp, x->dtype, "x", idx);
     ttc_sbuf_printf(src, ");\n");
     bool fl = is_fl(x->dtype), desc = op->p.sort.descending;
     /* u comes first when it orders strictly before v, or ties with v at a lower position */
@@ -504,7 +463,7 @@ static ttc_status gen_sort(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     }
     char val[24];
     snprintf(val, sizeof val, "(long)i%d", D);
-    emit_write(src, k, op, ks, val, "o", A_);
+    emit_write(g, val, "o");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -514,47 +473,45 @@ static ttc_status gen_sort(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
  * along D): the updates of an element are index[.., j, ..] over j at its other coordinates.
  * mode 1 (index_put on dims [at, at + n)): every broadcast index position b is tried. The
  * search is O(updates) per element: the validator bounds it. */
-static ttc_status gen_scatter(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, ttc_sbuf *sig,
-                              const char *P, const char *A_) {
+static ttc_status gen_scatter(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out], *x = &k->ts[op->in[0]];
     int32_t R = out->rank, D = op->p.scatter.dim, ni = op->p.scatter.n, at = op->p.scatter.at, B = op->p.scatter.brank;
     bool mode0 = op->p.scatter.mode == 0, has_src = op->in[1] >= 0;
     int32_t code = (int32_t)(op - k->ops) + 1;
-    TTC_TRY(out_params(sig, ks, k, op));
-    TTC_TRY(tensor_params(sig, ks, k, op->in[0], "x", 0));
+    out_params(p, op);
+    ttc_kp_tensor(p, op->in[0], "x", 0);
     /* mode 1 reads updates in the rank R - n + B space [x dims < at, B, x dims >= at + n] */
-    if (has_src) TTC_TRY(tensor_params(sig, ks, k, op->in[1], "u", mode0 ? 0 : R - ni + B));
+    if (has_src) ttc_kp_tensor(p, op->in[1], "u", mode0 ? 0 : R - ni + B);
     for (int32_t j = 0; j < ni; j++) {
         char nm[8];
         snprintf(nm, sizeof nm, "ix%d", j);
-        TTC_TRY(tensor_params(sig, ks, k, op->in[2 + j], nm, mode0 ? 0 : B));
+        ttc_kp_tensor(p, op->in[2 + j], nm, mode0 ? 0 : B);
         if (mode0) {
             for (int32_t d = 0; d < R; d++) {
-                ttc_sbuf_printf(sig, ", int ixd%d", d);
-                TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[2], d, 0, 0));
+                ttc_kp_int(p, TTC_ARG_DIM, op->in[2], d, 0, 0, "ixd%d", d);
             }
         } else {
             for (int32_t d = 0; d < B; d++) {  /* index dims, right-aligned into B (1 where missing) */
                 int32_t td = d - (B - k->ts[op->in[2 + j]].rank);
-                ttc_sbuf_printf(sig, ", int ix%dd%d", j, d);
-                if (td < 0) TTC_TRY(arg(ks, TTC_ARG_INT, op->in[2 + j], 0, 0, 1));
-                else TTC_TRY(arg(ks, TTC_ARG_DIM, op->in[2 + j], td, 0, 0));
+                if (td < 0) ttc_kp_int(p, TTC_ARG_INT, op->in[2 + j], 0, 0, 1, "ix%dd%d", j, d);
+                else ttc_kp_int(p, TTC_ARG_DIM, op->in[2 + j], td, 0, 0, "ix%dd%d", j, d);
             }
         }
     }
-    TTC_TRY(errflag_param(sig, ks, op));
-    open_kernel(src, ks, sig, P, R);
+    ttc_kp_errflag(p, op->out);
+    TTC_TRY(open_kernel(src, p, ks, P, R));
     const char *vt = vtype(k, out->dtype);
     ttc_sbuf_printf(src, "    long p = x_off");
     for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
     ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vt, vt);
-    load(src, k, x->dtype, "x", "p");
+    ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     ttc_sbuf upd = {0};
-    if (!has_src) literal(&upd, k, op->p.scatter.value, out->dtype);
+    if (!has_src) ttc_codegen_literal(&upd, g->sp, op->p.scatter.value, out->dtype, vtype(k, out->dtype));
     else {
         ttc_sbuf_printf(&upd, "(%s)(", vt);
-        load(&upd, k, k->ts[op->in[1]].dtype, "u", "q");
+        ttc_codegen_load(&upd, k, g->sp, k->ts[op->in[1]].dtype, "u", "q");
         ttc_sbuf_printf(&upd, ")");
     }
     if (upd.oom) { ttc_sbuf_free(&upd); return TTC_ERR_NOMEM; }
@@ -605,27 +562,25 @@ static ttc_status gen_scatter(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         ttc_sbuf_printf(src, "        v %s %s;\n    }\n", assign, upd.data);
     }
     ttc_sbuf_free(&upd);
-    emit_write(src, k, op, ks, "v", "lin", A_);
+    emit_write(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
 
-ttc_status ttc_codegen_data(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
-                            const char *P, const char *A_) {
-    ttc_sbuf sig = {0};
-    ttc_status s;
-    switch (op->kind) {
-    case TTC_KOP_CONCAT: s = gen_concat(src, k, op, ks, &sig, P, A_); break;
-    case TTC_KOP_PAD: s = gen_pad(src, k, op, ks, &sig, P, A_); break;
-    case TTC_KOP_INDEX: s = gen_index(src, k, op, ks, &sig, P, A_); break;
-    case TTC_KOP_GATHER: s = gen_gather(src, k, op, ks, &sig, P, A_); break;
-    case TTC_KOP_RESIZE: s = gen_resize(src, k, op, ks, &sig, P, A_); break;
-    case TTC_KOP_ATTENTION: s = gen_attention(src, k, op, ks, &sig, P, A_); break;
-    case TTC_KOP_SORT: s = gen_sort(src, k, op, ks, &sig, P, A_); break;
-    case TTC_KOP_SCATTER: s = gen_scatter(src, k, op, ks, &sig, P, A_); break;
-    default: s = ttc_fail(TTC_ERR_INTERNAL, "codegen_data: kernel kind %d (%s)", op->kind, op->name); break;
+/* Each generator above fills its own parameter list. */
+#define DATA_GEN(kind)                                  \
+    ttc_status ttc_gen_##kind(const ttc_kgen *g) {      \
+        ttc_kparams p;                                  \
+        ttc_kp_init(&p, g->k, g->ks, false);            \
+        ttc_status s = gen_##kind(g, &p);               \
+        ttc_kp_free(&p);                                \
+        return s;                                       \
     }
-    if (s == TTC_OK && (sig.oom || src->oom)) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);
-    ttc_sbuf_free(&sig);
-    return s;
-}
+DATA_GEN(concat)
+DATA_GEN(pad)
+DATA_GEN(index)
+DATA_GEN(gather)
+DATA_GEN(resize)
+DATA_GEN(attention)
+DATA_GEN(sort)
+DATA_GEN(scatter)

@@ -1,24 +1,14 @@
 /* Code generation for convolution, reductions, softmax, normalisation and pooling: each
  * is a template from csrc/kernels/ specialised with #defines (static parameters baked
  * in, sizes as kernel arguments). */
-#include "codegen.h"
+#include "codegen_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define ARG(kind, t, d, r, v) TTC_TRY(ttc_codegen_add_arg(ks, (kind), (t), (d), (r), (v)))
-
 static void num(char *buf, size_t cap, int64_t v) { snprintf(buf, cap, "%lld", (long long)v); }
 
-/* Convolution kernels: GPUs (or any device when TORCHTRT_C_KERNELS=gpu, so that CPU CI
- * covers the GPU family) get implicit GEMM (conv2d_igemm) and a depthwise kernel
- * (conv2d_dw); CPUs get the pixel-vector kernel (codegen_conv_cpu.c), the depthwise one,
- * or (TORCHTRT_C_CONV_CPU=ocb8) the 8-channel blocked or direct kernel. */
-static bool gpu_kernels_forced(void) {
-    const char *v = getenv("TORCHTRT_C_KERNELS");
-    return v && !strcmp(v, "gpu");
-}
 
 /* Implicit-GEMM tile shapes {TM, TN, TK, RM, RN}: 8x8 micro tiles first (half the local
  * reads per multiply-add of 4x4 ones), then 4x4 ones for problems too small to give the
@@ -63,8 +53,17 @@ static int32_t conv_tile_choice(int64_t G, int64_t OCG, int64_t NPQ, int64_t S) 
     return NPQ <= 16 ? CONV_TILES - 1 : CONV_TILES - 2;
 }
 
-static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
-                                 const char *P, const char *A_) {
+void ttc_codegen_conv_params(ttc_kparams *p, const ttc_kop *op, int32_t w) {
+    ttc_kp_buffer(p, op->in[0], "X", "offX");
+    ttc_kp_buffer(p, w, "W", "offW");
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[0], 2, 0, 0, "H");
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[0], 3, 0, 0, "Wd");
+    ttc_kp_int(p, TTC_ARG_DIM, op->out, 2, 0, 0, "OH");
+    ttc_kp_int(p, TTC_ARG_DIM, op->out, 3, 0, 0, "OW");
+}
+
+static ttc_status gen_conv_igemm(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[2]], *out = &k->ts[op->out];
     int32_t G = op->p.conv.groups;
     int64_t C = x->dims[1].add, OC = out->dims[1].add, ICG = C / G, OCG = OC / G, OCG4 = (OCG + 3) / 4 * 4;
@@ -87,7 +86,7 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     num(v[23], 24, db && (!strcmp(db, "0") || !strcmp(db, "1")) ? db[0] == '1' : conv_big(G, OCG, NPQ, S));
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
     if (w->dtype == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(src, "#define LDW4(p,i) vload_half4(0, (p) + (i))\n");
     else ttc_sbuf_printf(src, "#define LDW4(p,i) vload4(0, (p) + (i))\n");
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
@@ -96,17 +95,14 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
                           "OCG4", v[6], "MT", v[7], "KH", v[8], "KW", v[9], "SH", v[10], "SW", v[11], "PH", v[12],
                           "PW", v[13], "DH", v[14], "DW", v[15], "PW1", v[16], "TM", v[17], "TN", v[18], "TK", v[19],
                           "RM", v[20], "RN", v[21], "KBLK", v[22], "DB", v[23], NULL};
-    TTC_TRY(ttc_codegen_template(src, "conv2d_igemm", defs));
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_codegen_conv_params(&p, op, op->in[2]);
+    ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 1, -S, "NB_");  /* batch */
+    ttc_status s = ttc_codegen_template_checked(src, "conv2d_igemm", defs, &p);
+    ttc_kp_free(&p);
+    TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDW4\n");
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_BUF, op->in[2], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[2], 0, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
-    ARG(TTC_ARG_PROD, op->out, 0, 1, -S);  /* batch */
     /* dim 0: ceil(N*OH*OW / TN) work-groups of nt = S*N*OC*OH*OW * nt / (S * OC * TN),
      * rounded up to nt; dim 1: G * MT; dim 2: S */
     ttc_codegen_gdim(ks, 0, op->out, 0, 4, (int32_t)(S * OC * c[1]), nt);
@@ -119,16 +115,20 @@ static ttc_status gen_conv_igemm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     return TTC_OK;
 }
 
-static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
-                           const char *P, const char *A_) {
-    gpu = gpu || gpu_kernels_forced();
+/* Convolution kernels: GPUs (or any device when TORCHTRT_C_KERNELS=gpu, so that CPU CI
+ * covers the GPU family) get implicit GEMM (conv2d_igemm) and a depthwise kernel
+ * (conv2d_dw); CPUs get the pixel-vector kernel (codegen_conv_cpu.c), the depthwise one,
+ * or (TORCHTRT_C_CONV_CPU=ocb8) the 8-channel blocked or direct kernel. */
+ttc_status ttc_gen_conv(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
+    bool gpu = g->gpu || ttc_codegen_gpu_forced();
     int32_t G = op->p.conv.groups;
     int64_t C0 = k->ts[op->in[0]].dims[1].add;
     bool depthwise = G > 1 && C0 == G;
     /* CPU devices: the pixel-vector kernel (codegen_conv_cpu.c; split-K partials too) */
-    if (!gpu && !depthwise && ttc_conv_cpu_enabled()) return ttc_codegen_conv_cpu(src, k, op, ks, P, A_);
+    if (!gpu && !depthwise && ttc_conv_cpu_enabled()) return ttc_gen_conv_cpu(g);
     /* GPUs; split-K partials also on CPUs when the pixel-vector kernel is switched off */
-    if ((gpu || op->p.conv.ksplit > 1) && !depthwise && op->in[2] >= 0) return gen_conv_igemm(src, k, op, ks, P, A_);
+    if ((gpu || op->p.conv.ksplit > 1) && !depthwise && op->in[2] >= 0) return gen_conv_igemm(g);
     bool blocked = op->p.conv.ocb == 8 && op->in[3] >= 0 && !gpu;
     bool dw = depthwise && !blocked;
     int32_t wid = blocked ? op->in[3] : op->in[1];
@@ -148,23 +148,20 @@ static ttc_status gen_conv(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     num(v[14], 24, owb);
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
-    ttc_codegen_loader(src, blocked ? "LDW8" : "LDW", w->dtype, blocked);
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
+    ttc_codegen_loader(src, g->sp, blocked ? "LDW8" : "LDW", w->dtype, blocked);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
                           "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "KH", v[4], "KW", v[5], "SH", v[6],
                           "SW", v[7], "PH", v[8], "PW", v[9], "DH", v[10], "DW", v[11], "G", v[12], "NOB", v[13],
                           "OWB", v[14], NULL};
-    TTC_TRY(ttc_codegen_template(src, blocked ? "conv2d_ocb8" : dw ? "conv2d_dw" : "conv2d_direct", defs));
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_codegen_conv_params(&p, op, wid);
+    ttc_status s = ttc_codegen_template_checked(src, blocked ? "conv2d_ocb8" : dw ? "conv2d_dw" : "conv2d_direct", defs, &p);
+    ttc_kp_free(&p);
+    TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n#undef %s\n", blocked ? "LDW8" : "LDW");
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_BUF, wid, 0, 0, 0);
-    ARG(TTC_ARG_OFF, wid, 0, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
     ttc_codegen_gdim(ks, 0, op->out, 3, 4, blocked ? 4 : owb, 0);
     ttc_codegen_gdim(ks, 1, op->out, 2, 3, 1, 0);
     if (blocked) {
@@ -195,14 +192,19 @@ static int64_t static_prod(const ttc_et *t, int32_t from, int32_t to) {
     return n;
 }
 
-static ttc_status gen_softmax(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
-                              const char *P, const char *A_) {
+ttc_status ttc_gen_softmax(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]];
     int32_t d = op->p.softmax.dim, R = x->rank;
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
-    if ((gpu || gpu_kernels_forced()) && static_prod(x, d + 1, R) == 1) {
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_kp_buffer(&p, op->in[0], "X", "offX");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], d, 0, 0, "D");
+    ttc_status s;
+    if ((g->gpu || ttc_codegen_gpu_forced()) && static_prod(x, d + 1, R) == 1) {
         /* rows contiguous (softmax over the last dim, as in attention): a work-group per row */
         char ls[8];
         int32_t L = row_group_size(x->dims[d].sym < 0 ? x->dims[d].add : -1);
@@ -211,13 +213,12 @@ static ttc_status gen_softmax(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
                                "TX", ttc_cl_storage_type(x->dtype), "LOG", op->p.softmax.log ? "1" : "0",
                                "LS", ls, NULL};
         const char *none[] = {NULL};
-        TTC_TRY(ttc_codegen_template(src, "rowred", none));
-        TTC_TRY(ttc_codegen_template(src, "softmax_wg", wdefs));
+        ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], 0, d, 0, "rows");
+        s = ttc_codegen_template(src, "rowred", none);
+        if (s == TTC_OK) s = ttc_codegen_template_checked(src, "softmax_wg", wdefs, &p);
+        ttc_kp_free(&p);
+        TTC_TRY(s);
         ttc_sbuf_printf(src, "#undef LDX\n");
-        ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-        ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
-        ARG(TTC_ARG_PROD, op->in[0], 0, d, 0);
         ttc_codegen_gdim(ks, 0, op->in[0], 0, d, 1, L);
         ks->g[0].mul = L;
         ks->use_local = true;
@@ -225,19 +226,18 @@ static ttc_status gen_softmax(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     }
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "LOG", op->p.softmax.log ? "1" : "0", NULL};
-    TTC_TRY(ttc_codegen_template(src, "softmax", defs));
+    ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], d + 1, R, 0, "inner");
+    s = ttc_codegen_template_checked(src, "softmax", defs, &p);
+    ttc_kp_free(&p);
+    TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n");
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
-    ARG(TTC_ARG_PROD, op->in[0], d + 1, R, 0);
     ttc_codegen_gdim(ks, 0, op->in[0], d + 1, R, 1, 0);
     ttc_codegen_gdim(ks, 1, op->in[0], 0, d, 1, 0);
     return TTC_OK;
 }
 
-static ttc_status gen_norm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
-                           const char *P, const char *A_) {
+ttc_status ttc_gen_norm(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]];
     int32_t R = x->rank, from = op->p.norm.axis_from;
     bool hw = op->in[1] >= 0, hb = op->in[2] >= 0;
@@ -246,54 +246,55 @@ static ttc_status gen_norm(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     snprintf(store, sizeof store, "%s_store", ks->name);
     snprintf(eps, sizeof eps, "%.9ef", op->p.norm.eps);
     /* GPUs: a work-group per row (rows of a group norm: C/G channels of H*W) */
-    bool wg = gpu || gpu_kernels_forced();
+    bool wg = g->gpu || ttc_codegen_gpu_forced();
     int64_t row = op->p.norm.group ? (static_prod(x, 1, R) < 0 ? -1 : static_prod(x, 1, R) / op->p.norm.groups)
                                    : static_prod(x, from, R);
     int32_t L = wg ? row_group_size(row) : 1;
     snprintf(ls, sizeof ls, "%d", L);
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
-    ttc_codegen_loader(src, "LDW", wd, false);
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
+    ttc_codegen_loader(src, g->sp, "LDW", wd, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(wd),
                           "HAS_W", hw ? "1" : "0", "HAS_B", hb ? "1" : "0", "GROUP", op->p.norm.group ? "1" : "0",
                           "EPS", eps, "LS", ls, NULL};
     const char *none[] = {NULL};
-    if (wg) TTC_TRY(ttc_codegen_template(src, "rowred", none));
-    TTC_TRY(ttc_codegen_template(src, wg ? "norm_wg" : "norm", defs));
-    ttc_sbuf_printf(src, "#undef LDX\n#undef LDW\n");
     int32_t wt = hw ? op->in[1] : hb ? op->in[2] : op->in[0], bt = hb ? op->in[2] : wt;
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_BUF, wt, 0, 0, 0);
-    ARG(TTC_ARG_OFF, wt, 0, 0, 0);
-    ARG(TTC_ARG_BUF, bt, 0, 0, 0);
-    ARG(TTC_ARG_OFF, bt, 0, 0, 0);
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_kp_buffer(&p, op->in[0], "X", "offX");
+    ttc_kp_buffer(&p, wt, "Wt", "offW");
+    ttc_kp_buffer(&p, bt, "Bs", "offB");
     if (op->p.norm.group) {
         /* x [N, C, *]: rows (n, g) of C/G * HW elements */
         int32_t G = op->p.norm.groups;
         int64_t C = x->dims[1].add;
-        ARG(TTC_ARG_PROD, op->in[0], 1, R, -G);  /* C*HW / G per row */
-        ARG(TTC_ARG_PROD, op->in[0], 0, 1, G);   /* rows = N * G */
-        ARG(TTC_ARG_PROD, op->in[0], 2, R, 0);
-        ARG(TTC_ARG_INT, 0, 0, 0, C / G);
-        ARG(TTC_ARG_INT, 0, 0, 0, G);
+        ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], 1, R, -G, "N");  /* C*HW / G per row */
+        ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], 0, 1, G, "rows"); /* N * G */
+        ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], 2, R, 0, "HW");
+        ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, C / G, "CG");
+        ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, G, "G");
         ttc_codegen_gdim(ks, 0, op->in[0], 0, 1, 1, wg ? L : 0);
         ks->g[0].mul = G * L;
     } else {
-        ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
-        ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
-        ARG(TTC_ARG_INT, 0, 0, 0, 1);
-        ARG(TTC_ARG_INT, 0, 0, 0, 1);
-        ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], from, R, 0, "N");
+        ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], 0, from, 0, "rows");
+        ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 1, "HW");
+        ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 1, "CG");
+        ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 1, "G");
         ttc_codegen_gdim(ks, 0, op->in[0], 0, from, 1, wg ? L : 0);
         ks->g[0].mul = L;
     }
+    ttc_status s = wg ? ttc_codegen_template(src, "rowred", none) : TTC_OK;
+    if (s == TTC_OK) s = ttc_codegen_template_checked(src, wg ? "norm_wg" : "norm", defs, &p);
+    ttc_kp_free(&p);
+    TTC_TRY(s);
+    ttc_sbuf_printf(src, "#undef LDX\n#undef LDW\n");
     ks->use_local = wg;
     return TTC_OK;
 }
 
-static ttc_status gen_pool(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
-                           const char *P, const char *A_) {
+ttc_status ttc_gen_pool(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
     int32_t R = out->rank;
     char v[12][24], store[32];
@@ -304,19 +305,22 @@ static ttc_status gen_pool(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
     num(v[5], 24, op->p.pool.pad[0]); num(v[6], 24, op->p.pool.pad[1]);
     num(v[7], 24, op->p.pool.dil[0]); num(v[8], 24, op->p.pool.dil[1]);
     num(v[9], 24, op->p.pool.count_pad); num(v[10], 24, op->p.pool.divisor);
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "MODE", v[0], "KH", v[1], "KW", v[2], "SH", v[3],
                           "SW", v[4], "PH", v[5], "PW", v[6], "DH", v[7], "DW", v[8], "COUNT_PAD", v[9],
                           "DIVISOR", v[10], NULL};
-    TTC_TRY(ttc_codegen_template(src, "pool2d", defs));
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_kp_buffer(&p, op->in[0], "X", "offX");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], R - 2, 0, 0, "H");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], R - 1, 0, 0, "Wd");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->out, R - 2, 0, 0, "OH");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->out, R - 1, 0, 0, "OW");
+    ttc_status s = ttc_codegen_template_checked(src, "pool2d", defs, &p);
+    ttc_kp_free(&p);
+    TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n");
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], R - 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
-    ARG(TTC_ARG_DIM, op->out, R - 1, 0, 0);
     ttc_codegen_gdim(ks, 0, op->out, R - 1, R, 1, 0);
     ttc_codegen_gdim(ks, 1, op->out, R - 2, R - 1, 1, 0);
     ttc_codegen_gdim(ks, 2, op->out, 0, R - 2, 1, 0);
@@ -326,8 +330,19 @@ static ttc_status gen_pool(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, t
 /* GPUs, reductions that include the innermost dim (rows of contiguous elements, e.g. a
  * sum or mean over the last dim): one work-group per output element, its work-items striding
  * over the reduced elements (coalesced), combined through rowred.cl. Not for arg-max/min. */
-static ttc_status gen_reduce_wg(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
-                                const char *P, const char *A_) {
+/* The parameters of the reduction kernels: the input's buffer, offset, dims and strides,
+ * then the output element count. */
+static void reduce_params(ttc_kparams *p, const ttc_kop *op, int32_t R, int32_t out_rank) {
+    ttc_kp_buffer(p, op->in[0], "X", "offX");
+    for (int32_t d = 0; d < R; d++) {
+        ttc_kp_int(p, TTC_ARG_DIM, op->in[0], d, 0, 0, "xd%d", d);
+        ttc_kp_int(p, TTC_ARG_STRIDE, op->in[0], d, R, 0, "xs%d", d);
+    }
+    ttc_kp_int(p, TTC_ARG_PROD, op->out, 0, out_rank, 0, "nout");
+}
+
+static ttc_status gen_reduce_wg(const ttc_kgen *g, const ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
     int32_t R = x->rank;
     uint32_t mask = op->p.red.mask;
@@ -339,12 +354,10 @@ static ttc_status gen_reduce_wg(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     int32_t L = row_group_size(nred_static);
     const char *none[] = {NULL};
     TTC_TRY(ttc_codegen_template(src, "rowred", none));
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
-    ttc_sbuf_printf(src, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(__global const %s *X, int offX",
-                    L, n, ttc_cl_storage_type(x->dtype));
-    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, ", int xd%d, int xs%d", d, d);
-    ttc_sbuf_printf(src, ", int nout%s) {\n    __local float sh[%d];\n    int lin = get_group_id(0), t = get_local_id(0);\n"
-                         "    if (lin >= nout) return;\n    int rem = lin, base = offX;\n", P, L);
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
+    ttc_sbuf_printf(src, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n"
+                         "    __local float sh[%d];\n    int lin = get_group_id(0), t = get_local_id(0);\n"
+                         "    if (lin >= nout) return;\n    int rem = lin, base = offX;\n", L, n, ttc_kp_sig(p), P, L);
     for (int32_t d = R - 1; d >= 0; d--)
         if (!(mask & (1u << d))) ttc_sbuf_printf(src, "    base += (rem %% xd%d) * xs%d; rem /= xd%d;\n", d, d, d);
     ttc_sbuf_printf(src, "    int nred = 1");
@@ -377,38 +390,17 @@ static ttc_status gen_reduce_wg(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     if (rk == TTC_RED_MEAN) ttc_sbuf_printf(src, "    acc /= (float)nred;\n");
     if (rk == TTC_RED_VAR) ttc_sbuf_printf(src, "    acc /= (float)max(nred - %lld, 0);\n", (long long)op->p.red.correction);
     ttc_sbuf_printf(src, "    if (t == 0) %s_store(acc, lin%s);\n}\n#undef LDX\n", n, A_);
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    for (int32_t d = 0; d < R; d++) {
-        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
-        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
-    }
-    ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
     ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, L);
     ks->g[0].mul = L;
     ks->use_local = true;
     return TTC_OK;
 }
 
-/* The arguments of both per-output reduction kernels: the input's buffer, offset, dims and
- * strides, then the output element count (one work-item per output element). */
-static ttc_status reduce_args(ttc_kspec *ks, const ttc_kop *op, int32_t R, int32_t out_rank) {
-    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
-    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
-    for (int32_t d = 0; d < R; d++) {
-        ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
-        ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
-    }
-    ARG(TTC_ARG_PROD, op->out, 0, out_rank, 0);
-    ttc_codegen_gdim(ks, 0, op->out, 0, out_rank, 1, 0);
-    return TTC_OK;
-}
-
 /* Integer reductions (sum/max/min/argmax/argmin of int and bool inputs) accumulate in long,
  * never through float: int32 values past 2^24 and int64 sums stay exact (wrapping as torch
  * does). One work-item per output element; strict compares keep the first index of a tie. */
-static ttc_status gen_reduce_int(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
-                                 const char *P, const char *A_) {
+static ttc_status gen_reduce_int(const ttc_kgen *g, const ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
     int32_t R = x->rank;
     uint32_t mask = op->p.red.mask;
@@ -423,10 +415,8 @@ static ttc_status gen_reduce_int(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     case TTC_RED_ARGMIN: step = "if (r == 0 || v < acc) { acc = v; best = r; }"; break;
     default: return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: no integer form of reduction kind %d", op->name, (int)rk);
     }
-    ttc_sbuf_printf(src, "__kernel void %s(__global const %s *X, int offX", n, ttc_cl_storage_type(x->dtype));
-    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, ", int xd%d, int xs%d", d, d);
-    ttc_sbuf_printf(src, ", int nout%s) {\n    int lin = get_global_id(0);\n    if (lin >= nout) return;\n"
-                         "    int rem = lin, base = offX;\n", P);
+    ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= nout) return;\n"
+                         "    int rem = lin, base = offX;\n", n, ttc_kp_sig(p), P);
     for (int32_t d = R - 1; d >= 0; d--)
         if (!(mask & (1u << d))) ttc_sbuf_printf(src, "    base += (rem %% xd%d) * xs%d; rem /= xd%d;\n", d, d, d);
     ttc_sbuf_printf(src, "    int nred = 1");
@@ -444,27 +434,21 @@ static ttc_status gen_reduce_int(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
              out->dtype == TTC_DTYPE_UINT8)
         ttc_sbuf_printf(src, "    o_[o_off + lin] = (%s)%s;\n}\n", ttc_cl_storage_type(out->dtype), res);
     else return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: integer reduction to %s", op->name, ttc_dtype_name(out->dtype));
-    return reduce_args(ks, op, R, out->rank);
+    return TTC_OK;
 }
 
 /* Reductions over the dims in mask of a strided input: one work-item per output element,
  * index math generated for the input's rank. */
-static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
-                             const char *P, const char *A_) {
-    const ttc_et *x = &k->ts[op->in[0]], *out = &k->ts[op->out];
+static ttc_status gen_reduce_float(const ttc_kgen *g, const ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
+    const ttc_et *x = &k->ts[op->in[0]];
     int32_t R = x->rank;
     uint32_t mask = op->p.red.mask;
     ttc_reduce_kind rk = op->p.red.kind;
     const char *n = ks->name;
-    if (x->dtype != TTC_DTYPE_FLOAT32 && x->dtype != TTC_DTYPE_FLOAT16) return gen_reduce_int(src, k, op, ks, P, A_);
-    if ((gpu || gpu_kernels_forced()) && R > 0 && (mask & (1u << (R - 1))) && rk != TTC_RED_ARGMAX &&
-        rk != TTC_RED_ARGMIN)
-        return gen_reduce_wg(src, k, op, ks, P, A_);
-    ttc_codegen_loader(src, "LDX", x->dtype, false);
-    ttc_sbuf_printf(src, "__kernel void %s(__global const %s *X, int offX", n, ttc_cl_storage_type(x->dtype));
-    for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, ", int xd%d, int xs%d", d, d);
-    ttc_sbuf_printf(src, ", int nout%s) {\n    int lin = get_global_id(0);\n    if (lin >= nout) return;\n"
-                         "    int rem = lin, base = offX;\n", P);
+    ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
+    ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= nout) return;\n"
+                         "    int rem = lin, base = offX;\n", n, ttc_kp_sig(p), P);
     for (int32_t d = R - 1; d >= 0; d--)
         if (!(mask & (1u << d))) ttc_sbuf_printf(src, "    base += (rem %% xd%d) * xs%d; rem /= xd%d;\n", d, d, d);
     ttc_sbuf_printf(src, "    int nred = 1");
@@ -499,22 +483,28 @@ static ttc_status gen_reduce(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op,
     if (rk == TTC_RED_VAR) ttc_sbuf_printf(src, "    acc /= (float)max(nred - %lld, 0);\n", (long long)op->p.red.correction);
     if (rk == TTC_RED_ARGMAX || rk == TTC_RED_ARGMIN) ttc_sbuf_printf(src, "    acc = (float)best;\n");
     ttc_sbuf_printf(src, "    %s_store(acc, lin%s);\n}\n#undef LDX\n", n, A_);
-    return reduce_args(ks, op, R, out->rank);
+    return TTC_OK;
 }
 
-/* codegen/codegen_convt.c */
-ttc_status ttc_codegen_conv_transpose(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks,
-                                      const char *P, const char *A_);
-
-ttc_status ttc_codegen_kind(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, bool gpu,
-                            const char *P, const char *A_) {
-    switch (op->kind) {
-    case TTC_KOP_CONV_TRANSPOSE: return ttc_codegen_conv_transpose(src, k, op, ks, P, A_);
-    case TTC_KOP_CONV2D: return gen_conv(src, k, op, ks, gpu, P, A_);
-    case TTC_KOP_SOFTMAX: return gen_softmax(src, k, op, ks, gpu, P, A_);
-    case TTC_KOP_NORM: return gen_norm(src, k, op, ks, gpu, P, A_);
-    case TTC_KOP_POOL: return gen_pool(src, k, op, ks, P, A_);
-    case TTC_KOP_REDUCE: return gen_reduce(src, k, op, ks, gpu, P, A_);
-    default: return ttc_fail(TTC_ERR_UNSUPPORTED, "no code generator for kernel kind %d (%s)", op->kind, op->name);
+/* Reductions: integer inputs accumulate exactly (gen_reduce_int); float ones get a
+ * work-group per output on GPUs where the innermost dim is reduced (gen_reduce_wg), else a
+ * work-item per output (gen_reduce_float). All take the same parameters. */
+ttc_status ttc_gen_reduce(const ttc_kgen *g) {
+    const ttc_kop *op = g->op;
+    const ttc_et *x = &g->k->ts[op->in[0]];
+    int32_t R = x->rank;
+    ttc_reduce_kind rk = op->p.red.kind;
+    ttc_kparams p;
+    ttc_kp_init(&p, g->k, g->ks, false);
+    reduce_params(&p, op, R, g->k->ts[op->out].rank);
+    ttc_status s = ttc_kp_done(&p);
+    if (s == TTC_OK) {
+        if (x->dtype != TTC_DTYPE_FLOAT32 && x->dtype != TTC_DTYPE_FLOAT16) s = gen_reduce_int(g, &p);
+        else if ((g->gpu || ttc_codegen_gpu_forced()) && R > 0 && (op->p.red.mask & (1u << (R - 1))) &&
+                 rk != TTC_RED_ARGMAX && rk != TTC_RED_ARGMIN)
+            s = gen_reduce_wg(g, &p);
+        else s = gen_reduce_float(g, &p);
     }
+    ttc_kp_free(&p);
+    return s;
 }

@@ -1,6 +1,6 @@
 /* Elementwise math added for issue 11 (converters A): bitwise and/or/xor, inverse and
  * hyperbolic trigonometry, expm1/log1p/log10/log2, trunc, isinf/isnan, atan2, fmod and
- * remainder. Each is one expression node (codegen/codegen.c spells them), so they fuse like
+ * remainder. Each is one expression node (codegen/codegen_spell.c spells them), so they fuse like
  * the ops of conv_elementwise.c. Dtypes follow the IR's output type, which torch's type
  * promotion produced: int and bool operands of a floating op are cast to float first. */
 #include "converters.h"

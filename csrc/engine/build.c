@@ -12,19 +12,6 @@ ttc_engine_options ttc_engine_options_default(void) {
     return o;
 }
 
-static const char *kind_name(ttc_kop_kind k) {
-    /* designated: kinds added by different changes cannot shift each other's names */
-    static const char *const names[TTC_KOP_KIND_COUNT] = {
-        [TTC_KOP_ELEMENTWISE] = "elementwise", [TTC_KOP_GEMM] = "gemm", [TTC_KOP_CONV2D] = "conv2d",
-        [TTC_KOP_REDUCE] = "reduce", [TTC_KOP_SOFTMAX] = "softmax", [TTC_KOP_NORM] = "norm", [TTC_KOP_POOL] = "pool",
-        [TTC_KOP_GATHER] = "gather", [TTC_KOP_COPY] = "copy", [TTC_KOP_CONCAT] = "concat", [TTC_KOP_PAD] = "pad",
-        [TTC_KOP_INDEX] = "index", [TTC_KOP_RESIZE] = "resize", [TTC_KOP_ATTENTION] = "attention",
-        [TTC_KOP_CONV_TRANSPOSE] = "conv_transpose", [TTC_KOP_SORT] = "sort", [TTC_KOP_SCATTER] = "scatter",
-        [TTC_KOP_SCAN] = "scan",
-    };
-    return (unsigned)k < TTC_KOP_KIND_COUNT && names[k] ? names[k] : "?";
-}
-
 static ttc_status upload_consts(ttc_engine *e) {
     const ttc_kir *k = e->k;
     e->const_mem = ttc_calloc((size_t)k->n_ts + 1, sizeof(cl_mem));
@@ -129,7 +116,7 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
         const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
         /* "k<i> <kind>: <ops>" is parsed by the profile tools: the native marker goes last */
-        e->kdesc[i] = ttc_strfmt("%s %s: %s%s", e->cg.kernels[i].name, kind_name(op->kind), op->name ? op->name : "",
+        e->kdesc[i] = ttc_strfmt("%s %s: %s%s", e->cg.kernels[i].name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
                                  e->cg.kernels[i].native ? " (native)" : "");
     }
     return TTC_OK;

@@ -195,7 +195,7 @@ typedef struct ttc_kir {
     ttc_symbol *syms; int32_t n_syms;     /* copied from the graph */
     bool fp16;                            /* intermediates/compute in half */
     bool half_compute;                    /* fp16 and the device computes in half (set by the
-                                             builder before codegen; see codegen.c) */
+                                             builder before codegen; see codegen_expr.c) */
     bool native;                          /* GEMM/convolution may run as native kernels (set by
                                              the builder; engine/native_ops.h) */
 } ttc_kir;

@@ -1,0 +1,266 @@
+/* Expressions and store functions: every kernel op's epilogue (for ELEMENTWISE ops, the
+ * whole op) becomes "<kname>_store(acc, lin, ...)", which computes the expression at output
+ * element lin and stores it. Ops are written through the spelling table (codegen_spell.c). */
+#include "codegen_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool ttc_codegen_floatish(ttc_dtype d) {
+    return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT64 || d == TTC_DTYPE_BFLOAT16;
+}
+
+static const char *ctype(ttc_dtype d) {
+    if (ttc_codegen_floatish(d)) return "float";
+    if (d == TTC_DTYPE_INT64) return "long";
+    return "int";
+}
+
+/* A leaf reads with the output's linear index when it is dense with the output's dims. */
+static bool leaf_dense(const ttc_kir *k, const ttc_et *out, int32_t t) {
+    const ttc_et *lt = &k->ts[t];
+    return lt->contig && ttc_dims_eq(out->rank, out->dims, lt->rank, lt->dims);
+}
+
+void ttc_codegen_load(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype d, const char *ptr,
+                      const char *idx) {
+    if (d == TTC_DTYPE_FLOAT16 && !k->half_compute) ttc_sbuf_printf(b, sp->load_half, idx, ptr);
+    else ttc_sbuf_printf(b, "%s[%s]", ptr, idx);
+}
+
+void ttc_codegen_literal(ttc_sbuf *b, const ttc_spelling *sp, double v, ttc_dtype d, const char *int_type) {
+    if (!(d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT64 || d == TTC_DTYPE_BFLOAT16))
+        ttc_sbuf_printf(b, "((%s)%lld)", int_type, (long long)v);
+    else if (isnan(v)) ttc_sbuf_printf(b, "%s", sp->nan);
+    else if (isinf(v)) ttc_sbuf_printf(b, "%s", v > 0 ? sp->inf : sp->ninf);
+    else ttc_sbuf_printf(b, sp->float_lit, v);
+}
+
+void ttc_codegen_store(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype od, const char *val,
+                       const char *fval, const char *at, const char *ind) {
+    if (od == TTC_DTYPE_FLOAT16 && k->half_compute) ttc_sbuf_printf(b, "%so_[o_off + %s] = %s%s;\n", ind, at, sp->half_cast, val);
+    else if (od == TTC_DTYPE_FLOAT16) {
+        char idx[64];
+        snprintf(idx, sizeof idx, "o_off + %s", at);
+        ttc_sbuf_printf(b, "%s", ind);
+        ttc_sbuf_printf(b, sp->store_half, fval, idx, "o_");
+        ttc_sbuf_printf(b, ";\n");
+    } else if (od == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "%so_[o_off + %s] = (uchar)(%s != 0);\n", ind, at, val);
+    else ttc_sbuf_printf(b, "%so_[o_off + %s] = (%s)%s;\n", ind, at, ttc_cl_storage_type(od), val);
+}
+
+/* Half arithmetic (k->half_compute: an fp16 engine on a device that computes in half).
+ * float16 tensors are loaded and stored directly, and a float expression node computes in
+ * half when its op is a correctly rounded arithmetic step or a selection: add, sub, mul, div,
+ * reciprocal, min/max, neg/abs, sign, where, casts, constants, relu, hardswish, hardsigmoid.
+ * These are emitted with operators, comparisons and ?: only (no built-in functions): NVIDIA's
+ * OpenCL has half arithmetic but none of the half overloads of the built-ins, and the device
+ * probe (csrc/runtime/half_probe.c) checks exactly these constructs. Ops that call a math
+ * library function (exp, log, sqrt, rsqrt, erf, tanh, sin, cos, pow, lgamma, floor, ceil,
+ * rint and the activations built from them: sigmoid, silu, gelu, log_sigmoid) and floor/trunc
+ * division compute in float from their half operands and are rounded to half once, where the
+ * next half node reads them: half versions would lose several ulps (or overflow inside, as exp
+ * does past 11). Reductions, softmax, norms, attention, GEMM and convolution accumulate in
+ * float; their store functions take a float accumulator. */
+static bool half_op(ttc_eop op) {
+    switch (op) {
+    case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB:
+    case TTC_EOP_MUL: case TTC_EOP_DIV: case TTC_EOP_RECIP: case TTC_EOP_MAX: case TTC_EOP_MIN:
+    case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_SIGN: case TTC_EOP_WHERE: case TTC_EOP_RELU:
+    case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID:
+        return true;
+    default: return false;
+    }
+}
+
+/* Whether node i of e computes in half. Expression nodes carry FLOAT32 for every float value;
+ * an fp16 engine stores them in half (ttc_cx_float_dtype). A value is half-safe unless it
+ * depends on a leaf read from a tensor that stayed float32 (a constant beyond half's range,
+ * see const_half.c) or on a literal beyond +-65504: rounding those to half would give inf.
+ * A node computes in half when its op is one of half_op's and its value is half-safe; other
+ * half-safe nodes (libm calls) compute in float and are rounded to half where a half node
+ * reads them; the rest compute in float throughout. Nodes are in topological order, so one
+ * forward pass decides; expressions are small. */
+static bool half_node(const ttc_kir *k, const ttc_expr *e, int32_t i) {
+    if (!k->half_compute || i < 0 || i >= e->n || !ttc_codegen_floatish(e->nodes[i].dtype)) return false;
+    bool *safe = ttc_malloc(sizeof(bool) * (size_t)(i + 1));
+    if (!safe) return false;  /* float is always a correct answer */
+    for (int32_t j = 0; j <= i; j++) {
+        const ttc_enode *nd = &e->nodes[j];
+        bool h = true;
+#define TTC_HALF_OPERAND(x) \
+    (h = h && ((x) < 0 || (x) >= j || !ttc_codegen_floatish(e->nodes[(x)].dtype) || safe[(x)]))
+        switch (nd->op) {
+        case TTC_EOP_LEAF:
+            if (nd->a >= 0 && nd->a < e->n_leaves && ttc_codegen_floatish(k->ts[e->leaves[nd->a]].dtype))
+                h = k->ts[e->leaves[nd->a]].dtype == TTC_DTYPE_FLOAT16;
+            break;
+        case TTC_EOP_CONST: h = !(fabs(nd->f) > 65504.0); break;
+        case TTC_EOP_WHERE: TTC_HALF_OPERAND(nd->b); TTC_HALF_OPERAND(nd->c); break;
+        default:
+            if (ttc_eop_is_binary(nd->op)) TTC_HALF_OPERAND(nd->b);
+            TTC_HALF_OPERAND(nd->a);
+            break;
+        }
+#undef TTC_HALF_OPERAND
+        safe[j] = h;
+    }
+    bool r = safe[i] && half_op(e->nodes[i].op);
+    free(safe);
+    return r;
+}
+
+/* The OpenCL type node i of e is computed and held in. */
+static const char *node_type(const ttc_kir *k, const ttc_expr *e, int32_t i) {
+    return half_node(k, e, i) ? "half" : ctype(e->nodes[i].dtype);
+}
+
+/* Operand x of a node held in type t: cast when exactly one side is half, so that half
+ * overloads (fmax, exp, ...) are neither ambiguous nor picked for float nodes. Without half
+ * arithmetic no cast is ever emitted (the float path's source is unchanged). */
+static void operand(ttc_sbuf *b, const ttc_kir *k, const ttc_expr *e, int32_t x, const char *t) {
+    const char *xt = node_type(k, e, x);
+    if (strcmp(xt, t) != 0 && (!strcmp(xt, "half") || !strcmp(t, "half"))) ttc_sbuf_printf(b, "((%s)v%d)", t, x);
+    else ttc_sbuf_printf(b, "v%d", x);
+}
+
+/* What a spelling's placeholders stand for at one node. */
+typedef struct spell_args {
+    const char *op[3];   /* %a %b %c */
+    int32_t raw[3];      /* %A %B %C: v<raw> */
+    const char *t, *h;
+    int32_t index;
+} spell_args;
+
+static ttc_status spell(ttc_sbuf *b, const char *fmt, const spell_args *sa) {
+    for (const char *s = fmt; *s; s++) {
+        if (*s != '%') {
+            const char *e = strchr(s, '%');
+            size_t n = e ? (size_t)(e - s) : strlen(s);
+            ttc_sbuf_append(b, s, n);
+            s += n - 1;
+            continue;
+        }
+        char c = *++s;
+        switch (c) {
+        case 'a': case 'b': case 'c': ttc_sbuf_printf(b, "%s", sa->op[c - 'a']); break;
+        case 'A': case 'B': case 'C': ttc_sbuf_printf(b, "v%d", sa->raw[c - 'A']); break;
+        case 't': ttc_sbuf_printf(b, "%s", sa->t); break;
+        case 'h': ttc_sbuf_printf(b, "%s", sa->h); break;
+        case 'i': ttc_sbuf_printf(b, "%d", sa->index); break;
+        case '%': ttc_sbuf_append(b, "%", 1); break;
+        default: return ttc_fail(TTC_ERR_INTERNAL, "codegen: spelling \"%s\" has an unknown placeholder", fmt);
+        }
+    }
+    return TTC_OK;
+}
+
+/* The spelling of node nd (held in type ct, half when half), NULL when the table has none. */
+static const char *spelling_of(const ttc_spelling *sp, const ttc_expr *e, const ttc_enode *nd, bool half) {
+    if ((unsigned)nd->op >= TTC_EOP_COUNT) return NULL;
+    const ttc_eop_spelling *r = &sp->op[nd->op];
+    if (half && r->half) return r->half;
+    if (nd->dtype == TTC_DTYPE_BOOL && r->boolean) return r->boolean;
+    bool fl = r->by_operand ? nd->a >= 0 && nd->a < e->n && ttc_codegen_floatish(e->nodes[nd->a].dtype)
+                            : ttc_codegen_floatish(nd->dtype);
+    return fl || !r->in ? r->fl : r->in;
+}
+
+/* Emits "v<i> = ..." for every node of e. acc_name names the produced value. */
+static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, const ttc_expr *e,
+                            const char *acc_name) {
+    for (int32_t i = 0; i < e->n; i++) {
+        const ttc_enode *nd = &e->nodes[i];
+        const char *ct = node_type(k, e, i);
+        bool half = strcmp(ct, "half") == 0;
+        ttc_sbuf_printf(b, "    %s v%d = ", ct, i);
+        /* operands in the node's type (comparisons, casts and the condition read theirs raw) */
+        ttc_sbuf ops[3] = {{0}, {0}, {0}};
+        spell_args sa = {{"", "", ""}, {nd->a, nd->b, nd->c}, ct, half ? sp->half_cast : "", (int32_t)nd->f};
+        for (int32_t j = 0; j < 3; j++)
+            if (sa.raw[j] >= 0 && sa.raw[j] < i && nd->op != TTC_EOP_LEAF && nd->op != TTC_EOP_CONST) {
+                operand(&ops[j], k, e, sa.raw[j], ct);
+                if (ops[j].data) sa.op[j] = ops[j].data;
+            }
+        ttc_status st = TTC_OK;
+        if (nd->op == TTC_EOP_LEAF) {
+            if (nd->a < 0) ttc_sbuf_printf(b, "(%s)%s", ct, acc_name);
+            else ttc_sbuf_printf(b, "(%s)l%d_v", ct, nd->a);
+        } else if (nd->op == TTC_EOP_CONST) {
+            ttc_codegen_literal(b, sp, nd->f, nd->dtype, ctype(nd->dtype));
+        } else if (nd->op == TTC_EOP_POW && nd->b >= 0 && e->nodes[nd->b].op == TTC_EOP_CONST &&
+                   (e->nodes[nd->b].f == 2.0 || (e->nodes[nd->b].f == 0.5 && ttc_codegen_floatish(nd->dtype)))) {
+            st = spell(b, e->nodes[nd->b].f == 2.0 ? sp->pow_square : sp->pow_sqrt, &sa);
+        } else {
+            const char *f = spelling_of(sp, e, nd, half);
+            st = f ? spell(b, f, &sa) : ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op);
+        }
+        bool oom = ops[0].oom || ops[1].oom || ops[2].oom;
+        for (int32_t j = 0; j < 3; j++) ttc_sbuf_free(&ops[j]);
+        if (st != TTC_OK) return st;
+        if (oom) return ttc_fail(TTC_ERR_NOMEM, "generating an expression");
+        ttc_sbuf_printf(b, ";\n");
+    }
+    return TTC_OK;
+}
+
+ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                ttc_kparams *p) {
+    const ttc_et *out = &k->ts[op->out];
+    const ttc_expr *e = &op->epi;
+    int32_t R = out->rank;
+    bool need_idx = false;
+    for (int32_t l = 0; l < e->n_leaves; l++)
+        if (!leaf_dense(k, out, e->leaves[l])) need_idx = true;
+    for (int32_t i = 0; i < e->n; i++)
+        if (e->nodes[i].op == TTC_EOP_INDEX) {
+            if ((int32_t)e->nodes[i].f >= R)
+                return ttc_fail(TTC_ERR_INTERNAL, "%s: index of dim %d in a rank-%d output", op->name, (int)e->nodes[i].f, R);
+            need_idx = true;
+        }
+    ttc_kp_out(p, op->out, "o_", "o_off");
+    if (need_idx)
+        for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "od%d", d);
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        int32_t t = e->leaves[l];
+        char nm[16];
+        snprintf(nm, sizeof nm, "l%d", l);
+        ttc_kp_buffer(p, t, nm, NULL);
+        if (!leaf_dense(k, out, t))
+            for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_STRIDE, t, d, R, 0, "l%d_s%d", l, d);
+    }
+    TTC_TRY(ttc_kp_done(p));
+    ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
+    if (need_idx) {
+        ttc_sbuf_printf(src, "    int rem = lin;\n");
+        for (int32_t d = R - 1; d >= 0; d--)
+            ttc_sbuf_printf(src, "    int i%d = rem %% od%d; rem /= od%d;\n", d, d, d);
+    }
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        int32_t t = e->leaves[l];
+        ttc_sbuf_printf(src, "    int l%d_p = l%d_off", l, l);
+        if (leaf_dense(k, out, t)) ttc_sbuf_printf(src, " + lin");
+        else for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + i%d * l%d_s%d", d, l, d);
+        bool hl = k->half_compute && k->ts[t].dtype == TTC_DTYPE_FLOAT16;
+        ttc_sbuf_printf(src, ";\n    %s l%d_v = ", hl ? "half" : ctype(k->ts[t].dtype), l);
+        char ptr[16], idx[16];
+        snprintf(ptr, sizeof ptr, "l%d", l);
+        snprintf(idx, sizeof idx, "l%d_p", l);
+        ttc_codegen_load(src, k, sp, k->ts[t].dtype, ptr, idx);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    const char *res = "acc";
+    char rbuf[16];
+    if (e->n > 0) {
+        TTC_TRY(emit_expr(src, k, sp, e, "acc"));
+        snprintf(rbuf, sizeof rbuf, "v%d", e->root);
+        res = rbuf;
+    }
+    char fres[24];
+    snprintf(fres, sizeof fres, "(float)%s", res);
+    ttc_codegen_store(src, k, sp, out->dtype, res, fres, "lin", "    ");
+    ttc_sbuf_printf(src, "}\n");
+    return TTC_OK;
+}

@@ -1,0 +1,74 @@
+/*
+ * Inside the code generator: the generators the kind table (codegen_kinds.c) dispatches to,
+ * and the pieces they share. Each generator writes one kernel for g->op into g->src (its
+ * parameters through a ttc_kparams, so that ks->args follow the signature), appends the
+ * store function's parameters g->P to its own, and sets the launch unless its kind's
+ * rule already did.
+ *
+ *   static ttc_status gen_pad(const ttc_kgen *g);   // a row: {"pad", gen_pad, TTC_LAUNCH_OUT}
+ */
+#ifndef TTC_CODEGEN_CODEGEN_IMPL_H
+#define TTC_CODEGEN_CODEGEN_IMPL_H
+
+#include "codegen.h"
+
+/* codegen_expr.c: the store function "<kname>_store(float acc, int lin, ...)" of op; its
+ * parameters go to p (a leading-comma list: P and A_ of the generators). */
+ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                ttc_kparams *p);
+bool ttc_codegen_floatish(ttc_dtype d);
+/* ptr[idx] read as stored (float16 without half arithmetic: converted to float). */
+void ttc_codegen_load(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype d, const char *ptr,
+                      const char *idx);
+/* A literal v of dtype d (integers as ((int_type)v)). */
+void ttc_codegen_literal(ttc_sbuf *b, const ttc_spelling *sp, double v, ttc_dtype d, const char *int_type);
+/* "<ind>o_[o_off + at] = val;" in dtype od's storage; fval: val as a float, for half storage
+ * without half arithmetic. */
+void ttc_codegen_store(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype od, const char *val,
+                       const char *fval, const char *at, const char *ind);
+
+/* codegen.c: templates and loaders. Appends template `tmpl` (csrc/kernels/<tmpl>.cl) between
+ * #define/#undef of the NULL-terminated name/value pairs in defs. */
+ttc_status ttc_codegen_template(ttc_sbuf *src, const char *tmpl, const char *const *defs);
+/* The same, then checks the template kernel's parameters against p (ttc_kp_check_template). */
+ttc_status ttc_codegen_template_checked(ttc_sbuf *src, const char *tmpl, const char *const *defs, const ttc_kparams *p);
+/* "#define <name>(p,i) ..." loaders reading dtype d as float (scalar, or 8-vector). */
+void ttc_codegen_loader(ttc_sbuf *src, const ttc_spelling *sp, const char *name, ttc_dtype d, bool vec8);
+/* codegen_ops.c: the parameters every convolution template starts with: X, offX, W, offW, H,
+ * Wd, OH, OW (w: the weight tensor the kernel reads). */
+void ttc_codegen_conv_params(ttc_kparams *p, const ttc_kop *op, int32_t w);
+/* CPU convolution (codegen_conv_cpu.c): enabled unless TORCHTRT_C_CONV_CPU=ocb8. */
+bool ttc_conv_cpu_enabled(void);
+/* Whether TORCHTRT_C_KERNELS=gpu asks for the GPU kernel families on any device. */
+bool ttc_codegen_gpu_forced(void);
+
+/* The usual locals of a generator (each may go unused). */
+#define TTC_KGEN_LOCALS(g)                                                                   \
+    const ttc_kir *k = (g)->k;                                                               \
+    const ttc_kop *op = (g)->op;                                                             \
+    ttc_kspec *ks = (g)->ks;                                                                 \
+    ttc_sbuf *src = (g)->src;                                                                \
+    const char *P = (g)->P, *A_ = (g)->A_;                                                   \
+    (void)k; (void)op; (void)ks; (void)src; (void)P; (void)A_
+
+/* The generators, by file. */
+ttc_status ttc_gen_elementwise(const ttc_kgen *g);           /* codegen.c */
+ttc_status ttc_gen_gemm(const ttc_kgen *g);
+ttc_status ttc_gen_conv(const ttc_kgen *g);                  /* codegen_ops.c */
+ttc_status ttc_gen_softmax(const ttc_kgen *g);
+ttc_status ttc_gen_norm(const ttc_kgen *g);
+ttc_status ttc_gen_pool(const ttc_kgen *g);
+ttc_status ttc_gen_reduce(const ttc_kgen *g);
+ttc_status ttc_gen_conv_cpu(const ttc_kgen *g);              /* codegen_conv_cpu.c (from ttc_gen_conv) */
+ttc_status ttc_gen_conv_transpose(const ttc_kgen *g);        /* codegen_convt.c */
+ttc_status ttc_gen_concat(const ttc_kgen *g);                /* codegen_data.c */
+ttc_status ttc_gen_pad(const ttc_kgen *g);
+ttc_status ttc_gen_index(const ttc_kgen *g);
+ttc_status ttc_gen_gather(const ttc_kgen *g);
+ttc_status ttc_gen_resize(const ttc_kgen *g);
+ttc_status ttc_gen_attention(const ttc_kgen *g);
+ttc_status ttc_gen_sort(const ttc_kgen *g);
+ttc_status ttc_gen_scatter(const ttc_kgen *g);
+ttc_status ttc_gen_scan(const ttc_kgen *g);                  /* codegen_scan.c */
+
+#endif
