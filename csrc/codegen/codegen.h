@@ -105,9 +105,9 @@ void ttc_codegen_free(ttc_codegen *cg);
  * generator checks once, at ttc_kp_done.
  *
  *   ttc_kparams p; ttc_kp_init(&p, k, ks, false);
- *   ttc_kp_prod(&p, op->out, 0, R, 0, "n");             // int n     <- numel(out)
- *   ttc_kp_tensor(&p, op->in[0], "x", 0);               // __global const float *x, int x_off, int x_s0..
- *   TTC_TRY(ttc_kp_done(&p));  ... "__kernel void k3(%s)", p.sig.data ... ttc_kp_free(&p);
+ *   ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, R, 0, "n");   // int n     <- numel(out)
+ *   ttc_kp_tensor(&p, op->in[0], "x", 0);                // __global const float *x, int x_off, int x_s0..
+ *   TTC_TRY(ttc_kp_done(&p));  ... "__kernel void k3(%s)", ttc_kp_sig(&p) ... ttc_kp_free(&p);
  *
  * Kernels written as csrc/kernels templates declare their parameters themselves: the generator
  * binds them through the same calls and ttc_kp_check_template compares the names. */
