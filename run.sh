@@ -5,8 +5,9 @@
 #                         test tiers without the slow sweeps (-m "not slow", 2 pytest workers;
 #                         TTC_TEST_JOBS=N for N, extra arguments go to pytest)
 #   ./run.sh bench ARGS   install everything, build, run bench/run.py ARGS
-# "Everything" includes the model tier's optional libraries (transformers, torchvision matching
-# torch, pillow, timm); where one cannot be installed its tests skip.
+# "Everything" includes the model tier's optional libraries (transformers; torchvision matching
+# torch and timm, in .deps/vision where torchvision is not importable as installed); where one
+# cannot be installed its tests skip.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -49,14 +50,38 @@ install_python() {
 have_module() { "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$1') is None)" 2>/dev/null; }
 
 install_model_libs() {
-    # The model tier's transformers part (optional: a failed install only skips those tests).
-    # torchvision and timm are NOT installed here: PyPI's torchvision wheels carry a C extension
-    # linked against CUDA torch, and beside a CPU torch its import fails, which breaks
-    # transformers too (it imports torchvision when it is installed). Their model tests run
-    # where torchvision matches torch (the GPU machine; tests/thirdparty.py imports them).
+    # The model tier's optional libraries: a failed install only skips those tests.
     have_module transformers || "$PY" -m pip install -q transformers \
         || echo "run.sh: note: could not install transformers; the HF model tests will skip" >&2
+    install_vision_libs || echo "run.sh: note: could not install torchvision/timm; the vision model tests will skip" >&2
     return 0
+}
+
+VISION_DIR=.deps/vision
+install_vision_libs() {
+    # torchvision (the release matching torch) and timm. Where torchvision imports already (the
+    # GPU machine) it is used as installed. Elsewhere they go to $VISION_DIR, NOT site-packages:
+    # PyPI's torchvision wheel carries a C extension linked against CUDA torch that does not load
+    # beside a CPU torch, and an installed torchvision that fails to import breaks
+    # `import transformers` (it imports torchvision when it finds it). tests/thirdparty.py puts
+    # $VISION_DIR on sys.path only in a process that asks for torchvision/timm, and imports
+    # torchvision without its C ops (the models we test and time do not use them).
+    local tv
+    tv=$("$PY" -c "import torch; v = torch.__version__.split('+')[0].split('.'); print(f'0.{int(v[1]) + 15}')")
+    # timm's own dependencies are pure Python (transformers needs most of them too)
+    "$PY" -c "import yaml, huggingface_hub, safetensors" 2>/dev/null \
+        || "$PY" -m pip install -q pyyaml huggingface_hub safetensors || return 1
+    if "$PY" -c "import torchvision" 2>/dev/null; then
+        have_module timm || "$PY" -m pip install -q --no-deps timm || return 1
+        return 0
+    fi
+    if ! ls -d "$VISION_DIR/torchvision-$tv".*.dist-info >/dev/null 2>&1; then
+        rm -rf "$VISION_DIR"   # none yet, or one for another torch
+        "$PY" -m pip install -q --no-deps --target "$VISION_DIR" "torchvision==$tv.*" || return 1
+    fi
+    if ! ls -d "$VISION_DIR"/timm-*.dist-info >/dev/null 2>&1; then
+        "$PY" -m pip install -q --no-deps --target "$VISION_DIR" timm || return 1
+    fi
 }
 
 build() {

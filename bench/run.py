@@ -2,6 +2,7 @@
 
     python bench/run.py --models resnet18,bert_base --batches 1,8,32 --precisions fp32,fp16
     python bench/run.py --models hf_bert,hf_gpt2,hf_llama      # transformers' own models (hf_models.py)
+    python bench/run.py --models tv_resnet50,timm_mobilevit_s  # torchvision/timm models (vision_models.py)
     python bench/run.py --models "" --kernels elementwise,gemm,conv   # kernel benchmarks
     python bench/run.py --models "" --partition                       # partitioner, 1k..100k nodes
     bench/cpu_run.sh / bench/gpu_run.sh PART                          # the recorded runs
@@ -58,8 +59,9 @@ import torchtrt_c  # noqa: E402
 from zoo import build  # noqa: E402  (the model zoo lives with the tests; full sizes here)
 
 from hf_models import HF_MODELS, build_hf  # noqa: E402  (transformers models, random weights)
+from vision_models import VISION_MODELS, build_vision  # noqa: E402  (torchvision/timm, random weights)
 
-ALL_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "vit_b16", "bert_base", "gpt2"] + HF_MODELS
+ALL_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "vit_b16", "bert_base", "gpt2"] + HF_MODELS + VISION_MODELS
 
 
 def log(*a):
@@ -149,7 +151,8 @@ _MASTERS = {}
 def master_model(name, size):
     """The fp32 CPU model, built once per process (ResNet-50/GPT-2 init takes seconds)."""
     if (name, size) not in _MASTERS:
-        _MASTERS[(name, size)] = build_hf(name, size) if name in HF_MODELS else build(name, size)
+        builder = build_hf if name in HF_MODELS else build_vision if name in VISION_MODELS else build
+        _MASTERS[(name, size)] = builder(name, size)
     return _MASTERS[(name, size)]
 
 

@@ -1,34 +1,62 @@
-"""Third-party model libraries for the model tier, importable beside a CPU-only torch.
+"""torchvision and timm for the model tier and bench, importable beside a CPU-only torch.
 
-    tv = import_torchvision()      # skips the test when torchvision is not installed
+    tv = import_torchvision()      # in a test: skips when torchvision cannot be had
     timm = import_timm()
+    tv = load_torchvision()        # anywhere else: raises ImportError saying why
 
-PyPI's torchvision wheels carry a C extension linked against CUDA torch (libtorch_cuda.so).
-Beside the CPU build of torch that extension does not load, and torchvision's import then
-stops at `torch.library.register_fake("torchvision::nms")` because the op was never defined.
-The model definitions are pure Python and need none of its ops (nms/roi_align/deform_conv2d
-are detection/segmentation post-processing), so when the extension is missing we define the
-two schemas that the import registers fake kernels for and import again. Any use of those
-ops then fails loudly ("no kernel"), never silently.
+Where torchvision is installed and imports (the GPU machine), it is used as it is. Elsewhere
+`./run.sh` installs torchvision (the release matching torch) and timm with
+`pip install --no-deps --target .deps/vision` (SIDE_DIR), outside site-packages: PyPI's
+torchvision wheel carries a C extension linked against CUDA torch, and an installed torchvision
+that fails to import breaks `import transformers` for everyone (transformers imports it when it
+finds it). So the side directory joins sys.path only here, when a vision test or bench row asks
+for torchvision/timm, and only in that process.
+
+Beside the CPU build of torch that extension does not load, and torchvision's import then stops
+at `torch.library.register_fake("torchvision::nms")` because the op was never defined. The
+models we test and time are pure Python and use none of its C ops (nms/roi_align/deform_conv2d
+are detection post-processing; image.so is file decoding), so only then do we define the two
+schemas the import registers fake kernels for and import again. Any use of those ops then fails
+loudly ("no kernel"), never silently. Once torchvision is in sys.modules, a transformers import
+in the same process that looks for torchvision gets this working module, not a second import.
 """
 import importlib
 import importlib.util
+import sys
+from pathlib import Path
 
-import pytest
+SIDE_DIR = Path(__file__).resolve().parent.parent / ".deps" / "vision"
 
 _SCHEMAS = ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
             "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
 _lib = None
 
 
+def _drop_modules(pkg):
+    for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+        del sys.modules[name]
+
+
+def _find(pkg):
+    """Make pkg findable: installed first, else from SIDE_DIR (appended, so that the side
+    directory never shadows an installed package). Returns whether the side directory was added."""
+    if importlib.util.find_spec(pkg) is not None:
+        return False
+    side = str(SIDE_DIR)
+    if not (SIDE_DIR / pkg).is_dir():
+        raise ImportError(f"{pkg} is not installed (nor in {SIDE_DIR}; ./run.sh installs it there)")
+    added = side not in sys.path
+    if added:
+        sys.path.append(side)
+        importlib.invalidate_caches()
+    return added
+
+
 def _import_without_extension():
     """torchvision's import failed at its nms registration: define the schemas, import again."""
     global _lib
-    import sys
-
     import torch
-    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
-        del sys.modules[name]
+    _drop_modules("torchvision")
     if _lib is None:
         _lib = torch.library.Library("torchvision", "DEF")
         for s in _SCHEMAS:
@@ -36,19 +64,43 @@ def _import_without_extension():
     return importlib.import_module("torchvision")
 
 
-def import_torchvision():
-    if importlib.util.find_spec("torchvision") is None:
-        pytest.skip("torchvision is not installed")
+def load_torchvision():
+    if "torchvision" in sys.modules:
+        return sys.modules["torchvision"]
+    added = _find("torchvision")
     try:
-        return importlib.import_module("torchvision")
-    except RuntimeError as e:
-        if "torchvision::nms" not in str(e):
-            raise
-        return _import_without_extension()
+        try:
+            return importlib.import_module("torchvision")
+        except RuntimeError as e:
+            if "torchvision::nms" not in str(e):  # not the missing-extension case: report it
+                raise
+            return _import_without_extension()
+    except Exception as e:
+        # leave nothing half-imported or findable behind: transformers would trip over it
+        _drop_modules("torchvision")
+        if added:
+            sys.path.remove(str(SIDE_DIR))
+            importlib.invalidate_caches()
+        raise ImportError(f"torchvision does not import here: {type(e).__name__}: {e}") from e
+
+
+def load_timm():
+    load_torchvision()
+    _find("timm")
+    return importlib.import_module("timm")
+
+
+def _or_skip(load):
+    import pytest
+    try:
+        return load()
+    except ImportError as e:
+        pytest.skip(str(e))
+
+
+def import_torchvision():
+    return _or_skip(load_torchvision)
 
 
 def import_timm():
-    if importlib.util.find_spec("timm") is None:
-        pytest.skip("timm is not installed")
-    import_torchvision()
-    return importlib.import_module("timm")
+    return _or_skip(load_timm)

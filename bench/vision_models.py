@@ -1,0 +1,42 @@
+"""torchvision and timm models for bench/run.py: the libraries' own model definitions, random
+weights (weights=None / pretrained=False, nothing downloaded), at their default configuration.
+
+    model, make_input = build_vision("tv_resnet50", "full")   # 3x224x224 images
+    y = model(make_input(batch=8))                             # logits
+
+torchvision/timm come through tests/thirdparty.py: as installed where torchvision imports (the
+GPU machine), else from ./run.sh's side directory .deps/vision (beside a CPU-only torch).
+size="tiny" keeps each architecture and feeds 64x64 images (ViT/DeiT built for 64x64), for
+checking the harness quickly.
+"""
+from __future__ import annotations
+
+import torch
+
+# bench name -> (library, model name, {size: constructor kwargs for that input size})
+_SPECS = {
+    "tv_resnet50": ("torchvision", "resnet50", {}),
+    "tv_mobilenet_v2": ("torchvision", "mobilenet_v2", {}),
+    "tv_mobilenet_v3_large": ("torchvision", "mobilenet_v3_large", {}),
+    "tv_efficientnet_b0": ("torchvision", "efficientnet_b0", {}),
+    "tv_convnext_tiny": ("torchvision", "convnext_tiny", {}),
+    "tv_vit_b_16": ("torchvision", "vit_b_16", {64: {"image_size": 64}}),
+    "timm_mobilevit_s": ("timm", "mobilevit_s", {}),
+    "timm_levit_128s": ("timm", "levit_128s", {64: {"img_size": 64}}),
+}
+VISION_MODELS = list(_SPECS)
+
+
+def build_vision(name: str, size: str = "full", seed: int = 0):
+    if name not in _SPECS:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(VISION_MODELS)}")
+    from thirdparty import load_timm, load_torchvision  # tests/thirdparty.py (run.py puts tests/ on sys.path)
+    lib, arch, by_size = _SPECS[name]
+    hw = 224 if size == "full" else 64
+    kwargs = by_size.get(hw, {})
+    torch.manual_seed(seed)
+    if lib == "torchvision":
+        m = load_torchvision().models.get_model(arch, weights=None, **kwargs)
+    else:
+        m = load_timm().create_model(arch, pretrained=False, **kwargs)
+    return m.eval(), (lambda batch=1: torch.randn(batch, 3, hw, hw))
