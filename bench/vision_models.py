@@ -1,5 +1,6 @@
 """torchvision and timm models for bench/run.py: the libraries' own model definitions, random
-weights (weights=None / pretrained=False, nothing downloaded), at their default configuration.
+weights (weights=None / pretrained=False, nothing downloaded; constant-initialised tensors randomised), at
+their default configuration.
 
     model, make_input = build_vision("tv_resnet50", "full")   # 3x224x224 images
     y = model(make_input(batch=8))                             # logits
@@ -30,7 +31,8 @@ VISION_MODELS = list(_SPECS)
 def build_vision(name: str, size: str = "full", seed: int = 0):
     if name not in _SPECS:
         raise ValueError(f"unknown model {name!r}; known: {', '.join(VISION_MODELS)}")
-    from thirdparty import load_timm, load_torchvision  # tests/thirdparty.py (run.py puts tests/ on sys.path)
+    # tests/thirdparty.py (run.py puts tests/ on sys.path)
+    from thirdparty import load_timm, load_torchvision, randomize_constant_init
     lib, arch, by_size = _SPECS[name]
     hw = 224 if size == "full" else 64
     kwargs = by_size.get(hw, {})
@@ -39,4 +41,6 @@ def build_vision(name: str, size: str = "full", seed: int = 0):
         m = load_torchvision().models.get_model(arch, weights=None, **kwargs)
     else:
         m = load_timm().create_model(arch, pretrained=False, **kwargs)
-    return m.eval(), (lambda batch=1: torch.randn(batch, 3, hw, hw))
+    # constant inits (zero heads and residual BatchNorms, 1e-6 layer scales) would make the
+    # max-error column meaningless (vit_b_16's zero head outputs zeros)
+    return randomize_constant_init(m.eval(), seed), (lambda batch=1: torch.randn(batch, 3, hw, hw))

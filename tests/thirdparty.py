@@ -3,6 +3,7 @@
     tv = import_torchvision()      # in a test: skips when torchvision cannot be had
     timm = import_timm()
     tv = load_torchvision()        # anywhere else: raises ImportError saying why
+    randomize_constant_init(model) # before comparing with eager (see there)
 
 Where torchvision is installed and imports (the GPU machine), it is used as it is. Elsewhere
 `./run.sh` installs torchvision (the release matching torch) and timm with
@@ -88,6 +89,33 @@ def load_timm():
     load_torchvision()
     _find("timm")
     return importlib.import_module("timm")
+
+
+def randomize_constant_init(model, seed=0):
+    """Random values for every floating parameter or buffer that the library initialised to one
+    constant, in place; returns the model. Their inits hide most of a model from a comparison
+    with eager: zero-initialised last BatchNorm of each residual block (timm resnet18d, levit)
+    and zero heads (torchvision vit_b_16) zero whole branches or the output, layer scales of
+    1e-6/1e-5 (ConvNeXt, PoolFormer) shrink every block below a 1e-5 tolerance, zero attention
+    biases (levit) leave their indexing untested, and BatchNorm's running mean 0 / var 1 make
+    it an identity. Scale-like vectors get U(0.5, 1.5), biases and running means U(-0.1, 0.1),
+    running variances U(0.5, 1.5), tensors of 2+ dims N(0, 1/fan_in)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if not t.is_floating_point() or t.numel() < 2 or not bool((t == t.flatten()[0]).all()):
+                continue
+            leaf = name.rsplit(".", 1)[-1]
+            u = torch.rand(t.shape, generator=g, dtype=torch.float32)
+            if "bias" in leaf or leaf == "running_mean":
+                v = (u - 0.5) * 0.2
+            elif t.dim() >= 2:
+                v = torch.randn(t.shape, generator=g) / t[0].numel() ** 0.5
+            else:  # norm weights, layer scales, running_var
+                v = u + 0.5
+            t.copy_(v.to(t.dtype))
+    return model
 
 
 def _or_skip(load):
