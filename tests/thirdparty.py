@@ -99,7 +99,8 @@ def randomize_constant_init(model, seed=0):
     1e-6/1e-5 (ConvNeXt, PoolFormer) shrink every block below a 1e-5 tolerance, zero attention
     biases (levit) leave their indexing untested, and BatchNorm's running mean 0 / var 1 make
     it an identity. Scale-like vectors get U(0.5, 1.5), biases and running means U(-0.1, 0.1),
-    running variances U(0.5, 1.5), tensors of 2+ dims N(0, 1/fan_in)."""
+    running variances U(0.5, 1.5), bias tables of 2+ dims N(0, 1), other tensors of 2+ dims
+    N(0, 1/fan_in)."""
     import torch
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -108,7 +109,11 @@ def randomize_constant_init(model, seed=0):
                 continue
             leaf = name.rsplit(".", 1)[-1]
             u = torch.rand(t.shape, generator=g, dtype=torch.float32)
-            if "bias" in leaf or leaf == "running_mean":
+            if "bias" in leaf and t.dim() >= 2:  # attention-logit bias tables (levit)
+                # N(0, 1): a wrong gather of a U(-0.1, 0.1) table moved levit's output by 1.5e-6
+                # of its max, under the tolerance; of this one by 5e-5
+                v = torch.randn(t.shape, generator=g)
+            elif "bias" in leaf or leaf == "running_mean":
                 v = (u - 0.5) * 0.2
             elif t.dim() >= 2:
                 v = torch.randn(t.shape, generator=g) / t[0].numel() ** 0.5
