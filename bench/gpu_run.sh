@@ -12,6 +12,8 @@
 #                            (a machine with 4 GPUs: the whole matrix within one device command;
 #                            with fewer GPUs, groups sharing a GPU run one after the other)
 #   bench/gpu_run.sh check   elementwise kernels; resnet18 + bert_base, batch 1, fp32+fp16
+#   bench/gpu_run.sh vision  torchvision/timm's own models (bench/vision_models.py; fp32+fp16,
+#                            batches 1/32/8; rows past the deadline are recorded as skipped)
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
 # bench/out/gpu). Every run.py call gets a --deadline from the time left of LIMIT seconds
@@ -20,7 +22,7 @@
 #   python bench/report.py OUTDIR/*.json --md bench/results/gpu.md --png bench/results/gpu-ratios.png
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check}
+PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check|vision}
 LIMIT=${LIMIT:-500}
 ROW_MAX=${ROW_MAX:-50}          # a typical late row (s): no row starts later than LIMIT-ROW_MAX
 OUTDIR=${OUT:-bench/out/gpu}
@@ -100,7 +102,9 @@ case "$PART" in
         done
         wait ;;
     check) bench gpu-check --models resnet18,bert_base --kernels elementwise "${COMMON[@]}" --batches 1 ;;
-    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check" >&2; exit 2 ;;
+    vision) bench gpu-vision --models tv_resnet50,tv_mobilenet_v2,tv_mobilenet_v3_large,tv_efficientnet_b0,tv_convnext_tiny,tv_vit_b_16,timm_mobilevit_s,timm_levit_128s \
+                "${COMMON[@]}" ;;
+    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision" >&2; exit 2 ;;
 esac
 # merged tables (and chart, where matplotlib is) of every JSON in OUTDIR so far
 png=()
