@@ -2,6 +2,7 @@
 
     python bench/overhead.py                      # Linear(16, 16) at batch 1, default device
     python bench/overhead.py --model conv1x1 --runs 3000
+    python bench/overhead.py --model chain10      # ten kernels (softmax/cumsum alternate, no fusion)
 
 Prints median microseconds per call (and p10-p90) of:
   module        the compiled module called end to end (fx GraphModule -> EngineModule -> op)
@@ -10,6 +11,8 @@ Prints median microseconds per call (and p10-p90) of:
                 EngineModule calls directly in plain eager mode)
   execute       _C.Engine.execute(numpy inputs, preallocated numpy outputs): C entry + enqueue/finish
   resident      Engine.benchmark: kernel sequence only, inputs already in OpenCL buffers
+  kernels       Engine.profile: the kernels' own device time, summed (end to end minus this is the
+                per-call overhead issue 13 item 4 counts)
 and the pieces of the Python body one by one (meta lookup, binding/validation, engine cache
 lookup, host staging, output allocation, numpy views), so the differences between the rows
 above can be attributed. Rows are timed round robin (one call of each per round), so a busy
@@ -33,7 +36,18 @@ def _model(name):
         return torch.nn.Linear(16, 16).eval(), torch.randn(1, 16)
     if name == "conv1x1":
         return torch.nn.Conv2d(4, 4, 1).eval(), torch.randn(1, 4, 4, 4)
-    raise SystemExit(f"unknown model {name!r} (linear, conv1x1)")
+    if name == "chain10":
+        return _Chain10().eval(), torch.randn(4, 64)
+    raise SystemExit(f"unknown model {name!r} (linear, conv1x1, chain10)")
+
+
+class _Chain10(torch.nn.Module):
+    """Ten kernels: softmax and cumsum alternate (reductions do not fuse with each other)."""
+
+    def forward(self, x):
+        for _ in range(5):
+            x = torch.cumsum(torch.softmax(x, -1), -1)
+        return x
 
 
 def _time_us(fn, runs):
@@ -149,6 +163,12 @@ def main(argv=None):
     med = statistics.median(res) * 1e3
     print(f"{'Engine.benchmark (resident)':40s} {med:10.1f} {min(res) * 1e3:8.1f} {max(res) * 1e3:8.1f} "
           f"{med / base:10.2f}")
+    if hasattr(eng, "profile"):
+        kern = sum(ms for _, ms in eng.profile(np_in, runs=20)) * 1e3
+        print(f"{'kernels (Engine.profile sum)':40s} {kern:10.1f}")
+        mod = _stats(acc_ts["module"])[0]
+        print(f"per-call overhead: module - kernels {mod - kern:.1f} us, "
+              f"Engine.execute - kernels {base - kern:.1f} us ({eng.info()['n_kernels']} kernels)")
 
 
 if __name__ == "__main__":

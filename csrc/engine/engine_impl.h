@@ -39,6 +39,8 @@ typedef struct ttc_exec_ctx {
     cl_mem *dev_in, *dev_out; /* device-side copies (non-CPU devices) */
     size_t *dev_in_cap, *dev_out_cap;
     cl_mem errf;              /* index-error flag (one int), only when a kernel takes one */
+    bool in_place;            /* host memory buffers need no map (ttc_cl_device_host_in_place) */
+    cl_int errv;              /* in place: errf's storage, read and written by the host */
     cl_mem scratch;           /* native convolutions' im2col buffer (engine/native_ops.h) */
     size_t scratch_cap;
 } ttc_exec_ctx;

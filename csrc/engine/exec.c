@@ -3,6 +3,7 @@
 #include "engine_impl.h"
 #include "native_ops.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,9 +52,13 @@ static ttc_status ctx_new(ttc_engine *e, ttc_exec_ctx **out) {
     ttc_status s = ttc_cl_queue_new(e->dev, false, &x->q);
     bool flag = false;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) flag = flag || ttc_kspec_has_errflag(&e->cg.kernels[i]);
+    if (s == TTC_OK) x->in_place = e->dev->is_cpu && ttc_cl_device_host_in_place(e->dev);
     if (s == TTC_OK && flag) {
         cl_int err = CL_SUCCESS;
-        x->errf = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE, sizeof(cl_int), NULL, &err);
+        if (x->in_place)
+            x->errf = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, sizeof x->errv, &x->errv, &err);
+        else
+            x->errf = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE, sizeof(cl_int), NULL, &err);
         if (!x->errf || err != CL_SUCCESS) {
             x->errf = NULL;
             s = ttc_fail_cl(err, "clCreateBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
@@ -212,10 +217,11 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     if (s == TTC_OK) s = ensure_buf(e, &x->arena, &x->arena_cap, p->arena_bytes, "arena");
     size_t scratch = ttc_native_scratch_bytes(e, p);
     if (s == TTC_OK && scratch) s = ensure_buf(e, &x->scratch, &x->scratch_cap, scratch, "native scratch");
-    /* bind inputs and outputs: host memory directly on CPU devices, device copies elsewhere */
+    /* bind inputs and outputs: host memory directly on CPU devices, device copies elsewhere and
+     * for memory not aligned to its element size (kernels may load whole elements from it) */
     for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++) {
         size_t n = in_bytes[i];
-        if (host_ptr && n) {
+        if (host_ptr && n && (uintptr_t)inputs[i] % ttc_dtype_size(e->ins[i].dtype) == 0) {
             in_mem[i] = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, n, (void *)inputs[i], &err);
             if (!in_mem[i] || err != CL_SUCCESS)
                 s = ttc_fail_cl(err, "clCreateBuffer(input %s, USE_HOST_PTR) failed: %s", e->ins[i].name, ttc_cl_error_name(err));
@@ -231,7 +237,7 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     }
     for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++) {
         size_t n = out_bytes[i];
-        if (host_ptr && n) {
+        if (host_ptr && n && (uintptr_t)outputs[i] % ttc_dtype_size(e->outs[i].dtype) == 0) {
             out_mem[i] = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n, outputs[i], &err);
             if (!out_mem[i] || err != CL_SUCCESS)
                 s = ttc_fail_cl(err, "clCreateBuffer(output %s, USE_HOST_PTR) failed: %s", e->outs[i].name, ttc_cl_error_name(err));
@@ -243,7 +249,9 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     /* the index-error flag starts at 0 on every call (same queue: ordered before the kernels) */
     static const cl_int zero = 0;
     cl_int flag = 0;
-    if (s == TTC_OK && x->errf) {
+    if (s == TTC_OK && x->errf && x->in_place) {
+        x->errv = 0;
+    } else if (s == TTC_OK && x->errf) {
         err = TTC_CL(EnqueueWriteBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof zero, &zero, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             s = ttc_fail_cl(err, "clEnqueueWriteBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
@@ -257,10 +265,10 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
         if (s == TTC_OK) s = ttc_exec_set_args(e, p, ki, x->kernels[ki], in_mem, out_mem, x->arena, x->errf);
         if (s == TTC_OK) s = ttc_exec_enqueue(e, p, ki, x->q, x->kernels[ki]);
     }
-    /* results back to the host */
+    /* results back to the host (nothing to do where the outputs' buffers are their memory) */
     for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++) {
-        if (!out_bytes[i]) continue;
-        if (host_ptr) {
+        if (!out_bytes[i] || (x->in_place && out_mem[i] != x->dev_out[i])) continue;
+        if (out_mem[i] != x->dev_out[i]) {
             void *mp = TTC_CL(EnqueueMapBuffer)(x->q, out_mem[i], CL_TRUE, CL_MAP_READ, 0, out_bytes[i], 0, NULL, NULL, &err);
             if (!mp || err != CL_SUCCESS)
                 s = ttc_fail_cl(err, "clEnqueueMapBuffer(output %s) failed: %s", e->outs[i].name, ttc_cl_error_name(err));
@@ -274,7 +282,7 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
                 s = ttc_fail_cl(err, "clEnqueueReadBuffer(output %s) failed: %s", e->outs[i].name, ttc_cl_error_name(err));
         }
     }
-    if (s == TTC_OK && x->errf) {
+    if (s == TTC_OK && x->errf && !x->in_place) {
         err = TTC_CL(EnqueueReadBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof flag, &flag, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             s = ttc_fail_cl(err, "clEnqueueReadBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
@@ -282,6 +290,7 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     err = TTC_CL(Finish)(x->q);
     if (err != CL_SUCCESS && s == TTC_OK)
         s = ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));
+    if (x->errf && x->in_place) flag = x->errv;
     if (s == TTC_OK && flag > 0 && flag <= k->n_ops)
         s = ttc_fail(TTC_ERR_INPUT, "node %s: index out of range (an index tensor holds a value outside the dim "
                      "it indexes); the outputs of this call are not valid", k->ops[flag - 1].name);

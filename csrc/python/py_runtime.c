@@ -66,6 +66,19 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     return Py_BuildValue("{s:O,s:s}", "available", on ? Py_True : Py_False, "library", ttc_native_library());
 }
 
+/* Whether execute on the default device passes host memory in place (runtime/hostmem_probe.c). */
+static PyObject *py_host_in_place(PyObject *m, PyObject *unused) {
+    ttc_cl_device *d;
+    ttc_status s;
+    bool on = false;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_cl_device_select(NULL, &d);
+    if (s == TTC_OK) on = ttc_cl_device_host_in_place(d);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
+    return PyBool_FromLong(on);
+}
+
 /* Process-wide program build counters (csrc/runtime/program.c). */
 static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
     ttc_cl_program_stats s;
@@ -96,6 +109,9 @@ static PyMethodDef runtime_methods[] = {
     {"native_cpu", py_native_cpu, METH_NOARGS,
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
      "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not)."},
+    {"host_in_place", py_host_in_place, METH_NOARGS,
+     "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
+     "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},
     {"program_stats", py_program_stats, METH_NOARGS,
      "program_stats() -> dict: OpenCL program builds in this process: compiled (from source), cache_hits "
      "(on-disk binary cache), from_binary (engine blobs), failed, and seconds each (compile_s, cache_s, binary_s)."},

@@ -65,6 +65,7 @@ typedef struct ttc_cl_device {
     bool fp16_advertised;     /* cl_khr_fp16 is in the extension list */
     bool half_compute, half_probed; /* see ttc_cl_device_half_compute (under lock) */
     bool native_ok, native_probed;  /* see ttc_native_available (runtime/native.h, under lock) */
+    bool host_in_place, host_probed; /* see ttc_cl_device_host_in_place (under lock) */
     bool opencl2;             /* OpenCL C 2.0+ */
     cl_uint compute_units;
     size_t max_work_group;
@@ -86,6 +87,11 @@ ttc_status ttc_cl_device_context(ttc_cl_device *d, cl_context *out);
  * program using half arithmetic builds and answers exactly (probed once; never fails, a
  * failed probe is "no"). TORCHTRT_C_HALF_COMPUTE=0 forces "no". */
 bool ttc_cl_device_half_compute(ttc_cl_device *d);
+/* Whether d's CL_MEM_USE_HOST_PTR buffers are the host memory itself: kernels' writes are in
+ * the host memory after clFinish, and host writes are seen by the next kernel, with no map
+ * (probed once on CPU devices, see hostmem_probe.c; never fails, a failed probe is "no").
+ * TORCHTRT_C_HOST_IN_PLACE=0 forces "no". */
+bool ttc_cl_device_host_in_place(ttc_cl_device *d);
 /* An in-order queue (profiling enabled when asked); caller releases it. */
 ttc_status ttc_cl_queue_new(ttc_cl_device *d, bool profiling, cl_command_queue *out);
 

@@ -25,7 +25,18 @@ class CompiledModule(torch.fx.GraphModule):
     def __call__(self, *args, **kwargs):
         specs = self._ttc_specs
         if specs is not None and not torch.compiler.is_compiling():
-            self._ttc_check(specs, args, kwargs)
+            # the check depends only on the dtypes and shapes: plain tensors whose dtypes and
+            # shapes passed it once skip it (FakeTensors and other subclasses always take it)
+            key = None
+            if not kwargs and len(args) == len(specs):
+                key = tuple([(t.dtype, t.shape) if type(t) is torch.Tensor else None for t in args])
+            passed = self.__dict__.get("_ttc_passed")
+            if key is None or passed is None or key not in passed:
+                self._ttc_check(specs, args, kwargs)
+                if key is not None and None not in key:
+                    if passed is None or len(passed) >= 64:  # dynamic shapes: keep it bounded
+                        passed = self.__dict__["_ttc_passed"] = set()
+                    passed.add(key)
         return super().__call__(*args, **kwargs)
 
     def _ttc_check(self, specs, args, kwargs):

@@ -9,7 +9,10 @@ Per-call work is kept small (bench/overhead.py measures it): the meta is parsed 
 (_Plan: engine, lock, output shapes per input shapes), outputs are fresh tensors every call, CUDA
 tensors use memory shared with OpenCL where the device can import CUDA memory (_cuda_interop),
 else cached pinned host buffers with one synchronisation, and EngineModule calls
-run_engine directly (no dispatcher) when nothing is tracing, profiling or needs autograd.
+run_engine directly (no dispatcher) when nothing is tracing, profiling or needs autograd. CPU
+tensors are passed to the engine as they are (contiguous ones without copies; on a device whose
+host-pointer buffers are host memory the engine reads and writes them in place), and calls from
+several threads run concurrently: the C engine takes an execution context per call.
 
     outs = torch.ops.torchtrt_c.execute_engine([x], blob, meta_json)
 """
@@ -100,7 +103,9 @@ class _Plan:
         self.in_dtypes = tuple(_DTYPES[dt] for _, dt, _ in meta.inputs)
         self.out_dtypes = tuple(_DTYPES[dt] for _, dt, _ in meta.outputs)
         self.engine = None
-        self.lock = None
+        self.lock = None  # CUDA staging only (the pinned buffers are shared between calls)
+        # numpy views for every binding: bfloat16 has no numpy dtype, so it goes through int16
+        self.plain_views = not any(dt is torch.bfloat16 for dt in self.in_dtypes + self.out_dtypes)
         self.out_shapes = {}  # input shapes -> output shapes (validated by bind_inputs once)
         self.pinned = {}  # (kind, index, shape, dtype) -> pinned host tensor (CUDA staging only)
         self.h2d_done = None  # CUDA event after the last output upload from the pinned buffers
@@ -141,19 +146,28 @@ def _plan(meta: str, blob: torch.Tensor) -> _Plan:
 def run_engine(inputs: List[torch.Tensor], engine: torch.Tensor, meta: str) -> List[torch.Tensor]:
     """The op's implementation, callable without the torch dispatcher (EngineModule's eager
     fast path). Returns fresh output tensors on the inputs' device."""
-    p = _plan(meta, engine)
+    p = _PLANS.get(meta)
+    if p is None or p.engine is None:
+        p = _plan(meta, engine)
     out_shapes = p.shapes_for(inputs)
-    device = inputs[0].device if inputs else torch.device("cpu")
-    if device.type == "cuda":
-        return _run_cuda(p, inputs, out_shapes, device)
-    host_in = [t if t.device.type == "cpu" and t.is_contiguous() and not t.requires_grad
-               else t.detach().to("cpu").contiguous() for t in inputs]
-    host_out = [torch.empty(s, dtype=dt) for s, dt in zip(out_shapes, p.out_dtypes)]
-    with p.lock:
-        p.engine.execute([_np_view(t) for t in host_in], [_np_view(t) for t in host_out])
-    if device.type != "cpu":
-        host_out = [t.to(device) for t in host_out]
-    return host_out
+    if inputs and not inputs[0].is_cpu:
+        device = inputs[0].device
+        if device.type == "cuda":
+            return _run_cuda(p, inputs, out_shapes, device)
+    else:
+        device = None
+    outs = [torch.empty(s, dtype=dt) for s, dt in zip(out_shapes, p.out_dtypes)]
+    if p.plain_views:  # the common case, without a function call per tensor
+        ins = [t.numpy() if t.is_cpu and not t.requires_grad and t.is_contiguous()
+               else t.detach().to("cpu").contiguous().numpy() for t in inputs]
+        p.engine.execute(ins, [t.numpy() for t in outs])
+    else:
+        ins = [t if t.is_cpu and not t.requires_grad and t.is_contiguous() else t.detach().to("cpu").contiguous()
+               for t in inputs]
+        p.engine.execute([_np_view(t) for t in ins], [_np_view(t) for t in outs])
+    if device is not None:
+        outs = [t.to(device) for t in outs]
+    return outs
 
 
 def _pinned(p: _Plan, kind: str, i: int, shape, dtype) -> torch.Tensor:
