@@ -25,6 +25,7 @@ from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._importer import ImportResult, NonAffineDim, import_program
+from torchtrt_c.dynamo._module_cache import remember_blob
 from torchtrt_c.dynamo._progress import Progress
 from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module, node_key
 from torchtrt_c.runtime._module import EngineModule
@@ -138,6 +139,7 @@ class _EngineFactory:
         self.device = resolve_device(settings.device)
         self.profile = None      # a CompileProfile recording each engine (set by stitch)
         self._keys = {}          # engine name -> its cache key (names its content, as a blob hash would)
+        self.files = {}          # engine name -> its engine cache file (written or read)
 
     def _cache_key(self, sub) -> str:
         h = hashlib.sha256()
@@ -152,6 +154,8 @@ class _EngineFactory:
                             h.update(t.detach().contiguous().view(torch.uint8).numpy())
         h.update(json.dumps(self.s.engine_key_fields(), sort_keys=True).encode())
         h.update(json.dumps({k: list(v) for k, v in self.imp.symbols.items()}, sort_keys=True).encode())
+        from torchtrt_c.dynamo._module_cache import _code_fingerprint
+        h.update(_code_fingerprint().encode())  # an edited or rebuilt torchtrt_c builds anew
         from torchtrt_c import _C
         dev = _C.devices()[self.device if self.device is not None else _C.default_device()]
         h.update(json.dumps({k: dev.get(k) for k in ("platform", "name", "vendor", "driver")},
@@ -183,16 +187,24 @@ class _EngineFactory:
             sec["cache_key"] = time.perf_counter() - t
             self._keys[name] = key
             path = os.path.join(os.fspath(self.s.engine_cache_dir), key[:40] + ".ttce")
+            self.files[name] = path
             _wait_written(path)
             if self.s.reuse_cached_engines and os.path.exists(path):
                 t = time.perf_counter()
+                # compiled before in this process: its engine is still live (the runtime's
+                # registry, by the same id), so nothing is deserialised or uploaded again, and
+                # its blob is the live module's (not the file's bytes, read again)
+                from torchtrt_c.runtime._execute import ENGINES
+                from torchtrt_c.dynamo._module_cache import _live_blob
+                e = ENGINES.peek(key[:32])
+                live_blob = _live_blob(key[:32]) if e is not None else None
+                if live_blob is not None:
+                    rec["source"] = "engine cache (live)"
+                    sec["load"] = time.perf_counter() - t
+                    return e, live_blob
                 with open(path, "rb") as f:
                     blob = f.read()
                 try:
-                    # compiled before in this process: its engine is still live (the runtime's
-                    # registry, by the same id), so nothing is deserialised or uploaded again
-                    from torchtrt_c.runtime._execute import ENGINES
-                    e = ENGINES.peek(key[:32])
                     rec["source"] = "engine cache" if e is None else "engine cache (live)"
                     if e is None:
                         e = _C.Engine.deserialize(blob, device=self.device)
@@ -245,7 +257,8 @@ def _fx_codegen(ep):
 
 def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progress: Progress,
            ep=None, build_engines: bool = True, orig_input_dtypes=None,
-           input_specs=None, codegen=None) -> torch.fx.GraphModule:
+           input_specs=None, codegen=None, engine_files: dict = None) -> torch.fx.GraphModule:
+    """engine_files, when given, receives each engine's cache file (engine name -> path)."""
     g = imp.graph
     view = GraphView(g)
     parent = torch.fx.Graph()
@@ -279,7 +292,10 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
                 sub, in_names, out_names = g.extract(seg["nodes"])
                 try:
                     e, blob = factory.build(sub, name)
-                    mod = EngineModule(blob, factory.meta(e, name, blob), engine=e)
+                    meta = factory.meta(e, name, blob)
+                    mod = (EngineModule.from_tensor(blob, meta, engine=e) if isinstance(blob, torch.Tensor)
+                           else EngineModule(blob, meta, engine=e))
+                    remember_blob(meta.id, mod.engine)
                     args, outs = list(in_names), list(out_names)
                 except Exception as ex:
                     from torchtrt_c import Error
@@ -318,14 +334,21 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
         else:
             raise RuntimeError(f"graph output %{v} is not produced by any segment")
     parent.output(tuple(results))
+    if engine_files is not None and factory is not None:
+        engine_files.update(factory.files)
     gm = CompiledModule(root, parent, class_name="CompiledModule")
+    _finish_module(gm, settings, ep, input_specs, codegen)
+    return gm
+
+
+def _finish_module(gm, settings, ep, input_specs, codegen=None):
+    """The pytree calling convention of the exported program and the user-input check."""
     if ep is not None or codegen is not None:
         gm.graph._codegen = codegen if codegen is not None else _fx_codegen(ep)
         gm.recompile()
     if input_specs is not None:
         gm._ttc_specs = list(input_specs)
         gm._ttc_truncate = settings.truncate_double
-    return gm
 
 
 # ---------------------------------------------------------------- pipeline
@@ -441,6 +464,15 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     progress.phase("capture (torch.export)")
     ep = capture(module, arg_inputs, kwarg_inputs)
     kwarg_inputs = kwarg_order(ep, kwarg_inputs)
+    all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
+    mkey = None
+    if not settings.dryrun and (settings.cache_built_engines or settings.reuse_cached_engines) \
+            and os.environ.get("TORCHTRT_C_MODULE_CACHE", "1") != "0":
+        mkey, gm = _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress)
+        if gm is not None:
+            _finish_module(gm, settings, ep, list(zip(_input_names(ep, len(all_inputs)), all_inputs)))
+            progress.done()
+            return gm
     progress.phase("decompositions")
     ep = decompose(ep, keep=_keep_ops(settings))
     progress.dump("decomposed FX graph", lambda: str(ep.graph))
@@ -460,7 +492,6 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         imp = _import(ep, arg_inputs, kwarg_inputs, settings)
         lower(imp, settings, progress)
     part = partition(imp, settings, forced, progress)
-    all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
     specs = list(zip(_input_names(ep, len(all_inputs)), all_inputs))
     if settings.dryrun:
         from torchtrt_c.dynamo._dryrun import DryRunReport
@@ -474,11 +505,65 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         gm.dryrun_report = report
         return gm
     progress.phase("engines + stitching")
+    files = {}
     gm = stitch(imp, part, settings, progress, ep=ep,
-                orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
+                orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs, engine_files=files)
     progress.dump("compiled module", lambda: gm.code)
     if _pending:  # entries are on disk when compile returns (another process may read them next)
         progress.phase("engine cache writes")
         _wait_written()
+    if mkey is not None and settings.cache_built_engines:
+        _module_cache_store(settings, mkey, gm, files, progress)
     progress.done()
     return gm
+
+
+def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress):
+    """(key or None, the cached module or None). The key is taken right after capture, so a hit
+    skips decompositions, import, lowering, partitioning and the engines' builds."""
+    from torchtrt_c.dynamo import _module_cache as mc
+    progress.phase("engine cache lookup")
+    rec = progress.profile.module_cache
+    t = time.perf_counter()
+    try:
+        key, hash_s = mc.module_key(ep, arg_inputs, kwarg_inputs, settings, resolve_device(settings.device))
+    except mc.Unserializable as ex:
+        rec.update(result=f"off: the program holds {ex}")
+        log.info("module cache: not used (the program holds %s)", ex)
+        return None, None
+    rec.update(key=key[:40], key_s=time.perf_counter() - t, weights_hash_s=hash_s, result="miss")
+    if not settings.reuse_cached_engines:
+        rec["result"] = "lookup off (reuse_cached_engines=False)"
+        return key, None
+    path = mc.entry_path(settings, key)
+    _wait_written(path)
+    if not os.path.exists(path):
+        return key, None
+    progress.phase("load cached module")
+    t = time.perf_counter()
+    try:
+        gm = mc.load_module(settings, key, progress.profile)
+    except (mc.RejectedEntry, OSError) as ex:
+        progress.profile.engines.clear()
+        rec["result"] = f"rejected: {ex}"
+        log.warning("torchtrt_c: ignoring the cached compile %s: %s; compiling the model again", path, ex)
+        return key, None
+    rec.update(result="hit", load_s=time.perf_counter() - t)
+    log.info("module cache: reused %s", path)
+    return key, gm
+
+
+def _module_cache_store(settings, key, gm, files, progress):
+    from torchtrt_c.dynamo import _module_cache as mc
+    progress.phase("module cache write")
+    rec = progress.profile.module_cache
+    try:
+        path = mc.store_module(settings, key, gm, files)
+        rec["result"] = "stored" if rec.get("result") in (None, "miss") else rec["result"] + "; stored again"
+        log.info("module cache: wrote %s", path)
+    except mc.Unserializable as ex:
+        rec["result"] = f"not stored: the module holds {ex}"
+        log.info("module cache: not stored (%s)", ex)
+    except OSError as ex:
+        rec["result"] = f"not stored: {ex}"
+        log.warning("could not write module cache entry: %s", ex)

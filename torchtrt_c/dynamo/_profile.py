@@ -43,6 +43,9 @@ class CompileProfile:
         self._prog0 = _program_stats()
         self.programs = {}
         self.dryrun = False
+        # the whole-module cache (dynamo/_module_cache.py): key, key_s, weights_hash_s, result
+        # ("hit", "miss", "stored", "rejected: why", "off: why"), load_s on a hit
+        self.module_cache = {}
 
     def add_passes(self, passes) -> None:
         for p in passes:
@@ -51,7 +54,8 @@ class CompileProfile:
     def engine(self, name: str) -> dict:
         """A record for one engine; the factory fills it (see _compiler._EngineFactory.build)."""
         # source: "built", "engine cache" (deserialised from engine_cache_dir) or "engine cache
-        # (live)" (the same engine compiled earlier in this process, still loaded) or "build
+        # (live)" (the same engine compiled earlier in this process, still loaded), "module cache"
+        # / "module cache (live)" (a whole-module cache hit: see _module_cache.py) or "build
         # failed" (with "failed": the error; the segment runs in torch)
         rec = {"name": name, "source": "", "seconds": {}, "build": None}
         self.engines.append(rec)
@@ -79,7 +83,7 @@ class CompileProfile:
                "programs_compiled": 0, "programs_cached": 0, "gemms": 0, "tune_timed": 0,
                "tune_candidates": 0, "tune_cached": 0}
         for e in self.engines:
-            if e["source"].startswith("engine cache"):
+            if e["source"].startswith(("engine cache", "module cache")):
                 cnt["cache_hits"] += 1
             b = e.get("build")
             if not b:
@@ -97,7 +101,8 @@ class CompileProfile:
     def as_dict(self) -> dict:
         return {"total_s": self.total_s, "phases": [list(p) for p in self.phases],
                 "passes": [list(p) for p in self.passes], "engines": [dict(e) for e in self.engines],
-                "engine_totals": self.engine_totals(), "programs": dict(self.programs), "dryrun": self.dryrun}
+                "engine_totals": self.engine_totals(), "programs": dict(self.programs), "dryrun": self.dryrun,
+                "module_cache": dict(self.module_cache)}
 
     def summary(self) -> str:
         """One line: total and the phases."""
@@ -129,6 +134,13 @@ class CompileProfile:
                          + f"; kernels {b['kernels']} ({b['unique_kernels']} unique), source {b['source_bytes']} B,"
                          f" program {b['program_origin']}; GEMMs {b['gemms']}: {b['tune_cached']} from the tuning"
                          f" cache, {b['tune_timed']} timed ({b['tune_candidates']} candidates)")
+        mc = self.module_cache
+        if mc:
+            L.append(f"  module cache: {mc.get('result', '')}" + (
+                f"; key {mc['key_s']:.3f}s (weights hashed in {mc['weights_hash_s']:.3f}s)" if "key_s" in mc else "")
+                + (f", loaded in {mc['load_s']:.3f}s" if "load_s" in mc else "")
+                + (" (engines deserialised at their first call)"
+                   if any(e["source"] == "module cache" for e in self.engines) else ""))
         if self.programs:
             p = self.programs
             L.append(f"  OpenCL programs: {p.get('compiled', 0)} compiled ({p.get('compile_s', 0):.2f}s), "

@@ -38,6 +38,19 @@ class EngineModule(torch.nn.Module):
         if engine is not None:
             _execute.ENGINES.put(meta.id, engine)
 
+    @classmethod
+    def from_tensor(cls, blob: torch.Tensor, meta: EngineMeta, engine=None) -> "EngineModule":
+        """An EngineModule over an existing uint8 tensor (not copied): a warm compile shares
+        the blob read from the engine cache or held by a live module of the same engine."""
+        self = cls.__new__(cls)
+        torch.nn.Module.__init__(self)
+        self.register_buffer("engine", blob)
+        self.meta = meta.to_json()
+        self.engine_name = meta.name
+        if engine is not None:
+            _execute.ENGINES.put(meta.id, engine)
+        return self
+
     @property
     def engine_meta(self) -> EngineMeta:
         return EngineMeta.from_json(self.meta)

@@ -1,0 +1,457 @@
+"""The whole-module cache: a warm compile is capture + a key + a lookup.
+
+    key = module_key(ep, arg_inputs, kwarg_inputs, settings, device)   # right after capture
+    gm = load_module(settings, key, ep, specs)     # None on a miss (or a rejected entry)
+    store_module(settings, key, gm)                # after a cold compile
+
+The key names everything the compiled module depends on: the captured program (its graph
+printout, every node's shapes/dtypes/strides, the signature, range constraints and pytree
+specs), all weight and constant bytes (sha256 over every byte: a sampled hash could miss a
+changed element, and a stale hit is a silently wrong answer), the Input specs, the settings
+that change what is compiled, torchtrt_c's code (package version plus the size and mtime of its
+Python files and the extension), its TORCHTRT_C_* environment, torch's version and the OpenCL
+device (platform, name, vendor, driver).
+
+An entry (`<key>.ttcm` in engine_cache_dir) holds the stitched module: its parent graph and its
+torch segments as restricted node lists (only torch ops, getitem and _to_copy are allowed as
+targets: loading an entry never runs code from the file), their buffers as tensors
+(torch.load weights_only=True), and per engine its meta plus the engine cache entry's file
+name, size and CRC-32. The engines themselves stay in their `.ttce` files (written by the
+engine factory); a hit reads them without deserialising: the runtime deserialises an engine on
+its first call (an engine compiled earlier in this process is reused live). An entry whose
+checksum, format or engine files do not match is rejected with a warning that says why, and
+the model is compiled again (overwriting it).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import operator
+import os
+import threading
+import time
+import weakref
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+import torch.fx
+
+log = logging.getLogger("torchtrt_c")
+
+FORMAT = "torchtrt_c module cache 1"
+MAGIC = b"TTCM1\n"
+_SUFFIX = ".ttcm"
+
+
+class Unserializable(Exception):
+    """The stitched module holds something an entry cannot describe (then no entry is written)."""
+
+
+class RejectedEntry(Exception):
+    """A cache entry that cannot be used (corrupt, truncated, another format, engines missing)."""
+
+
+# ---------------------------------------------------------------- the key
+_code_fp = None
+
+
+def _code_fingerprint() -> str:
+    """torchtrt_c's code: version, and size + mtime of each Python file and of the extension
+    (a rebuilt extension or an edited converter must not hit entries compiled by the old one)."""
+    global _code_fp
+    if _code_fp is None:
+        import torchtrt_c
+        from torchtrt_c import _C
+        h = hashlib.sha256(str(getattr(torchtrt_c, "__version__", "")).encode())
+        root = os.path.dirname(os.path.abspath(torchtrt_c.__file__))
+        files = [os.path.abspath(_C.__file__)]
+        for d, _, names in os.walk(root):
+            files += [os.path.join(d, n) for n in names if n.endswith(".py")]
+        for f in sorted(files):
+            st = os.stat(f)
+            h.update(f"{os.path.relpath(f, root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        _code_fp = h.hexdigest()
+    return _code_fp
+
+
+def _meta_str(v) -> str:
+    if isinstance(v, torch.Tensor):
+        try:
+            stride = tuple(v.stride())
+        except Exception:  # sparse / nested: no strides
+            stride = None
+        return f"T({v.dtype},{tuple(v.shape)},{stride},{v.device.type})"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_meta_str(x) for x in v) + "]"
+    return repr(v) if isinstance(v, (int, float, bool, str, type(None), torch.SymInt, torch.SymFloat,
+                                     torch.SymBool)) else type(v).__name__
+
+
+def _program_text(ep) -> str:
+    parts = [str(ep.graph), str(ep.graph_signature), str(sorted((str(k), str(v)) for k, v in
+                                                                 ep.range_constraints.items()))]
+    for n in ep.graph.nodes:
+        parts.append(f"{n.name}:{_meta_str(n.meta.get('val'))}")
+    try:
+        parts += [str(ep.call_spec.in_spec), str(ep.call_spec.out_spec)]
+    except Exception:
+        pass
+    return "\n".join(parts)
+
+
+def _tensor_bytes(t: torch.Tensor):
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.is_sparse or t.layout != torch.strided or t.is_quantized:
+        raise Unserializable(f"a {t.layout} tensor")
+    return t.contiguous().reshape(-1).view(torch.uint8).numpy()
+
+
+def _weights(ep) -> list:
+    out = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.target is None:
+            continue
+        t = ep.state_dict.get(spec.target)
+        if t is None:
+            t = ep.constants.get(spec.target)
+        if isinstance(t, torch.Tensor):
+            out.append((spec.target, t))
+        elif t is not None:  # a script object or something else we cannot hash: no key
+            raise Unserializable(f"constant {spec.target} is a {type(t).__name__}")
+    return out
+
+
+def _hash_one(item):
+    name, t = item
+    h = hashlib.sha256(f"{name}:{t.dtype}:{tuple(t.shape)}\n".encode())
+    if t.numel():
+        h.update(_tensor_bytes(t))  # hashlib drops the GIL while it hashes a big buffer
+    return h.digest()
+
+
+def _settings_text(s) -> str:
+    import dataclasses
+    skip = {"debug", "dryrun", "cache_built_engines", "reuse_cached_engines", "engine_cache_dir", "device"}
+    d = {}
+    for f in dataclasses.fields(s):
+        if f.name in skip:
+            continue
+        v = getattr(s, f.name)
+        if f.name == "torch_executed_modules":
+            v = sorted(x if isinstance(x, str) else f"{x.__module__}.{x.__qualname__}" for x in v)
+        elif f.name == "torch_executed_ops":
+            v = s.torch_executed_op_names()
+        elif isinstance(v, (set, frozenset)):
+            v = sorted(map(str, v))
+        d[f.name] = str(v)
+    return json.dumps(d, sort_keys=True)
+
+
+def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index) -> tuple:
+    """(key hex, seconds spent hashing weights). Raises Unserializable when the program holds
+    something the key cannot name (then nothing is cached)."""
+    from torchtrt_c import _C
+    h = hashlib.sha256(FORMAT.encode())
+    h.update(_code_fingerprint().encode())
+    h.update(f"torch {torch.__version__}\n".encode())
+    h.update(json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("TORCHTRT_C_"))).encode())
+    dev = _C.devices()[device_index if device_index is not None else _C.default_device()]
+    h.update(json.dumps({k: dev.get(k) for k in ("platform", "name", "vendor", "driver", "version")},
+                        sort_keys=True, default=str).encode())
+    h.update(_settings_text(settings).encode())
+    for i in list(arg_inputs) + [kwarg_inputs[k] for k in kwarg_inputs]:
+        h.update(repr((tuple(i.min_shape), tuple(i.opt_shape), tuple(i.max_shape), str(i.dtype))).encode())
+    h.update(repr(list(kwarg_inputs)).encode())
+    h.update(_program_text(ep).encode())
+    t = time.perf_counter()
+    items = _weights(ep)
+    big = sum(x.numel() * x.element_size() for _, x in items)
+    if big > (64 << 20) and len(items) > 1:  # threads: hashlib releases the GIL on big buffers
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as ex:
+            digests = list(ex.map(_hash_one, items))
+    else:
+        digests = [_hash_one(x) for x in items]
+    for d in digests:
+        h.update(d)
+    return h.hexdigest(), time.perf_counter() - t
+
+
+def entry_path(settings, key: str) -> str:
+    return os.path.join(os.fspath(settings.engine_cache_dir), key[:40] + _SUFFIX)
+
+
+# ---------------------------------------------------------------- graphs <-> node lists
+_FUNCS = {"getitem": operator.getitem}
+_FUNC_NAMES = {v: k for k, v in _FUNCS.items()}
+
+
+def _enc(a):
+    if isinstance(a, torch.fx.Node):
+        return {"n": a.name}
+    if a is None or isinstance(a, (bool, int, str)):
+        return a
+    if isinstance(a, float):
+        return {"f": repr(a)}  # inf/nan kept exactly
+    if isinstance(a, list):
+        return {"l": [_enc(x) for x in a]}
+    if isinstance(a, tuple):
+        return {"t": [_enc(x) for x in a]}
+    if isinstance(a, dict) and all(isinstance(k, str) for k in a):
+        return {"d": {k: _enc(v) for k, v in a.items()}}
+    if isinstance(a, torch.dtype):
+        return {"dtype": str(a).replace("torch.", "")}
+    if isinstance(a, torch.device):
+        return {"device": str(a)}
+    if isinstance(a, (torch.layout, torch.memory_format)):
+        return {"attr": str(a).replace("torch.", "")}
+    raise Unserializable(f"argument of type {type(a).__name__}")
+
+
+def _dec(a, env):
+    if not isinstance(a, dict):
+        return a
+    if "n" in a:
+        return env[a["n"]]
+    if "f" in a:
+        return float(a["f"])
+    if "l" in a:
+        return [_dec(x, env) for x in a["l"]]
+    if "t" in a:
+        return tuple(_dec(x, env) for x in a["t"])
+    if "d" in a:
+        return {k: _dec(v, env) for k, v in a["d"].items()}
+    if "dtype" in a:
+        dt = getattr(torch, a["dtype"], None)
+        if not isinstance(dt, torch.dtype):
+            raise RejectedEntry(f"unknown dtype {a['dtype']!r}")
+        return dt
+    if "device" in a:
+        return torch.device(a["device"])
+    if "attr" in a:
+        v = getattr(torch, a["attr"], None)
+        if not isinstance(v, (torch.layout, torch.memory_format)):
+            raise RejectedEntry(f"unknown torch attribute {a['attr']!r}")
+        return v
+    raise RejectedEntry(f"unknown argument encoding {sorted(a)}")
+
+
+def encode_graph(g: torch.fx.Graph) -> list:
+    out = []
+    for n in g.nodes:
+        if n.op == "call_function":
+            if isinstance(n.target, torch._ops.OpOverload):
+                target = "op:" + str(n.target)
+            elif n.target in _FUNC_NAMES:
+                target = _FUNC_NAMES[n.target]
+            else:
+                raise Unserializable(f"node {n.name} calls {n.target!r}")
+        elif n.op in ("placeholder", "call_module", "get_attr", "output"):
+            target = n.target
+        else:
+            raise Unserializable(f"node {n.name}: op {n.op}")
+        out.append([n.op, n.name, target, _enc(n.args), _enc(dict(n.kwargs))])
+    return out
+
+
+def decode_graph(nodes: list) -> torch.fx.Graph:
+    from torchtrt_c.dynamo._rebuild import resolve_op
+    g = torch.fx.Graph()
+    env = {}
+    for op, name, target, args, kwargs in nodes:
+        args = _dec(args, env)
+        kwargs = _dec(kwargs, env)
+        if op == "placeholder":
+            n = g.placeholder(target)
+        elif op == "output":
+            n = g.output(args[0])
+        elif op == "get_attr":
+            n = g.get_attr(target)
+        elif op == "call_module":
+            n = g.call_module(target, tuple(args), kwargs)
+        elif op == "call_function":
+            if target.startswith("op:"):
+                fn = resolve_op(target[3:])
+                if not isinstance(fn, torch._ops.OpOverload):
+                    raise RejectedEntry(f"unknown op {target[3:]!r}")
+            elif target in _FUNCS:
+                fn = _FUNCS[target]
+            else:
+                raise RejectedEntry(f"target {target!r} is not allowed")
+            n = g.call_function(fn, tuple(args), kwargs)
+        else:
+            raise RejectedEntry(f"node op {op!r}")
+        n.name = name
+        env[name] = n
+    g.lint()
+    return g
+
+
+# ---------------------------------------------------------------- live blobs
+# engine id -> its blob tensor (a uint8 buffer of an EngineModule of this process): a warm
+# compile in the same process shares it instead of reading the engine file again
+_live_blobs = weakref.WeakValueDictionary()
+_live_lock = threading.Lock()
+
+
+def remember_blob(engine_id: str, blob: torch.Tensor) -> None:
+    with _live_lock:
+        _live_blobs[engine_id] = blob
+
+
+def _live_blob(engine_id: str):
+    with _live_lock:
+        return _live_blobs.get(engine_id)
+
+
+# ---------------------------------------------------------------- store / load
+def store_module(settings, key: str, gm, engine_files: dict) -> str:
+    """Writes gm's entry. engine_files: engine submodule name -> its engine cache file (already
+    written). Raises Unserializable when gm holds something an entry cannot describe."""
+    from torchtrt_c.runtime._module import EngineModule
+    tensors = {}
+    mods = {}
+    for name, mod in gm.named_children():
+        if isinstance(mod, EngineModule):
+            path = engine_files.get(name)
+            if path is None or not os.path.exists(path):
+                raise Unserializable(f"{name}: no engine cache file")
+            blob = mod.engine.numpy()
+            mods[name] = {"kind": "engine", "meta": mod.meta, "file": os.path.basename(path),
+                          "size": int(blob.size), "crc32": zlib.crc32(blob)}
+        elif isinstance(mod, torch.fx.GraphModule):
+            bufs = {}
+            for bname, b in mod.named_buffers():
+                if "." in bname:
+                    raise Unserializable(f"{name}: nested buffer {bname}")
+                tensors[f"{name}/{bname}"] = b.detach()
+                bufs[bname] = f"{name}/{bname}"
+            if dict(mod.named_parameters()):
+                raise Unserializable(f"{name}: has parameters")
+            mods[name] = {"kind": "graph", "class": type(mod).__name__, "graph": encode_graph(mod.graph),
+                          "buffers": bufs}
+        else:
+            raise Unserializable(f"submodule {name} is a {type(mod).__name__}")
+    root_bufs = {}
+    for bname, b in gm.named_buffers(recurse=False):
+        tensors[f"/{bname}"] = b.detach()
+        root_bufs[bname] = f"/{bname}"
+    manifest = {"format": FORMAT, "key": key, "graph": encode_graph(gm.graph), "modules": mods,
+                "buffers": root_bufs}
+    bio = io.BytesIO()
+    torch.save({"manifest": json.dumps(manifest), "tensors": tensors}, bio)
+    payload = bio.getvalue()
+    path = entry_path(settings, key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + f".{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+    os.replace(tmp, path)
+    return path
+
+
+def _read_entry(path: str, key: str) -> tuple:
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 32:
+        raise RejectedEntry("not a torchtrt_c module cache entry (bad header)")
+    digest, payload = data[len(MAGIC):len(MAGIC) + 32], data[len(MAGIC) + 32:]
+    if hashlib.sha256(payload).digest() != digest:
+        raise RejectedEntry("checksum mismatch (the file is damaged or truncated)")
+    try:
+        obj = torch.load(io.BytesIO(payload), weights_only=True)
+        manifest = json.loads(obj["manifest"])
+        tensors = obj["tensors"]
+    except Exception as ex:
+        raise RejectedEntry(f"unreadable payload ({type(ex).__name__}: {ex})") from None
+    if manifest.get("format") != FORMAT:
+        raise RejectedEntry(f"format {manifest.get('format')!r}, expected {FORMAT!r}")
+    if manifest.get("key") != key:
+        raise RejectedEntry("it was written for another key")
+    return manifest, tensors
+
+
+def _engine_blob(settings, name: str, rec: dict) -> tuple:
+    """(uint8 tensor, live engine or None) for one engine of an entry."""
+    from torchtrt_c.runtime._execute import ENGINES
+    from torchtrt_c.runtime._shapes import EngineMeta
+    meta = EngineMeta.from_json(rec["meta"])
+    live = ENGINES.peek(meta.id)
+    blob = _live_blob(meta.id)
+    if live is not None and blob is not None and blob.numel() == rec["size"]:
+        return blob, live
+    path = os.path.join(os.fspath(settings.engine_cache_dir), rec["file"])
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        raise RejectedEntry(f"{name}: engine file {rec['file']} is missing") from None
+    if size != rec["size"]:
+        raise RejectedEntry(f"{name}: engine file {rec['file']} has {size} bytes, expected {rec['size']}")
+    buf = bytearray(size)
+    with open(path, "rb") as f:
+        got = f.readinto(buf)
+    if got != size or zlib.crc32(buf) != rec["crc32"]:
+        raise RejectedEntry(f"{name}: engine file {rec['file']} is damaged (CRC-32 mismatch)")
+    return torch.frombuffer(buf, dtype=torch.uint8), live
+
+
+def load_module(settings, key: str, profile=None):
+    """The compiled module of an entry, or None when there is none. Raises RejectedEntry (with
+    the reason) for an entry that exists but cannot be used."""
+    from torchtrt_c.dynamo._compiled_module import CompiledModule
+    from torchtrt_c.runtime._execute import ENGINES
+    from torchtrt_c.runtime._module import EngineModule
+    from torchtrt_c.runtime._shapes import EngineMeta
+    path = entry_path(settings, key)
+    if not os.path.exists(path):
+        return None
+    manifest, tensors = _read_entry(path, key)
+    root = torch.nn.Module()
+    try:
+        for name, rec in manifest["modules"].items():
+            t = time.perf_counter()
+            if rec["kind"] == "engine":
+                blob, live = _engine_blob(settings, name, rec)
+                meta = EngineMeta.from_json(rec["meta"])
+                mod = EngineModule.from_tensor(blob, meta)
+                if live is None and settings.device is not None:
+                    # the runtime deserialises lazily on the default device only
+                    from torchtrt_c import _C
+                    from torchtrt_c.dynamo._compiler import resolve_device
+                    ENGINES.put(meta.id, _C.Engine.deserialize(bytes(blob.numpy()),
+                                                                device=resolve_device(settings.device)))
+                remember_blob(meta.id, mod.engine)
+                if profile is not None:
+                    e = profile.engine(name)
+                    e["source"] = "module cache (live)" if live is not None else "module cache"
+                    e["seconds"]["load"] = time.perf_counter() - t
+            elif rec["kind"] == "graph":
+                sub = torch.nn.Module()
+                for bname, tk in rec["buffers"].items():
+                    sub.register_buffer(bname, tensors[tk])
+                mod = torch.fx.GraphModule(sub, decode_graph(rec["graph"]), class_name=rec["class"])
+            else:
+                raise RejectedEntry(f"{name}: unknown module kind {rec['kind']!r}")
+            root.add_module(name, mod)
+        for bname, tk in manifest["buffers"].items():
+            root.register_buffer(bname, tensors[tk])
+        graph = decode_graph(manifest["graph"])
+    except RejectedEntry:
+        raise
+    except Exception as ex:
+        raise RejectedEntry(f"cannot rebuild the module ({type(ex).__name__}: {ex})") from None
+    return CompiledModule(root, graph, class_name="CompiledModule")
+
+
+def discard(settings, key: str) -> None:
+    try:
+        os.remove(entry_path(settings, key))
+    except OSError:
+        pass
+
+
+__all__ = ["module_key", "load_module", "store_module", "RejectedEntry", "Unserializable", "remember_blob"]
