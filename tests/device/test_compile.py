@@ -157,7 +157,9 @@ def test_engine_takes_a_list_of_constant_indices_inside():
         assert_tree_close(gm(x), m(x))
 
 
-def test_engine_cache_reuses_built_engines(tmp_path, caplog):
+def test_engine_cache_reuses_built_engines(tmp_path, caplog, monkeypatch):
+    # the per-engine layer (the whole-module cache in front of it is tested in test_module_cache)
+    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
     m = MLP().eval()
     x = torch.randn(4, 16)
     kw = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,

@@ -36,7 +36,9 @@ def _run(cache, reuse, env_extra):
     return json.loads(line[len("PROFILE"):])
 
 
-def test_second_compile_in_process_reuses_engines(tmp_path):
+def test_second_compile_in_process_reuses_engines(tmp_path, monkeypatch):
+    # the per-engine layer: the whole-module cache in front of it (test_module_cache) is off
+    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
     x = torch.randn(4, 16)
@@ -55,7 +57,8 @@ def test_second_compile_in_process_reuses_engines(tmp_path):
 
 
 def test_fresh_process_hits_engine_and_program_caches(tmp_path):
-    env = {"TORCHTRT_C_PROGRAM_BINARIES": "1"}   # exercise the binary path on any device (PoCL too)
+    env = {"TORCHTRT_C_PROGRAM_BINARIES": "1",   # exercise the binary path on any device (PoCL too)
+           "TORCHTRT_C_MODULE_CACHE": "0"}       # the per-engine layer (test_module_cache: the module one)
     cold = _run(tmp_path, True, env)
     assert cold["engine_totals"]["built"] == cold["engine_totals"]["engines"] >= 1
     assert cold["programs"]["compiled"] >= 1

@@ -13,7 +13,9 @@ import torchtrt_c
 from torchtrt_c.dynamo import _progress
 from torchtrt_c.dynamo._profile import BUILD_STEPS, last_compile_profile
 
-PHASES = ["capture (torch.export)", "decompositions", "import", "lowering", "partitioning", "engines + stitching"]
+# "engine cache lookup": the whole-module cache's key, taken right after capture (the engine
+# cache is on in _compile below)
+PHASES = ["capture (torch.export)", "engine cache lookup", "decompositions", "import", "lowering", "partitioning", "engines + stitching"]
 
 
 class Repeated(torch.nn.Module):

@@ -201,6 +201,7 @@ class _EngineFactory:
                 if live_blob is not None:
                     rec["source"] = "engine cache (live)"
                     sec["load"] = time.perf_counter() - t
+                    log.info("%s: reused cached engine %s (live)", name, path)
                     return e, live_blob
                 with open(path, "rb") as f:
                     blob = f.read()
