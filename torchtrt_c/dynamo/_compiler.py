@@ -462,14 +462,19 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         from torchtrt_c._devices import devices
         devices()
         resolve_device(settings.device)
+    use_mc = (not settings.dryrun and (settings.cache_built_engines or settings.reuse_cached_engines)
+              and os.environ.get("TORCHTRT_C_MODULE_CACHE", "1") != "0")
     progress.phase("capture (torch.export)")
+    prehash = None
+    if use_mc:  # the weights' hashes for the module cache's key, computed while capture runs
+        from torchtrt_c.dynamo._module_cache import Prehash
+        prehash = Prehash(module)
     ep = capture(module, arg_inputs, kwarg_inputs)
     kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
     mkey = None
-    if not settings.dryrun and (settings.cache_built_engines or settings.reuse_cached_engines) \
-            and os.environ.get("TORCHTRT_C_MODULE_CACHE", "1") != "0":
-        mkey, gm = _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress)
+    if use_mc:
+        mkey, gm = _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, prehash)
         if gm is not None:
             _finish_module(gm, settings, ep, list(zip(_input_names(ep, len(all_inputs)), all_inputs)))
             progress.done()
@@ -519,7 +524,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     return gm
 
 
-def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress):
+def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, prehash=None):
     """(key or None, the cached module or None). The key is taken right after capture, so a hit
     skips decompositions, import, lowering, partitioning and the engines' builds."""
     from torchtrt_c.dynamo import _module_cache as mc
@@ -527,7 +532,8 @@ def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress):
     rec = progress.profile.module_cache
     t = time.perf_counter()
     try:
-        key, hash_s = mc.module_key(ep, arg_inputs, kwarg_inputs, settings, resolve_device(settings.device))
+        key, hash_s = mc.module_key(ep, arg_inputs, kwarg_inputs, settings, resolve_device(settings.device),
+                                    prehash)
     except mc.Unserializable as ex:
         rec.update(result=f"off: the program holds {ex}")
         log.info("module cache: not used (the program holds %s)", ex)

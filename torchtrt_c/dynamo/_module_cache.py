@@ -17,8 +17,10 @@ torch segments as restricted node lists (only torch ops, getitem and _to_copy ar
 targets: loading an entry never runs code from the file), their buffers as tensors
 (torch.load weights_only=True), and per engine its meta plus the engine cache entry's file
 name, size and CRC-32. The engines themselves stay in their `.ttce` files (written by the
-engine factory); a hit reads them without deserialising: the runtime deserialises an engine on
-its first call (an engine compiled earlier in this process is reused live). An entry whose
+engine factory); a hit reads and checks them and deserialises them in a background thread:
+the compile returns at once, an engine's first call waits for its load (an engine compiled
+earlier in this process is reused live, its blob shared). TORCHTRT_C_MODULE_CACHE=0 turns the
+module cache off (the per-engine cache still works). An entry whose
 checksum, format or engine files do not match is rejected with a warning that says why, and
 the model is compiled again (overwriting it).
 """
@@ -126,12 +128,52 @@ def _weights(ep) -> list:
     return out
 
 
-def _hash_one(item):
-    name, t = item
-    h = hashlib.sha256(f"{name}:{t.dtype}:{tuple(t.shape)}\n".encode())
+def _content_digest(t: torch.Tensor) -> bytes:
+    h = hashlib.sha256(f"{t.dtype}:{tuple(t.shape)}\n".encode())
     if t.numel():
         h.update(_tensor_bytes(t))  # hashlib drops the GIL while it hashes a big buffer
     return h.digest()
+
+
+def _ident(t: torch.Tensor):
+    """What makes two tensor objects show the same bytes (a weight export hands back as it is,
+    or as another view of the same storage)."""
+    try:
+        ptr = t.untyped_storage().data_ptr()
+    except Exception:  # fake / meta tensors have no bytes: never matched
+        return None
+    return (ptr, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device))
+
+
+class Prehash:
+    """Hashes a module's parameters and buffers in a thread while torch.export captures it
+    (hashlib releases the GIL on big buffers, so the two overlap on a second core). The tensors
+    are listed before capture starts: non-strict export swaps fake tensors into the module
+    while it traces, the list keeps the real ones. module_key uses a digest here only for a
+    tensor with the same storage, offset, shape, strides and dtype; others are hashed then."""
+
+    def __init__(self, module: torch.nn.Module):
+        seen = {}
+        for t in list(module.parameters()) + list(module.buffers()):
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_quantized:
+                k = _ident(t)
+                if k is not None:
+                    seen.setdefault(k, t.detach())
+        self._items = list(seen.items())
+        self._out = {}
+        self._th = threading.Thread(target=self._run, name="torchtrt_c-prehash", daemon=True)
+        self._th.start()
+
+    def _run(self):
+        for k, t in self._items:
+            try:
+                self._out[k] = _content_digest(t)
+            except Exception:  # hashed again (and failing clearly) in module_key
+                pass
+
+    def digests(self) -> dict:
+        self._th.join()
+        return self._out
 
 
 def _settings_text(s) -> str:
@@ -152,9 +194,9 @@ def _settings_text(s) -> str:
     return json.dumps(d, sort_keys=True)
 
 
-def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index) -> tuple:
-    """(key hex, seconds spent hashing weights). Raises Unserializable when the program holds
-    something the key cannot name (then nothing is cached)."""
+def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index, prehash: Prehash = None) -> tuple:
+    """(key hex, seconds spent hashing weights after capture). Raises Unserializable when the
+    program holds something the key cannot name (then nothing is cached)."""
     from torchtrt_c import _C
     h = hashlib.sha256(FORMAT.encode())
     h.update(_code_fingerprint().encode())
@@ -170,14 +212,19 @@ def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index) -> tuple:
     h.update(_program_text(ep).encode())
     t = time.perf_counter()
     items = _weights(ep)
-    big = sum(x.numel() * x.element_size() for _, x in items)
-    if big > (64 << 20) and len(items) > 1:  # threads: hashlib releases the GIL on big buffers
+    pre = prehash.digests() if prehash is not None else {}
+    digests = [pre.get(_ident(x)) for _, x in items]
+    todo = [i for i, d in enumerate(digests) if d is None]
+    big = sum(items[i][1].numel() * items[i][1].element_size() for i in todo)
+    if big > (64 << 20) and len(todo) > 1:  # threads: hashlib releases the GIL on big buffers
         with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as ex:
-            digests = list(ex.map(_hash_one, items))
+            for i, d in zip(todo, ex.map(_content_digest, [items[i][1] for i in todo])):
+                digests[i] = d
     else:
-        digests = [_hash_one(x) for x in items]
-    for d in digests:
-        h.update(d)
+        for i in todo:
+            digests[i] = _content_digest(items[i][1])
+    for (name, _), d in zip(items, digests):
+        h.update(name.encode() + b"\0" + d)
     return h.hexdigest(), time.perf_counter() - t
 
 
@@ -391,12 +438,41 @@ def _engine_blob(settings, name: str, rec: dict) -> tuple:
         raise RejectedEntry(f"{name}: engine file {rec['file']} is missing") from None
     if size != rec["size"]:
         raise RejectedEntry(f"{name}: engine file {rec['file']} has {size} bytes, expected {rec['size']}")
-    buf = bytearray(size)
+    blob = torch.empty(size, dtype=torch.uint8)  # not zero-filled, unlike a bytearray
+    arr = blob.numpy()
     with open(path, "rb") as f:
-        got = f.readinto(buf)
-    if got != size or zlib.crc32(buf) != rec["crc32"]:
+        got = f.readinto(arr)
+    if got != size or zlib.crc32(arr) != rec["crc32"]:
         raise RejectedEntry(f"{name}: engine file {rec['file']} is damaged (CRC-32 mismatch)")
-    return torch.frombuffer(buf, dtype=torch.uint8), live
+    return blob, live
+
+
+_loader = None
+_loader_lock = threading.Lock()
+
+
+def _load_behind(meta, blob: torch.Tensor, device) -> None:
+    """Deserialises an engine in a thread (the C core releases the GIL): the compile returns
+    at once and the engine's first call waits for whatever is left (runtime/_module.PENDING).
+    One thread: engines load one after another, in the module's order."""
+    global _loader
+    from torchtrt_c.runtime import _module
+    from torchtrt_c.runtime._execute import ENGINES
+    with _loader_lock:
+        if _loader is None:
+            _loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchtrt_c-engine-load")
+
+    def work():
+        from torchtrt_c import _C
+        t = time.perf_counter()
+        e = _C.Engine.deserialize(blob.numpy(), device=device)
+        ENGINES.put(meta.id, e)
+        log.info("%s: engine loaded from the module cache in %.2fs", meta.name, time.perf_counter() - t)
+        return e
+
+    fut = _loader.submit(work)
+    _module.PENDING[meta.id] = fut
+    fut.add_done_callback(lambda f: _module.PENDING.pop(meta.id, None) if _module.PENDING.get(meta.id) is f else None)
 
 
 def load_module(settings, key: str, profile=None):
@@ -418,12 +494,9 @@ def load_module(settings, key: str, profile=None):
                 blob, live = _engine_blob(settings, name, rec)
                 meta = EngineMeta.from_json(rec["meta"])
                 mod = EngineModule.from_tensor(blob, meta)
-                if live is None and settings.device is not None:
-                    # the runtime deserialises lazily on the default device only
-                    from torchtrt_c import _C
+                if live is None:
                     from torchtrt_c.dynamo._compiler import resolve_device
-                    ENGINES.put(meta.id, _C.Engine.deserialize(bytes(blob.numpy()),
-                                                                device=resolve_device(settings.device)))
+                    _load_behind(meta, blob, resolve_device(settings.device))
                 remember_blob(meta.id, mod.engine)
                 if profile is not None:
                     e = profile.engine(name)

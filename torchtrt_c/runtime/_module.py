@@ -13,6 +13,20 @@ from torchtrt_c.runtime import _execute  # noqa: F401  (registers the op)
 from torchtrt_c.runtime._shapes import EngineMeta
 
 
+# engine id -> the Future of its deserialisation in the background (a whole-module cache hit
+# returns before its engines are loaded: dynamo/_module_cache.py); a call waits for it
+PENDING = {}
+
+
+def _wait_loaded(mod) -> None:
+    fut = PENDING.get(EngineMeta.from_json(mod.meta).id)
+    if fut is not None:
+        try:
+            fut.result()
+        except Exception:  # noqa: BLE001  (the runtime deserialises it itself and raises why)
+            pass
+
+
 def _eager_ok(inputs) -> bool:
     """True when calling the op's implementation directly is indistinguishable from calling the
     op (saves the dispatcher's ~20-100 us per call): plain tensors, nothing tracing (dynamo,
@@ -56,6 +70,8 @@ class EngineModule(torch.nn.Module):
         return EngineMeta.from_json(self.meta)
 
     def forward(self, *inputs):
+        if PENDING:
+            _wait_loaded(self)
         if _eager_ok(inputs):
             return tuple(_execute.run_engine(list(inputs), self.engine, self.meta))
         return tuple(torch.ops.torchtrt_c.execute_engine(list(inputs), self.engine, self.meta))
