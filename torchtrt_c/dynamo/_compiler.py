@@ -25,7 +25,8 @@ from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._importer import ImportResult, NonAffineDim, import_program
-from torchtrt_c.dynamo._module_cache import remember_blob
+from torchtrt_c.dynamo._module_cache import _content_digest, remember_blob
+from torchtrt_c.dynamo._module_cache import _ident as _weight_ident
 from torchtrt_c.dynamo._progress import Progress
 from torchtrt_c.dynamo._rebuild import GraphView, _ident, build_torch_module, node_key
 from torchtrt_c.runtime._module import EngineModule
@@ -132,8 +133,9 @@ def _wait_written(path: str = None) -> None:
 
 
 class _EngineFactory:
-    def __init__(self, settings: CompilationSettings, imp: ImportResult, view: GraphView):
+    def __init__(self, settings: CompilationSettings, imp: ImportResult, view: GraphView, digests=None):
         self.s = settings
+        self.digests = digests if digests is not None else {}  # weight identity -> sha256 (module cache key's)
         self.imp = imp
         self.view = view
         self.device = resolve_device(settings.device)
@@ -150,8 +152,12 @@ class _EngineFactory:
                     t = self.imp.weights.get(o)
                     if t is not None:
                         h.update(o.encode())
-                        if t.numel():  # hashed in place: a copy of BERT's weights cost seconds
-                            h.update(t.detach().contiguous().view(torch.uint8).numpy())
+                        # the module cache's key hashed most weights a moment ago (same storage,
+                        # view and version): their digests stand for the bytes
+                        d = self.digests.get(_weight_ident(t))
+                        if d is None:
+                            d = _content_digest(t)
+                        h.update(d)
         h.update(json.dumps(self.s.engine_key_fields(), sort_keys=True).encode())
         h.update(json.dumps({k: list(v) for k, v in self.imp.symbols.items()}, sort_keys=True).encode())
         from torchtrt_c.dynamo._module_cache import _code_fingerprint
@@ -258,8 +264,10 @@ def _fx_codegen(ep):
 
 def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progress: Progress,
            ep=None, build_engines: bool = True, orig_input_dtypes=None,
-           input_specs=None, codegen=None, engine_files: dict = None) -> torch.fx.GraphModule:
-    """engine_files, when given, receives each engine's cache file (engine name -> path)."""
+           input_specs=None, codegen=None, engine_files: dict = None,
+           weight_digests: dict = None) -> torch.fx.GraphModule:
+    """engine_files, when given, receives each engine's cache file (engine name -> path);
+    weight_digests: the module cache key's weight digests (the engine keys reuse them)."""
     g = imp.graph
     view = GraphView(g)
     parent = torch.fx.Graph()
@@ -273,7 +281,7 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
         env[v] = ph
     segs = part["segments"]
     acc = [s for s in segs if s["target"] == OPENCL]
-    factory = _EngineFactory(settings, imp, view) if build_engines and acc else None
+    factory = _EngineFactory(settings, imp, view, weight_digests) if build_engines and acc else None
     if factory is not None:
         factory.profile = progress.profile
     n_built = 0
@@ -473,8 +481,10 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
     mkey = None
+    digests = {}
     if use_mc:
-        mkey, gm = _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, prehash)
+        digests = prehash.digests()
+        mkey, gm = _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, digests)
         if gm is not None:
             _finish_module(gm, settings, ep, list(zip(_input_names(ep, len(all_inputs)), all_inputs)))
             progress.done()
@@ -513,7 +523,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     progress.phase("engines + stitching")
     files = {}
     gm = stitch(imp, part, settings, progress, ep=ep,
-                orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs, engine_files=files)
+                orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs, engine_files=files,
+                weight_digests=digests)
     progress.dump("compiled module", lambda: gm.code)
     if _pending:  # entries are on disk when compile returns (another process may read them next)
         progress.phase("engine cache writes")
@@ -524,7 +535,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     return gm
 
 
-def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, prehash=None):
+def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, digests):
     """(key or None, the cached module or None). The key is taken right after capture, so a hit
     skips decompositions, import, lowering, partitioning and the engines' builds."""
     from torchtrt_c.dynamo import _module_cache as mc
@@ -533,7 +544,7 @@ def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, preha
     t = time.perf_counter()
     try:
         key, hash_s = mc.module_key(ep, arg_inputs, kwarg_inputs, settings, resolve_device(settings.device),
-                                    prehash)
+                                    digests)
     except mc.Unserializable as ex:
         rec.update(result=f"off: the program holds {ex}")
         log.info("module cache: not used (the program holds %s)", ex)

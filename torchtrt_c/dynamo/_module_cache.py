@@ -142,7 +142,8 @@ def _ident(t: torch.Tensor):
         ptr = t.untyped_storage().data_ptr()
     except Exception:  # fake / meta tensors have no bytes: never matched
         return None
-    return (ptr, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device))
+    # _version: an in-place op since the digest was taken (a pass, say) makes it another tensor
+    return (ptr, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device), t._version)
 
 
 class Prehash:
@@ -194,9 +195,11 @@ def _settings_text(s) -> str:
     return json.dumps(d, sort_keys=True)
 
 
-def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index, prehash: Prehash = None) -> tuple:
-    """(key hex, seconds spent hashing weights after capture). Raises Unserializable when the
-    program holds something the key cannot name (then nothing is cached)."""
+def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index, digests: dict) -> tuple:
+    """(key hex, seconds spent hashing weights after capture). digests: tensor identity (_ident)
+    -> content digest, from Prehash; the digests computed here are added (the engine cache keys
+    reuse them). Raises Unserializable when the program holds something the key cannot name
+    (then nothing is cached)."""
     from torchtrt_c import _C
     h = hashlib.sha256(FORMAT.encode())
     h.update(_code_fingerprint().encode())
@@ -212,7 +215,7 @@ def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index, prehash: Pr
     h.update(_program_text(ep).encode())
     t = time.perf_counter()
     items = _weights(ep)
-    pre = prehash.digests() if prehash is not None else {}
+    pre = digests
     digests = [pre.get(_ident(x)) for _, x in items]
     todo = [i for i, d in enumerate(digests) if d is None]
     big = sum(items[i][1].numel() * items[i][1].element_size() for i in todo)
@@ -223,6 +226,10 @@ def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index, prehash: Pr
     else:
         for i in todo:
             digests[i] = _content_digest(items[i][1])
+    for i in todo:
+        k = _ident(items[i][1])
+        if k is not None:
+            pre[k] = digests[i]
     for (name, _), d in zip(items, digests):
         h.update(name.encode() + b"\0" + d)
     return h.hexdigest(), time.perf_counter() - t
