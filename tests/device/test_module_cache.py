@@ -39,6 +39,7 @@ def _compile(m, cache, inputs=None, **kw):
 
 
 def _entries(cache, suffix):
+    torchtrt_c.dynamo.wait_engine_cache_writes()   # entries are written behind the compile
     return sorted(p for p in os.listdir(cache) if p.endswith(suffix))
 
 

@@ -92,25 +92,33 @@ _pending = {}   # engine cache path -> the thread writing it
 _pending_lock = threading.Lock()
 
 
-def _write_behind(path: str, blob: bytes) -> None:
-    """Writes an engine cache entry in a thread (a BERT-base blob is 440 MB: seconds of disk),
-    overlapping the engines built after it; the compile waits for its writes before it returns.
-    Temporary file renamed into place, so readers see whole entries only."""
-    def write():
+def _write_behind(path: str, blob: bytes, after=(), write=None) -> None:
+    """Writes a cache entry in a thread (a BERT-base engine blob is 440 MB: seconds of disk),
+    overlapping the engines built after it and whatever follows the compile: the compile
+    returns before its entries are on disk. Temporary file renamed into place, so readers see
+    whole entries only; a later compile of the same entry waits for the write (_wait_written),
+    and the interpreter waits for these (non-daemon) threads before it exits. after: paths
+    whose writes must finish first; write: a callable writing the entry itself (else blob)."""
+    def work():
         try:
+            for p in after:
+                _wait_written(p)
+            if write is not None:
+                write()
+                return
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = path + f".{os.getpid()}.{threading.get_ident()}.tmp"
             with open(tmp, "wb") as f:
                 f.write(blob)
             os.replace(tmp, path)
-        except OSError as ex:  # a cache that cannot be written only costs the next compile
-            log.warning("could not write engine cache entry %s: %s", path, ex)
+        except Exception as ex:  # noqa: BLE001  (a cache not written only costs the next compile)
+            log.warning("could not write cache entry %s: %s", path, ex)
         finally:
             with _pending_lock:
                 if _pending.get(path) is threading.current_thread():
                     del _pending[path]
     _wait_written(path)
-    th = threading.Thread(target=write, name="torchtrt_c-engine-cache", daemon=False)
+    th = threading.Thread(target=work, name="torchtrt_c-engine-cache", daemon=False)
     with _pending_lock:
         _pending[path] = th
     th.start()
@@ -128,7 +136,7 @@ def _wait_written(path: str = None) -> None:
     with _pending_lock:
         ths = list(_pending.values()) if path is None else [_pending.get(path)]
     for th in ths:
-        if th is not None:
+        if th is not None and th is not threading.current_thread():
             th.join()
 
 
@@ -526,9 +534,6 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
                 orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs, engine_files=files,
                 weight_digests=digests)
     progress.dump("compiled module", lambda: gm.code)
-    if _pending:  # entries are on disk when compile returns (another process may read them next)
-        progress.phase("engine cache writes")
-        _wait_written()
     if mkey is not None and settings.cache_built_engines:
         _module_cache_store(settings, mkey, gm, files, progress)
     progress.done()
@@ -573,12 +578,13 @@ def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, diges
 
 def _module_cache_store(settings, key, gm, files, progress):
     from torchtrt_c.dynamo import _module_cache as mc
-    progress.phase("module cache write")
+    progress.phase("module cache entry")
     rec = progress.profile.module_cache
     try:
-        path = mc.store_module(settings, key, gm, files)
+        path, write = mc.prepare_entry(settings, key, gm, files)
+        _write_behind(path, None, after=list(files.values()), write=write)
         rec["result"] = "stored" if rec.get("result") in (None, "miss") else rec["result"] + "; stored again"
-        log.info("module cache: wrote %s", path)
+        log.info("module cache: writing %s", path)
     except mc.Unserializable as ex:
         rec["result"] = f"not stored: the module holds {ex}"
         log.info("module cache: not stored (%s)", ex)

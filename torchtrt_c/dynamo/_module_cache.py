@@ -363,26 +363,30 @@ def _live_blob(engine_id: str):
 
 
 # ---------------------------------------------------------------- store / load
-def store_module(settings, key: str, gm, engine_files: dict) -> str:
-    """Writes gm's entry. engine_files: engine submodule name -> its engine cache file (already
-    written). Raises Unserializable when gm holds something an entry cannot describe."""
+def prepare_entry(settings, key: str, gm, engine_files: dict):
+    """gm's entry as (path, write): write() writes it and may run in another thread, once the
+    engine cache files named in engine_files are on disk (it checks). Everything that reads gm
+    or its weights happens here, now: buffers are copied (a weight the user changes after the
+    compile must not reach an entry keyed by the old one). Raises Unserializable when gm holds
+    something an entry cannot describe."""
     from torchtrt_c.runtime._module import EngineModule
     tensors = {}
     mods = {}
+    blobs = {}
     for name, mod in gm.named_children():
         if isinstance(mod, EngineModule):
             path = engine_files.get(name)
-            if path is None or not os.path.exists(path):
+            if path is None:
                 raise Unserializable(f"{name}: no engine cache file")
-            blob = mod.engine.numpy()
+            blobs[name] = (path, mod.engine)   # never written to: an engine blob is immutable
             mods[name] = {"kind": "engine", "meta": mod.meta, "file": os.path.basename(path),
-                          "size": int(blob.size), "crc32": zlib.crc32(blob)}
+                          "size": int(mod.engine.numel())}
         elif isinstance(mod, torch.fx.GraphModule):
             bufs = {}
             for bname, b in mod.named_buffers():
                 if "." in bname:
                     raise Unserializable(f"{name}: nested buffer {bname}")
-                tensors[f"{name}/{bname}"] = b.detach()
+                tensors[f"{name}/{bname}"] = b.detach().clone()
                 bufs[bname] = f"{name}/{bname}"
             if dict(mod.named_parameters()):
                 raise Unserializable(f"{name}: has parameters")
@@ -392,19 +396,32 @@ def store_module(settings, key: str, gm, engine_files: dict) -> str:
             raise Unserializable(f"submodule {name} is a {type(mod).__name__}")
     root_bufs = {}
     for bname, b in gm.named_buffers(recurse=False):
-        tensors[f"/{bname}"] = b.detach()
+        tensors[f"/{bname}"] = b.detach().clone()
         root_bufs[bname] = f"/{bname}"
     manifest = {"format": FORMAT, "key": key, "graph": encode_graph(gm.graph), "modules": mods,
                 "buffers": root_bufs}
-    bio = io.BytesIO()
-    torch.save({"manifest": json.dumps(manifest), "tensors": tensors}, bio)
-    payload = bio.getvalue()
     path = entry_path(settings, key)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + f".{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
-    os.replace(tmp, path)
+
+    def write():
+        for name, (epath, blob) in blobs.items():
+            if not os.path.exists(epath):
+                raise OSError(f"{name}: engine cache file {epath} was not written")
+            mods[name]["crc32"] = zlib.crc32(blob.numpy())
+        bio = io.BytesIO()
+        torch.save({"manifest": json.dumps(manifest), "tensors": tensors}, bio)
+        payload = bio.getvalue()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + f".{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, path)
+    return path, write
+
+
+def store_module(settings, key: str, gm, engine_files: dict) -> str:
+    """Writes gm's entry now (see prepare_entry)."""
+    path, write = prepare_entry(settings, key, gm, engine_files)
+    write()
     return path
 
 
@@ -535,4 +552,4 @@ def discard(settings, key: str) -> None:
         pass
 
 
-__all__ = ["module_key", "load_module", "store_module", "RejectedEntry", "Unserializable", "remember_blob"]
+__all__ = ["module_key", "load_module", "store_module", "prepare_entry", "RejectedEntry", "Unserializable", "remember_blob"]
