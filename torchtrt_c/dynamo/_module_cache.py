@@ -106,6 +106,8 @@ def _program_text(ep) -> str:
 
 def _tensor_bytes(t: torch.Tensor):
     t = t.detach()
+    if t.device.type == "meta" or isinstance(t, torch._subclasses.FakeTensor):
+        raise Unserializable("a weight without data (meta/fake tensor)")
     if t.device.type != "cpu":
         t = t.cpu()
     if t.is_sparse or t.layout != torch.strided or t.is_quantized:
@@ -141,6 +143,8 @@ def _ident(t: torch.Tensor):
     try:
         ptr = t.untyped_storage().data_ptr()
     except Exception:  # fake / meta tensors have no bytes: never matched
+        return None
+    if ptr == 0 and t.numel():  # meta storage
         return None
     # _version: an in-place op since the digest was taken (a pass, say) makes it another tensor
     return (ptr, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device), t._version)
