@@ -21,6 +21,15 @@ PENDING = {}
 def _wait_loaded(mod) -> None:
     fut = PENDING.get(EngineMeta.from_json(mod.meta).id)
     if fut is not None:
+        if not fut.done():  # seconds for a big engine: say why the call has not started
+            import logging
+            import sys
+            msg = f"{mod.engine_name}: waiting for the engine to finish loading (module cache hit)"
+            logging.getLogger("torchtrt_c").info(msg)
+            try:
+                print(f"[torchtrt_c] {msg}", file=sys.stderr, flush=True)
+            except (ValueError, OSError):  # a closed stream: the message is optional
+                pass
         try:
             fut.result()
         except Exception:  # noqa: BLE001  (the runtime deserialises it itself and raises why)
