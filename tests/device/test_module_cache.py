@@ -216,3 +216,22 @@ def test_new_process_hits(tmp_path):
     assert "decompositions" not in warm["phases"], warm["phases"]
     assert warm["module_cache"]["key"] == cold["module_cache"]["key"]
     assert torch.equal(torch.load(tmp_path / "warm.pt"), torch.load(tmp_path / "cold.pt"))
+
+
+def test_warm_module_saves_and_loads(tmp_path):
+    """A hit's engine buffer is the mapped engine file: torchtrt_c.save writes it like any
+    other, and the loaded program gives the same outputs."""
+    m = Net().eval()
+    x = torch.randn(3, 12)
+    cold, _ = _compile(m, tmp_path / "cache")
+    with torch.no_grad():
+        ref = cold(x)
+    ENGINES.clear()
+    warm, pw = _compile(m, tmp_path / "cache")
+    assert pw.module_cache["result"] == "hit"
+    torchtrt_c.save(warm, tmp_path / "m.ep")
+    ENGINES.clear()
+    loaded = torchtrt_c.load(tmp_path / "m.ep")
+    with torch.no_grad():
+        assert torch.equal(loaded(x), ref)
+        assert torch.equal(warm(x), ref)
