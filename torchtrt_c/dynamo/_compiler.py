@@ -483,8 +483,10 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     progress.phase("capture (torch.export)")
     prehash = None
     if use_mc:  # the weights' hashes for the module cache's key, computed while capture runs
-        from torchtrt_c.dynamo._module_cache import Prehash
-        prehash = Prehash(module)
+        from torchtrt_c.dynamo import _module_cache as mc
+        dev = resolve_device(settings.device)
+        prehash = mc.Prehash(module, mc.context_text(arg_inputs, kwarg_inputs, settings, dev),
+                             settings if settings.reuse_cached_engines else None, dev)
     ep = capture(module, arg_inputs, kwarg_inputs)
     kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
@@ -493,6 +495,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     if use_mc:
         digests = prehash.digests()
         mkey, gm = _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, digests)
+        if prehash.preloaded:
+            progress.profile.module_cache["preloaded_engines"] = len(prehash.preloaded)
         if gm is not None:
             _finish_module(gm, settings, ep, list(zip(_input_names(ep, len(all_inputs)), all_inputs)))
             progress.done()
@@ -534,8 +538,11 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
                 orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs, engine_files=files,
                 weight_digests=digests)
     progress.dump("compiled module", lambda: gm.code)
+    if prehash is not None:
+        from torchtrt_c.dynamo._module_cache import drop_unused_preloads
+        drop_unused_preloads(prehash, gm)
     if mkey is not None and settings.cache_built_engines:
-        _module_cache_store(settings, mkey, gm, files, progress)
+        _module_cache_store(settings, mkey, gm, files, progress, prehash.prekey if prehash else None)
     progress.done()
     return gm
 
@@ -576,12 +583,12 @@ def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, diges
     return key, gm
 
 
-def _module_cache_store(settings, key, gm, files, progress):
+def _module_cache_store(settings, key, gm, files, progress, prekey=None):
     from torchtrt_c.dynamo import _module_cache as mc
     progress.phase("module cache entry")
     rec = progress.profile.module_cache
     try:
-        path, write = mc.prepare_entry(settings, key, gm, files)
+        path, write = mc.prepare_entry(settings, key, gm, files, prekey)
         _write_behind(path, None, after=list(files.values()), write=write)
         rec["result"] = "stored" if rec.get("result") in (None, "miss") else rec["result"] + "; stored again"
         log.info("module cache: writing %s", path)

@@ -32,6 +32,7 @@ import json
 import logging
 import operator
 import os
+import re
 import threading
 import time
 import weakref
@@ -46,6 +47,7 @@ log = logging.getLogger("torchtrt_c")
 FORMAT = "torchtrt_c module cache 1"
 MAGIC = b"TTCM1\n"
 _SUFFIX = ".ttcm"
+_INDEX_SUFFIX = ".ttcx"   # prekey (weights + context, no program) -> the module key last stored
 
 
 class Unserializable(Exception):
@@ -157,15 +159,20 @@ class Prehash:
     while it traces, the list keeps the real ones. module_key uses a digest here only for a
     tensor with the same storage, offset, shape, strides and dtype; others are hashed then."""
 
-    def __init__(self, module: torch.nn.Module):
+    def __init__(self, module: torch.nn.Module, context: bytes = None, settings=None, device=None):
         seen = {}
-        for t in list(module.parameters()) + list(module.buffers()):
+        self._names = []  # (name, ident) in the module's order, for the prekey
+        for name, t in list(module.named_parameters()) + list(module.named_buffers()):
             if isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_quantized:
                 k = _ident(t)
                 if k is not None:
                     seen.setdefault(k, t.detach())
+                    self._names.append((name, k))
         self._items = list(seen.items())
         self._out = {}
+        self._context, self._settings, self._device = context, settings, device
+        self.prekey = None      # set once every weight is hashed (see _speculate)
+        self.preloaded = []     # engine ids whose load _speculate started
         self._th = threading.Thread(target=self._run, name="torchtrt_c-prehash", daemon=True)
         self._th.start()
 
@@ -175,6 +182,45 @@ class Prehash:
                 self._out[k] = _content_digest(t)
             except Exception:  # hashed again (and failing clearly) in module_key
                 pass
+        if self._context is not None and len(self._out) == len(self._items) and self._names:
+            h = hashlib.sha256(b"prekey\n" + self._context)
+            for name, k in self._names:
+                h.update(name.encode() + b"\0" + self._out[k])
+            self.prekey = h.hexdigest()
+            try:
+                if self._settings is not None:
+                    self._speculate()
+            except Exception as ex:  # noqa: BLE001  (only a head start: the lookup decides)
+                log.debug("module cache: no preload (%s)", ex)
+
+    def _speculate(self):
+        """A model compiled before with these weights, settings and inputs most likely has the
+        same program too: start loading its engines while capture still runs. Only a head
+        start: the lookup after capture decides with the full key, and loaded engines are
+        registered under their content ids, which are right whichever module uses them."""
+        idx = os.path.join(os.fspath(self._settings.engine_cache_dir), self.prekey[:40] + _INDEX_SUFFIX)
+        try:
+            with open(idx) as f:
+                key = f.read().strip()
+        except OSError:
+            return
+        if not re.fullmatch(r"[0-9a-f]{64}", key) or not os.path.exists(entry_path(self._settings, key)):
+            return
+        manifest, _ = _read_entry(entry_path(self._settings, key), key)
+        from torchtrt_c.runtime import _module
+        from torchtrt_c.runtime._execute import ENGINES
+        from torchtrt_c.runtime._shapes import EngineMeta
+        for name, rec in manifest["modules"].items():
+            if rec.get("kind") != "engine":
+                continue
+            meta = EngineMeta.from_json(rec["meta"])
+            if ENGINES.peek(meta.id) is not None or meta.id in _module.PENDING:
+                continue
+            blob, _ = _engine_blob(self._settings, name, rec)
+            with _live_lock:
+                _preloaded_blobs[meta.id] = blob
+            _load_behind(meta, blob, self._device)
+            self.preloaded.append(meta.id)
 
     def digests(self) -> dict:
         self._th.join()
@@ -199,23 +245,29 @@ def _settings_text(s) -> str:
     return json.dumps(d, sort_keys=True)
 
 
+def context_text(arg_inputs, kwarg_inputs, settings, device_index) -> bytes:
+    """Everything of the key but the program and its weights: torchtrt_c's code and
+    environment, torch, the device, the settings and the Input specs."""
+    from torchtrt_c import _C
+    parts = [_code_fingerprint(), f"torch {torch.__version__}",
+             json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("TORCHTRT_C_")))]
+    dev = _C.devices()[device_index if device_index is not None else _C.default_device()]
+    parts.append(json.dumps({k: dev.get(k) for k in ("platform", "name", "vendor", "driver", "version")},
+                            sort_keys=True, default=str))
+    parts.append(_settings_text(settings))
+    for i in list(arg_inputs) + [kwarg_inputs[k] for k in kwarg_inputs]:
+        parts.append(repr((tuple(i.min_shape), tuple(i.opt_shape), tuple(i.max_shape), str(i.dtype))))
+    parts.append(repr(list(kwarg_inputs)))
+    return "\n".join(parts).encode()
+
+
 def module_key(ep, arg_inputs, kwarg_inputs, settings, device_index, digests: dict) -> tuple:
     """(key hex, seconds spent hashing weights after capture). digests: tensor identity (_ident)
     -> content digest, from Prehash; the digests computed here are added (the engine cache keys
     reuse them). Raises Unserializable when the program holds something the key cannot name
     (then nothing is cached)."""
-    from torchtrt_c import _C
     h = hashlib.sha256(FORMAT.encode())
-    h.update(_code_fingerprint().encode())
-    h.update(f"torch {torch.__version__}\n".encode())
-    h.update(json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("TORCHTRT_C_"))).encode())
-    dev = _C.devices()[device_index if device_index is not None else _C.default_device()]
-    h.update(json.dumps({k: dev.get(k) for k in ("platform", "name", "vendor", "driver", "version")},
-                        sort_keys=True, default=str).encode())
-    h.update(_settings_text(settings).encode())
-    for i in list(arg_inputs) + [kwarg_inputs[k] for k in kwarg_inputs]:
-        h.update(repr((tuple(i.min_shape), tuple(i.opt_shape), tuple(i.max_shape), str(i.dtype))).encode())
-    h.update(repr(list(kwarg_inputs)).encode())
+    h.update(context_text(arg_inputs, kwarg_inputs, settings, device_index))
     h.update(_program_text(ep).encode())
     t = time.perf_counter()
     items = _weights(ep)
@@ -354,6 +406,9 @@ def decode_graph(nodes: list) -> torch.fx.Graph:
 # compile in the same process shares it instead of reading the engine file again
 _live_blobs = weakref.WeakValueDictionary()
 _live_lock = threading.Lock()
+# engine id -> blob mapped and checked by a preload (Prehash._speculate), until load_module
+# takes it (strong references: nothing else holds them yet)
+_preloaded_blobs = {}
 
 
 def remember_blob(engine_id: str, blob: torch.Tensor) -> None:
@@ -367,7 +422,39 @@ def _live_blob(engine_id: str):
 
 
 # ---------------------------------------------------------------- store / load
-def prepare_entry(settings, key: str, gm, engine_files: dict):
+def drop_unused_preloads(prehash, gm) -> None:
+    """After a miss: engines a preload started loading that the compiled module does not use
+    (same weights, another program: an edited forward) are dropped again, not kept for the
+    life of the process."""
+    if prehash is None or not prehash.preloaded:
+        return
+    from torchtrt_c.runtime import _module
+    from torchtrt_c.runtime._execute import ENGINES
+    used = {EngineMeta_id(m) for m in gm.modules() if isinstance(m, _module.EngineModule)}
+    for eid in prehash.preloaded:
+        with _live_lock:
+            _preloaded_blobs.pop(eid, None)
+        if eid in used:
+            continue
+        fut = _module.PENDING.get(eid)
+        if fut is not None:
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001  (nothing was registered then)
+                pass
+        try:  # the registry has no removal call: it is the runtime's (best effort)
+            with ENGINES._lock:
+                ENGINES._engines.pop(eid, None)
+        except AttributeError:
+            pass
+
+
+def EngineMeta_id(mod) -> str:
+    from torchtrt_c.runtime._shapes import EngineMeta
+    return EngineMeta.from_json(mod.meta).id
+
+
+def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None):
     """gm's entry as (path, write): write() writes it and may run in another thread, once the
     engine cache files named in engine_files are on disk (it checks). Everything that reads gm
     or its weights happens here, now: buffers are copied (a weight the user changes after the
@@ -419,6 +506,11 @@ def prepare_entry(settings, key: str, gm, engine_files: dict):
         with open(tmp, "wb") as f:
             f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, path)
+        if prekey is not None:  # lets the next compile of these weights preload (Prehash)
+            idx = os.path.join(os.path.dirname(path), prekey[:40] + _INDEX_SUFFIX)
+            with open(tmp, "w") as f:
+                f.write(key)
+            os.replace(tmp, idx)
     return path, write
 
 
@@ -456,8 +548,12 @@ def _engine_blob(settings, name: str, rec: dict) -> tuple:
     from torchtrt_c.runtime._shapes import EngineMeta
     meta = EngineMeta.from_json(rec["meta"])
     live = ENGINES.peek(meta.id)
-    blob = _live_blob(meta.id)
-    if live is not None and blob is not None and blob.numel() == rec["size"]:
+    with _live_lock:
+        pre = _preloaded_blobs.pop(meta.id, None)
+    blob = pre if pre is not None else _live_blob(meta.id)
+    # a live module's blob or one a preload checked: the engine these bytes name (ids are
+    # content keys), no need to read and check the file again
+    if blob is not None and blob.numel() == rec["size"] and (live is not None or pre is not None):
         return blob, live
     path = os.path.join(os.fspath(settings.engine_cache_dir), rec["file"])
     try:
@@ -523,7 +619,8 @@ def load_module(settings, key: str, profile=None):
                 blob, live = _engine_blob(settings, name, rec)
                 meta = EngineMeta.from_json(rec["meta"])
                 mod = EngineModule.from_tensor(blob, meta)
-                if live is None:
+                from torchtrt_c.runtime import _module
+                if live is None and meta.id not in _module.PENDING and ENGINES.peek(meta.id) is None:
                     from torchtrt_c.dynamo._compiler import resolve_device
                     _load_behind(meta, blob, resolve_device(settings.device))
                 remember_blob(meta.id, mod.engine)

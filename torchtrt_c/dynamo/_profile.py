@@ -139,6 +139,8 @@ class CompileProfile:
             L.append(f"  module cache: {mc.get('result', '')}" + (
                 f"; key {mc['key_s']:.3f}s (weights hashed in {mc['weights_hash_s']:.3f}s)" if "key_s" in mc else "")
                 + (f", loaded in {mc['load_s']:.3f}s" if "load_s" in mc else "")
+                + (f"; {mc['preloaded_engines']} engine(s) preloaded while capture ran"
+                   if mc.get("preloaded_engines") else "")
                 + (" (engines deserialised in the background; a first call waits for them)"
                    if any(e["source"] == "module cache" for e in self.engines) else ""))
         if self.programs:
