@@ -20,7 +20,11 @@ name, size and CRC-32. The engines themselves stay in their `.ttce` files (writt
 engine factory); a hit reads and checks them and deserialises them in a background thread:
 the compile returns at once, an engine's first call waits for its load (an engine compiled
 earlier in this process is reused live, its blob shared). TORCHTRT_C_MODULE_CACHE=0 turns the
-module cache off (the per-engine cache still works). An entry whose
+module cache off (the per-engine cache still works). Preload: the weights are hashed while
+torch.export runs (Prehash); with them, a prekey (weights, settings, inputs, code, device: the
+key without the program) names an index file `<prekey>.ttcx` holding the module key stored
+last for them, and that entry's engines start loading while capture still runs. The lookup
+after capture decides with the full key; engines preloaded for a miss are dropped. An entry whose
 checksum, format or engine files do not match is rejected with a warning that says why, and
 the model is compiled again (overwriting it).
 """
