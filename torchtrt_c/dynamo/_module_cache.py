@@ -434,7 +434,7 @@ def drop_unused_preloads(prehash, gm) -> None:
         return
     from torchtrt_c.runtime import _module
     from torchtrt_c.runtime._execute import ENGINES
-    used = {EngineMeta_id(m) for m in gm.modules() if isinstance(m, _module.EngineModule)}
+    used = {_engine_id(m) for m in gm.modules() if isinstance(m, _module.EngineModule)}
     for eid in prehash.preloaded:
         with _live_lock:
             _preloaded_blobs.pop(eid, None)
@@ -453,7 +453,7 @@ def drop_unused_preloads(prehash, gm) -> None:
             pass
 
 
-def EngineMeta_id(mod) -> str:
+def _engine_id(mod) -> str:
     from torchtrt_c.runtime._shapes import EngineMeta
     return EngineMeta.from_json(mod.meta).id
 
@@ -657,4 +657,5 @@ def discard(settings, key: str) -> None:
         pass
 
 
-__all__ = ["module_key", "load_module", "store_module", "prepare_entry", "RejectedEntry", "Unserializable", "remember_blob"]
+__all__ = ["module_key", "context_text", "Prehash", "load_module", "store_module", "prepare_entry",
+           "drop_unused_preloads", "RejectedEntry", "Unserializable", "remember_blob"]
