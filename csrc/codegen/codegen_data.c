@@ -468,6 +468,52 @@ static ttc_status gen_sort(const ttc_kgen *g, ttc_kparams *p) {
     return TTC_OK;
 }
 
+/* scatter_reduce along D: the updates landing on an element combine in `a` (float for float
+ * tensors, so half sums do not round at every step), starting from x's value with
+ * include_self, else from the first update (no update: x's value stays). amax/amin keep a NaN
+ * once seen, as torch does; an integer mean rounds down, as torch's does. */
+static ttc_status scatter_reduce_body(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const char *upd) {
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank, D = op->p.scatter.dim, red = op->p.scatter.reduce;
+    bool fl = is_fl(out->dtype), incl = op->p.scatter.include_self;
+    if (op->in[1] < 0) return ttc_fail(TTC_ERR_INTERNAL, "scatter %s: a reduction without src", op->name);
+    const char *at = fl ? "float" : vtype(k, out->dtype);
+    ttc_sbuf_printf(src, "    %s a = (%s)v;\n    int cnt = 0;\n    if (1", at, at);
+    for (int32_t d = 0; d < R; d++)
+        if (d != D) ttc_sbuf_printf(src, " && i%d < ixd%d", d, d);
+    ttc_sbuf_printf(src, ") {\n    long ib = ix0_off");
+    for (int32_t d = 0; d < R; d++)
+        if (d != D) ttc_sbuf_printf(src, " + (long)i%d * ix0_s%d", d, d);
+    ttc_sbuf_printf(src, ";\n    long qb = u_off");
+    for (int32_t d = 0; d < R; d++)
+        if (d != D) ttc_sbuf_printf(src, " + (long)i%d * u_s%d", d, d);
+    int32_t code = (int32_t)(op - k->ops) + 1;
+    ttc_sbuf_printf(src, ";\n    for (int j = 0; j < ixd%d; j++) {\n        long t = (long)ix0[ib + (long)j * ix0_s%d];\n"
+                         "        if (t < 0 || t >= (long)sz%d) { atomic_cmpxchg(errf, 0, %d); continue; }\n"
+                         "        if (t != (long)i%d) continue;\n        long q = qb + (long)j * u_s%d;\n"
+                         "        %s w = (%s)%s;\n",
+                    D, D, D, code, D, D, at, at, upd);
+    const char *comb;
+    switch (red) {
+    case TTC_SCATTER_SUM: case TTC_SCATTER_MEAN: comb = "a + w"; break;
+    case TTC_SCATTER_PROD: comb = "a * w"; break;
+    case TTC_SCATTER_AMAX: comb = fl ? "(isnan(w) || w > a) ? w : a" : "w > a ? w : a"; break;
+    case TTC_SCATTER_AMIN: comb = fl ? "(isnan(w) || w < a) ? w : a" : "w < a ? w : a"; break;
+    default: return ttc_fail(TTC_ERR_INTERNAL, "scatter %s: reduction %d", op->name, red);
+    }
+    if (incl) ttc_sbuf_printf(src, "        a = %s;\n", comb);
+    else ttc_sbuf_printf(src, "        a = cnt == 0 ? w : (%s);\n", comb);
+    ttc_sbuf_printf(src, "        cnt++;\n    }\n    }\n");
+    if (red == TTC_SCATTER_MEAN) {
+        ttc_sbuf_printf(src, "    int c = cnt%s;\n    if (c > 0) {\n", incl ? " + 1" : "");
+        if (fl) ttc_sbuf_printf(src, "        a = a / (float)c;\n");
+        else ttc_sbuf_printf(src, "        %s r = a / c;\n        if (a %% c != 0 && a < 0) r -= 1;\n        a = r;\n", at);
+        ttc_sbuf_printf(src, "    }\n");
+    }
+    ttc_sbuf_printf(src, "    v = (%s)a;\n", vtype(k, out->dtype));
+    return TTC_OK;
+}
+
 /* One work-item per output element, which starts as x's and takes the value of every update
  * that lands on it (the last one, or their sum after x's with accumulate). mode 0 (scatter
  * along D): the updates of an element are index[.., j, ..] over j at its other coordinates.
@@ -516,7 +562,10 @@ static ttc_status gen_scatter(const ttc_kgen *g, ttc_kparams *p) {
     }
     if (upd.oom) { ttc_sbuf_free(&upd); return TTC_ERR_NOMEM; }
     const char *assign = op->p.scatter.accumulate ? "+=" : "=";
-    if (mode0) {
+    if (mode0 && op->p.scatter.reduce != TTC_SCATTER_ASSIGN) {
+        ttc_status rs = scatter_reduce_body(src, k, op, upd.data);
+        if (rs != TTC_OK) { ttc_sbuf_free(&upd); return rs; }
+    } else if (mode0) {
         ttc_sbuf_printf(src, "    if (1");
         for (int32_t d = 0; d < R; d++)
             if (d != D) ttc_sbuf_printf(src, " && i%d < ixd%d", d, d);

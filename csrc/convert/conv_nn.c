@@ -412,9 +412,11 @@ ttc_status ttc_convert_batch_norm(ttc_conv_ctx *cx, const ttc_node *n) {
     return ttc_cx_set_output(cx, n, 0, y);
 }
 
-static bool only_first_output_used(const ttc_node *n, char **why) {
+/* A graph output counts as a use: the converter makes no engine tensor for the others. */
+static bool only_first_output_used(const ttc_graph *g, const ttc_node *n, char **why) {
     for (int32_t i = 1; i < n->n_outputs; i++)
-        if (n->outputs[i]->n_users) return fail_why(why, "its auxiliary outputs are used");
+        if (n->outputs[i]->n_users || ttc_value_is_graph_output(g, n->outputs[i]))
+            return fail_why(why, "its auxiliary outputs are used");
     return true;
 }
 
@@ -431,7 +433,7 @@ bool ttc_validate_batch_norm(const ttc_graph *g, const ttc_node *n, bool fp16, c
     int64_t training = 0;
     if (n->op == TTC_OP_BATCH_NORM && ttc_value_const_int(n->inputs[5], &training) && training)
         return fail_why(why_not, "training-mode batch norm");
-    return only_first_output_used(n, why_not);
+    return only_first_output_used(g, n, why_not);
 }
 
 /* ---- pooling ---- */
@@ -487,7 +489,7 @@ bool ttc_validate_pool(const ttc_graph *g, const ttc_node *n, bool fp16, char **
     if (r != 3 && r != 4) return fail_why(why_not, "pooling needs a 3-D or 4-D input");
     if (n->inputs[0]->type.dtype != TTC_DTYPE_FLOAT32 && n->inputs[0]->type.dtype != TTC_DTYPE_FLOAT16)
         return fail_why(why_not, "pooling on a non-float tensor");
-    return only_first_output_used(n, why_not);
+    return only_first_output_used(g, n, why_not);
 }
 
 /* ---- softmax ---- */
@@ -561,5 +563,5 @@ ttc_status ttc_convert_norm(ttc_conv_ctx *cx, const ttc_node *n) {
 bool ttc_validate_norm(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     const ttc_type *t = &n->inputs[0]->type;
     if (t->dtype != TTC_DTYPE_FLOAT32 && t->dtype != TTC_DTYPE_FLOAT16) return fail_why(why_not, "non-float input");
-    return only_first_output_used(n, why_not);
+    return only_first_output_used(g, n, why_not);
 }

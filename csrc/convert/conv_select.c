@@ -8,7 +8,8 @@
  * scatter.src/value and index_put: a SCATTER kernel computes each output element from x and
  * the updates that land on it, searching the index tensors (O(updates) per element, bounded by
  * TTC_SCATTER_MAX_UPDATES). Duplicate targets: the last update wins (torch leaves the winner
- * unspecified), or with accumulate all are summed. */
+ * unspecified), or with accumulate all are summed. scatter_reduce.two combines them (sum, prod,
+ * mean, amax, amin) with or without x's value, in the same kernel. */
 #include "converters_data.h"
 
 #include <stdlib.h>
@@ -111,6 +112,16 @@ static const ttc_node *indices_node(const ttc_node *n) {
     return p && p->op == TTC_OP_LIST_CONSTRUCT ? p : NULL;
 }
 
+/* scatter_reduce's reduce argument as a TTC_SCATTER_* code, or -1 */
+static int32_t reduce_code(const char *s) {
+    static const char *names[] = {"sum", "prod", "mean", "amax", "amin"};
+    static const int32_t codes[] = {TTC_SCATTER_SUM, TTC_SCATTER_PROD, TTC_SCATTER_MEAN, TTC_SCATTER_AMAX,
+                                    TTC_SCATTER_AMIN};
+    for (int32_t i = 0; s && i < 5; i++)
+        if (!strcmp(s, names[i])) return codes[i];
+    return -1;
+}
+
 bool ttc_validate_scatter(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     const ttc_type *x = &n->inputs[0]->type;
     if (!ttc_data_type_ok(x, "the input", why_not) || !ttc_data_output_ok(n, 0, why_not)) return false;
@@ -155,7 +166,16 @@ bool ttc_validate_scatter(const ttc_graph *g, const ttc_node *n, bool fp16, char
     const ttc_type *it = &n->inputs[2]->type;
     if (!int_index(it, "the index", why_not)) return false;
     if (it->rank != x->rank) return no(why_not, ttc_strdup("index rank differs from the input's"));
-    if (n->op == TTC_OP_SCATTER_SRC) {
+    if (n->op == TTC_OP_SCATTER_REDUCE) {
+        const ttc_attr *r = ttc_value_const(n->inputs[4]);
+        int64_t incl;
+        if (!r || r->kind != TTC_ATTR_STR || reduce_code(r->s) < 0)
+            return no(why_not, ttc_strdup("reduce is not a constant sum/prod/mean/amax/amin"));
+        if (!ttc_value_const_int(n->inputs[5], &incl)) return no(why_not, ttc_strdup("include_self is not a constant"));
+        if (x->dtype == TTC_DTYPE_BOOL) return no(why_not, ttc_strdup("reducing bool tensors"));
+        if (n->inputs[3]->type.dtype != x->dtype) return no(why_not, ttc_strdup("src and input dtypes differ"));
+    }
+    if (n->op == TTC_OP_SCATTER_SRC || n->op == TTC_OP_SCATTER_REDUCE) {
         if (!ttc_data_type_ok(&n->inputs[3]->type, "src", why_not)) return false;
         if (n->inputs[3]->type.rank != x->rank) return no(why_not, ttc_strdup("src rank differs from the input's"));
     } else {
@@ -170,6 +190,7 @@ bool ttc_validate_scatter(const ttc_graph *g, const ttc_node *n, bool fp16, char
 }
 
 /* scatter.src(x, dim, index, src), scatter.value(x, dim, index, value),
+ * scatter_reduce.two(x, dim, index, src, reduce, include_self),
  * index_put(x, indices, values, accumulate) */
 ttc_status ttc_convert_scatter(ttc_conv_ctx *cx, const ttc_node *n) {
     ttc_kir *k = cx->k;
@@ -197,8 +218,17 @@ ttc_status ttc_convert_scatter(ttc_conv_ctx *cx, const ttc_node *n) {
         TTC_TRY(ttc_cx_dim(n, d, k->ts[x].rank, &D));
         TTC_TRY(ttc_cx_tensor(cx, n, 2, &idx[0]));
         ni = 1;
-        if (n->op == TTC_OP_SCATTER_SRC) TTC_TRY(ttc_cx_tensor(cx, n, 3, &src));
-        else TTC_TRY(ttc_cx_float(cx, n, 3, &value));
+        if (n->op == TTC_OP_SCATTER_VALUE) TTC_TRY(ttc_cx_float(cx, n, 3, &value));
+        else TTC_TRY(ttc_cx_tensor(cx, n, 3, &src));
+    }
+    int32_t reduce = TTC_SCATTER_ASSIGN;
+    bool incl = true;
+    if (n->op == TTC_OP_SCATTER_REDUCE) {
+        const ttc_ival *r;
+        TTC_TRY(ttc_cx_eval(cx, n, 4, &r));
+        reduce = r->kind == TTC_IVAL_STR ? reduce_code(r->s) : -1;
+        if (reduce < 0) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: reduce is not sum/prod/mean/amax/amin", nname(n));
+        TTC_TRY(ttc_cx_bool(cx, n, 5, &incl));
     }
     const ttc_type *ot = &n->outputs[0]->type;
     int32_t oi = ttc_kir_op(k, TTC_KOP_SCATTER, ttc_cx_float_dtype(cx, ot->dtype), ot->rank, ot->dims, n->outputs[0]->name);
@@ -215,5 +245,7 @@ ttc_status ttc_convert_scatter(ttc_conv_ctx *cx, const ttc_node *n) {
     op->p.scatter.brank = B;
     op->p.scatter.accumulate = acc;
     op->p.scatter.value = value;
+    op->p.scatter.reduce = reduce;
+    op->p.scatter.include_self = incl;
     return ttc_cx_set_output(cx, n, 0, op->out);
 }

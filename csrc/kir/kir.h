@@ -177,12 +177,18 @@ typedef struct ttc_kop {
         struct { double scale; bool causal; int32_t e, ev, group; } attn;  /* group: query heads per k/v head (GQA), 1 otherwise */
         struct { int32_t dim; bool descending; } sort;  /* k is out's size along dim */
         /* mode 0: scatter along dim with index in[2] (rank of x); mode 1: index_put with n
-         * index tensors in[2..] on dims [at, at + n) broadcast to rank brank */
-        struct { int32_t mode, dim, n, at, brank; bool accumulate; double value; } scatter;
+         * index tensors in[2..] on dims [at, at + n) broadcast to rank brank. reduce (mode 0):
+         * TTC_SCATTER_* how the updates landing on an element combine (with x's value or not) */
+        struct { int32_t mode, dim, n, at, brank; bool accumulate; double value;
+                 int32_t reduce; bool include_self; } scatter;
         struct { int32_t dim; } scan;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;
+
+/* p.scatter.reduce: scatter_reduce's reductions (ASSIGN: plain scatter, the last update wins) */
+enum { TTC_SCATTER_ASSIGN = 0, TTC_SCATTER_SUM, TTC_SCATTER_PROD, TTC_SCATTER_MEAN, TTC_SCATTER_AMAX,
+       TTC_SCATTER_AMIN };
 
 typedef struct ttc_kir {
     ttc_et *ts;

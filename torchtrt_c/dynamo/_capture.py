@@ -187,6 +187,8 @@ def kwarg_order(ep: torch.export.ExportedProgram, kwarg_inputs: dict) -> dict:
 
 
 def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
+    from torchtrt_c.dynamo.lowering._decompositions_spatial import retarget_upsample_defaults
+    retarget_upsample_defaults(ep.graph_module, keep)
     ep = ep.run_decompositions(get_decompositions(keep=keep, decompose=decompose))
     fold_weight_computations(ep)
     unflatten_matmuls(ep.graph_module)

@@ -379,6 +379,7 @@ def _keep_ops(settings):
 
 def _undecomposable_fallbacks(imp, settings, forced) -> set:
     from torchtrt_c.dynamo.lowering import NATIVE_OPS
+    from torchtrt_c.dynamo.lowering._decompositions import TORCHTRT_C_DECOMPOSITIONS as ours
     from torchtrt_c.dynamo.lowering._decompositions import torch_disabled_decompositions
     native = {str(o): o for o in NATIVE_OPS if o not in torch_disabled_decompositions}
     if not native:
@@ -390,7 +391,7 @@ def _undecomposable_fallbacks(imp, settings, forced) -> set:
     out = set()
     for name in cov.get("reasons", {}):
         op = native.get(ops.get(name))
-        if op is not None and name not in forced and str(op) not in user_forced and op in table:
+        if op is not None and name not in forced and str(op) not in user_forced and (op in table or op in ours):
             out.add(op)
     return out
 

@@ -318,3 +318,4 @@ def infer_single_symbolic_size(gm) -> int:
     return changed
 
 from . import _decompositions_spatial  # noqa: E402,F401  (registers issue-11 spatial decompositions)
+from . import _decompositions_select  # noqa: E402,F401  (scatter reductions, pooling with indices)

@@ -268,6 +268,60 @@ def _register_upsample():
 
 _register_upsample()
 
+# torch 2.13's export keeps the .default overloads of the nearest family whole whatever the
+# table says (they carry a Python CompositeImplicitAutograd kernel, so run_decompositions
+# treats them as preservable and then never decomposes them); the bilinear one would skip our
+# converter of its .vec form. Each becomes its .vec form when that computes the same thing:
+# no scales, or scales that give exactly the requested output size (torch then uses 1/scale
+# for the source positions in both forms).
+_UPSAMPLE_ALIGN = {"upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d"}
+_UPSAMPLE_DEFAULTS = {
+    getattr(aten, name).default: (getattr(aten, name).vec, name in _UPSAMPLE_ALIGN)
+    for name in ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d",
+                 "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d",
+                 "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d")
+}
+
+
+def _upsample_vec_args(node, align):
+    """The .vec arguments equivalent to an upsample .default node, or None."""
+    names = [a.name for a in node.target._schema.arguments]
+    bound = dict(zip(names, node.args))
+    bound.update(node.kwargs)
+    x, size = bound["self"], list(bound["output_size"])
+    mid = [bound["align_corners"]] if align else []
+    scales = [bound.get(nm) for nm in names if nm.startswith("scales")]
+    if all(sc is None for sc in scales):
+        return tuple([x, size] + mid + [None])
+    val = x.meta.get("val") if hasattr(x, "meta") else None
+    if not isinstance(val, torch.Tensor) or any(sc is None for sc in scales):
+        return None
+    ins = list(val.shape[-len(size):])
+    if not all(isinstance(i, int) and isinstance(o, int) and int(i * sc) == o for i, o, sc in zip(ins, size, scales)):
+        return None
+    return tuple([x, None] + mid + [[float(sc) for sc in scales]])
+
+
+def retarget_upsample_defaults(gm, keep=()) -> int:
+    """Rewrites upsample .default nodes into their equivalent .vec form (see above), in place,
+    except ops in keep (the user runs them in torch). Returns how many changed."""
+    keep = set(keep)
+    changed = 0
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target not in _UPSAMPLE_DEFAULTS or n.target in keep:
+            continue
+        vec, align = _UPSAMPLE_DEFAULTS[n.target]
+        if vec in keep:
+            continue
+        args = _upsample_vec_args(n, align)
+        if args is None:
+            continue
+        n.target, n.args, n.kwargs = vec, args, {}
+        changed += 1
+    if changed:
+        gm.recompile()
+    return changed
+
 
 def _count(mask, dim):
     return aten._to_copy.default(aten.sum.dim_IntList(aten._to_copy.default(mask, dtype=torch.float32), [dim]),

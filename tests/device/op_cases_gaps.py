@@ -1,0 +1,130 @@
+"""Differential cases (tests/opcase.py format) for the converter gaps of issue 11 closed late:
+upsample .default overloads (retargeted to .vec before decomposition), scatter with reductions
+(aten.scatter_reduce.two, a converter; scatter_add, scatter.reduce/value_reduce and
+index_reduce decompose into it), pooling with indices, bicubic grid sampling.
+
+Tolerance: atol = rtol = 1e-5 for fp32 unless a case says otherwise (bicubic weights: 1e-4);
+integer results and indices must match exactly.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from convtest import rand
+from op_cases_elementwise import ints
+from opcase import Case, ModelCase
+
+aten = torch.ops.aten
+
+CASES: dict = {}
+
+
+def _add(op, *cases):
+    CASES.setdefault(op, []).extend(cases)
+
+
+def _r(*s, seed=None):
+    return lambda: (rand(*s, seed=seed),)
+
+
+# ---------------------------------------------------------------- upsample .default overloads
+_add("aten.upsample_nearest1d.default",
+     ModelCase(lambda x: aten.upsample_nearest1d.default(x, [11]), _r(2, 3, 7)),
+     ModelCase(lambda x: aten.upsample_nearest1d.default(x, [4]), _r(2, 5, 9), id="down"),
+     ModelCase(lambda x: aten.upsample_nearest1d.default(x, [11], 1.7), _r(2, 3, 7), id="scale"))
+_add("aten.upsample_nearest2d.default",
+     ModelCase(lambda x: aten.upsample_nearest2d.default(x, [9, 11]), _r(2, 3, 5, 7)),
+     ModelCase(lambda x: aten.upsample_nearest2d.default(x, [9, 11], 1.9, 1.6), _r(1, 2, 5, 7), id="scales"))
+_add("aten.upsample_nearest3d.default",
+     ModelCase(lambda x: aten.upsample_nearest3d.default(x, [5, 7, 9]), _r(2, 3, 3, 5, 4)),
+     ModelCase(lambda x: aten.upsample_nearest3d.default(x, [2, 3, 7]), _r(1, 2, 5, 4, 3), id="mixed"))
+_add("aten._upsample_nearest_exact1d.default",
+     ModelCase(lambda x: aten._upsample_nearest_exact1d.default(x, [11]), _r(2, 3, 7)))
+_add("aten._upsample_nearest_exact2d.default",
+     ModelCase(lambda x: aten._upsample_nearest_exact2d.default(x, [9, 4]), _r(2, 3, 5, 7)))
+_add("aten._upsample_nearest_exact3d.default",
+     ModelCase(lambda x: aten._upsample_nearest_exact3d.default(x, [5, 7, 2]), _r(1, 2, 3, 5, 4)))
+_add("aten.upsample_bilinear2d.default",
+     ModelCase(lambda x: aten.upsample_bilinear2d.default(x, [9, 11], False), _r(2, 3, 5, 7)),
+     ModelCase(lambda x: aten.upsample_bilinear2d.default(x, [3, 11], True), _r(2, 3, 5, 7), id="align"))
+# the .vec forms these become, with output sizes and with scales
+_add("aten.upsample_linear1d.default",
+     ModelCase(lambda x: aten.upsample_linear1d.default(x, [11], False, 1.7), _r(2, 3, 7), id="scale"))
+_add("aten.upsample_trilinear3d.vec",
+     ModelCase(lambda x: aten.upsample_trilinear3d.vec(x, None, False, [1.5, 2.0, 0.7]), _r(1, 2, 4, 3, 7), id="scales"))
+_add("aten.upsample_bicubic2d.default",
+     ModelCase(lambda x: aten.upsample_bicubic2d.default(x, [9, 13], True, 1.9, 1.9), _r(2, 3, 5, 7), tol=1e-4,
+               id="scales"))
+
+
+# ---------------------------------------------------------------- scatter with reductions
+def _scatter_inputs(xs, dim, ishape, sshape, dtype=torch.float32, seed=0):
+    def f():
+        n = xs[dim]
+        if dtype == torch.float32:
+            x, s = rand(*xs, seed=seed), rand(*sshape, seed=seed + 1)
+        else:
+            x, s = ints(*xs, low=-7, high=8, seed=seed), ints(*sshape, low=-5, high=6, seed=seed + 1)
+        return [x, dim, ints(*ishape, low=0, high=n, seed=seed + 2), s]
+    return f
+
+
+_REDUCE_SHAPES = [  # (x, dim, index, src): index smaller than x off dim, longer than x along it
+    ((4, 5), 0, (6, 5), (6, 5)),
+    ((3, 7, 5), 1, (3, 9, 4), (3, 10, 5)),
+    ((5, 3, 6), -1, (2, 3, 11), (4, 3, 11)),
+]
+
+for red in ("sum", "prod", "mean", "amax", "amin"):
+    for incl in (True, False):
+        for i, (xs, d, ishape, sshape) in enumerate(_REDUCE_SHAPES):
+            _add("aten.scatter_reduce.two",
+                 Case(lambda xs=xs, d=d, ishape=ishape, sshape=sshape, red=red, incl=incl:
+                      _scatter_inputs(xs, d, ishape, sshape, seed=i)() + [red, incl],
+                      tol=1e-4 if red == "prod" else 1e-5, id=f"{red}-{incl}-{i}"))
+        _add("aten.scatter_reduce.two",
+             Case(lambda red=red, incl=incl: _scatter_inputs((5, 4), 0, (7, 3), (7, 4), torch.int64)() + [red, incl],
+                  tol=0, id=f"{red}-{incl}-int64"))
+
+_add("aten.scatter_add.default",
+     ModelCase(lambda x, i, s: torch.scatter_add(x, 1, i, s),
+               lambda: (rand(3, 7, 5), ints(3, 9, 4, low=0, high=7), rand(3, 10, 5, seed=1))),
+     ModelCase(lambda x, i, s: torch.scatter_add(x, 0, i, s),
+               lambda: (rand(4, 5), ints(6, 5, low=0, high=4), rand(6, 5, seed=1)), id="dim0"))
+_add("aten.scatter.reduce",
+     ModelCase(lambda x, i, s: torch.scatter(x, 1, i, s, reduce="add"),
+               lambda: (rand(3, 7, 5), ints(3, 9, 4, low=0, high=7), rand(3, 10, 5, seed=1)), id="add"),
+     ModelCase(lambda x, i, s: torch.scatter(x, 0, i, s, reduce="multiply"),
+               lambda: (rand(4, 5), ints(6, 5, low=0, high=4), rand(6, 5, seed=1)), id="multiply"))
+_add("aten.scatter.value_reduce",
+     ModelCase(lambda x, i: torch.scatter(x, 1, i, 1.5, reduce="add"),
+               lambda: (rand(3, 7, 5), ints(3, 9, 4, low=0, high=7)), id="add"),
+     ModelCase(lambda x, i: torch.scatter(x, 0, i, -0.5, reduce="multiply"),
+               lambda: (rand(4, 5), ints(6, 5, low=0, high=4)), id="multiply"))
+for red in ("prod", "mean", "amax", "amin"):
+    for incl in (True, False):
+        _add("aten.index_reduce.default",
+             ModelCase(lambda x, i, s, red=red, incl=incl: x.index_reduce(1, i, s, red, include_self=incl),
+                       lambda: (rand(2, 5, 3), ints(7, low=0, high=5), rand(2, 7, 3, seed=1)), tol=1e-4,
+                       id=f"{red}-{incl}"))
+_add("aten.index_reduce.default",
+     ModelCase(lambda x, i, s: x.index_reduce(0, i, s, "amax"),
+               lambda: (rand(6, 4), ints(9, low=0, high=6), rand(9, 4, seed=1)), id="dim0"))
+
+
+# ---------------------------------------------------------------- pooling with indices
+# inputs are random floats, so a window has one maximum: indices compare exactly
+_add("aten.max_pool3d_with_indices.default",
+     ModelCase(lambda x: F.max_pool3d(x, 2, return_indices=True), _r(2, 3, 4, 6, 5), id="k2"),
+     ModelCase(lambda x: F.max_pool3d(x, 3, 2, 1, return_indices=True), _r(1, 2, 5, 7, 6), id="k3s2p1"),
+     ModelCase(lambda x: F.max_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 1, 0), dilation=(1, 2, 1), ceil_mode=True,
+                                      return_indices=True), _r(1, 2, 5, 7, 7), id="ceil-dil"),
+     ModelCase(lambda x: F.max_pool3d(x, 2, return_indices=True)[0] * 2, _r(3, 4, 6, 5), id="values-only-unbatched"),
+     ModelCase(lambda x: F.max_pool3d(x, 2, return_indices=True)[1] + 1, _r(2, 2, 4, 4, 5), id="indices-only"))
+_add("aten.max_pool2d_with_indices.default",
+     ModelCase(lambda x: F.max_pool2d(x, 2, return_indices=True), _r(2, 3, 5, 7), id="both"),
+     ModelCase(lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True), _r(1, 3, 8, 9), id="ceil-pad"),
+     ModelCase(lambda x: F.max_pool2d(x, 3, 1, 1, dilation=2, return_indices=True)[1] * 3, _r(2, 2, 7, 6),
+               id="indices-used"),
+     ModelCase(lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True), _r(2, 3, 11), id="1d"))
