@@ -128,3 +128,17 @@ _add("aten.max_pool2d_with_indices.default",
      ModelCase(lambda x: F.max_pool2d(x, 3, 1, 1, dilation=2, return_indices=True)[1] * 3, _r(2, 2, 7, 6),
                id="indices-used"),
      ModelCase(lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True), _r(2, 3, 11), id="1d"))
+
+
+# ---------------------------------------------------------------- bicubic grid sampling
+def _grid(*s):
+    return lambda: (rand(*s[0]), rand(*s[1], low=-1.2, high=1.2, seed=1))
+
+
+for pm in ("zeros", "border", "reflection"):
+    for ac in (False, True):
+        _add("aten.grid_sampler_2d.default",
+             ModelCase(lambda x, g, pm=pm, ac=ac: F.grid_sample(x, g, mode="bicubic", padding_mode=pm, align_corners=ac),
+                       _grid((2, 3, 5, 7), (2, 4, 6, 2)), tol=1e-4, id=f"bicubic-{pm}-{ac}"),
+             ModelCase(lambda x, g, pm=pm, ac=ac: F.grid_sample(x, g, mode="bicubic", padding_mode=pm, align_corners=ac),
+                       _grid((1, 2, 4, 3), (1, 7, 5, 2)), tol=1e-4, id=f"bicubic-{pm}-{ac}-small"))

@@ -192,12 +192,15 @@ def _reflect(c, lo2, hi2):
     return aten.where.self(even, aten.add.Tensor(extra, mn), aten.add.Tensor(aten.rsub.Scalar(extra, span), mn))
 
 
-def _grid_coord(g, size, padding_mode, align_corners):
+def _unnormalize(g, size, align_corners):
     """Source coordinate of normalised grid values g along an axis of `size` samples."""
     if align_corners:
-        c = aten.mul.Tensor(aten.add.Tensor(g, 1.0), (size - 1) / 2)
-    else:
-        c = aten.div.Tensor(aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(g, 1.0), float(size)), 1.0), 2.0)
+        return aten.mul.Tensor(aten.add.Tensor(g, 1.0), (size - 1) / 2)
+    return aten.div.Tensor(aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(g, 1.0), float(size)), 1.0), 2.0)
+
+
+def _pad_coord(c, size, padding_mode, align_corners):
+    """torch's compute_coordinates: c reflected (padding 2) and/or clipped (1, 2) into range."""
     if padding_mode == 2:
         c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
     if padding_mode in (1, 2):
@@ -205,19 +208,42 @@ def _grid_coord(g, size, padding_mode, align_corners):
     return c
 
 
+def _grid_coord(g, size, padding_mode, align_corners):
+    return _pad_coord(_unnormalize(g, size, align_corners), size, padding_mode, align_corners)
+
+
+def _cubic_weights(t):
+    """torch's bicubic coefficients (A = -0.75) of the taps at -1, 0, 1, 2 for fraction t."""
+    A = -0.75
+
+    def near(x):  # |x| <= 1: ((A + 2) x - (A + 3)) x^2 + 1
+        return aten.add.Tensor(aten.mul.Tensor(aten.mul.Tensor(
+            aten.sub.Tensor(aten.mul.Tensor(x, A + 2), A + 3), x), x), 1.0)
+
+    def far(x):  # 1 < |x| < 2: ((A x - 5A) x + 8A) x - 4A
+        return aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(aten.mul.Tensor(
+            aten.sub.Tensor(aten.mul.Tensor(x, A), 5 * A), x), 8 * A), x), 4 * A)
+    return [far(aten.add.Tensor(t, 1.0)), near(t), near(aten.rsub.Scalar(t, 1.0)), far(aten.rsub.Scalar(t, 2.0))]
+
+
 @register_decomposition(aten.grid_sampler_2d.default)
 def _grid_sampler_2d(x, grid, interpolation_mode=0, padding_mode=0, align_corners=False):
-    """Bilinear (0) or nearest (1) sampling: the source positions are computed elementwise and
-    the values gathered from x flattened to [N, C, H*W] with one flat index per corner (out
-    of range corners read position 0 with weight 0). Bicubic stays in torch."""
-    if interpolation_mode not in (0, 1) or x.dim() != 4:
+    """Bilinear (0), nearest (1) or bicubic (2) sampling: the source positions are computed
+    elementwise and the values gathered from x flattened to [N, C, H*W] with one flat index
+    per tap (out of range taps read position 0 with weight 0). Bicubic, as torch: the 4 x 4
+    taps around the unpadded position, each tap's coordinate padded on its own."""
+    if interpolation_mode not in (0, 1, 2) or x.dim() != 4:
         return NotImplemented
     n, c, h, w = x.shape
     if not all(isinstance(v, int) for v in (c, h, w)):
         return NotImplemented
     gh, gw = grid.shape[1], grid.shape[2]
-    ix = _grid_coord(aten.select.int(grid, 3, 0), w, padding_mode, align_corners)  # [N, gh, gw]
-    iy = _grid_coord(aten.select.int(grid, 3, 1), h, padding_mode, align_corners)
+    gx, gy = aten.select.int(grid, 3, 0), aten.select.int(grid, 3, 1)  # [N, gh, gw]
+    if interpolation_mode == 2:
+        ux, uy = _unnormalize(gx, w, align_corners), _unnormalize(gy, h, align_corners)
+    else:
+        ix = _grid_coord(gx, w, padding_mode, align_corners)
+        iy = _grid_coord(gy, h, padding_mode, align_corners)
     flat = aten.reshape.default(x, [n, c, h * w])
 
     def tap(yi, xi, wt):
@@ -233,6 +259,18 @@ def _grid_sampler_2d(x, grid, interpolation_mode=0, padding_mode=0, align_corner
             aten._to_copy.default(ok, dtype=x.dtype)
         return aten.mul.Tensor(v, aten.unsqueeze.default(wt, 1))
 
+    if interpolation_mode == 2:
+        x0, y0 = aten.floor.default(ux), aten.floor.default(uy)
+        wx, wy = _cubic_weights(aten.sub.Tensor(ux, x0)), _cubic_weights(aten.sub.Tensor(uy, y0))
+        xs = [_pad_coord(aten.add.Tensor(x0, float(i - 1)), w, padding_mode, align_corners) for i in range(4)]
+        ys = [_pad_coord(aten.add.Tensor(y0, float(j - 1)), h, padding_mode, align_corners) for j in range(4)]
+        out = None
+        for j in range(4):
+            for i in range(4):
+                # padded taps are whole numbers; torch reads them truncated (they are >= 0 where read)
+                t = tap(aten.floor.default(ys[j]), aten.floor.default(xs[i]), aten.mul.Tensor(wy[j], wx[i]))
+                out = t if out is None else aten.add.Tensor(out, t)
+        return out
     if interpolation_mode == 1:
         return tap(aten.round.default(iy), aten.round.default(ix), None)
     x0, y0 = aten.floor.default(ix), aten.floor.default(iy)
