@@ -142,3 +142,28 @@ for pm in ("zeros", "border", "reflection"):
                        _grid((2, 3, 5, 7), (2, 4, 6, 2)), tol=1e-4, id=f"bicubic-{pm}-{ac}"),
              ModelCase(lambda x, g, pm=pm, ac=ac: F.grid_sample(x, g, mode="bicubic", padding_mode=pm, align_corners=ac),
                        _grid((1, 2, 4, 3), (1, 7, 5, 2)), tol=1e-4, id=f"bicubic-{pm}-{ac}-small"))
+
+
+# ---------------------------------------------------------------- batch norm with runtime statistics
+# (statistics/parameters that are graph inputs, not constants: the converter folds constants
+# only, so the compiler decomposes the op into elementwise math after all)
+def _bn_inputs(*s):
+    c = s[1] if len(s) > 1 else s[0]
+    return lambda: (rand(*s), rand(c, low=-0.5, high=0.5, seed=1), rand(c, low=0.5, high=1.5, seed=2),
+                    rand(c, low=0.5, high=1.5, seed=3), rand(c, low=-0.5, high=0.5, seed=4))
+
+
+_add("aten._native_batch_norm_legit_no_training.default",
+     ModelCase(lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, False, 0.1, 1e-5), _bn_inputs(2, 3, 5, 7),
+               id="runtime-stats"),
+     ModelCase(lambda x, m, v, w, b: F.batch_norm(x, m, v, None, None, False, 0.1, 1e-3), _bn_inputs(3, 5, 9),
+               id="runtime-stats-no-affine"),
+     ModelCase(lambda x, m, v, w, b: F.batch_norm(x * 2, m * 2, v, w, b, False, 0.1, 1e-5), _bn_inputs(4, 6),
+               id="computed-stats-2d"))
+
+# ---------------------------------------------------------------- resize_ of an intermediate
+# (functionalized by export into as_strided over the dense result, which we decompose; resizing
+# a graph input is rejected by torch.export itself)
+_add("aten.resize_.default",
+     ModelCase(lambda x: (x * 2).resize_(2, 3) + 1, _r(3, 5)),
+     ModelCase(lambda x: (x + 1).resize_(7) * 3, _r(2, 3, 5), id="flat"))

@@ -289,6 +289,28 @@ def _native_batch_norm_legit_functional(x, weight, bias, running_mean, running_v
     return out, mean, invstd, running_mean, running_var
 
 
+@register_decomposition(aten._native_batch_norm_legit_no_training.default)
+def _bn_no_training(x, weight, bias, running_mean, running_var, momentum, eps):
+    """Batch norm with statistics or parameters that are not constants (computed in the graph,
+    or graph inputs): the core's converter folds constants only and says no; the compiler then
+    decomposes the op after all (_undecomposable_fallbacks) into this elementwise form. The
+    auxiliary outputs are empty in eval, as torch's."""
+    shape = [1] * x.dim()
+    if x.dim() > 1:
+        shape[1] = x.shape[1]
+
+    def per_channel(t):
+        return aten.reshape.default(t, shape)
+    y = aten.mul.Tensor(aten.sub.Tensor(x, per_channel(running_mean)),
+                        per_channel(aten.rsqrt.default(aten.add.Tensor(running_var, eps))))
+    if weight is not None:
+        y = aten.mul.Tensor(y, per_channel(weight))
+    if bias is not None:
+        y = aten.add.Tensor(y, per_channel(bias))
+    empty = aten.full.default([0], 0.0, dtype=x.dtype, device=x.device)
+    return y, empty, empty
+
+
 # ---------------------------------------------------------------- FX passes before import
 _RESHAPES = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
 
