@@ -87,6 +87,24 @@ for red in ("sum", "prod", "mean", "amax", "amin"):
              Case(lambda red=red, incl=incl: _scatter_inputs((5, 4), 0, (7, 3), (7, 4), torch.int64)() + [red, incl],
                   tol=0, id=f"{red}-{incl}-int64"))
 
+
+def _half_ref(x, d, i, s, red, incl):
+    return torch.scatter_reduce(x.float(), d, i, s.float(), red, include_self=incl).half()
+
+
+# fp16 engines (the combination runs in float): atol = rtol = 2e-3
+for red in ("sum", "mean", "amax", "prod"):
+    _add("aten.scatter_reduce.two",
+         Case(lambda red=red: [rand(3, 7, 5, dtype=torch.float16), 1, ints(3, 9, 4, low=0, high=7),
+                               rand(3, 10, 5, dtype=torch.float16, seed=1), red, red != "mean"],
+              tol=2e-3, precision="fp16", ref=_half_ref, id=f"{red}-fp16"))
+# a dynamic leading dim (every tensor's dim 0 is the symbol)
+_add("aten.scatter_reduce.two",
+     Case(lambda: _scatter_inputs((5, 7, 3), 1, (5, 9, 3), (5, 9, 3))() + ["sum", True], dynamic=(1, 5, 8),
+          id="sum-dynamic"),
+     Case(lambda: _scatter_inputs((4, 6), 1, (4, 8), (4, 8))() + ["amin", False], dynamic=(1, 4, 8),
+          id="amin-dynamic"))
+
 _add("aten.scatter_add.default",
      ModelCase(lambda x, i, s: torch.scatter_add(x, 1, i, s),
                lambda: (rand(3, 7, 5), ints(3, 9, 4, low=0, high=7), rand(3, 10, 5, seed=1))),
