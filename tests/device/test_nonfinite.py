@@ -198,6 +198,12 @@ CASES += [
     ("aten.upsample_nearest2d.vec", lambda: [nf(1, 2, 4, 5, seed=46), [8, 10], None], {}),
     ("aten.upsample_bilinear2d.vec", lambda: [nf(1, 2, 4, 5, seed=47, frac=0.05), [7, 9], False, None], {}),
     ("aten.clone.default", lambda: [A(), None], {}),
+    # scatter with a reduction: NaN and inf combine as in torch (amax/amin keep a NaN once seen)
+    *[("aten.scatter_reduce.two",
+       lambda red=red, incl=incl: [nf(4, 6, seed=48), 0, torch.randint(0, 4, (7, 6), generator=torch.Generator()
+                                                                         .manual_seed(48)),
+                                   nf(7, 6, seed=49), red, incl], {})
+      for red in ("sum", "prod", "mean", "amax", "amin") for incl in (True, False)],
 ]
 CASE_IDS = [f"{op}#{i}" for i, (op, _, _) in enumerate(CASES)]
 
