@@ -145,7 +145,12 @@ _add("aten.max_pool2d_with_indices.default",
      ModelCase(lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True), _r(1, 3, 8, 9), id="ceil-pad"),
      ModelCase(lambda x: F.max_pool2d(x, 3, 1, 1, dilation=2, return_indices=True)[1] * 3, _r(2, 2, 7, 6),
                id="indices-used"),
-     ModelCase(lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True), _r(2, 3, 11), id="1d"))
+     ModelCase(lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True), _r(2, 3, 11), id="1d"),
+     ModelCase(lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True)[0] * 2, _r(2, 3, 11), id="1d-values-only"),
+     # one pool's indices used, another's not: the compiler decomposes every max_pool2d_with_indices
+     # of the graph after all, the plain pool included
+     ModelCase(lambda x: F.max_pool2d(F.relu(F.max_pool2d(x, 2, 1)) + 0.5, 2, return_indices=True),
+               _r(2, 3, 8, 9), id="mixed"))
 
 
 # ---------------------------------------------------------------- bicubic grid sampling
