@@ -190,3 +190,34 @@ _add("aten._native_batch_norm_legit_no_training.default",
 _add("aten.resize_.default",
      ModelCase(lambda x: (x * 2).resize_(2, 3) + 1, _r(3, 5)),
      ModelCase(lambda x: (x + 1).resize_(7) * 3, _r(2, 3, 5), id="flat"))
+
+
+# ---------------------------------------------------------------- math ops real models use
+# (_decompositions_math.py; tolerance 1e-5 unless stated: instance norm's variance 1e-4)
+_add("aten.clamp.Tensor",
+     ModelCase(lambda x, lo, hi: torch.clamp(x, lo, hi + 1.5), lambda: (rand(3, 5), rand(3, 5, seed=1),
+                                                                        rand(3, 5, seed=2))),
+     ModelCase(lambda x, lo: torch.clamp(x, min=lo), lambda: (rand(2, 7, 9), rand(7, 1, seed=1)), id="min-broadcast"),
+     ModelCase(lambda x, hi: torch.clamp(x, max=hi), lambda: (rand(4, 6), rand(6, seed=1)), id="max-only"),
+     ModelCase(lambda x, lo, hi: torch.clamp(x, lo, hi - 3), lambda: (rand(3, 5), rand(3, 5, seed=1),
+                                                                      rand(3, 5, seed=2)), id="min-above-max"))
+_add("aten.round.decimals",
+     ModelCase(lambda x: torch.round(x * 10, decimals=2), _r(3, 5)),
+     ModelCase(lambda x: torch.round(x * 1000, decimals=-2), _r(2, 7, 9), id="negative"))
+_add("aten.linalg_vector_norm.default",
+     ModelCase(lambda x: F.normalize(x, dim=1), _r(3, 5), id="normalize"),
+     ModelCase(lambda a, b: F.cosine_similarity(a, b, dim=-1), lambda: (rand(2, 7, 9), rand(2, 7, 9, seed=1)),
+               id="cosine"),
+     ModelCase(lambda x: torch.linalg.vector_norm(x, float("inf"), (0, 2)), _r(3, 5, 4), id="inf"),
+     ModelCase(lambda x: torch.linalg.vector_norm(x, -float("inf"), -1), _r(3, 5), id="-inf"),
+     ModelCase(lambda x: torch.linalg.vector_norm(x, 1, -1, keepdim=True), _r(3, 5), id="l1-keepdim"),
+     ModelCase(lambda x: torch.linalg.vector_norm(x, 3), _r(4, 7), id="p3-all", tol=1e-4),
+     ModelCase(lambda x: torch.linalg.vector_norm(x, 0, 1), _r(3, 5), id="l0"))
+_add("aten._native_batch_norm_legit.no_stats",
+     ModelCase(lambda x: F.instance_norm(x), _r(2, 3, 5, 7), tol=1e-4),
+     ModelCase(lambda x: F.instance_norm(x, weight=torch.linspace(0.5, 2, 3), bias=torch.linspace(-1, 1, 3), eps=1e-3),
+               _r(2, 3, 9), tol=1e-4, id="affine-1d"))
+_add("aten.unfold.default",
+     ModelCase(lambda x: x.unfold(1, 3, 2) + 1, _r(3, 9)),
+     ModelCase(lambda x: x.unfold(-1, 4, 4) * 2, _r(2, 3, 13), id="last-dim"),
+     ModelCase(lambda x: x.unfold(0, 2, 1) - 1, _r(5, 3), id="dim0-overlap"))

@@ -341,3 +341,4 @@ def infer_single_symbolic_size(gm) -> int:
 
 from . import _decompositions_spatial  # noqa: E402,F401  (registers issue-11 spatial decompositions)
 from . import _decompositions_select  # noqa: E402,F401  (scatter reductions, pooling with indices)
+from . import _decompositions_math  # noqa: E402,F401  (clamp.Tensor, round.decimals, vector norms, instance-norm statistics, unfold)
