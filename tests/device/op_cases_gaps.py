@@ -221,3 +221,13 @@ _add("aten.unfold.default",
      ModelCase(lambda x: x.unfold(1, 3, 2) + 1, _r(3, 9)),
      ModelCase(lambda x: x.unfold(-1, 4, 4) * 2, _r(2, 3, 13), id="last-dim"),
      ModelCase(lambda x: x.unfold(0, 2, 1) - 1, _r(5, 3), id="dim0-overlap"))
+
+
+# ---------------------------------------------------------------- adaptive max pooling
+_add("aten.adaptive_max_pool2d.default",
+     ModelCase(lambda x: F.adaptive_max_pool2d(x, 1), _r(2, 3, 7, 5), id="global"),
+     ModelCase(lambda x: F.adaptive_max_pool2d(x, (3, 2)), _r(2, 3, 7, 5), id="uneven"),
+     ModelCase(lambda x: F.adaptive_max_pool2d(x, (3, 2), return_indices=True), _r(2, 3, 7, 5), id="uneven-indices"),
+     ModelCase(lambda x: F.adaptive_max_pool2d(x, (2, 3), return_indices=True), _r(3, 6, 9), id="even-indices-unbatched"),
+     ModelCase(lambda x: F.adaptive_max_pool1d(x, 4, return_indices=True), _r(2, 3, 11), id="1d-indices"),
+     ModelCase(lambda x: F.adaptive_max_pool2d(x, (7, 5)) * 2, _r(1, 2, 7, 5), id="identity"))

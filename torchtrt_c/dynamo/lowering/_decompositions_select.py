@@ -10,6 +10,7 @@ other dims.
 Pooling with indices: the windows are strided slices of the input padded with -inf, stacked
 in the order torch scans a window, so that argmax (first maximum) over the stack is torch's
 choice of index; the index is then the flat input position of that window element.
+Adaptive max pooling: separable slices and amax for the values (see _adaptive_max_pool2d).
 """
 from __future__ import annotations
 
@@ -152,3 +153,44 @@ def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
     """Only used when the core cannot take the op whole (its indices are used): the compiler
     then decomposes it after all (see _undecomposable_fallbacks)."""
     return max_pool_with_indices(x, 2, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _adaptive_windows(n, o):
+    """torch's adaptive windows along an axis: [floor(i n / o), ceil((i + 1) n / o))."""
+    return [((i * n) // o, -(-((i + 1) * n) // o)) for i in range(o)]
+
+
+@register_decomposition(aten.adaptive_max_pool2d.default)
+def _adaptive_max_pool2d(x, output_size):
+    """Values: a window's max is separable, so one amax per output column over its slice of W,
+    then one per output row over its slice of H. Indices (dead code unless used): windows of
+    equal size are a max pool with indices; otherwise, for small outputs, each cell's argmax
+    over its flattened window, made a flat index into the input's H x W."""
+    oh, ow = list(output_size)
+    h, w = x.shape[-2], x.shape[-1]
+    if not all(isinstance(v, int) for v in (h, w, oh, ow)) or x.dtype not in (torch.float32, torch.float16):
+        return NotImplemented
+    vals = x
+    for axis, n, o in ((-1, w, ow), (-2, h, oh)):
+        if n == o:
+            continue
+        parts = [aten.amax.default(aten.slice.Tensor(vals, axis, s, e), [axis], True) for s, e in _adaptive_windows(n, o)]
+        vals = aten.cat.default(parts, axis) if len(parts) > 1 else parts[0]
+    if h % oh == 0 and w % ow == 0:
+        k = [h // oh, w // ow]
+        idx = max_pool_with_indices(x, 2, k, k, 0, 1, False)[1]
+    elif oh * ow <= 64:
+        cells = []
+        for hs, he in _adaptive_windows(h, oh):
+            for ws, we in _adaptive_windows(w, ow):
+                win = aten.slice.Tensor(aten.slice.Tensor(x, -2, hs, he), -1, ws, we)
+                flat = aten.reshape.default(win, list(x.shape[:-2]) + [(he - hs) * (we - ws)])
+                a = aten.argmax.default(flat, -1, True)
+                row = aten.add.Tensor(aten.div.Tensor_mode(a, we - ws, rounding_mode="floor"), hs)
+                col = aten.add.Tensor(aten.remainder.Scalar(a, we - ws), ws)
+                cells.append(aten.add.Tensor(aten.mul.Tensor(row, w), col))
+        idx = aten.reshape.default(aten.cat.default(cells, -1) if len(cells) > 1 else cells[0],
+                                   list(x.shape[:-2]) + [oh, ow])
+    else:
+        return NotImplemented
+    return vals, idx
