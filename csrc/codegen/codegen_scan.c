@@ -1,4 +1,5 @@
-/* The scan kernel (TTC_KOP_SCAN): out = cumsum(in[0], p.scan.dim), out dense, same dims.
+/* The scan kernel (TTC_KOP_SCAN): out = cumsum(in[0], p.scan.dim) (cumprod, logcumsumexp by
+ * p.scan.kind), out dense, same dims.
  *
  * One work-item per row along the scanned dim accumulates sequentially, in float for
  * floating outputs and in the output's integer type otherwise (torch promotes bool and
@@ -33,12 +34,24 @@ ttc_status ttc_gen_scan(const ttc_kgen *g) {
     ttc_sbuf_printf(src, "    if (i%d != 0) return;\n    int xb = x_off", D);
     for (int32_t d = 0; d < R; d++)
         if (d != D) ttc_sbuf_printf(src, " + i%d * x_s%d", d, d);
-    ttc_sbuf_printf(src, ";\n    %s acc = 0;\n    for (int c = 0; c < sz%d; c++) {\n", acc_t, D);
+    int32_t kind = op->p.scan.kind;
+    if (kind == TTC_SCAN_LOGSUMEXP && !ttc_codegen_floatish(out->dtype)) {
+        s = ttc_fail(TTC_ERR_INTERNAL, "scan %s: logcumsumexp into a non-float dtype", op->name);
+        goto fail;
+    }
+    ttc_sbuf_printf(src, ";\n    %s acc = %s;\n    for (int c = 0; c < sz%d; c++) {\n", acc_t,
+                    kind == TTC_SCAN_PROD ? "1" : kind == TTC_SCAN_LOGSUMEXP ? "-INFINITY" : "0", D);
     char idx[32];
     snprintf(idx, sizeof idx, "xb + c * x_s%d", D);
-    ttc_sbuf_printf(src, "        acc += (%s)", acc_t);
+    ttc_sbuf_printf(src, "        %s v = (%s)", acc_t, acc_t);
     ttc_codegen_load(src, k, g->sp, x->dtype, "x", idx);
     ttc_sbuf_printf(src, ";\n");
+    if (kind == TTC_SCAN_PROD) ttc_sbuf_printf(src, "        acc *= v;\n");
+    else if (kind == TTC_SCAN_SUM) ttc_sbuf_printf(src, "        acc += v;\n");
+    else  /* torch's log-add-exp: min/max as std::min/max, a NaN update taken as both, equal
+           * infinities stay */
+        ttc_sbuf_printf(src, "        { float mn = isnan(v) ? v : v < acc ? v : acc, mx = isnan(v) ? v : acc < v ? v : acc;\n"
+                             "          if (mn != mx || isfinite(mn)) acc = mx + log1p(exp(mn - mx)); }\n");
     const char *at = "lin + c * inner";
     if (op->epi.n > 0) ttc_sbuf_printf(src, "        %s_store((float)acc, %s%s);\n", ks->name, at, A_);
     else ttc_codegen_store(src, k, g->sp, out->dtype, "acc", "acc", at, "        ");

@@ -1,5 +1,5 @@
-/* cumsum (a TTC_KOP_SCAN kernel, codegen/codegen_scan.c) and aten.sym_numel (evaluated by
- * the conversion context, like aten.sym_size.int). */
+/* cumsum, cumprod and logcumsumexp (a TTC_KOP_SCAN kernel, codegen/codegen_scan.c) and
+ * aten.sym_numel (evaluated by the conversion context, like aten.sym_size.int). */
 #include "converters.h"
 #include "converters_data.h"
 
@@ -10,7 +10,7 @@ static bool fail(char **why_not, const char *msg) {
     return false;
 }
 
-/* cumsum(self, dim, dtype) */
+/* cumsum(self, dim, dtype), cumprod(self, dim, dtype), logcumsumexp(self, dim) */
 bool ttc_validate_cumsum(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     if (!ttc_data_output_ok(n, 0, why_not)) return false;
     const ttc_type *x = &n->inputs[0]->type;
@@ -22,6 +22,8 @@ bool ttc_validate_cumsum(const ttc_graph *g, const ttc_node *n, bool fp16, char 
     ttc_dtype od = n->outputs[0]->type.dtype;
     if (od == TTC_DTYPE_BOOL || od == TTC_DTYPE_INT8 || od == TTC_DTYPE_UINT8)
         return fail(why_not, "cumsum into a bool or 8-bit dtype (wraps around)");
+    if (n->op == TTC_OP_LOGCUMSUMEXP && od != TTC_DTYPE_FLOAT32 && od != TTC_DTYPE_FLOAT16)
+        return fail(why_not, "logcumsumexp into a non-float dtype");
     return true;
 }
 
@@ -42,6 +44,8 @@ ttc_status ttc_convert_cumsum(ttc_conv_ctx *cx, const ttc_node *n) {
     ttc_kop *op = &cx->k->ops[oi];
     op->in[0] = x;
     op->p.scan.dim = d;
+    op->p.scan.kind = n->op == TTC_OP_CUMPROD ? TTC_SCAN_PROD : n->op == TTC_OP_LOGCUMSUMEXP ? TTC_SCAN_LOGSUMEXP
+                                                                                          : TTC_SCAN_SUM;
     return ttc_cx_set_output(cx, n, 0, op->out);
 }
 

@@ -137,7 +137,7 @@ typedef enum ttc_kop_kind {
     TTC_KOP_CONV_TRANSPOSE, /* in: x [N, C, H, W], w [OC, ICG, KH, KW] (repacked); p.conv (codegen/codegen_convt.c) */
     TTC_KOP_SORT,          /* out: int64 positions along p.sort.dim of the first p.sort.k of in[0] in order */
     TTC_KOP_SCATTER,       /* in[0] with in[1] (or p.scatter.value) written at indexed positions */
-    TTC_KOP_SCAN,          /* in[0] cumulatively summed along p.scan.dim (codegen/codegen_scan.c) */
+    TTC_KOP_SCAN,          /* in[0] cumulatively summed (multiplied, log-sum-exp'd) along p.scan.dim (codegen/codegen_scan.c) */
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -181,10 +181,13 @@ typedef struct ttc_kop {
          * TTC_SCATTER_* how the updates landing on an element combine (with x's value or not) */
         struct { int32_t mode, dim, n, at, brank; bool accumulate; double value;
                  int32_t reduce; bool include_self; } scatter;
-        struct { int32_t dim; } scan;
+        struct { int32_t dim, kind; } scan;  /* kind: TTC_SCAN_* */
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;
+
+/* p.scan.kind: what the scan accumulates */
+enum { TTC_SCAN_SUM = 0, TTC_SCAN_PROD, TTC_SCAN_LOGSUMEXP };
 
 /* p.scatter.reduce: scatter_reduce's reductions (ASSIGN: plain scatter, the last update wins) */
 enum { TTC_SCATTER_ASSIGN = 0, TTC_SCATTER_SUM, TTC_SCATTER_PROD, TTC_SCATTER_MEAN, TTC_SCATTER_AMAX,

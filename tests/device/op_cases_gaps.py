@@ -231,3 +231,23 @@ _add("aten.adaptive_max_pool2d.default",
      ModelCase(lambda x: F.adaptive_max_pool2d(x, (2, 3), return_indices=True), _r(3, 6, 9), id="even-indices-unbatched"),
      ModelCase(lambda x: F.adaptive_max_pool1d(x, 4, return_indices=True), _r(2, 3, 11), id="1d-indices"),
      ModelCase(lambda x: F.adaptive_max_pool2d(x, (7, 5)) * 2, _r(1, 2, 7, 5), id="identity"))
+
+
+# ---------------------------------------------------------------- cumprod / logcumsumexp (the scan kernel)
+# float rows multiply values in [0.5, 1.5] (no overflow); tolerance 1e-5 (torch accumulates in
+# double on the CPU, we in float), fp16 engines 2e-3
+_add("aten.cumprod.default",
+     Case(lambda: [rand(3, 5, low=0.5, high=1.5), 1, None], id="float-dim1"),
+     Case(lambda: [rand(2, 7, 9, low=-1.5, high=1.5), -1, None], id="float-last-signs"),
+     Case(lambda: [rand(7, 3, 5, low=0.5, high=1.5), 0, None], id="float-dim0"),
+     Case(lambda: [ints(4, 9, low=-3, high=4), 1, None], id="int64"),
+     Case(lambda: [rand(2, 11, 3, low=0.5, high=1.5), 1, None], dynamic=(1, 2, 4), id="dynamic"),
+     Case(lambda: [rand(3, 17, low=0.8, high=1.2), 1, None], tol=2e-3, rtol=2e-3, precision="fp16", id="fp16"))
+_add("aten.logcumsumexp.default",
+     Case(lambda: [rand(3, 5, low=-5, high=5), 1], id="dim1"),
+     Case(lambda: [rand(2, 7, 9, low=-30, high=30), -1], id="wide-range"),
+     Case(lambda: [rand(7, 3, 5), 0], id="dim0"),
+     Case(lambda: [torch.tensor([[-float("inf"), 1.0, float("inf"), 2.0], [float("inf"), float("inf"), 0.0, -1.0],
+                                 [-float("inf"), -float("inf"), 3.0, float("nan")]]), 1], id="inf-nan"),
+     Case(lambda: [rand(2, 11, 3), 1], dynamic=(1, 2, 4), id="dynamic"),
+     Case(lambda: [rand(3, 17), 1], tol=2e-3, rtol=2e-3, precision="fp16", id="fp16"))

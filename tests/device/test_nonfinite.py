@@ -136,6 +136,8 @@ CASES += [
     ("aten.var.dim", lambda: [nf(6, 9, seed=49), [1], True, False], {}),
     ("aten.var_mean.correction", lambda: [nf(6, 9, seed=50), [1], 1, True], {"ref": _var_mean_ref}),
     ("aten.cumsum.default", lambda: [nf(4, 9, seed=51), 1, None], {}),
+    ("aten.cumprod.default", lambda: [nf(4, 9, seed=52, low=0.5, high=1.5), 1, None], {}),
+    ("aten.logcumsumexp.default", lambda: [nf(4, 9, seed=53), 1], {}),
     ("aten.sort.default", lambda: [nf(4, 9, seed=52), 1, False], {"keep": [0]}),
     ("aten.sort.stable", lambda: [nf(4, 9, seed=54), True, 1, True], {"keep": [0]}),
     ("aten.topk.default", lambda: [nf(4, 9, seed=53), 3, 1, True, True], {"keep": [0]}),
