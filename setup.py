@@ -15,7 +15,8 @@ CSRC = ROOT / "csrc"
 sys.path.insert(0, str(CSRC / "kernels"))
 import embed  # noqa: E402
 
-CORE_DIRS = ["common", "ir", "passes", "partition", "kir", "convert", "codegen", "engine", "runtime", "backend/opencl", "kernels", "python"]
+CORE_DIRS = ["common", "ir", "passes", "partition", "kir", "convert", "codegen", "engine", "backend", "backend/opencl",
+             "kernels", "python"]
 
 
 def sources():

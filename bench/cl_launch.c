@@ -5,7 +5,7 @@
  *   enqueue+finish        N x clEnqueueNDRangeKernel over USE_HOST_PTR buffers made per call,
  *                         then clFinish: what execute does on PoCL (host memory in place)
  *   enqueue+map+finish    the same plus a blocking map and unmap of the output: what execute
- *                         did before the in-place probe (runtime/hostmem_probe.c)
+ *                         did before the in-place probe (backend/opencl/hostmem_probe.c)
  *   replay+finish         the N launches recorded once into a cl_khr_command_buffer (stable
  *                         buffers, kernel objects of its own) and replayed with
  *                         clEnqueueCommandBufferKHR, then clFinish

@@ -1,6 +1,7 @@
 """torchtrt_c: compile PyTorch models into OpenCL engines (a vendor-neutral Torch-TensorRT)."""
 from torchtrt_c._C import (  # noqa: F401
     BuildError,
+    DeviceError,
     Error,
     InputError,
     OpenCLError,

@@ -67,10 +67,7 @@ void ttc_codegen_loader(ttc_sbuf *src, const ttc_spelling *sp, const char *name,
     ttc_sbuf_printf(src, "\n");
 }
 
-bool ttc_codegen_gpu_forced(void) {
-    const char *v = getenv("TORCHTRT_C_KERNELS");
-    return v && !strcmp(v, "gpu");
-}
+bool ttc_codegen_gpu_forced(const ttc_kir *k) { return ttc_kir_target(k)->gpu_kernels; }
 
 ttc_status ttc_codegen_template(ttc_sbuf *src, const char *tmpl, const char *const *defs) {
     return emit_template(src, tmpl, defs);
@@ -251,7 +248,7 @@ ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spellin
     out->kernels = ttc_calloc((size_t)live + 1, sizeof(ttc_kspec));
     if (!out->kernels) return TTC_ERR_NOMEM;
     ttc_codegen_dedupe dd = {0};
-    bool dedupe = ttc_codegen_dedupe_enabled();
+    bool dedupe = ttc_codegen_dedupe_enabled(k);
     for (int32_t i = 0; i < k->n_ops; i++) {
         if (k->ops[i].dead) continue;
         ttc_kspec *ks = &out->kernels[out->n_kernels++];

@@ -59,14 +59,14 @@ typedef struct ttc_codegen {
 /* codegen_dedupe.c: the kernel texts seen so far in one program. After kernel ks's text was
  * appended to src from `start`, _add either remembers it or, when an equal one (up to the
  * kernel's name) came before, points ks->name at that one and sets *cut = start (the caller
- * truncates src there). TORCHTRT_C_DEDUPE_KERNELS=0 turns it off (ttc_codegen_dedupe_enabled). */
+ * truncates src there). TORCHTRT_C_DEDUPE_KERNELS=0 (the target's dedupe_kernels) turns it off. */
 typedef struct ttc_codegen_dedupe {
     char **canon;
     uint64_t *hash;
     char (*owner)[16];
     int32_t n, cap_c, cap_h, cap_o;
 } ttc_codegen_dedupe;
-bool ttc_codegen_dedupe_enabled(void);
+bool ttc_codegen_dedupe_enabled(const ttc_kir *k);
 ttc_status ttc_codegen_dedupe_add(ttc_codegen_dedupe *d, ttc_sbuf *src, size_t start, ttc_kspec *ks, size_t *cut);
 void ttc_codegen_dedupe_free(ttc_codegen_dedupe *d);
 

@@ -8,10 +8,7 @@
 
 #include "codegen_impl.h"
 
-bool ttc_conv_cpu_enabled(void) {
-    const char *v = getenv("TORCHTRT_C_CONV_CPU");
-    return !(v && !strcmp(v, "ocb8"));
-}
+bool ttc_conv_cpu_enabled(const ttc_kir *k) { return !ttc_kir_target(k)->conv_cpu_ocb8; }
 
 ttc_status ttc_gen_conv_cpu(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);

@@ -8,7 +8,7 @@
  * renaming, so one compiled kernel serves both. A text mentioning another kernel's name keeps
  * that name, so such texts only match when they mention the same one. */
 #include "codegen.h"
-#include "../runtime/runtime.h"
+#include "../common/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +38,7 @@ static char *canonical(const char *text, size_t len, const char *name) {
     return out;
 }
 
-bool ttc_codegen_dedupe_enabled(void) {
-    const char *v = getenv("TORCHTRT_C_DEDUPE_KERNELS");
-    return !(v && !strcmp(v, "0"));
-}
+bool ttc_codegen_dedupe_enabled(const ttc_kir *k) { return ttc_kir_target(k)->dedupe_kernels; }
 
 void ttc_codegen_dedupe_free(ttc_codegen_dedupe *d) {
     for (int32_t i = 0; i < d->n; i++) free(d->canon[i]);

@@ -57,7 +57,7 @@ void ttc_codegen_store(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, tt
  * reciprocal, min/max, neg/abs, sign, where, casts, constants, relu, hardswish, hardsigmoid.
  * These are emitted with operators, comparisons and ?: only (no built-in functions): NVIDIA's
  * OpenCL has half arithmetic but none of the half overloads of the built-ins, and the device
- * probe (csrc/runtime/half_probe.c) checks exactly these constructs. Ops that call a math
+ * probe (csrc/backend/opencl/half_probe.c) checks exactly these constructs. Ops that call a math
  * library function (exp, log, sqrt, rsqrt, erf, tanh, sin, cos, pow, lgamma, floor, ceil,
  * rint and the activations built from them: sigmoid, silu, gelu, log_sigmoid) and floor/trunc
  * division compute in float from their half operands and are rounded to half once, where the

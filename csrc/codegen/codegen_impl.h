@@ -38,9 +38,9 @@ void ttc_codegen_loader(ttc_sbuf *src, const ttc_spelling *sp, const char *name,
  * Wd, OH, OW (w: the weight tensor the kernel reads). */
 void ttc_codegen_conv_params(ttc_kparams *p, const ttc_kop *op, int32_t w);
 /* CPU convolution (codegen_conv_cpu.c): enabled unless TORCHTRT_C_CONV_CPU=ocb8. */
-bool ttc_conv_cpu_enabled(void);
+bool ttc_conv_cpu_enabled(const ttc_kir *k);
 /* Whether TORCHTRT_C_KERNELS=gpu asks for the GPU kernel families on any device. */
-bool ttc_codegen_gpu_forced(void);
+bool ttc_codegen_gpu_forced(const ttc_kir *k);
 
 /* The usual locals of a generator (each may go unused). */
 #define TTC_KGEN_LOCALS(g)                                                                   \

@@ -33,15 +33,14 @@ static int64_t dim_opt(const ttc_kir *k, ttc_dim d) {
  * giving two work-groups per SM, else 32x32 (64x16 for very few pixels). S: split-K slices.
  * TORCHTRT_C_CONV_TILE=<index> forces one (tests cover every shape that way);
  * TORCHTRT_C_CONV_TILES=v1 applies the small-problem rule everywhere (A/B measurements). */
-static bool conv_big(int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
-    const char *fam = getenv("TORCHTRT_C_CONV_TILES");
-    return S == 1 && G * OCG * NPQ >= (1 << 20) && !(fam && !strcmp(fam, "v1"));
+static bool conv_big(const ttc_kir *k, int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
+    return S == 1 && G * OCG * NPQ >= (1 << 20) && !ttc_kir_target(k)->conv_tiles_v1;
 }
 
-static int32_t conv_tile_choice(int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
-    const char *f = getenv("TORCHTRT_C_CONV_TILE");
-    if (f && *f >= '0' && *f < '0' + CONV_TILES && !f[1]) return *f - '0';
-    bool v1 = !conv_big(G, OCG, NPQ, S);
+static int32_t conv_tile_choice(const ttc_kir *k, int64_t G, int64_t OCG, int64_t NPQ, int64_t S) {
+    int32_t f = ttc_kir_target(k)->conv_tile;
+    if (f >= 0 && f < CONV_TILES) return f;
+    bool v1 = !conv_big(k, G, OCG, NPQ, S);
     for (int32_t t = 0; t < CONV_TILES - 2; t++) {
         const int32_t *c = conv_tiles[t];
         if (OCG < c[0] / 2 || (v1 && t > 0 && t < CONV_TILES_8X8)) continue;
@@ -69,7 +68,7 @@ static ttc_status gen_conv_igemm(const ttc_kgen *g) {
     int64_t C = x->dims[1].add, OC = out->dims[1].add, ICG = C / G, OCG = OC / G, OCG4 = (OCG + 3) / 4 * 4;
     int64_t S = op->p.conv.ksplit > 1 ? op->p.conv.ksplit : 1;
     int64_t NPQ = dim_opt(k, out->dims[0]) / S * dim_opt(k, out->dims[2]) * dim_opt(k, out->dims[3]);
-    const int32_t *c = conv_tiles[conv_tile_choice(G, OCG, NPQ, S)];
+    const int32_t *c = conv_tiles[conv_tile_choice(k, G, OCG, NPQ, S)];
     /* K slices: whole TK blocks */
     int64_t KT = ICG * op->p.conv.k[0] * op->p.conv.k[1], KSL = ((KT + S - 1) / S + c[2] - 1) / c[2] * c[2];
     int32_t nt = (c[0] / c[3]) * (c[1] / c[4]);
@@ -82,8 +81,8 @@ static ttc_status gen_conv_igemm(const ttc_kgen *g) {
                         op->p.conv.dil[1], pw1, c[0], c[1], c[2], c[3], c[4]};
     for (int i = 0; i < 22; i++) num(v[i], 24, vals[i]);
     num(v[22], 24, !pw1 && ICG % c[2] == 0);
-    const char *db = getenv("TORCHTRT_C_CONV_DB");  /* 0/1: force single/double buffering */
-    num(v[23], 24, db && (!strcmp(db, "0") || !strcmp(db, "1")) ? db[0] == '1' : conv_big(G, OCG, NPQ, S));
+    int32_t db = ttc_kir_target(k)->conv_double_buffer;  /* TORCHTRT_C_CONV_DB: force single/double */
+    num(v[23], 24, db >= 0 ? db : conv_big(k, G, OCG, NPQ, S));
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
@@ -121,12 +120,12 @@ static ttc_status gen_conv_igemm(const ttc_kgen *g) {
  * or (TORCHTRT_C_CONV_CPU=ocb8) the 8-channel blocked or direct kernel. */
 ttc_status ttc_gen_conv(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
-    bool gpu = g->gpu || ttc_codegen_gpu_forced();
+    bool gpu = g->gpu || ttc_codegen_gpu_forced(k);
     int32_t G = op->p.conv.groups;
     int64_t C0 = k->ts[op->in[0]].dims[1].add;
     bool depthwise = G > 1 && C0 == G;
     /* CPU devices: the pixel-vector kernel (codegen_conv_cpu.c; split-K partials too) */
-    if (!gpu && !depthwise && ttc_conv_cpu_enabled()) return ttc_gen_conv_cpu(g);
+    if (!gpu && !depthwise && ttc_conv_cpu_enabled(k)) return ttc_gen_conv_cpu(g);
     /* GPUs; split-K partials also on CPUs when the pixel-vector kernel is switched off */
     if ((gpu || op->p.conv.ksplit > 1) && !depthwise && op->in[2] >= 0) return gen_conv_igemm(g);
     bool blocked = op->p.conv.ocb == 8 && op->in[3] >= 0 && !gpu;
@@ -204,7 +203,7 @@ ttc_status ttc_gen_softmax(const ttc_kgen *g) {
     ttc_kp_buffer(&p, op->in[0], "X", "offX");
     ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], d, 0, 0, "D");
     ttc_status s;
-    if ((g->gpu || ttc_codegen_gpu_forced()) && static_prod(x, d + 1, R) == 1) {
+    if ((g->gpu || ttc_codegen_gpu_forced(k)) && static_prod(x, d + 1, R) == 1) {
         /* rows contiguous (softmax over the last dim, as in attention): a work-group per row */
         char ls[8];
         int32_t L = row_group_size(x->dims[d].sym < 0 ? x->dims[d].add : -1);
@@ -246,7 +245,7 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
     snprintf(store, sizeof store, "%s_store", ks->name);
     snprintf(eps, sizeof eps, "%.9ef", op->p.norm.eps);
     /* GPUs: a work-group per row (rows of a group norm: C/G channels of H*W) */
-    bool wg = g->gpu || ttc_codegen_gpu_forced();
+    bool wg = g->gpu || ttc_codegen_gpu_forced(k);
     int64_t row = op->p.norm.group ? (static_prod(x, 1, R) < 0 ? -1 : static_prod(x, 1, R) / op->p.norm.groups)
                                    : static_prod(x, from, R);
     int32_t L = wg ? row_group_size(row) : 1;
@@ -500,7 +499,7 @@ ttc_status ttc_gen_reduce(const ttc_kgen *g) {
     ttc_status s = ttc_kp_done(&p);
     if (s == TTC_OK) {
         if (x->dtype != TTC_DTYPE_FLOAT32 && x->dtype != TTC_DTYPE_FLOAT16) s = gen_reduce_int(g, &p);
-        else if ((g->gpu || ttc_codegen_gpu_forced()) && R > 0 && (op->p.red.mask & (1u << (R - 1))) &&
+        else if ((g->gpu || ttc_codegen_gpu_forced(g->k)) && R > 0 && (op->p.red.mask & (1u << (R - 1))) &&
                  rk != TTC_RED_ARGMAX && rk != TTC_RED_ARGMIN)
             s = gen_reduce_wg(g, &p);
         else s = gen_reduce_float(g, &p);

@@ -5,21 +5,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TTC_MSG_CAP 65536
 
 static _Thread_local char ttc_msg[TTC_MSG_CAP];
-static _Thread_local int32_t ttc_cl_code;
+static _Thread_local int32_t ttc_dev_code;
+static _Thread_local char ttc_dev_name[160];
 
 const char *ttc_last_error(void) { return ttc_msg; }
-int32_t ttc_last_cl_error(void) { return ttc_cl_code; }
+int32_t ttc_last_device_code(void) { return ttc_dev_code; }
+const char *ttc_last_device_error(void) { return ttc_dev_name; }
 
-void ttc_clear_error(void) { ttc_msg[0] = 0; ttc_cl_code = 0; }
+static void clear_device(void) { ttc_dev_code = 0; ttc_dev_name[0] = 0; }
+void ttc_clear_error(void) { ttc_msg[0] = 0; clear_device(); }
 
 const char *ttc_status_name(ttc_status s) {
     static const char *names[TTC_STATUS_COUNT] = {
         "ok", "invalid argument", "out of memory", "parse error", "verification failed",
-        "unsupported", "OpenCL error", "build error", "serialization error",
+        "unsupported", "device error", "build error", "serialization error",
         "input error", "partition error", "internal error",
     };
     return (unsigned)s < TTC_STATUS_COUNT ? names[s] : "unknown status";
@@ -32,17 +36,19 @@ ttc_status ttc_fail(ttc_status s, const char *fmt, ...) {
     va_start(ap, fmt);
     vset(fmt, ap);
     va_end(ap);
-    ttc_cl_code = 0;
+    clear_device();
     return s;
 }
 
-ttc_status ttc_fail_cl(int32_t code, const char *fmt, ...) {
+ttc_status ttc_fail_device(const char *backend, int32_t code, const char *code_name, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vset(fmt, ap);
     va_end(ap);
-    ttc_cl_code = code;
-    return TTC_ERR_OPENCL;
+    ttc_dev_code = code;
+    snprintf(ttc_dev_name, sizeof ttc_dev_name, "%s %s (%d)", backend ? backend : "device",
+             code_name ? code_name : "error", (int)code);
+    return TTC_ERR_DEVICE;
 }
 
 ttc_status ttc_fail_context(ttc_status s, const char *fmt, ...) {
@@ -64,7 +70,7 @@ ttc_status ttc_fail_context(ttc_status s, const char *fmt, ...) {
 
 ttc_status ttc_fail_long(ttc_status s, const char *prefix, const char *body) {
     snprintf(ttc_msg, TTC_MSG_CAP, "%s%s", prefix ? prefix : "", body ? body : "");
-    ttc_cl_code = 0;
+    clear_device();
     return s;
 }
 
@@ -163,3 +169,16 @@ char *ttc_sbuf_take(ttc_sbuf *b) {
 }
 
 void ttc_sbuf_free(ttc_sbuf *b) { free(b->data); b->data = NULL; b->len = b->cap = 0; b->oom = false; }
+
+double ttc_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t ttc_hash64(const void *data, size_t len, uint64_t seed) {
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (size_t i = 0; i < len; i++) { h ^= p[i]; h *= 1099511628211ull; }
+    return h;
+}

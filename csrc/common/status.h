@@ -17,8 +17,14 @@
 
 /* Records the message and returns s, so that `return ttc_fail(...)` reads naturally. */
 ttc_status ttc_fail(ttc_status s, const char *fmt, ...) TTC_PRINTF(2, 3);
-/* Like ttc_fail but also records an OpenCL error code. */
-ttc_status ttc_fail_cl(int32_t cl_code, const char *fmt, ...) TTC_PRINTF(2, 3);
+/* A failed device call (TTC_ERR_DEVICE): records the backend's name ("OpenCL"), its own error
+ * code and the code's name (NULL: none known) besides the message. */
+ttc_status ttc_fail_device(const char *backend, int32_t code, const char *code_name, const char *fmt, ...)
+    TTC_PRINTF(4, 5);
+/* Seconds on a monotonic clock (for compile profiles). */
+double ttc_now_s(void);
+/* 64-bit FNV-1a, for cache keys and blob checksums. */
+uint64_t ttc_hash64(const void *data, size_t len, uint64_t seed);
 /* Prepends context to the current message ("while converting %node: <old message>"). */
 ttc_status ttc_fail_context(ttc_status s, const char *fmt, ...) TTC_PRINTF(2, 3);
 void ttc_clear_error(void);

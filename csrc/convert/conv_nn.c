@@ -122,12 +122,12 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
  * batch): too few output tiles to keep a GPU busy (about 64k work-items of 16 outputs),
  * so the reduction is cut into slices of at least 128 whose partial sums a REDUCE op adds
  * up (carrying the epilogue). Needs a static batch; only ungrouped convolutions.
- * TORCHTRT_C_CONV_KSPLIT=<n> caps the slices (1: never split). Returns the slice count. */
-static int32_t conv_ksplit(const ttc_dim *od, int64_t C, int64_t OC, int64_t KH, int64_t KW, int64_t groups) {
+ * The target's conv_ksplit_cap (TORCHTRT_C_CONV_KSPLIT) caps the slices (1: never split).
+ * Returns the slice count. */
+static int32_t conv_ksplit(const ttc_dim *od, int64_t C, int64_t OC, int64_t KH, int64_t KW, int64_t groups,
+                           int64_t cap) {
     if (groups != 1 || od[0].sym >= 0 || od[2].sym >= 0 || od[3].sym >= 0) return 1;
-    int64_t K = C * KH * KW, outs = OC * od[0].add * od[2].add * od[3].add, cap = 32;
-    const char *env = getenv("TORCHTRT_C_CONV_KSPLIT");
-    if (env && atoi(env) >= 1) cap = atoi(env);
+    int64_t K = C * KH * KW, outs = OC * od[0].add * od[2].add * od[3].add;
     if (K < 512 || outs >= (1 << 19)) return 1;
     int64_t s = ((int64_t)1 << 20) / (outs > 0 ? outs : 1);
     if (s > K / 128) s = K / 128;
@@ -250,7 +250,7 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         ttc_dim od[4] = {ot->dims[0], ot->dims[1], nd == 2 ? ot->dims[2] : ttc_dim_const(1), ot->dims[nd + 1]};
         /* CPU devices: no split (their kernel would sum every slice in slice 0 anyway and
          * write zeros for the rest, which a REDUCE op then adds) */
-        ksplit = cx->split_k ? conv_ksplit(od, wshape[1] * groups, wshape[0], wshape[2], wshape[3], groups) : 1;
+        ksplit = cx->split_k ? conv_ksplit(od, wshape[1] * groups, wshape[0], wshape[2], wshape[3], groups, cx->ksplit_cap) : 1;
         ttc_dim pd[4] = {ttc_dim_const(od[0].add * ksplit), od[1], od[2], od[3]};
         oi = ttc_kir_op(k, TTC_KOP_CONV2D, ksplit > 1 ? TTC_DTYPE_FLOAT32 : ttc_cx_float_dtype(cx, ot->dtype), 4,
                         ksplit > 1 ? pd : od, n->outputs[0]->name);

@@ -306,16 +306,17 @@ static ttc_status bind_output(ttc_conv_ctx *cx, int32_t i, const ttc_value *v) {
 }
 
 ttc_status ttc_convert_graph(const ttc_graph *g, bool fp16, ttc_kir **out) {
-    return ttc_convert_graph_for(g, fp16, true, out);
+    return ttc_convert_graph_for(g, fp16, NULL, out);
 }
 
-ttc_status ttc_convert_graph_for(const ttc_graph *g, bool fp16, bool gpu_kernels, ttc_kir **out) {
+ttc_status ttc_convert_graph_for(const ttc_graph *g, bool fp16, const ttc_target *tg, ttc_kir **out) {
     *out = NULL;
     ttc_status s = TTC_OK;
     ttc_conv_ctx cx = {0};
     cx.g = g;
     cx.fp16 = fp16;
-    cx.split_k = gpu_kernels;
+    cx.split_k = tg ? tg->gpu_kernels : true;
+    cx.ksplit_cap = tg ? tg->conv_ksplit_cap : 32;
     cx.k = ttc_kir_new();
     int32_t nv = 0;
     for (int32_t i = 0; i < g->n_all_values; i++)

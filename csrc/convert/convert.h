@@ -17,6 +17,7 @@
 #ifndef TTC_CONVERT_H
 #define TTC_CONVERT_H
 
+#include "../backend/target.h"
 #include "../kir/kir.h"
 #include "registry.h"
 
@@ -45,13 +46,15 @@ typedef struct ttc_conv_ctx {
     int32_t n_values;
     bool fp16;            /* engine precision: compute floating intermediates in half */
     bool split_k;         /* convolutions may split their reduction (GPU kernels; see conv_nn.c) */
+    int32_t ksplit_cap;   /* most split-K slices (the target's conv_ksplit_cap) */
 } ttc_conv_ctx;
 
 /* Converts a whole segment graph into kernel IR (engine inputs/outputs = graph's). */
 ttc_status ttc_convert_graph(const ttc_graph *g, bool fp16, ttc_kir **out);
-/* The same for the engine's device: gpu_kernels false (a CPU device running its own kernel
- * families) keeps convolutions unsplit, split-K only fills a GPU. ttc_convert_graph: true. */
-ttc_status ttc_convert_graph_for(const ttc_graph *g, bool fp16, bool gpu_kernels, ttc_kir **out);
+/* The same for the engine's target: without the GPU kernel families (a CPU device running its
+ * own kernel families) convolutions stay unsplit, split-K only fills a GPU. tg NULL (and
+ * ttc_convert_graph): split-K allowed, at most 32 slices. */
+ttc_status ttc_convert_graph_for(const ttc_graph *g, bool fp16, const ttc_target *tg, ttc_kir **out);
 
 /* ---- argument accessors (i = input position in the ATen schema) ---- */
 ttc_status ttc_cx_tensor(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, int32_t *tid);

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "../convert/convert.h"
-#include "../runtime/native.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
     ttc_engine_options o = {"engine", NULL, false, 3, NULL};
@@ -14,7 +13,7 @@ ttc_engine_options ttc_engine_options_default(void) {
 
 static ttc_status upload_consts(ttc_engine *e) {
     const ttc_kir *k = e->k;
-    e->const_mem = ttc_calloc((size_t)k->n_ts + 1, sizeof(cl_mem));
+    e->const_mem = ttc_calloc((size_t)k->n_ts + 1, sizeof(ttc_buf *));
     if (!e->const_mem) return TTC_ERR_NOMEM;
     /* only constants some kernel reads */
     bool *used = ttc_calloc((size_t)k->n_ts + 1, sizeof(bool));
@@ -32,13 +31,8 @@ static ttc_status upload_consts(ttc_engine *e) {
         int64_t numel = 1;
         for (int32_t d = 0; d < k->ts[t].rank; d++) numel *= k->ts[t].dims[d].add;
         size_t n = (size_t)numel * ttc_dtype_size(k->ts[t].dtype);
-        cl_int err = CL_SUCCESS;
-        e->const_mem[t] = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_ONLY | (n ? CL_MEM_COPY_HOST_PTR : 0), n ? n : 16,
-                                               n ? k->ts[t].data->data : NULL, &err);
-        if (!e->const_mem[t] || err != CL_SUCCESS) {
-            e->const_mem[t] = NULL;
-            s = ttc_fail_cl(err, "clCreateBuffer(constant %s, %zu bytes) failed: %s", k->ts[t].name, n, ttc_cl_error_name(err));
-        }
+        s = ttc_buf_alloc(e->dev, n, n ? k->ts[t].data->data : NULL, k->ts[t].name, &e->const_mem[t]);
+        if (s != TTC_OK) ttc_fail_context(s, "constant %s", k->ts[t].name);
         e->const_bytes += n;
     }
     free(used);
@@ -75,9 +69,10 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     TTC_TRY(ttc_fuse(e->k, &e->n_fused));
     /* fp16 engines read their weights in half (engine/const_half.c) */
     TTC_TRY(ttc_kir_consts_to_half(e->k, NULL));
-    /* GEMM/convolution through the CPU BLAS where the device runs native kernels
-     * (before tuning: GEMMs that run natively are not timed) */
-    e->k->native = !ttc_engine_gpu_kernels(e) && ttc_native_available(e->dev);
+    /* GEMM/convolution through the host BLAS where the target runs them (target.c; before
+     * tuning: GEMMs that run natively are not timed) */
+    e->k->native = e->tg.native;
+    e->k->target = &e->tg;
     pf->fuse_s = ttc_now_s() - t;
     t = ttc_now_s();
     if (e->stored_tiles && e->n_stored_tiles == e->k->n_ops) {
@@ -88,24 +83,24 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     }
     pf->tune_s = ttc_now_s() - t;
     t = ttc_now_s();
-    /* half arithmetic where the device has it (probed once per device; see codegen.c) */
-    e->k->half_compute = e->k->fp16 && ttc_cl_device_half_compute(e->dev);
-    TTC_TRY(ttc_codegen_run(e->k, e->dev->is_gpu, &e->cg));
+    /* half arithmetic where the target has it (probed once per device; see codegen.c) */
+    e->k->half_compute = e->k->fp16 && e->tg.half_compute;
+    TTC_TRY(ttc_codegen_run(e->k, e->tg.is_gpu, &e->cg));
     pf->codegen_s = ttc_now_s() - t;
     pf->kernels = e->cg.n_kernels;
     pf->unique_kernels = e->cg.n_unique;
     pf->source_bytes = strlen(e->cg.source);
     t = ttc_now_s();
-    e->options = ttc_strdup("-cl-std=CL1.2");
+    e->options = ttc_strdup(TTC_PROGRAM_OPTIONS);
     ttc_status s = TTC_ERR_BUILD;
     pf->programs = 1;
     /* a stored binary is only valid for exactly the source we generate now */
     if (bin && bin_len && (!e->stored_source || strcmp(e->stored_source, e->cg.source) == 0)) {
-        s = ttc_cl_program_from_binary(e->dev, bin, bin_len, e->options, &e->prog);
+        s = ttc_program_from_binary(e->dev, bin, bin_len, e->options, &e->prog);
         if (s != TTC_OK) ttc_clear_error();
     }
-    if (s != TTC_OK) TTC_TRY(ttc_cl_program_build(e->dev, e->cg.source, e->options, e->cache_dir_opt, &e->prog));
-    pf->program_origin = e->prog.from_binary ? "blob" : e->prog.from_cache ? "cache" : "compiled";
+    if (s != TTC_OK) TTC_TRY(ttc_program_build(e->dev, e->cg.source, e->options, e->cache_dir_opt, &e->prog));
+    pf->program_origin = ttc_program_origin(e->prog);
     pf->program_s = ttc_now_s() - t;
     t = ttc_now_s();
     TTC_TRY(upload_consts(e));
@@ -122,7 +117,8 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     return TTC_OK;
 }
 
-bool ttc_engine_gpu_kernels(const ttc_engine *e) { return e->gpu_kernels; }
+bool ttc_engine_gpu_kernels(const ttc_engine *e) { return e->tg.gpu_kernels; }
+const ttc_target *ttc_engine_target(const ttc_engine *e) { return &e->tg; }
 
 static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     ttc_engine *e = ttc_calloc(1, sizeof *e);
@@ -133,12 +129,9 @@ static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     e->opt_level = o->optimization_level;
     e->cache_dir_opt = o->cache_dir ? ttc_strdup(o->cache_dir) : NULL;
     *out = e;
-    ttc_status s = ttc_cl_device_select(o->device, &e->dev);
-    if (s == TTC_OK) {
-        const char *v = getenv("TORCHTRT_C_KERNELS");
-        e->gpu_kernels = e->dev->is_gpu || (v && !strcmp(v, "gpu"));
-        s = ttc_cl_device_context(e->dev, &e->ctx);
-    }
+    /* the target (device facts + knobs) is fixed here, for the whole life of the engine */
+    ttc_status s = ttc_device_select(o->device, &e->dev);
+    if (s == TTC_OK) s = ttc_target_make(e->dev, &e->tg);
     return s;
 }
 
@@ -148,7 +141,7 @@ ttc_status ttc_engine_build(const ttc_graph *g, const ttc_engine_options *opts, 
     ttc_engine *e = NULL;
     ttc_status s = engine_new(&o, &e);
     double t0 = ttc_now_s();
-    if (s == TTC_OK) s = ttc_convert_graph_for(g, o.fp16, ttc_engine_gpu_kernels(e), &e->k);
+    if (s == TTC_OK) s = ttc_convert_graph_for(g, o.fp16, &e->tg, &e->k);
     if (e) e->prof.convert_s = ttc_now_s() - t0;
     if (s == TTC_OK) {
         s = ttc_graph_clone(g, &e->graph);
@@ -172,9 +165,9 @@ void ttc_engine_free(ttc_engine *e) {
         if (--e->plans[i]->refs == 0) ttc_plan_free(e->plans[i]);
     if (e->const_mem && e->k)
         for (int32_t t = 0; t < e->k->n_ts; t++)
-            if (e->const_mem[t]) TTC_CL(ReleaseMemObject)(e->const_mem[t]);
+            ttc_buf_free(e->const_mem[t]);
     free(e->const_mem);
-    ttc_cl_program_release(&e->prog);
+    ttc_program_free(e->prog);
     if (e->kdesc)
         for (int32_t i = 0; i < e->cg.n_kernels; i++) free(e->kdesc[i]);
     free(e->kdesc);
@@ -200,7 +193,7 @@ const ttc_binding *ttc_engine_input(const ttc_engine *e, int32_t i) { return i >
 const ttc_binding *ttc_engine_output(const ttc_engine *e, int32_t i) { return i >= 0 && i < e->n_out ? &e->outs[i] : NULL; }
 const ttc_symbol *ttc_engine_symbols(const ttc_engine *e, int32_t *n) { *n = e->k->n_syms; return e->k->syms; }
 const char *ttc_engine_name(const ttc_engine *e) { return e->name; }
-ttc_cl_device *ttc_engine_device(const ttc_engine *e) { return e->dev; }
+ttc_device *ttc_engine_device(const ttc_engine *e) { return e->dev; }
 const char *ttc_engine_source(const ttc_engine *e) { return e->cg.source; }
 int32_t ttc_engine_n_kernels(const ttc_engine *e) { return e->cg.n_kernels; }
 const char *ttc_engine_kernel_desc(const ttc_engine *e, int32_t i) {
@@ -218,7 +211,7 @@ const char *ttc_engine_compute(const ttc_engine *e) {
     return e->k->half_compute ? "float16 (half arithmetic)" : "float16 (float arithmetic)";
 }
 const ttc_build_profile *ttc_engine_build_profile(const ttc_engine *e) { return &e->prof; }
-bool ttc_engine_program_from_cache(const ttc_engine *e) { return e->prog.from_cache || e->prog.from_binary; }
+bool ttc_engine_program_from_cache(const ttc_engine *e) { return strcmp(ttc_program_origin(e->prog), "compiled") != 0; }
 
 size_t ttc_engine_const_bytes(const ttc_engine *e) { return e->const_bytes; }
 

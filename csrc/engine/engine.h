@@ -15,13 +15,13 @@
 #ifndef TTC_ENGINE_H
 #define TTC_ENGINE_H
 
-#include "../runtime/runtime.h"
+#include "../backend/backend.h"
 #include "../codegen/codegen.h"
 #include "../kir/kir.h"
 
 typedef struct ttc_engine_options {
     const char *name;          /* "engine" */
-    const char *device;        /* NULL: default device (see ttc_cl_device_select) */
+    const char *device;        /* NULL: default device (see ttc_device_select) */
     bool fp16;                 /* precision "fp16" */
     int32_t optimization_level;/* 0..5; >= 3 tunes tile choices */
     const char *cache_dir;     /* NULL: default program cache, "": none */
@@ -47,7 +47,9 @@ const ttc_binding *ttc_engine_input(const ttc_engine *e, int32_t i);
 const ttc_binding *ttc_engine_output(const ttc_engine *e, int32_t i);
 const ttc_symbol *ttc_engine_symbols(const ttc_engine *e, int32_t *n);
 const char *ttc_engine_name(const ttc_engine *e);
-ttc_cl_device *ttc_engine_device(const ttc_engine *e);
+ttc_device *ttc_engine_device(const ttc_engine *e);
+/* The target the engine was made for (device facts and the knobs in effect then). */
+const ttc_target *ttc_engine_target(const ttc_engine *e);
 /* Peak device memory of the plan for the symbols' opt values (bytes): constants + arena. */
 size_t ttc_engine_peak_memory(ttc_engine *e);
 /* Device bytes of the constants (weights) the kernels read. */
@@ -90,15 +92,15 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
                               const int64_t (*in_shapes)[TTC_MAX_RANK], void *const *outputs,
                               const size_t *out_bytes);
 /* Runs the engine on inputs and outputs that are already device buffers of the engine's
- * context (memory shared with CUDA: backend/opencl/external_memory.h), so nothing is copied.
- * A NULL buffer is allowed for an empty binding. signal (a ttc_xmem, may be NULL): the queue
- * writes signal_value into it after the kernels and the call returns without waiting
- * (*finished = false); without it, or when the engine checks indices (its error flag has to be
- * read), the call waits for the kernels (*finished = true). */
-struct ttc_xmem;
-ttc_status ttc_engine_execute_buffers(ttc_engine *e, const cl_mem *in_mem, const size_t *in_bytes,
-                                      const int64_t (*in_shapes)[TTC_MAX_RANK], const cl_mem *out_mem,
-                                      const size_t *out_bytes, const struct ttc_xmem *signal, uint32_t signal_value,
+ * device (memory shared with CUDA: backend/opencl/external_memory.h), so nothing is copied;
+ * they are acquired/released around the launches (ttc_queue_acquire_external). A NULL buffer
+ * is allowed for an empty binding. signal (may be NULL): the queue writes signal_value into it
+ * after the kernels (ttc_queue_signal) and the call returns without waiting (*finished =
+ * false); without it, or when the engine checks indices (its error flag has to be read), the
+ * call waits for the kernels (*finished = true). */
+ttc_status ttc_engine_execute_buffers(ttc_engine *e, ttc_buf *const *in_mem, const size_t *in_bytes,
+                                      const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_buf *const *out_mem,
+                                      const size_t *out_bytes, ttc_buf *signal, uint32_t signal_value,
                                       bool *finished);
 
 /* serialize.c */

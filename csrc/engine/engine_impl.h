@@ -8,6 +8,8 @@
 #ifndef TTC_ENGINE_IMPL_H
 #define TTC_ENGINE_IMPL_H
 
+#include <pthread.h>
+
 #include "engine.h"
 
 enum { TTC_ROOT_INPUT = 0, TTC_ROOT_OUTPUT, TTC_ROOT_CONST, TTC_ROOT_ARENA, TTC_ROOT_NONE };
@@ -31,37 +33,37 @@ typedef struct ttc_plan {
     int32_t refs;             /* users in flight + 1 while cached */
 } ttc_plan;
 
+/* What one execution needs besides the plan: a queue, the kernels (their arguments are set
+ * per call), the intermediate arena, device-side copies of inputs and outputs (devices without
+ * host memory, and resident benchmarks), the index-error flag and the native scratch. */
 typedef struct ttc_exec_ctx {
-    cl_command_queue q;
-    cl_kernel *kernels;
-    cl_mem arena;
-    size_t arena_cap;
-    cl_mem *dev_in, *dev_out; /* device-side copies (non-CPU devices) */
-    size_t *dev_in_cap, *dev_out_cap;
-    cl_mem errf;              /* index-error flag (one int), only when a kernel takes one */
-    bool in_place;            /* host memory buffers need no map (ttc_cl_device_host_in_place) */
-    cl_int errv;              /* in place: errf's storage, read and written by the host */
-    cl_mem scratch;           /* native convolutions' im2col buffer (engine/native_ops.h) */
-    size_t scratch_cap;
+    ttc_queue *q;
+    ttc_kernel **kernels;
+    int32_t n_in, n_out;
+    ttc_buf *arena;
+    ttc_buf **dev_in, **dev_out;
+    ttc_buf *errf;            /* index-error flag (one int), only when a kernel takes one */
+    bool in_place;            /* host-backed buffers need no sync (target.host_in_place) */
+    int32_t errv;             /* in place: errf's storage, read and written by the host */
+    ttc_buf *scratch;         /* native convolutions' im2col buffer (engine/native_ops.h) */
 } ttc_exec_ctx;
 
 #define TTC_PLAN_CACHE 4
 
 struct ttc_engine {
     char *name;
-    ttc_cl_device *dev;
-    cl_context ctx;
+    ttc_device *dev;
+    ttc_target tg;            /* the device's target when the engine was made (knobs included) */
     ttc_graph *graph;         /* the segment IR (a clone sharing weights), for serialisation */
     char *stored_source;      /* deserialising: the source the stored binary was built from */
     ttc_kir *k;
     ttc_codegen cg;
-    ttc_cl_program prog;
+    ttc_program *prog;
     char *options;
     char *cache_dir_opt;     /* program cache directory option (NULL: default) */
     bool fp16;
-    bool gpu_kernels;         /* GPU kernel families (fixed when the engine is made) */
     int32_t opt_level;
-    cl_mem *const_mem;        /* per tensor id (NULL for non-constants) */
+    ttc_buf **const_mem;      /* per tensor id (NULL for non-constants) */
     size_t const_bytes;
     ttc_binding *ins, *outs;
     int32_t n_in, n_out;
@@ -79,7 +81,9 @@ struct ttc_engine {
 };
 
 /* plan.c */
-ttc_status ttc_plan_make(ttc_engine *e, const int64_t *sv, ttc_plan **out);
+/* The plan of kernel IR k, generated as cg, for symbol values sv (engines: through
+ * ttc_engine_get_plan; the tuner: for one-kernel programs of its own). */
+ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t *sv, ttc_plan **out);
 void ttc_plan_free(ttc_plan *p);
 /* Symbol values from input shapes (checked against bindings and symbol ranges). */
 ttc_status ttc_engine_symbols_from_shapes(ttc_engine *e, const int64_t (*in_shapes)[TTC_MAX_RANK], int64_t *sv);
@@ -91,21 +95,42 @@ static inline bool ttc_kspec_has_errflag(const ttc_kspec *ks) {
         if (ks->args[a].kind == TTC_ARG_ERRFLAG) return true;
     return false;
 }
-/* Binds kernel ki's arguments for plan p (inputs, outputs, arena and error flag given), and
- * enqueues it on q: shared by execute (exec.c) and the resident benchmark (bench.c). */
+/* exec.c, shared with the benchmarks (bench.c) and the tuner (tune.c) */
+/* Program build options of every engine program. */
+#define TTC_PROGRAM_OPTIONS "-cl-std=CL1.2"
+/* The buffers a launch binds: bindings, constants (per tensor id), the arena, the error flag. */
+typedef struct ttc_exec_bufs {
+    ttc_buf *const *in, *const *out, *const *consts;
+    ttc_buf *arena, *errf;
+} ttc_exec_bufs;
 /* The buffer behind tensor t in plan p (the arena for empty tensors). */
-cl_mem ttc_exec_buf(const ttc_engine *e, const ttc_plan *p, int32_t t, const cl_mem *in_mem, const cl_mem *out_mem,
-                    cl_mem arena);
-ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
-                             const cl_mem *out_mem, cl_mem arena, cl_mem errf);
-ttc_status ttc_exec_enqueue(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern);
-/* The same, returning the launch's event in *ev (when ev is not NULL; caller releases it). */
-ttc_status ttc_exec_enqueue_ev(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern,
-                               cl_event *ev);
+ttc_buf *ttc_exec_buf(const ttc_plan *p, int32_t t, const ttc_exec_bufs *b);
+/* Sets the arguments of kernel ki (spec ks) of plan p on kern. */
+ttc_status ttc_exec_bind(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern, const ttc_exec_bufs *b);
+/* Enqueues kernel ki's launch on q (ev: its event, or NULL). */
+ttc_status ttc_exec_enqueue(ttc_queue *q, const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern,
+                            ttc_event **ev);
+/* The plan for these inputs (symbols from their shapes), their byte sizes checked; the caller
+ * drops it with ttc_plan_release. */
+ttc_status ttc_exec_plan_for(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
+                             const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_plan **out);
+/* A context of e's own (profiling: its launches' events carry times); ttc_exec_ctx_free. */
+ttc_status ttc_exec_ctx_new(ttc_engine *e, bool profiling, ttc_exec_ctx **out);
+void ttc_exec_ctx_free(ttc_exec_ctx *x);
+/* The arena and native scratch of x sized for plan p. */
+ttc_status ttc_exec_prepare(ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x);
+/* Inputs uploaded into x's device copies (waits), outputs given device copies: in_mem and
+ * out_mem (n_in / n_out entries) receive the buffers. For resident benchmarks. */
+ttc_status ttc_exec_resident(ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x, const void *const *inputs,
+                             const size_t *in_bytes, ttc_buf **in_mem, ttc_buf **out_mem);
+/* Sets every kernel's arguments and enqueues every launch of plan p on x's queue (no wait).
+ * ev: NULL, or one slot per kernel receiving its launch's event (native ops: the library
+ * call's), NULL for kernels the plan skips; the caller frees them. */
+ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x, ttc_buf *const *in_mem,
+                           ttc_buf *const *out_mem, ttc_event **ev);
 /* build.c: everything after conversion (fusion, codegen, program, constants, bindings).
  * bin/bin_len: a stored program binary to try first (may be NULL). */
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len);
-void ttc_exec_ctx_free(ttc_exec_ctx *x);
 void ttc_engine_pool_free(ttc_engine *e);
 /* tune.c: picks GEMM tiles when optimization_level >= 3 (after fusion, before codegen). */
 ttc_status ttc_engine_tune(ttc_engine *e);

@@ -1,5 +1,6 @@
 /* Engine execution: execution contexts (queue, kernels, arena) taken from a pool so that
- * threads can execute one engine concurrently; enqueue everything, synchronise once. */
+ * threads can execute one engine concurrently; enqueue everything, synchronise once. Every
+ * device call goes through the backend interface (backend/backend.h). */
 #include "engine_impl.h"
 #include "native_ops.h"
 
@@ -9,70 +10,43 @@
 
 void ttc_exec_ctx_free(ttc_exec_ctx *x) {
     if (!x) return;
-    if (x->q) TTC_CL(Finish)(x->q);
-    if (x->kernels) {
-        for (int32_t i = 0; x->kernels[i]; i++) TTC_CL(ReleaseKernel)(x->kernels[i]);
-    }
+    if (x->q) ttc_queue_finish(x->q);
+    for (int32_t i = 0; x->kernels && x->kernels[i]; i++) ttc_kernel_free(x->kernels[i]);
     free(x->kernels);
-    if (x->arena) TTC_CL(ReleaseMemObject)(x->arena);
-    if (x->errf) TTC_CL(ReleaseMemObject)(x->errf);
-    if (x->scratch) TTC_CL(ReleaseMemObject)(x->scratch);
-    free(x->dev_in_cap);
-    free(x->dev_out_cap);
+    for (int32_t i = 0; x->dev_in && i < x->n_in; i++) ttc_buf_free(x->dev_in[i]);
+    for (int32_t i = 0; x->dev_out && i < x->n_out; i++) ttc_buf_free(x->dev_out[i]);
     free(x->dev_in);
     free(x->dev_out);
-    if (x->q) TTC_CL(ReleaseCommandQueue)(x->q);
+    ttc_buf_free(x->arena);
+    ttc_buf_free(x->errf);
+    ttc_buf_free(x->scratch);
+    ttc_queue_free(x->q);
     free(x);
 }
 
-static void ctx_release_dev_bufs(ttc_engine *e, ttc_exec_ctx *x) {
-    for (int32_t i = 0; x->dev_in && i < e->n_in; i++)
-        if (x->dev_in[i]) TTC_CL(ReleaseMemObject)(x->dev_in[i]);
-    for (int32_t i = 0; x->dev_out && i < e->n_out; i++)
-        if (x->dev_out[i]) TTC_CL(ReleaseMemObject)(x->dev_out[i]);
-}
-
-static void ctx_destroy(ttc_engine *e, ttc_exec_ctx *x) {
-    ctx_release_dev_bufs(e, x);
-    ttc_exec_ctx_free(x);
-}
-
-static ttc_status ctx_new(ttc_engine *e, ttc_exec_ctx **out) {
+ttc_status ttc_exec_ctx_new(ttc_engine *e, bool profiling, ttc_exec_ctx **out) {
     ttc_exec_ctx *x = ttc_calloc(1, sizeof *x);
     if (!x) return TTC_ERR_NOMEM;
-    x->kernels = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(cl_kernel));
-    x->dev_in = ttc_calloc((size_t)e->n_in + 1, sizeof(cl_mem));
-    x->dev_out = ttc_calloc((size_t)e->n_out + 1, sizeof(cl_mem));
-    x->dev_in_cap = ttc_calloc((size_t)e->n_in + 1, sizeof(size_t));
-    x->dev_out_cap = ttc_calloc((size_t)e->n_out + 1, sizeof(size_t));
-    if (!x->kernels || !x->dev_in || !x->dev_out || !x->dev_in_cap || !x->dev_out_cap) {
-        ctx_destroy(e, x);
+    x->n_in = e->n_in;
+    x->n_out = e->n_out;
+    x->kernels = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(ttc_kernel *));
+    x->dev_in = ttc_calloc((size_t)e->n_in + 1, sizeof(ttc_buf *));
+    x->dev_out = ttc_calloc((size_t)e->n_out + 1, sizeof(ttc_buf *));
+    if (!x->kernels || !x->dev_in || !x->dev_out) {
+        ttc_exec_ctx_free(x);
         return TTC_ERR_NOMEM;
     }
-    ttc_status s = ttc_cl_queue_new(e->dev, false, &x->q);
+    ttc_status s = ttc_queue_new(e->dev, profiling, &x->q);
     bool flag = false;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) flag = flag || ttc_kspec_has_errflag(&e->cg.kernels[i]);
-    if (s == TTC_OK) x->in_place = e->dev->is_cpu && ttc_cl_device_host_in_place(e->dev);
-    if (s == TTC_OK && flag) {
-        cl_int err = CL_SUCCESS;
-        if (x->in_place)
-            x->errf = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, sizeof x->errv, &x->errv, &err);
-        else
-            x->errf = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE, sizeof(cl_int), NULL, &err);
-        if (!x->errf || err != CL_SUCCESS) {
-            x->errf = NULL;
-            s = ttc_fail_cl(err, "clCreateBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
-        }
-    }
-    for (int32_t i = 0; i < e->cg.n_kernels && s == TTC_OK; i++) {
-        cl_int err = CL_SUCCESS;
-        x->kernels[i] = TTC_CL(CreateKernel)(e->prog.program, e->cg.kernels[i].name, &err);
-        if (!x->kernels[i] || err != CL_SUCCESS) {
-            x->kernels[i] = NULL;
-            s = ttc_fail_cl(err, "clCreateKernel(%s) failed: %s", e->cg.kernels[i].name, ttc_cl_error_name(err));
-        }
-    }
-    if (s != TTC_OK) { ctx_destroy(e, x); return s; }
+    x->in_place = e->tg.host_in_place;
+    if (s == TTC_OK && flag && x->in_place)
+        s = ttc_buf_wrap_host(e->dev, &x->errv, sizeof x->errv, false, "index error flag", &x->errf);
+    else if (s == TTC_OK && flag)
+        s = ttc_buf_alloc(e->dev, sizeof(int32_t), NULL, "index error flag", &x->errf);
+    for (int32_t i = 0; i < e->cg.n_kernels && s == TTC_OK; i++)
+        s = ttc_kernel_new(e->prog, e->cg.kernels[i].name, &x->kernels[i]);
+    if (s != TTC_OK) { ttc_exec_ctx_free(x); return s; }
     *out = x;
     return TTC_OK;
 }
@@ -85,7 +59,7 @@ static ttc_status ctx_take(ttc_engine *e, ttc_exec_ctx **out) {
         return TTC_OK;
     }
     pthread_mutex_unlock(&e->lock);
-    return ctx_new(e, out);
+    return ttc_exec_ctx_new(e, false, out);
 }
 
 static void ctx_give(ttc_engine *e, ttc_exec_ctx *x) {
@@ -95,28 +69,28 @@ static void ctx_give(ttc_engine *e, ttc_exec_ctx *x) {
         x = NULL;
     }
     pthread_mutex_unlock(&e->lock);
-    if (x) ctx_destroy(e, x);
+    if (x) ttc_exec_ctx_free(x);
 }
 
 void ttc_engine_pool_free(ttc_engine *e) {
-    for (int32_t i = 0; i < e->n_pool; i++) ctx_destroy(e, e->pool[i]);
+    for (int32_t i = 0; i < e->n_pool; i++) ttc_exec_ctx_free(e->pool[i]);
     free(e->pool);
     e->pool = NULL;
     e->n_pool = e->cap_pool = 0;
 }
 
-static ttc_status ensure_buf(ttc_engine *e, cl_mem *m, size_t *cap, size_t need, const char *what) {
-    if (*m && *cap >= need) return TTC_OK;
-    if (*m) TTC_CL(ReleaseMemObject)(*m);
-    *m = NULL;
-    *cap = 0;
-    cl_int err = CL_SUCCESS;
-    *m = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE, need ? need : 16, NULL, &err);
-    if (!*m || err != CL_SUCCESS) {
-        *m = NULL;
-        return ttc_fail_cl(err, "clCreateBuffer(%s, %zu bytes) failed: %s", what, need, ttc_cl_error_name(err));
-    }
-    *cap = need;
+/* *b holds at least need bytes (grown by replacing it; contents are not kept). */
+static ttc_status ensure_buf(ttc_engine *e, ttc_buf **b, size_t need, const char *what) {
+    if (*b && ttc_buf_size(*b) >= need) return TTC_OK;
+    ttc_buf_free(*b);
+    *b = NULL;
+    return ttc_buf_alloc(e->dev, need, NULL, what, b);
+}
+
+ttc_status ttc_exec_prepare(ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x) {
+    TTC_TRY(ensure_buf(e, &x->arena, p->arena_bytes, "arena"));
+    size_t scratch = ttc_native_scratch_bytes(e, p);
+    if (scratch) TTC_TRY(ensure_buf(e, &x->scratch, scratch, "native scratch"));
     return TTC_OK;
 }
 
@@ -130,76 +104,96 @@ ttc_status ttc_engine_output_shapes(ttc_engine *e, const int64_t (*in_shapes)[TT
     return TTC_OK;
 }
 
-cl_mem ttc_exec_buf(const ttc_engine *e, const ttc_plan *p, int32_t t, const cl_mem *in_mem, const cl_mem *out_mem,
-                    cl_mem arena) {
+ttc_buf *ttc_exec_buf(const ttc_plan *p, int32_t t, const ttc_exec_bufs *b) {
     const ttc_res *r = &p->res[t];
-    cl_mem m = NULL;
+    ttc_buf *m = NULL;
     switch (r->root) {
-    case TTC_ROOT_INPUT: m = in_mem[r->idx]; break;
-    case TTC_ROOT_OUTPUT: m = out_mem[r->idx]; break;
-    case TTC_ROOT_CONST: m = e->const_mem[r->idx]; break;
-    case TTC_ROOT_ARENA: m = arena; break;
+    case TTC_ROOT_INPUT: m = b->in[r->idx]; break;
+    case TTC_ROOT_OUTPUT: m = b->out[r->idx]; break;
+    case TTC_ROOT_CONST: m = b->consts ? b->consts[r->idx] : NULL; break;
+    case TTC_ROOT_ARENA: m = b->arena; break;
     default: break;
     }
-    return m ? m : arena;  /* empty tensors: any valid buffer, never read */
+    return m ? m : b->arena;  /* empty tensors: any valid buffer, never read */
 }
 
-ttc_status ttc_exec_set_args(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_kernel kern, const cl_mem *in_mem,
-                             const cl_mem *out_mem, cl_mem arena, cl_mem errf) {
-    const ttc_kspec *ks = &e->cg.kernels[ki];
-    /* a native op's own arguments come first; its OpenCL kernel takes the rest */
+ttc_status ttc_exec_bind(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern, const ttc_exec_bufs *b) {
+    /* a native op's own arguments come first; its kernel takes the rest */
     for (int32_t a = ks->n_native_args; a < ks->n_args; a++) {
         int64_t v = p->argv[ki][a];
-        cl_uint ka = (cl_uint)(a - ks->n_native_args);
-        cl_int err;
-        if (ks->args[a].kind == TTC_ARG_BUF) {
-            cl_mem m = ttc_exec_buf(e, p, (int32_t)v, in_mem, out_mem, arena);
-            err = TTC_CL(SetKernelArg)(kern, ka, sizeof(cl_mem), &m);
-        } else if (ks->args[a].kind == TTC_ARG_ERRFLAG) {
-            err = TTC_CL(SetKernelArg)(kern, ka, sizeof(cl_mem), &errf);
-        } else {
-            cl_int iv = (cl_int)v;
-            err = TTC_CL(SetKernelArg)(kern, ka, sizeof(cl_int), &iv);
-        }
-        if (err != CL_SUCCESS)
-            return ttc_fail_cl(err, "clSetKernelArg(%s, arg %d) failed: %s", ks->name, (int)ka, ttc_cl_error_name(err));
+        uint32_t ka = (uint32_t)(a - ks->n_native_args);
+        if (ks->args[a].kind == TTC_ARG_BUF) TTC_TRY(ttc_kernel_set_buf(kern, ka, ttc_exec_buf(p, (int32_t)v, b)));
+        else if (ks->args[a].kind == TTC_ARG_ERRFLAG) TTC_TRY(ttc_kernel_set_buf(kern, ka, b->errf));
+        else TTC_TRY(ttc_kernel_set_i32(kern, ka, (int32_t)v));
     }
     return TTC_OK;
 }
 
-ttc_status ttc_exec_enqueue(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern) {
-    return ttc_exec_enqueue_ev(e, p, ki, q, kern, NULL);
+ttc_status ttc_exec_enqueue(ttc_queue *q, const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern,
+                            ttc_event **ev) {
+    return ttc_queue_launch(q, kern, ks->work_dims, p->gws[ki], ks->use_local ? p->lws[ki] : NULL, ev);
 }
 
-ttc_status ttc_exec_enqueue_ev(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q, cl_kernel kern,
-                               cl_event *ev) {
-    const ttc_kspec *ks = &e->cg.kernels[ki];
-    cl_int err = TTC_CL(EnqueueNDRangeKernel)(q, kern, (cl_uint)ks->work_dims, NULL, p->gws[ki],
-                                              ks->use_local ? p->lws[ki] : NULL, 0, NULL, ev);
-    if (err != CL_SUCCESS)
-        return ttc_fail_cl(err, "clEnqueueNDRangeKernel(%s: %s) failed: %s", ks->name, e->k->ops[ks->op].name,
-                           ttc_cl_error_name(err));
+ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x, ttc_buf *const *in_mem,
+                           ttc_buf *const *out_mem, ttc_event **ev) {
+    const ttc_exec_bufs b = {in_mem, out_mem, e->const_mem, x->arena, x->errf};
+    for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
+        if (ev) ev[ki] = NULL;
+        if (p->skip[ki]) continue;
+        const ttc_kspec *ks = &e->cg.kernels[ki];
+        /* native ops: the library call's event stands for the kernel (the epilogue is small) */
+        if (ks->native) TTC_TRY(ttc_native_launch(e, p, ki, x->q, &b, x->scratch, ev ? &ev[ki] : NULL));
+        if (ks->native && !ks->native_epi) continue;
+        TTC_TRY(ttc_exec_bind(ks, p, ki, x->kernels[ki], &b));
+        ttc_status s = ttc_exec_enqueue(x->q, ks, p, ki, x->kernels[ki], ev && !ks->native ? &ev[ki] : NULL);
+        if (s != TTC_OK) return ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);
+    }
     return TTC_OK;
 }
 
-ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
-                              const int64_t (*in_shapes)[TTC_MAX_RANK], void *const *outputs,
-                              const size_t *out_bytes) {
+ttc_status ttc_exec_resident(ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x, const void *const *inputs,
+                             const size_t *in_bytes, ttc_buf **in_mem, ttc_buf **out_mem) {
+    for (int32_t i = 0; i < e->n_in; i++) {
+        TTC_TRY(ensure_buf(e, &x->dev_in[i], in_bytes[i], e->ins[i].name));
+        in_mem[i] = x->dev_in[i];
+        if (in_bytes[i]) TTC_TRY(ttc_buf_write(x->q, in_mem[i], 0, in_bytes[i], inputs[i], true));
+    }
+    for (int32_t i = 0; i < e->n_out; i++) {
+        size_t n = (size_t)p->res[e->k->outputs[i]].numel * ttc_dtype_size(e->outs[i].dtype);
+        TTC_TRY(ensure_buf(e, &x->dev_out[i], n, e->outs[i].name));
+        out_mem[i] = x->dev_out[i];
+    }
+    return TTC_OK;
+}
+
+ttc_status ttc_exec_plan_for(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
+                             const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_plan **out) {
     int64_t sv[64] = {0};
     if (e->k->n_syms > 64) return ttc_fail(TTC_ERR_UNSUPPORTED, "more than 64 symbols");
     TTC_TRY(ttc_engine_symbols_from_shapes(e, in_shapes, sv));
     ttc_plan *p;
     TTC_TRY(ttc_engine_get_plan(e, sv, &p));
     ttc_status s = TTC_OK;
-    const ttc_kir *k = e->k;
     for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++) {
-        size_t need = (size_t)p->res[k->inputs[i]].numel * ttc_dtype_size(e->ins[i].dtype);
+        size_t need = (size_t)p->res[e->k->inputs[i]].numel * ttc_dtype_size(e->ins[i].dtype);
         if (in_bytes[i] != need)
             s = ttc_fail(TTC_ERR_INPUT, "input %s: %zu bytes given, %zu expected for its shape", e->ins[i].name,
                          in_bytes[i], need);
         else if (!inputs[i] && need)
             s = ttc_fail(TTC_ERR_INPUT, "input %s: no data", e->ins[i].name);
     }
+    if (s != TTC_OK) { ttc_plan_release(e, p); return s; }
+    *out = p;
+    return TTC_OK;
+}
+
+ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
+                              const int64_t (*in_shapes)[TTC_MAX_RANK], void *const *outputs,
+                              const size_t *out_bytes) {
+    ttc_plan *p;
+    TTC_TRY(ttc_exec_plan_for(e, inputs, in_bytes, in_shapes, &p));
+    ttc_status s = TTC_OK;
+    const ttc_kir *k = e->k;
     for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++) {
         size_t need = (size_t)p->res[k->outputs[i]].numel * ttc_dtype_size(e->outs[i].dtype);
         if (out_bytes[i] != need)
@@ -209,88 +203,53 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     ttc_exec_ctx *x = NULL;
     s = ctx_take(e, &x);
     if (s != TTC_OK) { ttc_plan_release(e, p); return s; }
-    cl_mem *in_mem = ttc_calloc((size_t)e->n_in + 1, sizeof(cl_mem));
-    cl_mem *out_mem = ttc_calloc((size_t)e->n_out + 1, sizeof(cl_mem));
-    bool host_ptr = e->dev->is_cpu;
-    cl_int err = CL_SUCCESS;
+    ttc_buf **in_mem = ttc_calloc((size_t)e->n_in + 1, sizeof(ttc_buf *));
+    ttc_buf **out_mem = ttc_calloc((size_t)e->n_out + 1, sizeof(ttc_buf *));
+    /* host memory directly where the device computes in it, device copies elsewhere and for
+     * memory not aligned to its element size (kernels may load whole elements from it) */
+    bool host_ptr = e->tg.host_memory;
     if (!in_mem || !out_mem) s = TTC_ERR_NOMEM;
-    if (s == TTC_OK) s = ensure_buf(e, &x->arena, &x->arena_cap, p->arena_bytes, "arena");
-    size_t scratch = ttc_native_scratch_bytes(e, p);
-    if (s == TTC_OK && scratch) s = ensure_buf(e, &x->scratch, &x->scratch_cap, scratch, "native scratch");
-    /* bind inputs and outputs: host memory directly on CPU devices, device copies elsewhere and
-     * for memory not aligned to its element size (kernels may load whole elements from it) */
+    if (s == TTC_OK) s = ttc_exec_prepare(e, p, x);
     for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++) {
         size_t n = in_bytes[i];
         if (host_ptr && n && (uintptr_t)inputs[i] % ttc_dtype_size(e->ins[i].dtype) == 0) {
-            in_mem[i] = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, n, (void *)inputs[i], &err);
-            if (!in_mem[i] || err != CL_SUCCESS)
-                s = ttc_fail_cl(err, "clCreateBuffer(input %s, USE_HOST_PTR) failed: %s", e->ins[i].name, ttc_cl_error_name(err));
+            s = ttc_buf_wrap_host(e->dev, (void *)inputs[i], n, true, e->ins[i].name, &in_mem[i]);
         } else {
-            s = ensure_buf(e, &x->dev_in[i], &x->dev_in_cap[i], n, e->ins[i].name);
+            s = ensure_buf(e, &x->dev_in[i], n, e->ins[i].name);
             if (s == TTC_OK) in_mem[i] = x->dev_in[i];
-            if (s == TTC_OK && n) {
-                err = TTC_CL(EnqueueWriteBuffer)(x->q, in_mem[i], CL_FALSE, 0, n, inputs[i], 0, NULL, NULL);
-                if (err != CL_SUCCESS)
-                    s = ttc_fail_cl(err, "clEnqueueWriteBuffer(input %s) failed: %s", e->ins[i].name, ttc_cl_error_name(err));
-            }
+            if (s == TTC_OK && n) s = ttc_buf_write(x->q, in_mem[i], 0, n, inputs[i], false);
         }
+        if (s != TTC_OK) ttc_fail_context(s, "input %s", e->ins[i].name);
     }
     for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++) {
         size_t n = out_bytes[i];
         if (host_ptr && n && (uintptr_t)outputs[i] % ttc_dtype_size(e->outs[i].dtype) == 0) {
-            out_mem[i] = TTC_CL(CreateBuffer)(e->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n, outputs[i], &err);
-            if (!out_mem[i] || err != CL_SUCCESS)
-                s = ttc_fail_cl(err, "clCreateBuffer(output %s, USE_HOST_PTR) failed: %s", e->outs[i].name, ttc_cl_error_name(err));
+            s = ttc_buf_wrap_host(e->dev, outputs[i], n, false, e->outs[i].name, &out_mem[i]);
         } else {
-            s = ensure_buf(e, &x->dev_out[i], &x->dev_out_cap[i], n, e->outs[i].name);
+            s = ensure_buf(e, &x->dev_out[i], n, e->outs[i].name);
             if (s == TTC_OK) out_mem[i] = x->dev_out[i];
         }
+        if (s != TTC_OK) ttc_fail_context(s, "output %s", e->outs[i].name);
     }
     /* the index-error flag starts at 0 on every call (same queue: ordered before the kernels) */
-    static const cl_int zero = 0;
-    cl_int flag = 0;
-    if (s == TTC_OK && x->errf && x->in_place) {
-        x->errv = 0;
-    } else if (s == TTC_OK && x->errf) {
-        err = TTC_CL(EnqueueWriteBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof zero, &zero, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            s = ttc_fail_cl(err, "clEnqueueWriteBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
-    }
-    /* launch every kernel */
-    for (int32_t ki = 0; ki < e->cg.n_kernels && s == TTC_OK; ki++) {
-        if (p->skip[ki]) continue;
-        const ttc_kspec *ks = &e->cg.kernels[ki];
-        if (ks->native) s = ttc_native_launch(e, p, ki, x->q, in_mem, out_mem, x->arena, x->scratch, NULL);
-        if (ks->native && !ks->native_epi) continue;
-        if (s == TTC_OK) s = ttc_exec_set_args(e, p, ki, x->kernels[ki], in_mem, out_mem, x->arena, x->errf);
-        if (s == TTC_OK) s = ttc_exec_enqueue(e, p, ki, x->q, x->kernels[ki]);
-    }
+    static const int32_t zero = 0;
+    int32_t flag = 0;
+    if (s == TTC_OK && x->errf && x->in_place) x->errv = 0;
+    else if (s == TTC_OK && x->errf) s = ttc_buf_write(x->q, x->errf, 0, sizeof zero, &zero, false);
+    if (s == TTC_OK) s = ttc_exec_launch(e, p, x, in_mem, out_mem, NULL);
     /* results back to the host (nothing to do where the outputs' buffers are their memory) */
     for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++) {
-        if (!out_bytes[i] || (x->in_place && out_mem[i] != x->dev_out[i])) continue;
-        if (out_mem[i] != x->dev_out[i]) {
-            void *mp = TTC_CL(EnqueueMapBuffer)(x->q, out_mem[i], CL_TRUE, CL_MAP_READ, 0, out_bytes[i], 0, NULL, NULL, &err);
-            if (!mp || err != CL_SUCCESS)
-                s = ttc_fail_cl(err, "clEnqueueMapBuffer(output %s) failed: %s", e->outs[i].name, ttc_cl_error_name(err));
-            else {
-                if (mp != outputs[i]) memcpy(outputs[i], mp, out_bytes[i]);
-                TTC_CL(EnqueueUnmapMemObject)(x->q, out_mem[i], mp, 0, NULL, NULL);
-            }
-        } else {
-            err = TTC_CL(EnqueueReadBuffer)(x->q, out_mem[i], CL_FALSE, 0, out_bytes[i], outputs[i], 0, NULL, NULL);
-            if (err != CL_SUCCESS)
-                s = ttc_fail_cl(err, "clEnqueueReadBuffer(output %s) failed: %s", e->outs[i].name, ttc_cl_error_name(err));
-        }
+        bool wrapped = out_mem[i] != x->dev_out[i];
+        if (!out_bytes[i] || (x->in_place && wrapped)) continue;
+        if (wrapped) s = ttc_buf_sync_host(x->q, out_mem[i], outputs[i], out_bytes[i]);
+        else s = ttc_buf_read(x->q, out_mem[i], 0, out_bytes[i], outputs[i], false);
+        if (s != TTC_OK) ttc_fail_context(s, "output %s", e->outs[i].name);
     }
-    if (s == TTC_OK && x->errf && !x->in_place) {
-        err = TTC_CL(EnqueueReadBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof flag, &flag, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            s = ttc_fail_cl(err, "clEnqueueReadBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
-    }
-    err = TTC_CL(Finish)(x->q);
-    if (err != CL_SUCCESS && s == TTC_OK)
-        s = ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));
+    if (s == TTC_OK && x->errf && !x->in_place) s = ttc_buf_read(x->q, x->errf, 0, sizeof flag, &flag, false);
+    ttc_status fin = ttc_queue_finish(x->q);
     if (x->errf && x->in_place) flag = x->errv;
+    bool failed_queue = fin != TTC_OK || s == TTC_ERR_DEVICE;
+    if (fin != TTC_OK && s == TTC_OK) s = ttc_fail_context(fin, "engine %s", e->name);
     if (s == TTC_OK && flag > 0 && flag <= k->n_ops)
         s = ttc_fail(TTC_ERR_INPUT, "node %s: index out of range (an index tensor holds a value outside the dim "
                      "it indexes); the outputs of this call are not valid", k->ops[flag - 1].name);
@@ -299,30 +258,22 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     if (host_ptr) {
         /* empty bindings use the context's own buffers (released with the context) */
         for (int32_t i = 0; in_mem && i < e->n_in; i++)
-            if (in_mem[i] && in_mem[i] != x->dev_in[i]) TTC_CL(ReleaseMemObject)(in_mem[i]);
+            if (in_mem[i] && in_mem[i] != x->dev_in[i]) ttc_buf_free(in_mem[i]);
         for (int32_t i = 0; out_mem && i < e->n_out; i++)
-            if (out_mem[i] && out_mem[i] != x->dev_out[i]) TTC_CL(ReleaseMemObject)(out_mem[i]);
+            if (out_mem[i] && out_mem[i] != x->dev_out[i]) ttc_buf_free(out_mem[i]);
     }
     free(in_mem);
     free(out_mem);
-    if (err != CL_SUCCESS) ctx_destroy(e, x);  /* a failed queue is not reused */
+    if (failed_queue) ttc_exec_ctx_free(x);  /* a failed queue is not reused */
     else ctx_give(e, x);
     ttc_plan_release(e, p);
     return s;
 }
 
 /* ---- execution on given device buffers (CUDA-shared memory): no upload, no download ---- */
-#include "../backend/opencl/external_memory.h"
 
-static ttc_status check_bytes(const ttc_engine *e, const ttc_plan *p, const size_t *in_bytes, const size_t *out_bytes,
-                              const cl_mem *in_mem, const cl_mem *out_mem) {
-    for (int32_t i = 0; i < e->n_in; i++) {
-        size_t need = (size_t)p->res[e->k->inputs[i]].numel * ttc_dtype_size(e->ins[i].dtype);
-        if (in_bytes[i] != need)
-            return ttc_fail(TTC_ERR_INPUT, "input %s: %zu bytes given, %zu expected for its shape", e->ins[i].name,
-                            in_bytes[i], need);
-        if (need && !in_mem[i]) return ttc_fail(TTC_ERR_INPUT, "input %s: no buffer", e->ins[i].name);
-    }
+static ttc_status check_out_bytes(const ttc_engine *e, const ttc_plan *p, const size_t *out_bytes,
+                                  ttc_buf *const *out_mem) {
     for (int32_t i = 0; i < e->n_out; i++) {
         size_t need = (size_t)p->res[e->k->outputs[i]].numel * ttc_dtype_size(e->outs[i].dtype);
         if (out_bytes[i] != need)
@@ -332,65 +283,43 @@ static ttc_status check_bytes(const ttc_engine *e, const ttc_plan *p, const size
     return TTC_OK;
 }
 
-ttc_status ttc_engine_execute_buffers(ttc_engine *e, const cl_mem *in_mem, const size_t *in_bytes,
-                                      const int64_t (*in_shapes)[TTC_MAX_RANK], const cl_mem *out_mem,
-                                      const size_t *out_bytes, const ttc_xmem *signal, uint32_t signal_value,
+ttc_status ttc_engine_execute_buffers(ttc_engine *e, ttc_buf *const *in_mem, const size_t *in_bytes,
+                                      const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_buf *const *out_mem,
+                                      const size_t *out_bytes, ttc_buf *signal, uint32_t signal_value,
                                       bool *finished) {
-    int64_t sv[64] = {0};
     *finished = true;
-    if (e->k->n_syms > 64) return ttc_fail(TTC_ERR_UNSUPPORTED, "more than 64 symbols");
-    TTC_TRY(ttc_engine_symbols_from_shapes(e, in_shapes, sv));
     ttc_plan *p;
-    TTC_TRY(ttc_engine_get_plan(e, sv, &p));
-    ttc_status s = check_bytes(e, p, in_bytes, out_bytes, in_mem, out_mem);
+    /* in_mem stands for the inputs' data here: only whether each is there is checked */
+    TTC_TRY(ttc_exec_plan_for(e, (const void *const *)in_mem, in_bytes, in_shapes, &p));
+    ttc_status s = check_out_bytes(e, p, out_bytes, out_mem);
     ttc_exec_ctx *x = NULL;
     if (s == TTC_OK) s = ctx_take(e, &x);
     if (s != TTC_OK) { ttc_plan_release(e, p); return s; }
-    cl_mem ext[64];
-    uint32_t n_ext = 0;
+    ttc_buf *ext[64];
+    int32_t n_ext = 0;
     for (int32_t i = 0; i < e->n_in && n_ext < 64; i++) if (in_mem[i]) ext[n_ext++] = in_mem[i];
     for (int32_t i = 0; i < e->n_out && n_ext < 64; i++) if (out_mem[i]) ext[n_ext++] = out_mem[i];
-    cl_int err = CL_SUCCESS;
-    s = ensure_buf(e, &x->arena, &x->arena_cap, p->arena_bytes, "arena");
-    size_t scratch = ttc_native_scratch_bytes(e, p);
-    if (s == TTC_OK && scratch) s = ensure_buf(e, &x->scratch, &x->scratch_cap, scratch, "native scratch");
-    static const cl_int zero = 0;
-    cl_int flag = 0;
-    if (s == TTC_OK && x->errf) {
-        err = TTC_CL(EnqueueWriteBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof zero, &zero, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            s = ttc_fail_cl(err, "clEnqueueWriteBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
-    }
-    if (s == TTC_OK) s = ttc_xmem_acquire(x->q, ext, n_ext, false);
-    for (int32_t ki = 0; ki < e->cg.n_kernels && s == TTC_OK; ki++) {
-        if (p->skip[ki]) continue;
-        const ttc_kspec *ks = &e->cg.kernels[ki];
-        if (ks->native) s = ttc_native_launch(e, p, ki, x->q, in_mem, out_mem, x->arena, x->scratch, NULL);
-        if (ks->native && !ks->native_epi) continue;
-        if (s == TTC_OK) s = ttc_exec_set_args(e, p, ki, x->kernels[ki], in_mem, out_mem, x->arena, x->errf);
-        if (s == TTC_OK) s = ttc_exec_enqueue(e, p, ki, x->q, x->kernels[ki]);
-    }
-    if (s == TTC_OK) s = ttc_xmem_acquire(x->q, ext, n_ext, true);
+    s = ttc_exec_prepare(e, p, x);
+    static const int32_t zero = 0;
+    int32_t flag = 0;
+    if (s == TTC_OK && x->errf) s = ttc_buf_write(x->q, x->errf, 0, sizeof zero, &zero, false);
+    if (s == TTC_OK) s = ttc_queue_acquire_external(x->q, ext, n_ext, false);
+    if (s == TTC_OK) s = ttc_exec_launch(e, p, x, in_mem, out_mem, NULL);
+    if (s == TTC_OK) s = ttc_queue_acquire_external(x->q, ext, n_ext, true);
     bool wait = !signal || x->errf || s != TTC_OK;
-    if (s == TTC_OK && x->errf) {
-        err = TTC_CL(EnqueueReadBuffer)(x->q, x->errf, CL_FALSE, 0, sizeof flag, &flag, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            s = ttc_fail_cl(err, "clEnqueueReadBuffer(index error flag) failed: %s", ttc_cl_error_name(err));
-    }
+    if (s == TTC_OK && x->errf) s = ttc_buf_read(x->q, x->errf, 0, sizeof flag, &flag, false);
     /* signalled even after a wait: the caller's CUDA stream waits for the value either way */
-    if (s == TTC_OK && signal) s = ttc_xmem_signal(x->q, signal, signal_value);
-    if (wait) {
-        err = TTC_CL(Finish)(x->q);
-        if (err != CL_SUCCESS && s == TTC_OK)
-            s = ttc_fail_cl(err, "clFinish(%s) failed: %s", e->name, ttc_cl_error_name(err));
-    }
+    if (s == TTC_OK && signal) s = ttc_queue_signal(x->q, signal, signal_value);
+    ttc_status fin = wait ? ttc_queue_finish(x->q) : TTC_OK;
+    bool failed_queue = fin != TTC_OK || s == TTC_ERR_DEVICE;
+    if (fin != TTC_OK && s == TTC_OK) s = ttc_fail_context(fin, "engine %s", e->name);
     *finished = wait;
     if (s == TTC_OK && flag > 0 && flag <= e->k->n_ops)
         s = ttc_fail(TTC_ERR_INPUT, "node %s: index out of range (an index tensor holds a value outside the dim "
                      "it indexes); the outputs of this call are not valid", e->k->ops[flag - 1].name);
     else if (s == TTC_OK && flag)
         s = ttc_fail(TTC_ERR_INTERNAL, "engine %s: index error flag holds %d", e->name, (int)flag);
-    if (err != CL_SUCCESS) ctx_destroy(e, x);
+    if (failed_queue) ttc_exec_ctx_free(x);  /* a failed queue is not reused */
     else ctx_give(e, x);
     ttc_plan_release(e, p);
     return s;

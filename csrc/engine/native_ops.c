@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/native.h"
+#include "../backend/blas.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2 };
 
@@ -14,14 +14,9 @@ enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, 
 enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA_OW, CA_C, CA_OC, CA_G, CA_KH,
        CA_KW, CA_SH, CA_SW, CA_PH, CA_PW, CA_DH, CA_DW, CA_COUNT };
 
-/* What clEnqueueNativeKernel copies: mem[] hold cl_mem handles when enqueued, host pointers
- * (replaced by the implementation through args_mem_loc) when the function runs. PoCL 3 fills
- * args_mem_loc[i] from its own list of the command's buffers, deduplicated and sorted by
- * creation, rather than from mem_list[i]; PoCL 5 deduplicates keeping the order. mem_list
- * is made so that all of them agree: each buffer once, oldest first (ttc_cl_mem_seq). */
+/* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y) and
+ * ptrs[3] (scratch) when the convolution needs one. */
 typedef struct native_call {
-    void *mem[4];             /* distinct buffers, oldest first */
-    int8_t slot[4];           /* operand i (A/x, B/w, C/y, scratch) is mem[slot[i]] */
     int32_t kind;
     bool trans_b;
     int64_t v[CA_COUNT];
@@ -131,50 +126,25 @@ static void im2col(const float *x, float *col, const int64_t *v, int64_t ic0, in
     }
 }
 
-/* Distinct buffers of slots[0..n), oldest first, into mems; slot[i] indexes mems. */
-static cl_uint native_mem_list(const cl_mem *slots, int32_t n, cl_mem *mems, int8_t *slot) {
-    cl_uint m = 0;
-    for (int32_t i = 0; i < n; i++) {
-        bool seen = false;
-        for (cl_uint j = 0; j < m; j++) seen = seen || mems[j] == slots[i];
-        if (!seen) mems[m++] = slots[i];
-    }
-    uint64_t seq[4];
-    for (cl_uint i = 0; i < m; i++) seq[i] = ttc_cl_mem_seq(mems[i]);
-    for (cl_uint i = 1; i < m; i++)  /* insertion sort by creation */
-        for (cl_uint j = i; j > 0 && seq[j - 1] > seq[j]; j--) {
-            uint64_t ts = seq[j];
-            seq[j] = seq[j - 1];
-            seq[j - 1] = ts;
-            cl_mem t = mems[j];
-            mems[j] = mems[j - 1];
-            mems[j - 1] = t;
-        }
-    for (int32_t i = 0; i < n; i++)
-        for (cl_uint j = 0; j < m; j++)
-            if (mems[j] == slots[i]) slot[i] = (int8_t)j;
-    return m;
-}
-
 static bool conv_is_1x1(const int64_t *v) {
     return v[CA_KH] == 1 && v[CA_KW] == 1 && v[CA_SH] == 1 && v[CA_SW] == 1 && v[CA_PH] == 0 && v[CA_PW] == 0;
 }
 
-static void CL_CALLBACK native_run(void *arg) {
+static void native_run(void *arg, void *const *ptrs) {
     const native_call *c = arg;
     const int64_t *v = c->v;
-    void *m0 = c->mem[c->slot[0]], *m1 = c->mem[c->slot[1]], *m2 = c->mem[c->slot[2]];
+    void *m0 = ptrs[0], *m1 = ptrs[1], *m2 = ptrs[2];
     if (c->kind == NATIVE_GEMM) {
         const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)m1 + v[GA_BOFF];
         float *C = (float *)m2 + v[GA_COFF];
         int64_t M = v[GA_M], N = v[GA_N], K = v[GA_K];
         for (int64_t b = 0; b < v[GA_BATCH]; b++)
-            ttc_native_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
+            ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
                              C + b * M * N, N);
         return;
     }
     const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
-    float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : c->mem[c->slot[3]];
+    float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[3];
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
@@ -186,7 +156,7 @@ static void CL_CALLBACK native_run(void *arg) {
                 im2col(xn, col, v, g * ICG, ICG);
                 bm = col;
             }
-            ttc_native_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
+            ttc_blas_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
         }
 }
 
@@ -203,8 +173,8 @@ size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
     return most;
 }
 
-ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q,
-                             const cl_mem *in_mem, const cl_mem *out_mem, cl_mem arena, cl_mem scratch, cl_event *ev) {
+ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_queue *q,
+                             const ttc_exec_bufs *b, ttc_buf *scratch, ttc_event **ev) {
     const ttc_kspec *ks = &e->cg.kernels[ki];
     const ttc_kop *op = &e->k->ops[ks->op];
     native_call c;
@@ -212,23 +182,15 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.kind = ks->native;
     c.trans_b = op->kind == TTC_KOP_GEMM && op->p.gemm.trans_b;
     for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
-    cl_mem slots[4] = {NULL, NULL, NULL, NULL};
-    int32_t n_slots = 3;
+    ttc_buf *bufs[4] = {NULL, NULL, NULL, NULL};
+    int32_t n_bufs = 3;
     for (int32_t i = 0; i < 3; i++)  /* buffers sit at argument slots 0, 2, 4 in both layouts */
-        slots[i] = ttc_exec_buf(e, p, (int32_t)c.v[2 * i], in_mem, out_mem, arena);
+        bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
-        slots[n_slots++] = scratch;
+        bufs[n_bufs++] = scratch;
     }
-    cl_mem mems[4];
-    const void *locs[4];
-    cl_uint n_mem = native_mem_list(slots, n_slots, mems, c.slot);
-    for (cl_uint j = 0; j < n_mem; j++) {
-        c.mem[j] = mems[j];
-        locs[j] = &c.mem[j];
-    }
-    cl_int err = TTC_CL(EnqueueNativeKernel)(q, native_run, &c, sizeof c, n_mem, mems, locs, 0, NULL, ev);
-    if (err != CL_SUCCESS)
-        return ttc_fail_cl(err, "clEnqueueNativeKernel(%s: %s) failed: %s", ks->name, op->name, ttc_cl_error_name(err));
-    return TTC_OK;
+    char what[160];
+    snprintf(what, sizeof what, "%s: %s", ks->name, op->name ? op->name : "");
+    return ttc_queue_host_task(q, native_run, &c, sizeof c, bufs, n_bufs, what, ev);
 }

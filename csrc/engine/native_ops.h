@@ -1,16 +1,16 @@
 /*
- * GEMM and convolution as native kernels (see runtime/native.h) inside an engine.
+ * GEMM and convolution as host tasks calling the BLAS (backend/blas.h) inside an engine.
  *
- * When the engine's device runs native kernels (kir->native, set by the builder), a float32
- * GEMM or convolution op becomes a kernel spec whose first n_native_args arguments describe a
- * library call (operand buffers, offsets, sizes), enqueued with clEnqueueNativeKernel, which
+ * When the engine's target runs them (target.native: kir->native, set by the builder), a
+ * float32 GEMM or convolution op becomes a kernel spec whose first n_native_args arguments
+ * describe a library call (operand buffers, offsets, sizes), enqueued as a host task, which
  * writes the raw result into the op's output. Its epilogue (bias, activation, residual, ...)
  * then runs as a small OpenCL kernel reading that result in place: the remaining arguments
  * are that kernel's. Ops without an epilogue launch only the native call.
  *
  *   if (k->native && ttc_native_op_ok(k, op)) TTC_TRY(ttc_codegen_native(src, k, op, ks, P, A_));
  *   ...
- *   if (ks->native) TTC_TRY(ttc_native_launch(e, p, ki, q, in_mem, out_mem, arena, scratch, NULL));
+ *   if (ks->native) TTC_TRY(ttc_native_launch(e, p, ki, q, &bufs, scratch, NULL));
  */
 #ifndef TTC_ENGINE_NATIVE_OPS_H
 #define TTC_ENGINE_NATIVE_OPS_H
@@ -26,7 +26,7 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
 /* Scratch bytes the native kernels of plan p need (im2col buffers), 0 when none. */
 size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p);
 /* Enqueues kernel ki's native call on q (ev: its event, when not NULL). */
-ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki, cl_command_queue q,
-                             const cl_mem *in_mem, const cl_mem *out_mem, cl_mem arena, cl_mem scratch, cl_event *ev);
+ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_queue *q,
+                             const ttc_exec_bufs *b, ttc_buf *scratch, ttc_event **ev);
 
 #endif

@@ -179,9 +179,7 @@ static int64_t stride_for(const ttc_kir *k, const ttc_res *r, int32_t t, int32_t
     return r->strides[td];
 }
 
-ttc_status ttc_plan_make(ttc_engine *e, const int64_t *sv, ttc_plan **out) {
-    const ttc_kir *k = e->k;
-    const ttc_codegen *cg = &e->cg;
+ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t *sv, ttc_plan **out) {
     ttc_plan *p = ttc_calloc(1, sizeof *p);
     if (!p) return TTC_ERR_NOMEM;
     p->n_syms = k->n_syms;
@@ -339,7 +337,7 @@ ttc_status ttc_engine_get_plan(ttc_engine *e, const int64_t *sv, ttc_plan **out)
     }
     pthread_mutex_unlock(&e->lock);
     ttc_plan *p;
-    TTC_TRY(ttc_plan_make(e, sv, &p));
+    TTC_TRY(ttc_plan_make(e->k, &e->cg, sv, &p));
     pthread_mutex_lock(&e->lock);
     p->refs = 2;  /* the cache + the caller */
     if (e->n_plans < TTC_PLAN_CACHE) e->plans[e->n_plans++] = p;

@@ -45,7 +45,7 @@ static void put_section(ttc_sbuf *b, uint32_t tag, const ttc_sbuf *payload) {
 
 /* Drivers may abort on malformed binaries (PoCL asserts), so a stored binary is handed to
  * the driver only when this seal over (binary, source, device identity) still matches. */
-static uint64_t binary_seal(const unsigned char *bin, size_t len, const char *src, const ttc_cl_device *d) {
+static uint64_t binary_seal(const unsigned char *bin, size_t len, const char *src, const ttc_target *d) {
     uint64_t h = ttc_hash64(src, strlen(src), 0x9e3779b97f4a7c15ull);
     h = ttc_hash64(d->platform, strlen(d->platform), h);
     h = ttc_hash64(d->name, strlen(d->name), h);
@@ -91,13 +91,15 @@ ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len
         return s != TTC_OK ? s : ttc_fail(TTC_ERR_NOMEM, "printing the engine IR");
     }
     ttc_sbuf out = {0}, sec = {0};
-    size_t want = wbytes + strlen(ir) + strlen(e->cg.source) + e->prog.binary_len + 4096;
+    size_t bin_len = 0;
+    const unsigned char *bin = ttc_program_binary(e->prog, &bin_len);
+    size_t want = wbytes + strlen(ir) + strlen(e->cg.source) + bin_len + 4096;
     if ((out.data = malloc(want))) out.cap = want;
     ttc_sbuf_append(&out, "TTCENGN1", 8);
     put_u32(&out, TTC_ENGINE_ABI);
     put_u32(&out, SEC_COUNT - 1);
     put_str(&sec, e->name); put_section(&out, SEC_NAME, &sec); sec.len = 0;
-    put_str(&sec, e->dev->platform); put_str(&sec, e->dev->name); put_str(&sec, e->dev->driver);
+    put_str(&sec, e->tg.platform); put_str(&sec, e->tg.name); put_str(&sec, e->tg.driver);
     put_section(&out, SEC_DEVICE, &sec); sec.len = 0;
     put_u32(&sec, e->fp16); put_u32(&sec, (uint32_t)e->opt_level); put_section(&out, SEC_OPTIONS, &sec); sec.len = 0;
     ttc_sbuf_append(&sec, ir, strlen(ir)); put_section(&out, SEC_IR, &sec); sec.len = 0;
@@ -112,8 +114,8 @@ ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len
     free(wa);
     ttc_graph_free(g);
     ttc_sbuf_append(&sec, e->cg.source, strlen(e->cg.source)); put_section(&out, SEC_SOURCE, &sec); sec.len = 0;
-    put_u64(&sec, binary_seal(e->prog.binary, e->prog.binary_len, e->cg.source, e->dev));
-    if (e->prog.binary_len) ttc_sbuf_append(&sec, (const char *)e->prog.binary, e->prog.binary_len);
+    put_u64(&sec, binary_seal(bin, bin_len, e->cg.source, &e->tg));
+    if (bin_len) ttc_sbuf_append(&sec, (const char *)bin, bin_len);
     put_section(&out, SEC_BINARY, &sec); sec.len = 0;
     put_u32(&sec, (uint32_t)e->n_in);
     for (int32_t i = 0; i < e->n_in; i++) put_str(&sec, e->ins[i].name);
@@ -304,17 +306,17 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         }
         if (s == TTC_OK) e->n_stored_tiles = (int32_t)nt;
     }
-    if (s == TTC_OK) s = ttc_convert_graph_for(g, fp16 != 0, ttc_engine_gpu_kernels(e), &e->k);
+    if (s == TTC_OK) s = ttc_convert_graph_for(g, fp16 != 0, &e->tg, &e->k);
     if (s == TTC_OK) {
         e->graph = g;
         g = NULL;
-        bool same_dev = !strcmp(plat, e->dev->platform) && !strcmp(dname, e->dev->name) && !strcmp(driver, e->dev->driver);
+        bool same_dev = !strcmp(plat, e->tg.platform) && !strcmp(dname, e->tg.name) && !strcmp(driver, e->tg.driver);
         e->stored_source = src;
         src = NULL;
         rd *b = &secs[SEC_BINARY];
         uint64_t seal = 0;
         s = get_u64(b, &seal, "binary seal");
-        bool use = s == TTC_OK && same_dev && b->left > 0 && binary_seal(b->p, b->left, e->stored_source, e->dev) == seal;
+        bool use = s == TTC_OK && same_dev && b->left > 0 && binary_seal(b->p, b->left, e->stored_source, &e->tg) == seal;
         if (!same_dev) {
             /* tile choices were timed on (and may only run on) the other device: choose anew */
             free(e->stored_tiles);

@@ -3,7 +3,8 @@
  *   kernel families on the CPU device; the tensor-core family needs NVIDIA and fp16 inputs);
  *   TORCHTRT_C_KERNELS=gpu makes any device choose among the GPU families;
  * - optimization_level >= 3: each candidate of the device's families is timed on the device
- *   at the symbols' opt values, in a one-kernel engine with random data, and the fastest kept.
+ *   at the symbols' opt values, as a one-kernel program of its own built and launched through
+ *   the backend (no engine) on fixed pseudo-random data, and the fastest kept.
  *   Choices are remembered in a persistent tuning cache (tuning-v1.txt in the program cache
  *   directory: "key<TAB>choice" lines, the key naming the device, driver and problem) and
  *   stored in the engine (serialised with it);
@@ -11,7 +12,6 @@
  * Families by device: CPU devices the CPU kernel; GPUs the register-blocked SIMT kernel, and
  * on NVIDIA, for half x half GEMMs and every GEMM of fp16 engines, the tensor-core
  * (mma.sync) kernel. */
-#include "bench.h"
 #include "engine_impl.h"
 #include "native_ops.h"
 
@@ -19,10 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static char *tuning_path(const ttc_engine *e) {
-    char *dir = ttc_cl_cache_dir(e->cache_dir_opt);
+    char *dir = ttc_cache_dir(e->cache_dir_opt);
     if (!dir) return NULL;
     for (char *s = dir + 1; *s; s++)
         if (*s == '/') { *s = 0; mkdir(dir, 0755); *s = '/'; }
@@ -55,127 +54,140 @@ static void cache_store(const char *path, const char *key, int32_t choice) {
     fclose(f);
 }
 
-/* One timed candidate: op `oi` of e with tile `tile` in a one-kernel engine of its own, with
- * its data. Preparing it (program build, first launch: where the driver compiles) runs in a
- * thread per candidate; the timing runs afterwards, one candidate at a time. */
+/* One timed candidate: op `oi` of e with tile `tile` as a one-GEMM kernel IR of its own,
+ * generated, built and bound through the backend with its data. Preparing it (program build,
+ * first launch: where the driver compiles) runs in a thread per candidate; the timing runs
+ * afterwards, one candidate at a time. */
 typedef struct cand {
     ttc_engine *e;            /* the engine being tuned (read only while preparing) */
     int32_t oi, tile;
     const int64_t *sv;
-    ttc_engine *m;
-    void *bufs[3];
-    size_t nbytes[3];
-    int64_t shapes[2][TTC_MAX_RANK];
+    ttc_kir *k;
+    ttc_codegen cg;           /* zeroed until generated; freed either way */
+    ttc_plan *p;
+    ttc_program *prog;
+    ttc_kernel *kern;
+    ttc_queue *q;
+    ttc_buf *bufs[3], *arena;  /* a, b, c */
     bool ready;
 } cand;
 
-static void *cand_prepare(void *arg) {
-    cand *c = arg;
-    ttc_engine *e = c->e;
-    int32_t oi = c->oi, tile = c->tile;
-    const int64_t *sv = c->sv;
-    const ttc_kir *k = e->k;
-    const ttc_kop *op = &k->ops[oi];
-    ttc_engine *m = ttc_calloc(1, sizeof *m);
-    ttc_kir *mk = ttc_kir_new();
-    void **bufs = c->bufs;
-    size_t *nbytes = c->nbytes;
-    int64_t (*shapes)[TTC_MAX_RANK] = c->shapes;
-    if (!m || !mk) goto done;
-    pthread_mutex_init(&m->lock, NULL);
-    m->name = ttc_strdup("tune");
-    m->dev = e->dev;
-    m->ctx = e->ctx;
-    m->gpu_kernels = e->gpu_kernels;
-    m->k = mk;
-    m->cache_dir_opt = e->cache_dir_opt ? ttc_strdup(e->cache_dir_opt) : NULL;
+/* The candidate's kernel IR: inputs a, b (the op's shapes at sv), output c, tile fixed. */
+static ttc_status cand_kir(cand *c) {
+    const ttc_kir *k = c->e->k;
+    const ttc_kop *op = &k->ops[c->oi];
+    ttc_kir *mk = c->k = ttc_kir_new();
+    if (!mk) return TTC_ERR_NOMEM;
+    mk->target = &c->e->tg;
     int32_t ids[2];
     for (int32_t j = 0; j < 2; j++) {
         const ttc_et *t = &k->ts[op->in[j]];
         ttc_dim d[TTC_MAX_RANK];
-        int64_t numel = 1;
-        for (int32_t x = 0; x < t->rank; x++) {
-            shapes[j][x] = ttc_dim_eval(t->dims[x], sv);
-            d[x] = ttc_dim_const(shapes[j][x]);
-            numel *= shapes[j][x];
-        }
-        nbytes[j] = (size_t)numel * ttc_dtype_size(t->dtype);
+        for (int32_t x = 0; x < t->rank; x++) d[x] = ttc_dim_const(ttc_dim_eval(t->dims[x], c->sv));
         ids[j] = ttc_kir_tensor(mk, TTC_ET_INPUT, t->dtype, t->rank, d, j ? "b" : "a");
-        if (ids[j] < 0) goto done;
+        if (ids[j] < 0) return TTC_ERR_NOMEM;
         mk->ts[ids[j]].binding = j;
-        bufs[j] = ttc_malloc(nbytes[j] + 16);
-        if (!bufs[j]) goto done;
-        for (size_t b = 0; b < nbytes[j]; b++) ((unsigned char *)bufs[j])[b] = (unsigned char)(b * 37 % 61);
-        if (t->dtype == TTC_DTYPE_FLOAT32)
-            for (size_t b = 0; b < nbytes[j] / 4; b++) ((float *)bufs[j])[b] = (float)((b * 7919) % 17) * 0.0625f - 0.5f;
     }
     const ttc_et *ot = &k->ts[ttc_kop_gemm_shape(op)];
     ttc_dim od[TTC_MAX_RANK];
-    int64_t onum = 1;
-    for (int32_t x = 0; x < ot->rank; x++) { od[x] = ttc_dim_const(ttc_dim_eval(ot->dims[x], sv)); onum *= od[x].add; }
+    for (int32_t x = 0; x < ot->rank; x++) od[x] = ttc_dim_const(ttc_dim_eval(ot->dims[x], c->sv));
     int32_t mo = ttc_kir_op(mk, TTC_KOP_GEMM, ot->dtype, ot->rank, od, "gemm");
-    if (mo < 0) goto done;
+    if (mo < 0) return TTC_ERR_NOMEM;
     mk->ops[mo].in[0] = ids[0];
     mk->ops[mo].in[1] = ids[1];
     mk->ops[mo].p.gemm.trans_b = op->p.gemm.trans_b;
-    mk->ops[mo].tile = tile;
-    /* the inner engine applies the candidate as a stored choice instead of choosing itself */
-    if (!(m->stored_tiles = ttc_calloc(1, sizeof(int32_t)))) goto done;
-    m->stored_tiles[0] = tile;
-    m->n_stored_tiles = 1;
+    mk->ops[mo].tile = c->tile;
     int32_t out = mk->ops[mo].out;
     mk->ts[out].binding = 0;
     mk->inputs = ttc_calloc(2, sizeof(int32_t));
-    mk->in_names = ttc_calloc(2, sizeof(char *));
     mk->outputs = ttc_calloc(1, sizeof(int32_t));
-    mk->out_names = ttc_calloc(1, sizeof(char *));
-    if (!mk->inputs || !mk->in_names || !mk->outputs || !mk->out_names) goto done;
+    if (!mk->inputs || !mk->outputs) return TTC_ERR_NOMEM;
     mk->inputs[0] = ids[0]; mk->inputs[1] = ids[1]; mk->n_inputs = 2;
-    mk->in_names[0] = ttc_strdup("a"); mk->in_names[1] = ttc_strdup("b");
     mk->outputs[0] = out; mk->n_outputs = 1;
-    mk->out_names[0] = ttc_strdup("c");
-    if (ttc_engine_finish(m, NULL, 0) != TTC_OK) goto done;
-    nbytes[2] = (size_t)onum * ttc_dtype_size(ot->dtype);
-    bufs[2] = ttc_malloc(nbytes[2] + 16);
-    if (!bufs[2]) goto done;
-    const void *in[2] = {bufs[0], bufs[1]};
-    void *outp[1] = {bufs[2]};
-    /* correctness of the candidate's launch (execute; the driver's compile at first launch) */
-    c->ready = ttc_engine_execute(m, in, nbytes, (const int64_t(*)[TTC_MAX_RANK])shapes, outp, &nbytes[2]) == TTC_OK;
-done:
-    c->m = m;
-    if (!m) ttc_kir_free(mk);
-    ttc_clear_error();
+    return TTC_OK;
+}
+
+/* Fixed pseudo-random operand bytes (floats in [-0.5, 0.5] for float32). */
+static void *cand_data(const ttc_et *t, const ttc_res *r) {
+    size_t n = (size_t)r->numel * ttc_dtype_size(t->dtype);
+    unsigned char *buf = ttc_malloc(n + 16);
+    if (!buf) return NULL;
+    for (size_t b = 0; b < n; b++) buf[b] = (unsigned char)(b * 37 % 61);
+    if (t->dtype == TTC_DTYPE_FLOAT32)
+        for (size_t b = 0; b < n / 4; b++) ((float *)buf)[b] = (float)((b * 7919) % 17) * 0.0625f - 0.5f;
+    return buf;
+}
+
+static ttc_status cand_launch(cand *c) {
+    return ttc_exec_enqueue(c->q, &c->cg.kernels[0], c->p, 0, c->kern, NULL);
+}
+
+static ttc_status cand_build(cand *c) {
+    ttc_engine *e = c->e;
+    TTC_TRY(cand_kir(c));
+    TTC_TRY(ttc_codegen_run(c->k, e->tg.is_gpu, &c->cg));
+    if (c->cg.n_kernels != 1) return ttc_fail(TTC_ERR_INTERNAL, "tuning: %d kernels for one GEMM", c->cg.n_kernels);
+    TTC_TRY(ttc_program_build(e->dev, c->cg.source, TTC_PROGRAM_OPTIONS, e->cache_dir_opt, &c->prog));
+    TTC_TRY(ttc_plan_make(c->k, &c->cg, NULL, &c->p));
+    TTC_TRY(ttc_queue_new(e->dev, false, &c->q));
+    TTC_TRY(ttc_kernel_new(c->prog, c->cg.kernels[0].name, &c->kern));
+    const int32_t ts[3] = {c->k->inputs[0], c->k->inputs[1], c->k->outputs[0]};
+    for (int32_t j = 0; j < 3; j++) {
+        const ttc_res *r = &c->p->res[ts[j]];
+        size_t n = (size_t)r->numel * ttc_dtype_size(c->k->ts[ts[j]].dtype);
+        void *data = j < 2 ? cand_data(&c->k->ts[ts[j]], r) : NULL;
+        if (j < 2 && !data) return TTC_ERR_NOMEM;
+        ttc_status s = ttc_buf_alloc(e->dev, n, data, j == 0 ? "a" : j == 1 ? "b" : "c", &c->bufs[j]);
+        free(data);
+        TTC_TRY(s);
+    }
+    TTC_TRY(ttc_buf_alloc(e->dev, c->p->arena_bytes, NULL, "arena", &c->arena));
+    const ttc_exec_bufs b = {c->bufs, &c->bufs[2], NULL, c->arena, NULL};
+    TTC_TRY(ttc_exec_bind(&c->cg.kernels[0], c->p, 0, c->kern, &b));
+    /* the first launch (where drivers compile the specialised kernel) must run */
+    TTC_TRY(cand_launch(c));
+    return ttc_queue_finish(c->q);
+}
+
+static void cand_free(cand *c) {
+    ttc_kernel_free(c->kern);
+    ttc_queue_free(c->q);
+    for (int j = 0; j < 3; j++) ttc_buf_free(c->bufs[j]);
+    ttc_buf_free(c->arena);
+    ttc_plan_free(c->p);
+    ttc_program_free(c->prog);
+    ttc_codegen_free(&c->cg);
+    ttc_kir_free(c->k);
+    /* the choice (e, oi, tile) stays: the caller reads the winner's tile after timing */
+    *c = (cand){.e = c->e, .oi = c->oi, .tile = c->tile, .sv = c->sv};
+}
+
+static void *cand_prepare(void *arg) {
+    cand *c = arg;
+    c->ready = cand_build(c) == TTC_OK;
+    ttc_clear_error();  /* a candidate that cannot run is simply not chosen */
     return NULL;
 }
 
-/* The candidate's best time in seconds (+inf when it failed); frees it. Inputs resident on
- * the device: host transfers would drown the differences between tiles. */
+/* The candidate's best time in seconds over 5 runs after one warm-up (+inf when it failed);
+ * frees it. Operands stay on the device: host transfers would drown the differences. */
 static double cand_time(cand *c) {
-    double best = 1e30, ms[5];
-    if (c->ready) {
-        const void *in[2] = {c->bufs[0], c->bufs[1]};
-        if (ttc_engine_benchmark(c->m, in, c->nbytes, (const int64_t(*)[TTC_MAX_RANK])c->shapes, 5, 1, ms) == TTC_OK)
-            for (int r = 0; r < 5; r++)
-                if (ms[r] * 1e-3 < best) best = ms[r] * 1e-3;
+    double best = 1e30;
+    for (int r = 0; c->ready && r < 6; r++) {
+        double t0 = ttc_now_s();
+        if (cand_launch(c) != TTC_OK || ttc_queue_finish(c->q) != TTC_OK) { best = 1e30; break; }
+        double t = ttc_now_s() - t0;
+        if (r > 0 && t < best) best = t;
     }
-    for (int j = 0; j < 3; j++) free(c->bufs[j]);
-    ttc_engine_free(c->m);
-    c->m = NULL;
+    cand_free(c);
     ttc_clear_error();
     return best;
 }
 
-/* TORCHTRT_C_TUNE_THREADS: threads preparing candidates (default: online CPUs, at most 8). */
-static int32_t tune_threads(void) {
-    const char *v = getenv("TORCHTRT_C_TUNE_THREADS");
-    long n = v && *v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 8 ? 8 : (int32_t)n;
-}
-
-/* Prepares cs[0..n) with up to tune_threads() at a time (in the caller when threads fail). */
-static void cands_prepare(cand *cs, int32_t n) {
-    int32_t nt = tune_threads();
+/* Prepares cs[0..n) with up to the target's tune_threads at a time (in the caller when
+ * threads fail). */
+static void cands_prepare(const ttc_engine *e, cand *cs, int32_t n) {
+    int32_t nt = e->tg.tune_threads < 1 ? 1 : e->tg.tune_threads > 8 ? 8 : e->tg.tune_threads;
     for (int32_t i = 0; i < n; i += nt) {
         pthread_t th[8];
         bool started[8] = {0};
@@ -188,10 +200,6 @@ static void cands_prepare(cand *cs, int32_t n) {
     }
 }
 
-static bool dev_is_nvidia(const ttc_cl_device *d) {
-    return strstr(d->vendor, "NVIDIA") || strstr(d->platform, "NVIDIA");
-}
-
 /* Whether candidate c can run op on e's device at all (forcing may pick any of these). */
 static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     if (c < 0 || c >= TTC_GEMM_TILES) return false;
@@ -202,7 +210,7 @@ static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     ttc_dtype a = k->ts[op->in[0]].dtype, b = k->ts[op->in[1]].dtype;
     bool fa = a == TTC_DTYPE_FLOAT16 || (k->fp16 && a == TTC_DTYPE_FLOAT32);
     bool fb = b == TTC_DTYPE_FLOAT16 || (k->fp16 && b == TTC_DTYPE_FLOAT32);
-    return dev_is_nvidia(e->dev) && fa && fb;
+    return e->tg.nvidia && fa && fb;
 }
 
 /* GPU kernel families: GPUs, and any device under TORCHTRT_C_KERNELS=gpu (CPU CI runs them). */
@@ -235,7 +243,7 @@ static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, i
     if (!gpu_family(e)) return 0;
     bool tc = gemm_runnable(e, op, 9);
     if (M <= 16) return tc ? 16 : 17;
-    int64_t cu = e->dev->compute_units > 0 ? e->dev->compute_units : 1;
+    int64_t cu = e->tg.compute_units > 0 ? e->tg.compute_units : 1;
     if (tc) {
         if (gemm_wgs(10, B, M, N) >= cu) return 10;
         return gemm_wgs(11, B, M, N) >= cu ? 11 : 16;
@@ -248,17 +256,12 @@ static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, i
     return w >= (cu + 1) / 2 ? 19 : 17;
 }
 
-/* TORCHTRT_C_GEMM_TILE: -1 when unset. */
-static ttc_status forced_tile(int32_t *out) {
-    *out = -1;
-    const char *env = getenv("TORCHTRT_C_GEMM_TILE");
-    if (!env || !*env) return TTC_OK;
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end || v < 0 || v >= TTC_GEMM_TILES)
-        return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%s: expected a GEMM candidate index 0..%d", env,
+/* The target's forced GEMM candidate (TORCHTRT_C_GEMM_TILE): -1 when none. */
+static ttc_status forced_tile(const ttc_engine *e, int32_t *out) {
+    *out = e->tg.gemm_tile;
+    if (*out >= TTC_GEMM_TILES)
+        return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: expected a GEMM candidate index 0..%d", *out,
                         TTC_GEMM_TILES - 1);
-    *out = (int32_t)v;
     return TTC_OK;
 }
 
@@ -266,7 +269,7 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
     ttc_kir *k = e->k;
     int64_t sv[64];
     int32_t forced;
-    TTC_TRY(forced_tile(&forced));
+    TTC_TRY(forced_tile(e, &forced));
     for (int32_t i = 0; i < k->n_syms && i < 64; i++) sv[i] = k->syms[i].opt;
     bool tuning = e->opt_level >= 3 && k->n_syms <= 64 && forced < 0;
     char *path = NULL;
@@ -279,7 +282,7 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
             if (!gemm_runnable(e, op, forced)) {
                 free(path);
                 return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: the tensor-core GEMM needs an NVIDIA device "
-                                "and float16 inputs or an fp16 engine (%s on %s)", forced, op->name ? op->name : "gemm", e->dev->name);
+                                "and float16 inputs or an fp16 engine (%s on %s)", forced, op->name ? op->name : "gemm", e->tg.name);
             }
             op->tile = forced;
             continue;
@@ -293,8 +296,8 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         if (!tuning || (k->native && ttc_native_op_ok(k, op))) continue;  /* native: no tile to choose */
         if (!have_path) { path = tuning_path(e); have_path = true; }
         /* "gemm3": the third table (choices made among fewer candidates are not read) */
-        char *key = ttc_strfmt("%s|%s|%s|gemm3|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->dev->platform, e->dev->name,
-                               e->dev->driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
+        char *key = ttc_strfmt("%s|%s|%s|gemm3|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->tg.platform, e->tg.name,
+                               e->tg.driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
                                a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K);
         if (!key) { free(path); return TTC_ERR_NOMEM; }
         int32_t choice = cache_lookup(path, key);
@@ -311,7 +314,7 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
             }
             e->prof.tune_timed++;
             e->prof.tune_candidates += nc;
-            cands_prepare(cs, nc);
+            cands_prepare(e, cs, nc);
             double best = 1e30;
             choice = def;
             for (int32_t c = 0; c < nc; c++) {

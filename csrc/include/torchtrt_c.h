@@ -29,7 +29,7 @@ typedef enum ttc_status {
     TTC_ERR_PARSE,           /* IR text did not parse (message names line:col) */
     TTC_ERR_VERIFY,          /* graph failed verification */
     TTC_ERR_UNSUPPORTED,     /* an op/feature the caller asked for is not supported */
-    TTC_ERR_OPENCL,          /* an OpenCL call failed; ttc_last_cl_error() holds the code */
+    TTC_ERR_DEVICE,          /* a device (backend) call failed; ttc_last_device_error() names it */
     TTC_ERR_BUILD,           /* program build failed; message holds the build log */
     TTC_ERR_SERIALIZATION,   /* corrupt/foreign/truncated engine blob */
     TTC_ERR_INPUT,           /* engine inputs do not match the bindings */
@@ -40,8 +40,10 @@ typedef enum ttc_status {
 
 /* Last error message of this thread ("" when none). */
 const char *ttc_last_error(void);
-/* OpenCL error code of the last TTC_ERR_OPENCL on this thread (0 when none). */
-int32_t ttc_last_cl_error(void);
+/* The backend's own code of the last TTC_ERR_DEVICE on this thread (0 when none), and its
+ * name with the backend's, e.g. "OpenCL CL_OUT_OF_RESOURCES (-5)" ("" when none). */
+int32_t ttc_last_device_code(void);
+const char *ttc_last_device_error(void);
 const char *ttc_status_name(ttc_status s);
 
 typedef enum ttc_dtype {

@@ -21,6 +21,7 @@
 #ifndef TTC_KIR_KIR_H
 #define TTC_KIR_KIR_H
 
+#include "../backend/target.h"
 #include "../ir/ir.h"
 
 #define TTC_EXPR_MAX_LEAVES 16
@@ -207,7 +208,14 @@ typedef struct ttc_kir {
                                              builder before codegen; see codegen_expr.c) */
     bool native;                          /* GEMM/convolution may run as native kernels (set by
                                              the builder; engine/native_ops.h) */
+    const ttc_target *target;             /* the engine's target (set by the builder): kernel
+                                             families and knobs; NULL: ttc_target_defaults() */
 } ttc_kir;
+
+/* The target code generation reads: k's, else the defaults (tests without a device). */
+static inline const ttc_target *ttc_kir_target(const ttc_kir *k) {
+    return k->target ? k->target : ttc_target_defaults();
+}
 
 ttc_kir *ttc_kir_new(void);
 void ttc_kir_free(ttc_kir *k);

@@ -18,7 +18,7 @@ PyObject *ttc_py_raise(ttc_py_state *st, ttc_status s) {
     switch (s) {
     case TTC_ERR_NOMEM: PyErr_SetString(PyExc_MemoryError, msg); return NULL;
     case TTC_ERR_UNSUPPORTED: type = st->UnsupportedOperatorError; break;
-    case TTC_ERR_OPENCL: type = st->OpenCLError; break;
+    case TTC_ERR_DEVICE: type = st->OpenCLError; break;
     case TTC_ERR_BUILD: type = st->BuildError; break;
     case TTC_ERR_SERIALIZATION: type = st->SerializationError; break;
     case TTC_ERR_INPUT: type = st->InputError; break;
@@ -33,9 +33,12 @@ PyObject *ttc_py_raise(ttc_py_state *st, ttc_status s) {
     exc = PyObject_CallOneArg(type, arg);
     Py_DECREF(arg);
     if (!exc) return NULL;
-    if (s == TTC_ERR_OPENCL) {
-        PyObject *code = PyLong_FromLong(ttc_last_cl_error());
+    if (s == TTC_ERR_DEVICE) {
+        /* code: the backend's own (an OpenCL CL_* value); device_error: "OpenCL CL_X (-5)" */
+        PyObject *code = PyLong_FromLong(ttc_last_device_code());
         if (code) { PyObject_SetAttrString(exc, "code", code); Py_DECREF(code); }
+        PyObject *name = PyUnicode_FromString(ttc_last_device_error());
+        if (name) { PyObject_SetAttrString(exc, "device_error", name); Py_DECREF(name); }
     }
     if (s == TTC_ERR_BUILD) {
         PyObject *log = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
@@ -65,7 +68,10 @@ static int module_exec(PyObject *m) {
     if (add_exc(m, &st->Error, "Error", PyExc_RuntimeError, "Base class of torchtrt_c errors.") ||
         add_exc(m, &st->UnsupportedOperatorError, "UnsupportedOperatorError", st->Error,
                 "An operator or feature is not supported.") ||
-        add_exc(m, &st->OpenCLError, "OpenCLError", st->Error, "An OpenCL call failed; .code holds the CL error code.") ||
+        add_exc(m, &st->OpenCLError, "OpenCLError", st->Error,
+                "A device (backend) call failed; .code holds the backend's code (OpenCL: the CL error code), "
+                ".device_error its name (\"OpenCL CL_OUT_OF_RESOURCES (-5)\"). Also named DeviceError.") ||
+        PyModule_AddObjectRef(m, "DeviceError", st->OpenCLError) ||
         add_exc(m, &st->BuildError, "BuildError", st->Error, "An OpenCL program failed to build; .log holds the build log.") ||
         add_exc(m, &st->SerializationError, "SerializationError", st->Error,
                 "An engine blob or saved file is corrupt, truncated or foreign.") ||

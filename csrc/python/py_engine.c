@@ -5,7 +5,7 @@
 #include "../engine/bench.h"
 #include "../engine/engine.h"
 
-PyObject *ttc_py_device_dict(const ttc_cl_device *d);
+PyObject *ttc_py_device_dict(const ttc_target *d);
 
 typedef struct {
     PyObject_HEAD
@@ -446,7 +446,7 @@ static PyObject *e_build_profile(PyObject *self, PyObject *unused) {
 
 static PyObject *e_get_inputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, false); }
 static PyObject *e_get_outputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, true); }
-static PyObject *e_get_device(PyObject *self, void *c) { return ttc_py_device_dict(ttc_engine_device(((EngineObject *)self)->e)); }
+static PyObject *e_get_device(PyObject *self, void *c) { return ttc_py_device_dict(ttc_engine_target(((EngineObject *)self)->e)); }
 static PyObject *e_get_name(PyObject *self, void *c) { return PyUnicode_FromString(ttc_engine_name(((EngineObject *)self)->e)); }
 static PyObject *e_get_peak(PyObject *self, void *c) {
     size_t v;

@@ -83,7 +83,7 @@ static PyObject *py_shared_stats(PyObject *mod, PyObject *unused) {
 }
 
 /* One binding: (buffer or None, [shape,] nbytes); the buffer must hold nbytes. */
-static int binding_arg(PyObject *item, bool with_shape, const char *what, Py_ssize_t i, cl_mem *mem,
+static int binding_arg(PyObject *item, bool with_shape, const char *what, Py_ssize_t i, ttc_buf **mem,
                        int64_t *shape, int32_t want_rank, size_t *nbytes) {
     PyObject *cap, *shp = NULL;
     Py_ssize_t n;
@@ -102,7 +102,7 @@ static int binding_arg(PyObject *item, bool with_shape, const char *what, Py_ssi
             PyErr_Format(PyExc_ValueError, "%s %zd: %zd bytes do not fit its shared buffer (%zu bytes)", what, i, n, m->size);
             return -1;
         }
-        *mem = m->mem;
+        *mem = m->buf;
     } else if (n) {
         PyErr_Format(PyExc_ValueError, "%s %zd: %zd bytes but no buffer", what, i, n);
         return -1;
@@ -139,7 +139,7 @@ static PyObject *py_execute_shared(PyObject *mod, PyObject *args) {
     PyObject *outf = PySequence_Fast(outs, "outputs must be a sequence"), *ret = NULL;
     if (!outf) { Py_DECREF(inf); return NULL; }
     Py_ssize_t ni = PySequence_Fast_GET_SIZE(inf), no = PySequence_Fast_GET_SIZE(outf);
-    cl_mem *in_mem = NULL, *out_mem = NULL;
+    ttc_buf **in_mem = NULL, **out_mem = NULL;
     size_t *in_bytes = NULL, *out_bytes = NULL;
     int64_t (*shapes)[TTC_MAX_RANK] = NULL;
     if (ni != ttc_engine_n_inputs(e) || no != ttc_engine_n_outputs(e)) {
@@ -161,7 +161,7 @@ static PyObject *py_execute_shared(PyObject *mod, PyObject *args) {
     bool finished = true;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_engine_execute_buffers(e, in_mem, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, out_mem, out_bytes, fm,
+    s = ttc_engine_execute_buffers(e, in_mem, in_bytes, (const int64_t(*)[TTC_MAX_RANK])shapes, out_mem, out_bytes, fm ? fm->buf : NULL,
                                    value, &finished);
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) { ttc_py_raise(st, s); goto done; }

@@ -1,33 +1,33 @@
-/* torchtrt_c._C.devices() / default_device(): the OpenCL devices the runtime sees. */
+/* torchtrt_c._C.devices() / default_device(): the devices the backends see. */
 #include "binding.h"
 
+#include "../backend/backend.h"
+#include "../backend/blas.h"
 #include "../common/status.h"
-#include "../runtime/native.h"
 #include "../codegen/codegen.h"
-#include "../runtime/runtime.h"
 
-PyObject *ttc_py_device_dict(const ttc_cl_device *d) {
-    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:K,s:K,s:n,s:O,s:O}",
-                         "index", d->index, "platform", d->platform, "name", d->name,
+PyObject *ttc_py_device_dict(const ttc_target *d) {
+    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:K,s:K,s:n,s:O,s:O}",
+                         "index", d->index, "backend", d->backend, "platform", d->platform, "name", d->name,
                          "type", d->is_gpu ? "gpu" : d->is_cpu ? "cpu" : "other", "vendor", d->vendor,
                          "version", d->version, "driver", d->driver, "compute_units", d->compute_units,
                          "global_mem", (unsigned long long)d->global_mem, "local_mem", (unsigned long long)d->local_mem,
                          "max_work_group", (Py_ssize_t)d->max_work_group, "fp16", d->fp16 ? Py_True : Py_False,
-                         "opencl2", d->opencl2 ? Py_True : Py_False);
+                         "opencl2", d->lang2 ? Py_True : Py_False);
 }
 
 static PyObject *py_devices(PyObject *m, PyObject *unused) {
-    ttc_cl_device *ds;
+    ttc_device *const *ds;
     int32_t n;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_cl_devices(&ds, &n);
+    s = ttc_device_list(&ds, &n);
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     PyObject *list = PyList_New(n);
     if (!list) return NULL;
     for (int32_t i = 0; i < n; i++) {
-        PyObject *d = ttc_py_device_dict(&ds[i]);
+        PyObject *d = ttc_py_device_dict(ttc_device_facts(ds[i]));
         if (!d) { Py_DECREF(list); return NULL; }
         PyList_SET_ITEM(list, i, d);
     }
@@ -35,54 +35,56 @@ static PyObject *py_devices(PyObject *m, PyObject *unused) {
 }
 
 static PyObject *py_default_device(PyObject *m, PyObject *unused) {
-    ttc_cl_device *d;
+    ttc_device *d;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_cl_device_select(NULL, &d);
+    s = ttc_device_select(NULL, &d);
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
-    return PyLong_FromLong(d->index);
+    return PyLong_FromLong(ttc_device_facts(d)->index);
 }
 
-/* Process-wide counters of live OpenCL buffers (csrc/runtime/memstats.c). */
+/* Process-wide counters of live device buffers (csrc/backend/opencl/memstats.c). */
 static PyObject *py_runtime_stats(PyObject *m, PyObject *unused) {
-    ttc_cl_memstats s = ttc_cl_memstats_get();
+    ttc_memstats s = ttc_memstats_get();
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "live_buffers", (long long)s.live_buffers,
                          "live_bytes", (long long)s.live_bytes, "peak_bytes", (long long)s.peak_bytes,
                          "host_ptr_bytes", (long long)s.host_ptr_bytes, "buffers_created", (long long)s.created,
                          "buffers_released", (long long)s.released);
 }
 
-/* Whether engines on the default device run GEMM/convolution as native kernels, and with what. */
+/* Whether engines on the default device run GEMM/convolution as native kernels (the target's
+ * decision, knobs included), and with what. */
 static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
-    ttc_cl_device *d;
+    ttc_device *d;
+    ttc_target t;
     ttc_status s;
-    bool on = false;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_cl_device_select(NULL, &d);
-    if (s == TTC_OK) on = ttc_native_available(d);
+    s = ttc_device_select(NULL, &d);
+    if (s == TTC_OK) s = ttc_target_make(d, &t);
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
-    return Py_BuildValue("{s:O,s:s}", "available", on ? Py_True : Py_False, "library", ttc_native_library());
+    return Py_BuildValue("{s:O,s:s}", "available", t.native ? Py_True : Py_False, "library", ttc_blas_library());
 }
 
-/* Whether execute on the default device passes host memory in place (runtime/hostmem_probe.c). */
+/* Whether execute on the default device passes host memory in place (the target's
+ * host_in_place: backend/opencl/hostmem_probe.c, TORCHTRT_C_HOST_IN_PLACE). */
 static PyObject *py_host_in_place(PyObject *m, PyObject *unused) {
-    ttc_cl_device *d;
+    ttc_device *d;
+    ttc_target t;
     ttc_status s;
-    bool on = false;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_cl_device_select(NULL, &d);
-    if (s == TTC_OK) on = ttc_cl_device_host_in_place(d);
+    s = ttc_device_select(NULL, &d);
+    if (s == TTC_OK) s = ttc_target_make(d, &t);
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
-    return PyBool_FromLong(on);
+    return PyBool_FromLong(t.host_in_place);
 }
 
-/* Process-wide program build counters (csrc/runtime/program.c). */
+/* Process-wide program build counters (csrc/backend/opencl/program.c). */
 static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
-    ttc_cl_program_stats s;
-    ttc_cl_program_stats_get(&s);
+    ttc_program_stats s;
+    ttc_program_stats_get(&s);
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "compiled", (long long)s.compiled,
                          "cache_hits", (long long)s.cache_hits, "from_binary", (long long)s.from_binary,
                          "failed", (long long)s.failed, "compile_s", s.compile_s, "cache_s", s.cache_s,

@@ -14,9 +14,9 @@
 #include "tests/ctest.h"
 
 static inline bool have_device(void) {
-    ttc_cl_device *d;
+    ttc_device *const *d;
     int32_t n;
-    if (ttc_cl_devices(&d, &n) != TTC_OK) { printf("  (no OpenCL device: %s)\n", ttc_last_error()); return false; }
+    if (ttc_device_list(&d, &n) != TTC_OK) { printf("  (no device: %s)\n", ttc_last_error()); return false; }
     return true;
 }
 

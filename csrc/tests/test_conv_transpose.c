@@ -88,7 +88,7 @@ static void check_case(const cfg *c) {
 
 static void test_against_scatter_reference(void) {
     if (!have_device()) return;
-    ttc_cl_memstats before = ttc_cl_memstats_get();
+    ttc_memstats before = ttc_memstats_get();
     static const cfg cases[] = {
         {2, 3, 5, 1, 4, 5, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, true, false},
         {1, 4, 3, 2, 5, 3, 3, 2, 2, 3, 1, 0, 1, 2, 1, 1, true, false},
@@ -96,7 +96,7 @@ static void test_against_scatter_reference(void) {
         {1, 2, 3, 1, 1, 7, 1, 4, 1, 3, 0, 2, 0, 1, 1, 2, true, true},   /* 1-D */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
-    ttc_cl_memstats after = ttc_cl_memstats_get();
+    ttc_memstats after = ttc_memstats_get();
     CHECK(after.live_buffers == before.live_buffers && after.live_bytes == before.live_bytes,
           "live buffers %lld -> %lld, bytes %lld -> %lld after freeing the engines", (long long)before.live_buffers,
           (long long)after.live_buffers, (long long)before.live_bytes, (long long)after.live_bytes);

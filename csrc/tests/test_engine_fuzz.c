@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "runtime/runtime.h"
+#include "backend/backend.h"
 #include "tests/ctest.h"
 
 static const char *GRAPH =
@@ -33,8 +33,8 @@ static const char *GRAPH =
 static void put64(unsigned char *b, uint64_t v) { for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i)); }
 
 static void test_fuzz_blobs(void) {
-    ttc_cl_device *dev;
-    if (ttc_cl_device_select(NULL, &dev) != TTC_OK) { printf("  (no OpenCL device)\n"); return; }
+    ttc_device *dev;
+    if (ttc_device_select(NULL, &dev) != TTC_OK) { printf("  (no device)\n"); return; }
     ttc_graph *g = NULL;
     CHECK_OK(ttc_graph_parse(GRAPH, &g));
     if (!g) return;

@@ -1,6 +1,6 @@
 """Device- and host-memory leak checks: executing an engine 10,000 times (static and changing
 shapes) leaves the live OpenCL buffer count and bytes (_C.runtime_stats(), counted on every
-clCreateBuffer/clReleaseMemObject in csrc/runtime/memstats.c) where they were, RSS grows by
+clCreateBuffer/clReleaseMemObject in csrc/backend/opencl/memstats.c) where they were, RSS grows by
 less than 4 MiB, and freeing the engine returns every buffer it made."""
 import gc
 import os

@@ -96,7 +96,8 @@ static void cu_load(void) {
 static ttc_status cu_fail(cu_result r, const char *what) {
     const char *nm = NULL;
     if (cu.cuGetErrorName) cu.cuGetErrorName(r, &nm);
-    return ttc_fail(TTC_ERR_OPENCL, "%s failed: %s (CUDA error %d)", what, nm ? nm : "unknown", r);
+    /* a device error carrying CUDA's code and name ("CUDA CUDA_ERROR_OUT_OF_MEMORY (2)") */
+    return ttc_fail_device("CUDA", (int32_t)r, nm, "%s failed: %s (CUDA error %d)", what, nm ? nm : "unknown", r);
 }
 
 /* The primary context of each ordinal: the one torch uses; retained once, for the process. */
@@ -132,6 +133,7 @@ static bool has_ext(const char *exts, const char *name) {
 }
 
 static bool check(ttc_cl_device *d, int32_t ordinal, char *why, size_t why_len) {
+    const char *dname = d->base.facts.name;
     pthread_once(&cu_once, cu_load);
     if (cu_msg[0]) { snprintf(why, why_len, "%s", cu_msg); return false; }
     int count = 0;
@@ -144,7 +146,7 @@ static bool check(ttc_cl_device *d, int32_t ordinal, char *why, size_t why_len) 
     static const char *need[] = {"cl_khr_external_memory", "cl_khr_external_memory_opaque_fd", "cl_khr_device_uuid"};
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
         if (!has_ext(exts, need[i])) {
-            snprintf(why, why_len, "OpenCL device %s does not advertise %s", d->name, need[i]);
+            snprintf(why, why_len, "OpenCL device %s does not advertise %s", dname, need[i]);
             return false;
         }
     unsigned char a[16] = {0}, b[16] = {0};
@@ -155,7 +157,7 @@ static bool check(ttc_cl_device *d, int32_t ordinal, char *why, size_t why_len) 
         return false;
     }
     if (memcmp(a, b, sizeof a)) {
-        snprintf(why, why_len, "OpenCL device %s is not CUDA device %d (UUIDs differ)", d->name, (int)ordinal);
+        snprintf(why, why_len, "OpenCL device %s is not CUDA device %d (UUIDs differ)", dname, (int)ordinal);
         return false;
     }
     pthread_mutex_lock(&lock);
@@ -173,7 +175,8 @@ typedef struct { ttc_cl_device *d; int32_t ordinal; bool ok; char why[200]; } an
 static answer answers[32];
 static int n_answers;
 
-bool ttc_xmem_supported(ttc_cl_device *d, int32_t cuda_ordinal, char *why, size_t why_len) {
+bool ttc_xmem_supported(ttc_device *dev, int32_t cuda_ordinal, char *why, size_t why_len) {
+    ttc_cl_device *d = ttc_cl_dev(dev);
     char tmp[200];
     if (!why || !why_len) { why = tmp; why_len = sizeof tmp; }
     if (getenv("TORCHTRT_C_CUDA_INTEROP") && !strcmp(getenv("TORCHTRT_C_CUDA_INTEROP"), "0")) {
@@ -201,10 +204,11 @@ bool ttc_xmem_supported(ttc_cl_device *d, int32_t cuda_ordinal, char *why, size_
     return ok;
 }
 
-ttc_status ttc_xmem_alloc(ttc_cl_device *d, int32_t cuda_ordinal, size_t nbytes, ttc_xmem **out) {
+ttc_status ttc_xmem_alloc(ttc_device *dev, int32_t cuda_ordinal, size_t nbytes, ttc_xmem **out) {
+    ttc_cl_device *d = ttc_cl_dev(dev);
     *out = NULL;
     char why[200];
-    if (!ttc_xmem_supported(d, cuda_ordinal, why, sizeof why))
+    if (!ttc_xmem_supported(dev, cuda_ordinal, why, sizeof why))
         return ttc_fail(TTC_ERR_UNSUPPORTED, "CUDA/OpenCL shared memory unavailable: %s", why);
     cl_context ctx;
     TTC_TRY(ttc_cl_device_context(d, &ctx));
@@ -246,6 +250,12 @@ ttc_status ttc_xmem_alloc(ttc_cl_device *d, int32_t cuda_ordinal, size_t nbytes,
                         ttc_cl_error_name(err));
         goto fail;
     }
+    ttc_cl_buf *w = ttc_calloc(1, sizeof *w);
+    if (!w) { TTC_CL(ReleaseMemObject)(m->mem); m->mem = NULL; s = TTC_ERR_NOMEM; goto fail; }
+    w->base.dev = dev;
+    w->base.size = m->size;
+    w->m = m->mem;
+    m->buf = &w->base;
     ctx_pop();
     pthread_mutex_lock(&lock);
     stats.live++;
@@ -269,7 +279,7 @@ void ttc_xmem_free(ttc_xmem *m) {
     /* OpenCL defers the release until enqueued work using the buffer is done. CUDA does not:
      * buffers are freed rarely (a binding grew, a plan was dropped), so wait for the device
      * rather than ask every owner which stream used the buffer last */
-    if (m->mem) TTC_CL(ReleaseMemObject)(m->mem);
+    ttc_buf_free(m->buf);     /* releases mem */
     if (ctx_push(m->cuda_ordinal) == TTC_OK) {
         cu.cuCtxSynchronize();
         cu.cuMemUnmap(m->cuda_ptr, m->size);
@@ -286,22 +296,25 @@ void ttc_xmem_free(ttc_xmem *m) {
     free(m);
 }
 
-ttc_status ttc_xmem_acquire(cl_command_queue q, const cl_mem *mems, uint32_t n, bool release) {
+ttc_status ttc_xmem_acquire(ttc_queue *q, ttc_buf *const *bufs, int32_t n, bool release) {
     __typeof__(cu.acquire) f = release ? cu.release : cu.acquire;
-    if (!f || !n) return TTC_OK;
-    cl_int err = f(q, n, mems, 0, NULL, NULL);
+    if (!f || n <= 0) return TTC_OK;
+    cl_mem mems[64];
+    if (n > 64) return ttc_fail(TTC_ERR_UNSUPPORTED, "more than 64 external buffers in one launch sequence");
+    for (int32_t i = 0; i < n; i++) mems[i] = ttc_cl_mem(bufs[i]);
+    cl_int err = f(ttc_cl_q(q), (cl_uint)n, mems, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return ttc_fail_cl(err, "clEnqueue%sExternalMemObjectsKHR failed: %s", release ? "Release" : "Acquire",
                            ttc_cl_error_name(err));
     return TTC_OK;
 }
 
-ttc_status ttc_xmem_signal(cl_command_queue q, const ttc_xmem *flag, uint32_t v) {
+ttc_status ttc_xmem_signal(ttc_queue *q, ttc_buf *flag, uint32_t v) {
     if (!cu.fill) return ttc_fail(TTC_ERR_UNSUPPORTED, "clEnqueueFillBuffer unavailable");
-    cl_int err = cu.fill(q, flag->mem, &v, sizeof v, 0, sizeof v, 0, NULL, NULL);
+    cl_int err = cu.fill(ttc_cl_q(q), ttc_cl_mem(flag), &v, sizeof v, 0, sizeof v, 0, NULL, NULL);
     if (err != CL_SUCCESS) return ttc_fail_cl(err, "clEnqueueFillBuffer(completion flag) failed: %s", ttc_cl_error_name(err));
     /* the wait on the CUDA side only sees work the OpenCL driver has submitted */
-    err = TTC_CL(Flush)(q);
+    err = TTC_CL(Flush)(ttc_cl_q(q));
     if (err != CL_SUCCESS) return ttc_fail_cl(err, "clFlush failed: %s", ttc_cl_error_name(err));
     return TTC_OK;
 }

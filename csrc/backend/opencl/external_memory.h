@@ -8,7 +8,7 @@
  *   char why[256];
  *   if (ttc_xmem_supported(dev, 0, why, sizeof why)) {
  *       ttc_xmem *m;
- *       TTC_TRY(ttc_xmem_alloc(dev, 0, nbytes, &m));   // m->cuda_ptr for torch, m->mem for OpenCL
+ *       TTC_TRY(ttc_xmem_alloc(dev, 0, nbytes, &m));   // m->cuda_ptr for torch, m->buf for engines
  *       ...
  *       ttc_xmem_free(m);
  *   }
@@ -31,13 +31,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../runtime/runtime.h"
+#include "cl.h"
 
 typedef struct ttc_xmem {
     uint64_t cuda_ptr;        /* CUdeviceptr in the CUDA device's primary context */
     size_t size;              /* bytes mapped (the request rounded up to the granularity) */
     size_t requested;
     cl_mem mem;               /* the same memory as an OpenCL buffer of the device's context */
+    ttc_buf *buf;             /* mem as a backend buffer (owns mem), what engines bind */
     int32_t cuda_ordinal;
     /* private: CUDA handles */
     uint64_t handle;
@@ -47,16 +48,17 @@ typedef struct ttc_xmem {
 /* Whether memory can be shared between CUDA device cuda_ordinal and OpenCL device d: libcuda
  * loads, d advertises cl_khr_external_memory_opaque_fd, and its UUID is the CUDA device's.
  * When not, why (if given) holds the reason. Never fails; the answer is cached per pair. */
-bool ttc_xmem_supported(ttc_cl_device *d, int32_t cuda_ordinal, char *why, size_t why_len);
+bool ttc_xmem_supported(ttc_device *d, int32_t cuda_ordinal, char *why, size_t why_len);
 /* Allocates nbytes (0 allowed: one granule) of shared memory. */
-ttc_status ttc_xmem_alloc(ttc_cl_device *d, int32_t cuda_ordinal, size_t nbytes, ttc_xmem **out);
+ttc_status ttc_xmem_alloc(ttc_device *d, int32_t cuda_ordinal, size_t nbytes, ttc_xmem **out);
 void ttc_xmem_free(ttc_xmem *m);
 
-/* Enqueues the acquire (release) of external buffers on q, where the driver has the entry
- * points (cl_khr_external_memory asks for them around any use). */
-ttc_status ttc_xmem_acquire(cl_command_queue q, const cl_mem *mems, uint32_t n, bool release);
-/* Enqueues on q: write the 32-bit value v at the start of flag (after everything before it). */
-ttc_status ttc_xmem_signal(cl_command_queue q, const ttc_xmem *flag, uint32_t v);
+/* The backend entries (backend.h: ttc_queue_acquire_external, ttc_queue_signal). Acquire
+ * (release) of external buffers on q, where the driver has the entry points
+ * (cl_khr_external_memory asks for them around any use); a write of the 32-bit value v at
+ * the start of flag after everything before it, then a flush. */
+ttc_status ttc_xmem_acquire(ttc_queue *q, ttc_buf *const *bufs, int32_t n, bool release);
+ttc_status ttc_xmem_signal(ttc_queue *q, ttc_buf *flag, uint32_t v);
 /* Makes CUDA stream `stream` (a CUstream; 0 is the legacy default stream) wait on the device
  * until the value at flag's start is >= v (wrap-around is the caller's concern). */
 ttc_status ttc_xmem_stream_wait(const ttc_xmem *flag, uint64_t stream, uint32_t v);

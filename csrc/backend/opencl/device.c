@@ -1,5 +1,5 @@
-/* libOpenCL loading, OpenCL error names, device discovery/selection, shared contexts. */
-#include "runtime.h"
+/* libOpenCL loading, OpenCL error names, device discovery, shared contexts. */
+#include "cl.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -23,14 +23,14 @@ static void load_lib(void) {
         snprintf(load_msg, sizeof load_msg,
                  "no OpenCL ICD loader found (libOpenCL.so.1: %s); install an OpenCL loader and a "
                  "driver, e.g. `apt install ocl-icd-libopencl1 pocl-opencl-icd`", e ? e : "not found");
-        load_status = TTC_ERR_OPENCL;
+        load_status = TTC_ERR_DEVICE;
         return;
     }
 #define X(name)                                                                               \
     ttc_cl_fns.name = (__typeof__(ttc_cl_fns.name))dlsym(h, "cl" #name);                      \
     if (!ttc_cl_fns.name) {                                                                   \
         snprintf(load_msg, sizeof load_msg, "libOpenCL lacks cl" #name " (OpenCL 1.2 needed)"); \
-        load_status = TTC_ERR_OPENCL;                                                         \
+        load_status = TTC_ERR_DEVICE;                                                         \
         return;                                                                               \
     }
     TTC_CL_FUNCS(X)
@@ -77,6 +77,7 @@ static ttc_status discover_status;
 static char discover_msg[512];
 static cl_int discover_code;
 static ttc_cl_device *devices;
+static ttc_device **device_ptrs;
 static int32_t n_devices;
 
 static void str_info_dev(cl_device_id d, cl_device_info what, char *buf, size_t cap) {
@@ -88,7 +89,7 @@ static void str_info_dev(cl_device_id d, cl_device_info what, char *buf, size_t 
 static void discover(void) {
     if (ttc_cl_load() != TTC_OK) {
         snprintf(discover_msg, sizeof discover_msg, "%s", ttc_last_error());
-        discover_status = TTC_ERR_OPENCL;
+        discover_status = TTC_ERR_DEVICE;
         discover_code = CL_DEVICE_NOT_FOUND;
         return;
     }
@@ -98,7 +99,7 @@ static void discover(void) {
         snprintf(discover_msg, sizeof discover_msg,
                  "no OpenCL platform/ICD found (clGetPlatformIDs: %s); install a driver, e.g. "
                  "pocl-opencl-icd for the CPU", err == CL_SUCCESS ? "0 platforms" : ttc_cl_error_name(err));
-        discover_status = TTC_ERR_OPENCL;
+        discover_status = TTC_ERR_DEVICE;
         discover_code = err == CL_SUCCESS ? -1001 : err;
         return;
     }
@@ -116,137 +117,97 @@ static void discover(void) {
         for (cl_uint i = 0; i < nd; i++) {
             ttc_cl_device *d = &devices[n_devices];
             memset(d, 0, sizeof *d);
-            d->index = n_devices;
+            ttc_target *f = &d->base.facts;
+            d->base.be = &ttc_opencl_backend;
+            f->backend = ttc_opencl_backend.name;
+            f->index = n_devices;
             d->platform_id = ps[p];
             d->id = ds[i];
-            if (TTC_CL(GetPlatformInfo)(ps[p], CL_PLATFORM_NAME, sizeof d->platform - 1, d->platform, NULL))
-                d->platform[0] = 0;
-            str_info_dev(ds[i], CL_DEVICE_NAME, d->name, sizeof d->name);
-            str_info_dev(ds[i], CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor);
-            str_info_dev(ds[i], CL_DEVICE_VERSION, d->version, sizeof d->version);
-            str_info_dev(ds[i], CL_DRIVER_VERSION, d->driver, sizeof d->driver);
+            if (TTC_CL(GetPlatformInfo)(ps[p], CL_PLATFORM_NAME, sizeof f->platform - 1, f->platform, NULL))
+                f->platform[0] = 0;
+            str_info_dev(ds[i], CL_DEVICE_NAME, f->name, sizeof f->name);
+            str_info_dev(ds[i], CL_DEVICE_VENDOR, f->vendor, sizeof f->vendor);
+            str_info_dev(ds[i], CL_DEVICE_VERSION, f->version, sizeof f->version);
+            str_info_dev(ds[i], CL_DRIVER_VERSION, f->driver, sizeof f->driver);
             cl_device_type t = 0;
             TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_TYPE, sizeof t, &t, NULL);
-            d->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
-            d->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_COMPUTE_UNITS, sizeof d->compute_units, &d->compute_units, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_work_group, &d->max_work_group, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_LOCAL_MEM_SIZE, sizeof d->local_mem, &d->local_mem, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof d->global_mem, &d->global_mem, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof d->mem_align_bits, &d->mem_align_bits, NULL);
+            f->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+            f->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
+            f->kind = f->is_gpu ? TTC_DEVICE_GPU : f->is_cpu ? TTC_DEVICE_CPU : TTC_DEVICE_OTHER;
+            f->nvidia = strstr(f->vendor, "NVIDIA") || strstr(f->platform, "NVIDIA");
+            /* CPU devices compute on host memory: buffers over the caller's memory copy nothing */
+            f->host_memory = f->is_cpu;
+            cl_uint cu = 0, align = 0;
+            size_t wg = 0;
+            cl_ulong lm = 0, gm = 0, ma = 0;
+            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
+            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gm, &gm, NULL);
+            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ma, &ma, NULL);
+            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
+            f->compute_units = cu;
+            f->max_work_group = wg;
+            f->local_mem = lm;
+            f->global_mem = gm;
+            f->max_alloc = ma;
+            f->mem_align_bits = align;
+            cl_device_exec_capabilities caps = 0;
+            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL);
+            f->host_tasks = (caps & CL_EXEC_NATIVE_KERNEL) != 0;
             size_t elen = 0;
             TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXTENSIONS, 0, NULL, &elen);
             char *ext = calloc(elen + 1, 1);
             if (ext && TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXTENSIONS, elen, ext, NULL) == CL_SUCCESS)
-                d->fp16 = d->fp16_advertised = strstr(ext, "cl_khr_fp16") != NULL;
+                f->fp16 = f->fp16_advertised = strstr(ext, "cl_khr_fp16") != NULL;
             free(ext);
             /* NVIDIA's OpenCL computes in half without advertising cl_khr_fp16. */
-            if (d->is_gpu && strstr(d->vendor, "NVIDIA")) d->fp16 = true;
+            if (f->is_gpu && strstr(f->vendor, "NVIDIA")) f->fp16 = true;
             char cver[64];
             str_info_dev(ds[i], CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver);
-            d->opencl2 = strstr(cver, "OpenCL C 2") || strstr(cver, "OpenCL C 3");
-            pthread_mutex_init(&d->lock, NULL);
+            f->lang2 = strstr(cver, "OpenCL C 2") || strstr(cver, "OpenCL C 3");
+            pthread_mutex_init(&d->base.lock, NULL);
             n_devices++;
         }
         free(ds);
     }
     free(ps);
+    device_ptrs = calloc((size_t)n_devices + 1, sizeof *device_ptrs);
+    if (!device_ptrs) n_devices = 0;
+    for (int32_t i = 0; i < n_devices; i++) device_ptrs[i] = &devices[i].base;
     if (n_devices == 0) {
         snprintf(discover_msg, sizeof discover_msg,
                  "OpenCL platforms found but no devices; install a driver, e.g. pocl-opencl-icd");
-        discover_status = TTC_ERR_OPENCL;
+        discover_status = TTC_ERR_DEVICE;
         discover_code = CL_DEVICE_NOT_FOUND;
     }
 }
 
-ttc_status ttc_cl_devices(ttc_cl_device **devs, int32_t *n) {
+ttc_status ttc_cl_devices(ttc_device *const **devs, int32_t *n) {
     pthread_once(&discover_once, discover);
     if (discover_status != TTC_OK) {
         *devs = NULL; *n = 0;
-        if (discover_status == TTC_ERR_OPENCL) return ttc_fail_cl(discover_code, "%s", discover_msg);
+        if (discover_status == TTC_ERR_DEVICE) return ttc_fail_cl(discover_code, "%s", discover_msg);
         return ttc_fail(discover_status, "%s", discover_msg);
     }
-    *devs = devices;
+    *devs = device_ptrs;
     *n = n_devices;
     return TTC_OK;
 }
 
-static bool contains_ci(const char *hay, const char *needle) {
-    size_t nl = strlen(needle);
-    for (const char *p = hay; *p; p++)
-        if (strncasecmp(p, needle, nl) == 0) return true;
-    return nl == 0;
-}
-
-ttc_status ttc_cl_device_select(const char *spec, ttc_cl_device **out) {
-    ttc_cl_device *ds;
-    int32_t n;
-    TTC_TRY(ttc_cl_devices(&ds, &n));
-    const char *from = "device";
-    if (!spec || !*spec) {
-        spec = getenv("TORCHTRT_C_DEVICE");
-        from = "TORCHTRT_C_DEVICE";
-    }
-    if (!spec || !*spec) {
-        for (int32_t i = 0; i < n; i++)
-            if (ds[i].is_gpu) { *out = &ds[i]; return TTC_OK; }
-        *out = &ds[0];
-        return TTC_OK;
-    }
-    char *end = NULL;
-    long idx = strtol(spec, &end, 10);
-    if (end != spec && *end == 0) {
-        if (idx < 0 || idx >= n)
-            return ttc_fail(TTC_ERR_INVALID_ARG, "%s=%s: device index out of range (%d devices)", from, spec, n);
-        *out = &ds[idx];
-        return TTC_OK;
-    }
-    bool want_gpu = !strcasecmp(spec, "gpu"), want_cpu = !strcasecmp(spec, "cpu");
-    for (int32_t i = 0; i < n; i++) {
-        if ((want_gpu && ds[i].is_gpu) || (want_cpu && ds[i].is_cpu) ||
-            (!want_gpu && !want_cpu && (contains_ci(ds[i].name, spec) || contains_ci(ds[i].platform, spec)))) {
-            *out = &ds[i];
-            return TTC_OK;
-        }
-    }
-    ttc_sbuf b = {0};
-    for (int32_t i = 0; i < n; i++) ttc_sbuf_printf(&b, "%s[%d] %s (%s)", i ? ", " : "", i, ds[i].name, ds[i].platform);
-    ttc_status s = ttc_fail(TTC_ERR_INVALID_ARG, "%s=%s matches no OpenCL device; devices: %s", from, spec,
-                            b.data ? b.data : "");
-    ttc_sbuf_free(&b);
-    return s;
-}
-
-int32_t ttc_cl_default_index(void) {
-    ttc_cl_device *d;
-    if (ttc_cl_device_select(NULL, &d) != TTC_OK) return -1;
-    return d->index;
-}
-
 ttc_status ttc_cl_device_context(ttc_cl_device *d, cl_context *out) {
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->base.lock);
     if (!d->context) {
         cl_int err = CL_SUCCESS;
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform_id, 0};
         d->context = TTC_CL(CreateContext)(props, 1, &d->id, NULL, NULL, &err);
         if (!d->context || err != CL_SUCCESS) {
             d->context = NULL;
-            pthread_mutex_unlock(&d->lock);
-            return ttc_fail_cl(err, "clCreateContext(%s) failed: %s", d->name, ttc_cl_error_name(err));
+            pthread_mutex_unlock(&d->base.lock);
+            return ttc_fail_cl(err, "clCreateContext(%s) failed: %s", d->base.facts.name, ttc_cl_error_name(err));
         }
     }
     *out = d->context;
-    pthread_mutex_unlock(&d->lock);
-    return TTC_OK;
-}
-
-ttc_status ttc_cl_queue_new(ttc_cl_device *d, bool profiling, cl_command_queue *out) {
-    cl_context ctx;
-    TTC_TRY(ttc_cl_device_context(d, &ctx));
-    cl_int err = CL_SUCCESS;
-    *out = TTC_CL(CreateCommandQueue)(ctx, d->id, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
-    if (!*out || err != CL_SUCCESS)
-        return ttc_fail_cl(err, "clCreateCommandQueue(%s) failed: %s", d->name, ttc_cl_error_name(err));
+    pthread_mutex_unlock(&d->base.lock);
     return TTC_OK;
 }

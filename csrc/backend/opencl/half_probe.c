@@ -1,4 +1,4 @@
-/* Whether a device computes in half precision (device->half_compute).
+/* Whether a device computes in half precision (ttc_device_half_compute, cached by backend.c).
  *
  * Advertising cl_khr_fp16 settles it. Otherwise a tiny program with the extension pragma is
  * built and run once per device. NVIDIA's OpenCL computes in half without advertising the
@@ -9,11 +9,11 @@
  * float/int, and checks exact answers. CPU devices are not probed (PoCL rejects the program
  * and its compiler prints the errors to stderr). Any failure means "no": the
  * engine keeps float arithmetic over half storage, so the probe never fails a build.
- * TORCHTRT_C_HALF_COMPUTE=0 turns half arithmetic off (A/B measurements, a suspect driver). */
+ * TORCHTRT_C_HALF_COMPUTE=0 (target.c) turns half arithmetic off whatever this answers. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime.h"
+#include "cl.h"
 
 static const char *probe_src =
     "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
@@ -39,6 +39,7 @@ static uint16_t half_bits(float v) {
 
 /* Runs the probe program; true only when it builds, runs and every answer is exact. */
 static bool probe_run(ttc_cl_device *d) {
+    ttc_program *prog = NULL;
     enum { N = 8 };
     uint16_t x[2 * N], y[N], want[N];
     float f[N], g[N], gwant[N];
@@ -53,20 +54,20 @@ static bool probe_run(ttc_cl_device *d) {
     }
     cl_context ctx;
     if (ttc_cl_device_context(d, &ctx) != TTC_OK) return false;
-    ttc_cl_program prog = {0};
-    if (ttc_cl_program_build(d, probe_src, "-cl-std=CL1.2", "", &prog) != TTC_OK) return false;
+    if (ttc_cl_program_build(&d->base, probe_src, "-cl-std=CL1.2", "", &prog) != TTC_OK) return false;
     bool ok = false;
     cl_int err = CL_SUCCESS;
     cl_command_queue q = NULL;
     cl_mem m[4] = {NULL, NULL, NULL, NULL};
-    cl_kernel kn = TTC_CL(CreateKernel)(prog.program, "ttc_half_probe", &err);
+    cl_kernel kn = TTC_CL(CreateKernel)(ttc_cl_prog(prog), "ttc_half_probe", &err);
     if (!kn || err != CL_SUCCESS) goto done;
     m[0] = TTC_CL(CreateBuffer)(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof x, x, &err);
     if (err == CL_SUCCESS) m[1] = TTC_CL(CreateBuffer)(ctx, CL_MEM_WRITE_ONLY, sizeof y, NULL, &err);
     if (err == CL_SUCCESS) m[2] = TTC_CL(CreateBuffer)(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof f, f, &err);
     if (err == CL_SUCCESS) m[3] = TTC_CL(CreateBuffer)(ctx, CL_MEM_WRITE_ONLY, sizeof g, NULL, &err);
     if (err != CL_SUCCESS || !m[0] || !m[1] || !m[2] || !m[3]) goto done;
-    if (ttc_cl_queue_new(d, false, &q) != TTC_OK) goto done;
+    q = TTC_CL(CreateCommandQueue)(ctx, d->id, 0, &err);
+    if (!q || err != CL_SUCCESS) goto done;
     for (cl_uint a = 0; a < 4; a++)
         if (TTC_CL(SetKernelArg)(kn, a, sizeof m[a], &m[a]) != CL_SUCCESS) goto done;
     size_t global = N;
@@ -80,26 +81,12 @@ done:
     for (int a = 0; a < 4; a++)
         if (m[a]) TTC_CL(ReleaseMemObject)(m[a]);
     if (kn) TTC_CL(ReleaseKernel)(kn);
-    ttc_cl_program_release(&prog);
+    ttc_cl_program_free(prog);
     return ok;
 }
 
-bool ttc_cl_device_half_compute(ttc_cl_device *d) {
-    const char *env = getenv("TORCHTRT_C_HALF_COMPUTE");
-    if (env && strcmp(env, "0") == 0) return false;
-    pthread_mutex_lock(&d->lock);
-    bool probed = d->half_probed, v = d->half_compute;
-    pthread_mutex_unlock(&d->lock);
-    if (!probed) {
-        /* outside the lock: the probe creates the context, which takes it */
-        /* CPU drivers advertise half when they have it; probing PoCL only prints a failed
-         * build to the user's stderr */
-        v = d->fp16_advertised || (!d->is_cpu && probe_run(d));
-        ttc_clear_error();
-        pthread_mutex_lock(&d->lock);
-        d->half_compute = v;
-        d->half_probed = true;
-        pthread_mutex_unlock(&d->lock);
-    }
-    return v;
+bool ttc_cl_probe_half(ttc_device *d) {
+    /* CPU drivers advertise half when they have it; probing PoCL only prints a failed build
+     * to the user's stderr */
+    return d->facts.fp16_advertised || (!d->facts.is_cpu && probe_run(ttc_cl_dev(d)));
 }

@@ -6,7 +6,7 @@
  * (CL_MEM_SIZE, read just before its release) leave the total at its release. Buffers
  * wrapping host memory (CL_MEM_USE_HOST_PTR: zero-copy inputs/outputs on CPU devices) are
  * counted too; host_ptr_bytes says how much of live_bytes they are. */
-#include "runtime.h"
+#include "cl.h"
 
 #include <stdlib.h>
 
@@ -16,7 +16,7 @@ static __typeof__(&clReleaseMemObject) real_release;
 static int64_t n_live, n_created, n_released, bytes_live, bytes_peak, bytes_host;
 
 /* Creation order of live buffers (cl_mem -> sequence number), for native kernels: PoCL 3
- * hands a native kernel its buffers sorted by creation (runtime/native.h). Open addressing,
+ * hands a native kernel its buffers sorted by creation (host_task.c). Open addressing,
  * linear probing, backward-shift deletion; grown at half load. */
 typedef struct seq_slot { cl_mem m; uint64_t seq; } seq_slot;
 static pthread_mutex_t seq_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,13 +130,11 @@ void ttc_cl_memstats_install(ttc_cl_api *api) {
     api->ReleaseMemObject = counted_release;
 }
 
-ttc_cl_memstats ttc_cl_memstats_get(void) {
-    ttc_cl_memstats s;
-    s.live_buffers = __atomic_load_n(&n_live, __ATOMIC_RELAXED);
-    s.live_bytes = __atomic_load_n(&bytes_live, __ATOMIC_RELAXED);
-    s.peak_bytes = __atomic_load_n(&bytes_peak, __ATOMIC_RELAXED);
-    s.host_ptr_bytes = __atomic_load_n(&bytes_host, __ATOMIC_RELAXED);
-    s.created = __atomic_load_n(&n_created, __ATOMIC_RELAXED);
-    s.released = __atomic_load_n(&n_released, __ATOMIC_RELAXED);
-    return s;
+void ttc_cl_memstats_add(ttc_memstats *acc) {
+    acc->live_buffers += __atomic_load_n(&n_live, __ATOMIC_RELAXED);
+    acc->live_bytes += __atomic_load_n(&bytes_live, __ATOMIC_RELAXED);
+    acc->peak_bytes += __atomic_load_n(&bytes_peak, __ATOMIC_RELAXED);
+    acc->host_ptr_bytes += __atomic_load_n(&bytes_host, __ATOMIC_RELAXED);
+    acc->created += __atomic_load_n(&n_created, __ATOMIC_RELAXED);
+    acc->released += __atomic_load_n(&n_released, __ATOMIC_RELAXED);
 }

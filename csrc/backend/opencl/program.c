@@ -4,7 +4,7 @@
  * hash | binary. The file name is the key hash; the key covers platform, device, driver,
  * device version, options and source. Entries that fail any check are ignored (and
  * overwritten by the rebuild); writes go to a temporary file renamed into place. */
-#include "runtime.h"
+#include "cl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,21 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-uint64_t ttc_hash64(const void *data, size_t len, uint64_t seed) {
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (size_t i = 0; i < len; i++) { h ^= p[i]; h *= 1099511628211ull; }
-    return h;
-}
-
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static ttc_cl_program_stats stats;
-
-double ttc_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static ttc_program_stats stats;
 
 /* kind: 0 compiled from source, 1 binary cache hit, 2 given binary, 3 failed */
 static void stats_add(int kind, double s) {
@@ -42,39 +29,25 @@ static void stats_add(int kind, double s) {
     pthread_mutex_unlock(&stats_lock);
 }
 
-void ttc_cl_program_stats_get(ttc_cl_program_stats *out) {
+void ttc_cl_program_stats_add(ttc_program_stats *acc) {
     pthread_mutex_lock(&stats_lock);
-    *out = stats;
+    acc->compiled += stats.compiled;
+    acc->cache_hits += stats.cache_hits;
+    acc->from_binary += stats.from_binary;
+    acc->failed += stats.failed;
+    acc->compile_s += stats.compile_s;
+    acc->cache_s += stats.cache_s;
+    acc->binary_s += stats.binary_s;
     pthread_mutex_unlock(&stats_lock);
 }
 
-/* PoCL makes its binary by compiling every kernel's work-group function then and there (for
- * no particular local size: at launch it compiles the specialised one again), which took
- * 18 s of a 34 s ResNet compile; its own kernel cache (POCL_CACHE_DIR) already keeps builds
- * between processes. So PoCL programs keep no binary (engines store only their source) unless
- * TORCHTRT_C_PROGRAM_BINARIES=1; =0 turns binaries off on any device. */
-bool ttc_cl_keep_binaries(const ttc_cl_device *d) {
-    const char *v = getenv("TORCHTRT_C_PROGRAM_BINARIES");
-    if (v && *v) return strcmp(v, "0") != 0;
-    return !strstr(d->platform, "Portable Computing Language");
-}
-
-static uint64_t key_hash(ttc_cl_device *d, const char *src, const char *opts, uint64_t seed) {
+static uint64_t key_hash(const ttc_target *d, const char *src, const char *opts, uint64_t seed) {
     uint64_t h = seed;
     const char *parts[] = {d->platform, d->name, d->driver, d->version, opts ? opts : "", src};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         h = ttc_hash64(parts[i], strlen(parts[i]) + 1, h);
     }
     return h;
-}
-
-char *ttc_cl_cache_dir(const char *cache_dir) {
-    if (cache_dir) return *cache_dir ? ttc_strdup(cache_dir) : NULL;
-    const char *env = getenv("TORCHTRT_C_CACHE_DIR");
-    if (env) return *env ? ttc_strdup(env) : NULL;
-    const char *home = getenv("HOME");
-    if (!home || !*home) return NULL;
-    return ttc_strfmt("%s/.cache/torchtrt_c", home);
 }
 
 static void mkdirs(const char *path) {
@@ -134,7 +107,7 @@ static void cache_write(const char *dir, uint64_t key, uint64_t check, const uns
     free(tmp);
 }
 
-static ttc_status fetch_binary(ttc_cl_device *d, cl_program p, unsigned char **bin, size_t *len) {
+static ttc_status fetch_binary(cl_program p, unsigned char **bin, size_t *len) {
     size_t sz = 0;
     cl_int err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL);
     if (err != CL_SUCCESS)
@@ -153,6 +126,7 @@ static ttc_status fetch_binary(ttc_cl_device *d, cl_program p, unsigned char **b
 }
 
 static ttc_status build(ttc_cl_device *d, cl_program p, const char *opts, bool report) {
+    const char *dname = d->base.facts.name;
     cl_int err = TTC_CL(BuildProgram)(p, 1, &d->id, opts ? opts : "", NULL, NULL);
     if (err == CL_SUCCESS) return TTC_OK;
     if (!report) return TTC_ERR_BUILD;
@@ -161,52 +135,63 @@ static ttc_status build(ttc_cl_device *d, cl_program p, const char *opts, bool r
     char *log = calloc(n + 1, 1);
     if (log) TTC_CL(GetProgramBuildInfo)(p, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL);
     char *prefix = ttc_strfmt("building the OpenCL program for %s failed (clBuildProgram: %s); build log:\n",
-                              d->name, ttc_cl_error_name(err));
+                              dname, ttc_cl_error_name(err));
     ttc_status s = ttc_fail_long(TTC_ERR_BUILD, prefix ? prefix : "build failed:\n", log ? log : "(no log)");
     free(prefix);
     free(log);
     return s;
 }
 
+/* A program object wrapping p (taken over); NULL and p released when out of memory. */
+static ttc_cl_program *wrap(ttc_cl_device *d, cl_program p) {
+    ttc_cl_program *w = ttc_calloc(1, sizeof *w);
+    if (!w) { TTC_CL(ReleaseProgram)(p); return NULL; }
+    w->base.dev = &d->base;
+    w->p = p;
+    return w;
+}
+
 static ttc_status from_binary(ttc_cl_device *d, const unsigned char *bin, size_t len, const char *options,
-                              ttc_cl_program *out) {
-    memset(out, 0, sizeof *out);
+                              ttc_program **out) {
+    const char *dname = d->base.facts.name;
     cl_context ctx;
     TTC_TRY(ttc_cl_device_context(d, &ctx));
     cl_int err = CL_SUCCESS, bstatus = CL_SUCCESS;
     cl_program p = TTC_CL(CreateProgramWithBinary)(ctx, 1, &d->id, &len, &bin, &bstatus, &err);
     if (!p || err != CL_SUCCESS || bstatus != CL_SUCCESS) {
         if (p) TTC_CL(ReleaseProgram)(p);
-        return ttc_fail_cl(err != CL_SUCCESS ? err : bstatus, "clCreateProgramWithBinary(%s) failed: %s", d->name,
+        return ttc_fail_cl(err != CL_SUCCESS ? err : bstatus, "clCreateProgramWithBinary(%s) failed: %s", dname,
                            ttc_cl_error_name(err != CL_SUCCESS ? err : bstatus));
     }
     if (build(d, p, options, false) != TTC_OK) {
         TTC_CL(ReleaseProgram)(p);
-        return ttc_fail(TTC_ERR_BUILD, "the stored program binary does not build on %s", d->name);
+        return ttc_fail(TTC_ERR_BUILD, "the stored program binary does not build on %s", dname);
     }
-    out->program = p;
-    out->binary = ttc_malloc(len);
-    if (!out->binary) { ttc_cl_program_release(out); return TTC_ERR_NOMEM; }
-    memcpy(out->binary, bin, len);
-    out->binary_len = len;
-    out->from_binary = true;
+    ttc_cl_program *w = wrap(d, p);
+    if (!w) return TTC_ERR_NOMEM;
+    w->base.binary = ttc_malloc(len);
+    if (!w->base.binary) { ttc_cl_program_free(&w->base); return TTC_ERR_NOMEM; }
+    memcpy(w->base.binary, bin, len);
+    w->base.binary_len = len;
+    w->base.from_binary = true;
+    *out = &w->base;
     return TTC_OK;
 }
 
-ttc_status ttc_cl_program_from_binary(ttc_cl_device *d, const unsigned char *bin, size_t len,
-                                      const char *options, ttc_cl_program *out) {
+ttc_status ttc_cl_program_from_binary(ttc_device *dev, const unsigned char *bin, size_t len, const char *options,
+                                      ttc_program **out) {
     double t0 = ttc_now_s();
-    ttc_status s = from_binary(d, bin, len, options, out);
+    ttc_status s = from_binary(ttc_cl_dev(dev), bin, len, options, out);
     if (s == TTC_OK) stats_add(2, ttc_now_s() - t0);
     return s;
 }
 
-ttc_status ttc_cl_program_build(ttc_cl_device *d, const char *src, const char *options,
-                                const char *cache_dir, ttc_cl_program *out) {
-    memset(out, 0, sizeof *out);
+ttc_status ttc_cl_program_build(ttc_device *dev, const char *src, const char *options, const char *cache_dir,
+                                ttc_program **out) {
+    ttc_cl_device *d = ttc_cl_dev(dev);
     double t0 = ttc_now_s();
-    char *dir = ttc_cl_cache_dir(cache_dir);
-    uint64_t key = key_hash(d, src, options, 0), check = key_hash(d, src, options, 0x5bd1e995);
+    char *dir = ttc_cache_dir(cache_dir);
+    uint64_t key = key_hash(&dev->facts, src, options, 0), check = key_hash(&dev->facts, src, options, 0x5bd1e995);
     if (dir) {
         size_t len = 0;
         unsigned char *bin = cache_read(dir, key, check, &len);
@@ -214,8 +199,8 @@ ttc_status ttc_cl_program_build(ttc_cl_device *d, const char *src, const char *o
             ttc_status s = from_binary(d, bin, len, options, out);
             free(bin);
             if (s == TTC_OK) {
-                out->from_cache = true;
-                out->from_binary = false;
+                (*out)->from_cache = true;
+                (*out)->from_binary = false;
                 free(dir);
                 stats_add(1, ttc_now_s() - t0);
                 return TTC_OK;
@@ -231,22 +216,26 @@ ttc_status ttc_cl_program_build(ttc_cl_device *d, const char *src, const char *o
     cl_program p = TTC_CL(CreateProgramWithSource)(ctx, 1, &src, &slen, &err);
     if (!p || err != CL_SUCCESS) {
         free(dir);
-        return ttc_fail_cl(err, "clCreateProgramWithSource(%s) failed: %s", d->name, ttc_cl_error_name(err));
+        return ttc_fail_cl(err, "clCreateProgramWithSource(%s) failed: %s", dev->facts.name, ttc_cl_error_name(err));
     }
     s = build(d, p, options, true);
     if (s != TTC_OK) { TTC_CL(ReleaseProgram)(p); free(dir); stats_add(3, 0); return s; }
     stats_add(0, ttc_now_s() - t0);
-    out->program = p;
-    if (!ttc_cl_keep_binaries(d)) { free(dir); return TTC_OK; }
-    s = fetch_binary(d, p, &out->binary, &out->binary_len);
-    if (s != TTC_OK) { ttc_cl_program_release(out); free(dir); return s; }
-    if (dir && out->binary) cache_write(dir, key, check, out->binary, out->binary_len);
+    ttc_cl_program *w = wrap(d, p);
+    if (!w) { free(dir); return TTC_ERR_NOMEM; }
+    if (!ttc_target_keep_binaries(&dev->facts)) { free(dir); *out = &w->base; return TTC_OK; }
+    s = fetch_binary(p, &w->base.binary, &w->base.binary_len);
+    if (s != TTC_OK) { ttc_cl_program_free(&w->base); free(dir); return s; }
+    if (dir && w->base.binary) cache_write(dir, key, check, w->base.binary, w->base.binary_len);
     free(dir);
+    *out = &w->base;
     return TTC_OK;
 }
 
-void ttc_cl_program_release(ttc_cl_program *p) {
-    if (p->program) TTC_CL(ReleaseProgram)(p->program);
+void ttc_cl_program_free(ttc_program *p) {
+    if (!p) return;
+    ttc_cl_program *w = (ttc_cl_program *)p;
+    if (w->p) TTC_CL(ReleaseProgram)(w->p);
     free(p->binary);
-    memset(p, 0, sizeof *p);
+    free(w);
 }

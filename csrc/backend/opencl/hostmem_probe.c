@@ -1,5 +1,5 @@
 /* Whether a device's CL_MEM_USE_HOST_PTR buffers are the host memory itself
- * (device->host_in_place), so that execute can skip mapping its outputs.
+ * (target.host_in_place, cached by backend.c), so that execute can skip mapping its outputs.
  *
  * The specification only promises that a USE_HOST_PTR buffer's host memory holds the kernels'
  * results once the buffer is mapped; an implementation may cache the contents elsewhere. On
@@ -13,11 +13,11 @@
  * Building and running an OpenCL kernel for this would cost a program build (~100 ms on PoCL)
  * on the first call of every process; the native kernel costs one command. Devices that do not
  * run native kernels, non-CPU devices, and any failure give "no" (execute keeps its maps).
- * TORCHTRT_C_HOST_IN_PLACE=0 forces "no" (A/B measurements, a suspect driver). */
+ * TORCHTRT_C_HOST_IN_PLACE=0 (target.c) forces "no" (A/B measurements, a suspect driver). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime.h"
+#include "cl.h"
 
 enum { PROBE_BUFS = 3, PROBE_BYTES = 4096 };
 
@@ -42,9 +42,10 @@ static bool probe_run(ttc_cl_device *d) {
     memset(raw, 0, PROBE_BUFS * PROBE_BYTES);
     unsigned char *host[PROBE_BUFS] = {raw + 1, raw + PROBE_BYTES + 4, raw + 2 * PROBE_BYTES + 64};
     void *seen[PROBE_BUFS] = {NULL, NULL, NULL};
-    cl_command_queue q = NULL;
+    cl_int qerr = CL_SUCCESS;
     cl_mem bufs[PROBE_BUFS] = {NULL, NULL, NULL};
-    bool ok = ttc_cl_queue_new(d, false, &q) == TTC_OK;
+    cl_command_queue q = TTC_CL(CreateCommandQueue)(ctx, d->id, 0, &qerr);
+    bool ok = q && qerr == CL_SUCCESS;
     for (int i = 0; i < PROBE_BUFS && ok; i++) {
         cl_int err = CL_SUCCESS;
         bufs[i] = TTC_CL(CreateBuffer)(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, 256, host[i], &err);
@@ -71,21 +72,6 @@ static bool probe_run(ttc_cl_device *d) {
     return ok;
 }
 
-bool ttc_cl_device_host_in_place(ttc_cl_device *d) {
-    const char *env = getenv("TORCHTRT_C_HOST_IN_PLACE");
-    if (!d->is_cpu || (env && strcmp(env, "0") == 0)) return false;
-    pthread_mutex_lock(&d->lock);
-    bool probed = d->host_probed, v = d->host_in_place;
-    pthread_mutex_unlock(&d->lock);
-    if (!probed) {
-        cl_device_exec_capabilities caps = 0;
-        v = TTC_CL(GetDeviceInfo)(d->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) == CL_SUCCESS &&
-            (caps & CL_EXEC_NATIVE_KERNEL) && probe_run(d);  /* outside the lock: it may create the context */
-        ttc_clear_error();
-        pthread_mutex_lock(&d->lock);
-        d->host_in_place = v;
-        d->host_probed = true;
-        pthread_mutex_unlock(&d->lock);
-    }
-    return v;
+bool ttc_cl_probe_host_in_place(ttc_device *d) {
+    return d->facts.is_cpu && d->facts.host_tasks && probe_run(ttc_cl_dev(d));
 }

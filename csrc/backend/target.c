@@ -1,0 +1,92 @@
+/* The target description (target.h): a device's facts, its probed capabilities, and every
+ * environment knob that changes device behaviour, read here and nowhere else. */
+#include "backend_impl.h"
+#include "blas.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static bool env_is(const char *name, const char *value) {
+    const char *v = env(name);
+    return v && !strcmp(v, value);
+}
+
+/* PoCL makes its binary by compiling every kernel's work-group function then and there (for
+ * no particular local size: at launch it compiles the specialised one again), which took
+ * 18 s of a 34 s ResNet compile; its own kernel cache (POCL_CACHE_DIR) already keeps builds
+ * between processes. So PoCL programs keep no binary (engines store only their source) unless
+ * TORCHTRT_C_PROGRAM_BINARIES=1; =0 turns binaries off on any device. */
+bool ttc_target_keep_binaries(const ttc_target *facts) {
+    const char *v = env("TORCHTRT_C_PROGRAM_BINARIES");
+    if (v) return strcmp(v, "0") != 0;
+    return !strstr(facts->platform, "Portable Computing Language");
+}
+
+/* Whether TORCHTRT_C_NATIVE turns native GEMM/convolution off. */
+static bool native_disabled(void) {
+    return env_is("TORCHTRT_C_NATIVE", "0") || env_is("TORCHTRT_C_NATIVE", "off") || env_is("TORCHTRT_C_NATIVE", "false");
+}
+
+static void decisions_default(ttc_target *t) {
+    t->gemm_tile = -1;
+    t->conv_ksplit_cap = 32;
+    t->conv_tile = -1;
+    t->conv_double_buffer = -1;
+    t->dedupe_kernels = true;
+    t->tune_threads = 1;
+}
+
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+static ttc_target defaults;
+
+static void defaults_init(void) {
+    defaults.backend = "none";
+    defaults.kind = TTC_DEVICE_CPU;
+    defaults.is_cpu = true;
+    decisions_default(&defaults);
+}
+
+const ttc_target *ttc_target_defaults(void) {
+    pthread_once(&defaults_once, defaults_init);
+    return &defaults;
+}
+
+ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
+    ttc_target t = d->facts;
+    decisions_default(&t);
+    t.gpu_kernels = t.is_gpu || env_is("TORCHTRT_C_KERNELS", "gpu");
+    /* half arithmetic: probed once per device; =0 for A/B measurements or a suspect driver */
+    t.half_compute = !env_is("TORCHTRT_C_HALF_COMPUTE", "0") && ttc_device_half_compute(d);
+    /* GEMM/convolution through the host BLAS where the queues run host tasks (and the
+     * library loads); the GPU kernel families keep their own kernels */
+    t.native = !native_disabled() && !t.gpu_kernels && ttc_device_host_tasks(d) && ttc_blas_available();
+    t.keep_binaries = ttc_target_keep_binaries(&t);
+    /* inputs/outputs over host memory with no map (CPU devices whose probe says so) */
+    t.host_in_place = t.host_memory && !env_is("TORCHTRT_C_HOST_IN_PLACE", "0") && ttc_device_host_in_place(d);
+    const char *v = env("TORCHTRT_C_GEMM_TILE");
+    if (v) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x < 0 || x > 1000)
+            return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%s: expected a GEMM candidate index", v);
+        t.gemm_tile = (int32_t)x;
+    }
+    if ((v = env("TORCHTRT_C_CONV_KSPLIT")) && atoi(v) >= 1) t.conv_ksplit_cap = atoi(v);
+    if ((v = env("TORCHTRT_C_CONV_TILE")) && *v >= '0' && *v <= '9' && !v[1]) t.conv_tile = *v - '0';
+    t.conv_tiles_v1 = env_is("TORCHTRT_C_CONV_TILES", "v1");
+    if ((v = env("TORCHTRT_C_CONV_DB")) && (!strcmp(v, "0") || !strcmp(v, "1"))) t.conv_double_buffer = v[0] == '1';
+    t.conv_cpu_ocb8 = env_is("TORCHTRT_C_CONV_CPU", "ocb8");
+    t.dedupe_kernels = !env_is("TORCHTRT_C_DEDUPE_KERNELS", "0");
+    /* threads preparing tuning candidates: online CPUs, at most 8 */
+    v = env("TORCHTRT_C_TUNE_THREADS");
+    long n = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    t.tune_threads = n < 1 ? 1 : n > 8 ? 8 : (int32_t)n;
+    *out = t;
+    return TTC_OK;
+}

@@ -1,0 +1,76 @@
+/*
+ * The target description: everything conversion, tuning, code generation and the engine
+ * builder may ask about a device, in one struct. A backend fills the facts when it
+ * discovers the device; ttc_target_make (target.c) adds the probed capabilities and the
+ * decisions, reading every TORCHTRT_C_* knob that changes device behaviour there and nowhere
+ * else. Engines take a copy when they are made, so a knob set later (tests set them per test)
+ * applies to the next engine, never to one half built.
+ *
+ *   ttc_target t;
+ *   TTC_TRY(ttc_target_make(dev, &t));
+ *   if (t.gpu_kernels) ...           // GPU kernel families
+ *   if (t.native) ...                // GEMM/convolution through the host BLAS
+ *
+ * Knobs (all optional): TORCHTRT_C_KERNELS=gpu, TORCHTRT_C_HALF_COMPUTE=0, TORCHTRT_C_NATIVE=0,
+ * TORCHTRT_C_PROGRAM_BINARIES=0/1, TORCHTRT_C_GEMM_TILE=<i>, TORCHTRT_C_CONV_KSPLIT=<n>,
+ * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1, TORCHTRT_C_CONV_DB=0/1,
+ * TORCHTRT_C_CONV_CPU=ocb8, TORCHTRT_C_DEDUPE_KERNELS=0, TORCHTRT_C_TUNE_THREADS=<n>,
+ * TORCHTRT_C_HOST_IN_PLACE=0.
+ * Device selection (TORCHTRT_C_DEVICE) and the cache directory (TORCHTRT_C_CACHE_DIR) are read
+ * by backend.c, where devices are chosen and caches opened.
+ */
+#ifndef TTC_BACKEND_TARGET_H
+#define TTC_BACKEND_TARGET_H
+
+#include "../common/status.h"
+
+typedef enum ttc_device_kind { TTC_DEVICE_OTHER = 0, TTC_DEVICE_CPU, TTC_DEVICE_GPU } ttc_device_kind;
+
+typedef struct ttc_target {
+    /* ---- facts (the backend, at discovery) ---- */
+    const char *backend;          /* "OpenCL" */
+    int32_t index;                /* in ttc_device_list order */
+    char platform[128], name[256], vendor[128], version[128], driver[128];
+    ttc_device_kind kind;
+    bool is_gpu, is_cpu;          /* kind == GPU / CPU, for readability */
+    bool nvidia;                  /* NVIDIA device or platform (tensor-core GEMM family) */
+    bool fp16;                    /* half arithmetic usable (advertised, or a known-good GPU) */
+    bool fp16_advertised;         /* the driver says so (cl_khr_fp16) */
+    bool lang2;                   /* kernel language 2.0+ (OpenCL C 2/3) */
+    bool host_memory;             /* host pointers can back device buffers without copies (CPU) */
+    bool host_tasks;              /* queues can run host functions (native kernels) */
+    bool can_record;              /* queues can record launches and replay them */
+    uint32_t compute_units;
+    size_t max_work_group;
+    uint64_t local_mem, global_mem, max_alloc;
+    uint32_t mem_align_bits;
+    /* ---- probed once per device, then decisions (ttc_target_make) ---- */
+    bool half_compute;            /* generated code may compute in half (probe; HALF_COMPUTE=0: no) */
+    bool native;                  /* GEMM/convolution run as host tasks calling the BLAS */
+    bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
+    bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */
+    bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */
+    int32_t gemm_tile;            /* forced GEMM candidate, -1: choose */
+    int32_t conv_ksplit_cap;      /* most split-K slices of a convolution (1: never split) */
+    int32_t conv_tile;            /* forced implicit-GEMM convolution tile, -1: choose */
+    bool conv_tiles_v1;           /* the small-problem tile rule everywhere (A/B runs) */
+    int32_t conv_double_buffer;   /* -1: choose, 0/1: force single/double buffering */
+    bool conv_cpu_ocb8;           /* CPU convolutions: the 8-channel blocked kernel */
+    bool dedupe_kernels;          /* identical kernel bodies compiled once */
+    int32_t tune_threads;         /* threads preparing tuning candidates (1..8) */
+} ttc_target;
+
+typedef struct ttc_device ttc_device;
+
+/* The target of device d with the environment's knobs applied (never NULL d). Fails only
+ * on a malformed knob (TTC_ERR_INVALID_ARG naming it). */
+ttc_status ttc_target_make(ttc_device *d, ttc_target *out);
+/* Whether program builds on a device with these facts fetch their binary (for the on-disk
+ * cache and engine blobs): not on PoCL; TORCHTRT_C_PROGRAM_BINARIES=0/1 overrides. Backends
+ * ask it when they build, hence a function of its own. */
+bool ttc_target_keep_binaries(const ttc_target *facts);
+/* The defaults for code that runs without a device (conversion and codegen tests): a CPU
+ * target with no knob set. */
+const ttc_target *ttc_target_defaults(void);
+
+#endif
