@@ -6,6 +6,7 @@
 
 #include "../convert/convert.h"
 #include "../runtime/native.h"
+#include "native_conv_dnnl.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
     ttc_engine_options o = {"engine", NULL, false, 3, NULL};
@@ -168,6 +169,7 @@ ttc_status ttc_engine_new_for_load(const ttc_engine_options *o, ttc_engine **out
 void ttc_engine_free(ttc_engine *e) {
     if (!e) return;
     ttc_engine_pool_free(e);
+    ttc_dnnl_forget(e);
     for (int32_t i = 0; i < e->n_plans; i++)
         if (--e->plans[i]->refs == 0) ttc_plan_free(e->plans[i]);
     if (e->const_mem && e->k)

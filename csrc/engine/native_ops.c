@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../runtime/native.h"
+#include "native_conv_dnnl.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2 };
 
@@ -24,6 +25,9 @@ typedef struct native_call {
     int8_t slot[4];           /* operand i (A/x, B/w, C/y, scratch) is mem[slot[i]] */
     int32_t kind;
     bool trans_b;
+    bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
+    int32_t ki;
+    const void *owner;        /* the engine, for the oneDNN cache */
     int64_t v[CA_COUNT];
 } native_call;
 
@@ -178,6 +182,9 @@ static void CL_CALLBACK native_run(void *arg) {
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
+    ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
+                              v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW]};
+    if (ttc_dnnl_conv(c->owner, c->ki, &ds, x, w, c->w_const, y)) return;
     for (int64_t n = 0; n < v[CA_N]; n++)
         for (int64_t g = 0; g < G; g++) {
             const float *xn = x + n * C * HW;
@@ -211,6 +218,9 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     memset(&c, 0, sizeof c);
     c.kind = ks->native;
     c.trans_b = op->kind == TTC_KOP_GEMM && op->p.gemm.trans_b;
+    c.owner = e;
+    c.ki = ki;
+    c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
     for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
     cl_mem slots[4] = {NULL, NULL, NULL, NULL};
     int32_t n_slots = 3;

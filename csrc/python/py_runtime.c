@@ -3,6 +3,7 @@
 
 #include "../common/status.h"
 #include "../runtime/native.h"
+#include "../engine/native_conv_dnnl.h"
 #include "../codegen/codegen.h"
 #include "../runtime/runtime.h"
 
@@ -57,13 +58,15 @@ static PyObject *py_runtime_stats(PyObject *m, PyObject *unused) {
 static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     ttc_cl_device *d;
     ttc_status s;
-    bool on = false;
+    bool on = false, dnnl = false;
     Py_BEGIN_ALLOW_THREADS
     s = ttc_cl_device_select(NULL, &d);
     if (s == TTC_OK) on = ttc_native_available(d);
+    if (on) dnnl = ttc_dnnl_available();
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
-    return Py_BuildValue("{s:O,s:s}", "available", on ? Py_True : Py_False, "library", ttc_native_library());
+    return Py_BuildValue("{s:O,s:s,s:s,s:s}", "available", on ? Py_True : Py_False, "library", ttc_native_library(),
+                         "conv", !on ? "" : dnnl ? "onednn" : "blas", "conv_library", ttc_dnnl_library());
 }
 
 /* Whether execute on the default device passes host memory in place (runtime/hostmem_probe.c). */
@@ -108,7 +111,9 @@ static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
 static PyMethodDef runtime_methods[] = {
     {"native_cpu", py_native_cpu, METH_NOARGS,
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
-     "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not)."},
+     "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not), "
+     "conv (what runs native convolutions now: 'onednn', 'blas' = im2col + sgemm, '' = none; "
+     "TORCHTRT_C_NATIVE_CONV=blas skips oneDNN), conv_library (oneDNN's version, or why not)."},
     {"host_in_place", py_host_in_place, METH_NOARGS,
      "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},
