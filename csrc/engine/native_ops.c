@@ -7,6 +7,7 @@
 
 #include "../runtime/native.h"
 #include "native_conv_dnnl.h"
+#include "native_epi.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2 };
 
@@ -21,8 +22,10 @@ enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA
  * creation, rather than from mem_list[i]; PoCL 5 deduplicates keeping the order. mem_list
  * is made so that all of them agree: each buffer once, oldest first (ttc_cl_mem_seq). */
 typedef struct native_call {
-    void *mem[4];             /* distinct buffers, oldest first */
-    int8_t slot[4];           /* operand i (A/x, B/w, C/y, scratch) is mem[slot[i]] */
+    void *mem[TTC_NATIVE_MAX_MEMS];     /* distinct buffers, oldest first */
+    int8_t slot[TTC_NATIVE_MAX_MEMS];   /* operand i (A/x, B/w, C/y, scratch, epilogue leaves) is mem[slot[i]] */
+    int32_t n_slots;
+    ttc_native_epi epi;       /* epilogue applied here (epi.on), else by an OpenCL kernel or none */
     int32_t kind;
     bool trans_b;
     bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
@@ -98,7 +101,8 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         ks->native = NATIVE_CONV;
     }
     ks->n_native_args = ks->n_args - before;
-    ks->native_epi = op->epi.n > 0;
+    /* the store arguments are ks->args[0, before) until gen_op rotates them behind ours */
+    ks->native_epi = op->epi.n > 0 && !ttc_native_epi_ok(k, op, ks->args, before);
     /* the epilogue, in place: each work-item reads the library's result and stores f(result) */
     const ttc_et *out = &k->ts[op->out];
     ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
@@ -143,7 +147,7 @@ static cl_uint native_mem_list(const cl_mem *slots, int32_t n, cl_mem *mems, int
         for (cl_uint j = 0; j < m; j++) seen = seen || mems[j] == slots[i];
         if (!seen) mems[m++] = slots[i];
     }
-    uint64_t seq[4];
+    uint64_t seq[TTC_NATIVE_MAX_MEMS];
     for (cl_uint i = 0; i < m; i++) seq[i] = ttc_cl_mem_seq(mems[i]);
     for (cl_uint i = 1; i < m; i++)  /* insertion sort by creation */
         for (cl_uint j = i; j > 0 && seq[j - 1] > seq[j]; j--) {
@@ -164,6 +168,13 @@ static bool conv_is_1x1(const int64_t *v) {
     return v[CA_KH] == 1 && v[CA_KW] == 1 && v[CA_SH] == 1 && v[CA_SW] == 1 && v[CA_PH] == 0 && v[CA_PW] == 0;
 }
 
+static void epilogue(const native_call *c, float *y) {
+    if (!c->epi.on) return;
+    void *ptrs[TTC_NATIVE_MAX_MEMS];
+    for (int32_t i = 0; i < c->n_slots; i++) ptrs[i] = c->mem[c->slot[i]];
+    ttc_native_epi_apply(&c->epi, ptrs, y);
+}
+
 static void CL_CALLBACK native_run(void *arg) {
     const native_call *c = arg;
     const int64_t *v = c->v;
@@ -175,6 +186,7 @@ static void CL_CALLBACK native_run(void *arg) {
         for (int64_t b = 0; b < v[GA_BATCH]; b++)
             ttc_native_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
                              C + b * M * N, N);
+        epilogue(c, C);
         return;
     }
     const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
@@ -184,7 +196,10 @@ static void CL_CALLBACK native_run(void *arg) {
     bool direct = conv_is_1x1(v);
     ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
                               v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW]};
-    if (ttc_dnnl_conv(c->owner, c->ki, &ds, x, w, c->w_const, y)) return;
+    if (ttc_dnnl_conv(c->owner, c->ki, &ds, x, w, c->w_const, y)) {
+        epilogue(c, y);
+        return;
+    }
     for (int64_t n = 0; n < v[CA_N]; n++)
         for (int64_t g = 0; g < G; g++) {
             const float *xn = x + n * C * HW;
@@ -195,6 +210,7 @@ static void CL_CALLBACK native_run(void *arg) {
             }
             ttc_native_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
         }
+    epilogue(c, y);
 }
 
 size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
@@ -222,7 +238,7 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.ki = ki;
     c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
     for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
-    cl_mem slots[4] = {NULL, NULL, NULL, NULL};
+    cl_mem slots[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_slots = 3;
     for (int32_t i = 0; i < 3; i++)  /* buffers sit at argument slots 0, 2, 4 in both layouts */
         slots[i] = ttc_exec_buf(e, p, (int32_t)c.v[2 * i], in_mem, out_mem, arena);
@@ -230,8 +246,11 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
         slots[n_slots++] = scratch;
     }
-    cl_mem mems[4];
-    const void *locs[4];
+    if (op->epi.n > 0 && !ks->native_epi)
+        TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, slots, &n_slots, in_mem, out_mem, arena));
+    c.n_slots = n_slots;
+    cl_mem mems[TTC_NATIVE_MAX_MEMS];
+    const void *locs[TTC_NATIVE_MAX_MEMS];
     cl_uint n_mem = native_mem_list(slots, n_slots, mems, c.slot);
     for (cl_uint j = 0; j < n_mem; j++) {
         c.mem[j] = mems[j];
