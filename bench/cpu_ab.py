@@ -27,10 +27,13 @@ import torchtrt_c._C as C  # noqa: E402
 # read when an engine is built (one module per distinct build environment),
 # TORCHTRT_C_NATIVE_CONV on every call.
 VARIANTS = {
-    "session4": ({"TORCHTRT_C_NATIVE_EPI": "0"}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),   # im2col+BLAS, OpenCL epilogues
+    # im2col + BLAS convolutions (depthwise ones OpenCL kernels), OpenCL epilogues
+    "session4": ({"TORCHTRT_C_NATIVE_EPI": "0", "TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
     "onednn": ({"TORCHTRT_C_NATIVE_EPI": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),     # + oneDNN convolutions
     "new": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),                                    # + epilogues in the native call
     "new-blas": ({}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
+    # depthwise convolutions as OpenCL kernels (decided at build), the others through oneDNN
+    "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 

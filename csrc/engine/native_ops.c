@@ -41,8 +41,9 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
     int32_t G = op->p.conv.groups;
-    /* depthwise: one tiny GEMM per channel, the OpenCL kernel is better */
-    if (G > 1 && x->dims[1].add == G) return false;
+    /* depthwise: through im2col one tiny GEMM per channel, the OpenCL kernel is better; oneDNN
+     * has a direct depthwise kernel (chosen when the engine is built) */
+    if (G > 1 && x->dims[1].add == G && !ttc_dnnl_available()) return false;
     return x->dtype == TTC_DTYPE_FLOAT32 && w->dtype == TTC_DTYPE_FLOAT32 && x->rank == 4 && w->rank == 4 &&
            x->dims[1].sym < 0;
 }

@@ -59,6 +59,9 @@ CASES = [  # n, cin, cout, (h, w), k, stride, pad, dil, groups
     (1, 4, 6, (9, 9), 2, 2, 0, 1, 1),         # floor drops the last row/column: bottom padding -1
     (1, 4, 4, (5, 5), 5, 1, 0, 1, 1),         # kernel as big as the image
     (2, 17, 33, (13, 11), 3, 1, 1, 1, 1),     # channels off oneDNN's 8/16 blocks
+    (2, 8, 8, (9, 11), 3, 1, 1, 1, 8),        # depthwise
+    (1, 6, 12, (8, 8), 3, 2, 1, 1, 6),        # depthwise, channel multiplier 2
+    (2, 19, 19, (15, 13), 5, 2, 2, 1, 19),    # depthwise 5x5 stride 2, odd channels
 ]
 
 
@@ -69,6 +72,16 @@ def test_conv(case, mode, monkeypatch):
     n, cin, cout, hw, k, s, p, d, g = case
     for bias, relu, residual in ((True, False, False), (True, True, True)):
         conv_case(n, cin, cout, hw, k, s, p, d, g, bias=bias, relu=relu, residual=residual, seed=cin + cout)
+
+
+def test_depthwise_native_with_onednn(monkeypatch):
+    """Depthwise convolutions run natively where oneDNN is in use when the engine is built (a
+    direct kernel there), and stay OpenCL kernels otherwise."""
+    for mode in MODES:
+        monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+        e = conv_case(2, 8, 8, (9, 11), 3, 1, 1, 1, 8, relu=True, seed=3)
+        nat = sum("(native)" in d for d in e.info()["kernels"])
+        assert nat == (1 if dnnl_on() else 0), (mode, C.native_cpu(), e.info()["kernels"])
 
 
 def test_same_engine_both_ways(monkeypatch):
