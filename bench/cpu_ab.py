@@ -34,6 +34,8 @@ VARIANTS = {
     "new-blas": ({}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
     # depthwise convolutions as OpenCL kernels (decided at build), the others through oneDNN
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # max/average pooling as OpenCL kernels (decided at build)
+    "pool-opencl": ({"TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 

@@ -8,13 +8,17 @@
 #include "../runtime/native.h"
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
+#include "native_pool.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
 enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA_OW, CA_C, CA_OC, CA_G, CA_KH,
        CA_KW, CA_SH, CA_SW, CA_PH, CA_PW, CA_DH, CA_DW, CA_COUNT };
+enum { PA_X, PA_XOFF, PA_Y, PA_YOFF, PA_PLANES, PA_H, PA_W, PA_OH, PA_OW, PA_AVG, PA_KH, PA_KW, PA_SH, PA_SW, PA_PH,
+       PA_PW, PA_DH, PA_DW, PA_CP, PA_DIV, PA_COUNT };
+_Static_assert((int)PA_COUNT <= (int)CA_COUNT, "native_call.v holds every layout");
 
 /* What clEnqueueNativeKernel copies: mem[] hold cl_mem handles when enqueued, host pointers
  * (replaced by the implementation through args_mem_loc) when the function runs. PoCL 3 fills
@@ -34,10 +38,19 @@ typedef struct native_call {
     int64_t v[CA_COUNT];
 } native_call;
 
+static bool native_pool_off(void) {
+    const char *v = getenv("TORCHTRT_C_NATIVE_POOL");
+    return v && !strcmp(v, "0");
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
+    if (op->kind == TTC_KOP_POOL)   /* max / average; adaptive pools are small and stay OpenCL */
+        return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG && !native_pool_off() &&
+               k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[0]].rank >= 3 &&
+               k->ts[op->in[0]].rank == k->ts[op->out].rank;
     if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
     int32_t G = op->p.conv.groups;
@@ -91,12 +104,33 @@ static ttc_status conv_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+static ttc_status pool_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->out].rank;
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_PROD, op->out, 0, R - 2, 0);
+    ARG(TTC_ARG_DIM, op->in[0], R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 1, 0, 0);
+    int64_t lit[] = {op->p.pool.kind == TTC_POOL_AVG, op->p.pool.k[0], op->p.pool.k[1], op->p.pool.stride[0],
+                     op->p.pool.stride[1], op->p.pool.pad[0], op->p.pool.pad[1], op->p.pool.dil[0], op->p.pool.dil[1],
+                     op->p.pool.count_pad, op->p.pool.divisor};
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, lit[i]);
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_) {
     int32_t before = ks->n_args;
     if (op->kind == TTC_KOP_GEMM) {
         TTC_TRY(gemm_args(k, op, ks));
         ks->native = NATIVE_GEMM;
+    } else if (op->kind == TTC_KOP_POOL) {
+        TTC_TRY(pool_args(k, op, ks));
+        ks->native = NATIVE_POOL;
     } else {
         TTC_TRY(conv_args(k, op, ks));
         ks->native = NATIVE_CONV;
@@ -190,6 +224,15 @@ static void CL_CALLBACK native_run(void *arg) {
         epilogue(c, C);
         return;
     }
+    if (c->kind == NATIVE_POOL) {
+        ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
+                                    v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
+                                    v[PA_CP], v[PA_DIV]};
+        float *y = (float *)m1 + v[PA_YOFF];
+        ttc_native_pool(&ps, (const float *)m0 + v[PA_XOFF], y);
+        epilogue(c, y);
+        return;
+    }
     const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
     float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : c->mem[c->slot[3]];
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
@@ -240,8 +283,8 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
     for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
     cl_mem slots[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_slots = 3;
-    for (int32_t i = 0; i < 3; i++)  /* buffers sit at argument slots 0, 2, 4 in both layouts */
+    int32_t n_slots = c.kind == NATIVE_POOL ? 2 : 3;
+    for (int32_t i = 0; i < n_slots; i++)  /* buffers sit at argument slots 0, 2 (, 4) in every layout */
         slots[i] = ttc_exec_buf(e, p, (int32_t)c.v[2 * i], in_mem, out_mem, arena);
     if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
