@@ -1,13 +1,16 @@
 """CPU GEMM / convolution GFLOP/s side by side, for choosing and checking the native CPU path
 (engine/native_ops.c): one process, interleaved rounds, medians.
 
-    python bench/native_cpu.py [--rounds 3] [--libs] [--layers]
+    python bench/native_cpu.py [--rounds 3] [--libs] [--layers] [--convlib]
 
 --libs: sgemm on BERT / ResNet-50 shapes through torch.mm (MKL), OpenBLAS (cblas_sgemm) and
 oneDNN (dnnl_sgemm), called with ctypes on the same arrays (libraries that do not load are
 skipped). --layers: one-layer engines (linear + bias; convolution + bias + relu) built with the
 native path and with TORCHTRT_C_NATIVE=0 (the OpenCL kernels), beside torch eager's same layer,
-executed end to end (Engine.execute). The machine may be shared: read ratios, not absolutes.
+executed end to end (Engine.execute). --convlib: ResNet-18's convolutions (+ bias + relu) as
+one native engine each, run through oneDNN and through im2col + OpenBLAS (the same engine,
+TORCHTRT_C_NATIVE_CONV toggled between calls) beside torch, round robin.
+The machine may be shared: read ratios, not absolutes.
 """
 import argparse
 import ctypes
@@ -138,14 +141,59 @@ def layers(rounds):
         os.environ["TORCHTRT_C_NATIVE"] = old
 
 
+# ResNet-18's distinct convolutions (N, C, OC, HW, k, stride, pad) and how often each occurs
+R18 = [((1, 3, 64, 224, 7, 2, 3), 1), ((1, 64, 64, 56, 3, 1, 1), 4), ((1, 64, 128, 56, 3, 2, 1), 1),
+       ((1, 128, 128, 28, 3, 1, 1), 3), ((1, 64, 128, 56, 1, 2, 0), 1), ((1, 128, 256, 28, 3, 2, 1), 1),
+       ((1, 256, 256, 14, 3, 1, 1), 3), ((1, 128, 256, 28, 1, 2, 0), 1), ((1, 256, 512, 14, 3, 2, 1), 1),
+       ((1, 512, 512, 7, 3, 1, 1), 3), ((1, 256, 512, 14, 1, 2, 0), 1)]
+
+
+def convlib(rounds, batch):
+    print(f"ResNet-18 convolutions at batch {batch}, ms per call (median of rounds); conv: {C.native_cpu()['conv_library']}")
+    old = os.environ.get("TORCHTRT_C_NATIVE_CONV")
+    tot = {"torch": 0.0, "onednn": 0.0, "blas": 0.0}
+    for sh, count in R18:
+        sh = (batch,) + sh[1:]
+        e, (w, b, oh) = conv_engine(*sh)
+        n_, c, oc, hw, k, s, p = sh
+        x = torch.randn(n_, c, hw, hw)
+        xn, out = x.numpy(), np.empty((n_, oc, oh, oh), np.float32)
+        fl = 2 * n_ * oc * oh * oh * c * k * k
+        runs = max(3, min(30, int(1e9 / fl)))
+        res = {k_: [] for k_ in tot}
+        with torch.no_grad():
+            for _ in range(rounds):
+                res["torch"].append(med(lambda: torch.relu(torch.nn.functional.conv2d(x, w, b, s, p)), runs))
+                for mode in ("onednn", "blas"):
+                    os.environ["TORCHTRT_C_NATIVE_CONV"] = "blas" if mode == "blas" else "dnnl"
+                    res[mode].append(med(lambda: e.execute([xn], [out]), runs))
+        md = {k_: statistics.median(v) * 1e3 for k_, v in res.items()}
+        for k_ in tot:
+            tot[k_] += md[k_] * count
+        print(f"  {str(sh):28s} x{count}  torch {md['torch']:7.2f}  onednn {md['onednn']:7.2f}  blas {md['blas']:7.2f}"
+              f"  | onednn/blas {md['onednn'] / md['blas']:5.2f}  onednn/torch {md['onednn'] / md['torch']:5.2f}",
+              flush=True)
+    print(f"  all convolutions (weighted)   torch {tot['torch']:7.2f}  onednn {tot['onednn']:7.2f}  blas {tot['blas']:7.2f}"
+          f"  | onednn/blas {tot['onednn'] / tot['blas']:5.2f}  onednn/torch {tot['onednn'] / tot['torch']:5.2f}")
+    if old is None:
+        os.environ.pop("TORCHTRT_C_NATIVE_CONV", None)
+    else:
+        os.environ["TORCHTRT_C_NATIVE_CONV"] = old
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--libs", action="store_true")
     ap.add_argument("--layers", action="store_true")
+    ap.add_argument("--convlib", action="store_true")
+    ap.add_argument("--batch", type=int, default=1, help="--convlib: batch size")
     a = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; device {C.devices()[C.default_device()]['name']}")
+    if a.convlib:
+        convlib(a.rounds, a.batch)
+        return
     if a.libs or not a.layers:
         libs(a.rounds)
     if a.layers or not a.libs:

@@ -111,8 +111,8 @@ ttc_status ttc_queue_launch(ttc_queue *q, ttc_kernel *k, int32_t dims, const siz
 /* A host function run in queue order, fn(args, ptrs): args is a copy of args_size bytes
  * (at most TTC_HOST_TASK_ARGS), ptrs[i] the host address of bufs[i] (the same buffer may
  * appear twice). Only where ttc_device_host_tasks. */
-#define TTC_HOST_TASK_ARGS 512
-#define TTC_HOST_TASK_BUFS 4
+#define TTC_HOST_TASK_ARGS 4096
+#define TTC_HOST_TASK_BUFS 20
 typedef void (*ttc_host_fn)(void *args, void *const *ptrs);
 ttc_status ttc_queue_host_task(ttc_queue *q, ttc_host_fn fn, const void *args, size_t args_size,
                                ttc_buf *const *bufs, int32_t n_bufs, const char *what, ttc_event **ev);

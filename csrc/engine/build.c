@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../convert/convert.h"
+#include "native_conv_dnnl.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
     ttc_engine_options o = {"engine", NULL, false, 3, NULL};
@@ -110,9 +111,11 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     if (!e->kdesc) return TTC_ERR_NOMEM;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
         const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
-        /* "k<i> <kind>: <ops>" is parsed by the profile tools: the native marker goes last */
-        e->kdesc[i] = ttc_strfmt("%s %s: %s%s", e->cg.kernels[i].name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
-                                 e->cg.kernels[i].native ? " (native)" : "");
+        /* "k<i> <kind>: <ops>" is parsed by the profile tools: the native marker goes last
+         * ("+cl-epilogue": the epilogue runs as its own OpenCL kernel after the native call) */
+        const ttc_kspec *ks = &e->cg.kernels[i];
+        e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
+                                 ks->native ? " (native)" : "", ks->native && ks->native_epi ? " +cl-epilogue" : "");
     }
     return TTC_OK;
 }
@@ -161,6 +164,7 @@ ttc_status ttc_engine_new_for_load(const ttc_engine_options *o, ttc_engine **out
 void ttc_engine_free(ttc_engine *e) {
     if (!e) return;
     ttc_engine_pool_free(e);
+    ttc_dnnl_forget(e);
     for (int32_t i = 0; i < e->n_plans; i++)
         if (--e->plans[i]->refs == 0) ttc_plan_free(e->plans[i]);
     if (e->const_mem && e->k)

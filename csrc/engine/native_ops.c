@@ -6,31 +6,53 @@
 #include <string.h>
 
 #include "../backend/blas.h"
+#include "native_conv_dnnl.h"
+#include "native_epi.h"
+#include "native_pool.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
 enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA_OW, CA_C, CA_OC, CA_G, CA_KH,
        CA_KW, CA_SH, CA_SW, CA_PH, CA_PW, CA_DH, CA_DW, CA_COUNT };
+enum { PA_X, PA_XOFF, PA_Y, PA_YOFF, PA_PLANES, PA_H, PA_W, PA_OH, PA_OW, PA_AVG, PA_KH, PA_KW, PA_SH, PA_SW, PA_PH,
+       PA_PW, PA_DH, PA_DW, PA_CP, PA_DIV, PA_COUNT };
+_Static_assert((int)PA_COUNT <= (int)CA_COUNT, "native_call.v holds every layout");
+_Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
-/* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y) and
- * ptrs[3] (scratch) when the convolution needs one. */
+/* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
+ * then the scratch when the convolution needs one, then the epilogue's leaves. */
 typedef struct native_call {
+    ttc_native_epi epi;       /* epilogue applied here (epi.on), else by an OpenCL kernel or none */
     int32_t kind;
     bool trans_b;
+    bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
+    int32_t ki;
+    const void *owner;        /* the engine, for the oneDNN cache */
     int64_t v[CA_COUNT];
 } native_call;
+_Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
+
+static bool native_pool_off(void) {
+    const char *v = getenv("TORCHTRT_C_NATIVE_POOL");
+    return v && !strcmp(v, "0");
+}
 
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
+    if (op->kind == TTC_KOP_POOL)   /* max / average; adaptive pools are small and stay OpenCL */
+        return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG && !native_pool_off() &&
+               k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[0]].rank >= 3 &&
+               k->ts[op->in[0]].rank == k->ts[op->out].rank;
     if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
     int32_t G = op->p.conv.groups;
-    /* depthwise: one tiny GEMM per channel, the OpenCL kernel is better */
-    if (G > 1 && x->dims[1].add == G) return false;
+    /* depthwise: through im2col one tiny GEMM per channel, the OpenCL kernel is better; oneDNN
+     * has a direct depthwise kernel (chosen when the engine is built) */
+    if (G > 1 && x->dims[1].add == G && !ttc_dnnl_available()) return false;
     return x->dtype == TTC_DTYPE_FLOAT32 && w->dtype == TTC_DTYPE_FLOAT32 && x->rank == 4 && w->rank == 4 &&
            x->dims[1].sym < 0;
 }
@@ -78,18 +100,40 @@ static ttc_status conv_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+static ttc_status pool_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->out].rank;
+    ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_PROD, op->out, 0, R - 2, 0);
+    ARG(TTC_ARG_DIM, op->in[0], R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 1, 0, 0);
+    int64_t lit[] = {op->p.pool.kind == TTC_POOL_AVG, op->p.pool.k[0], op->p.pool.k[1], op->p.pool.stride[0],
+                     op->p.pool.stride[1], op->p.pool.pad[0], op->p.pool.pad[1], op->p.pool.dil[0], op->p.pool.dil[1],
+                     op->p.pool.count_pad, op->p.pool.divisor};
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, lit[i]);
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_) {
     int32_t before = ks->n_args;
     if (op->kind == TTC_KOP_GEMM) {
         TTC_TRY(gemm_args(k, op, ks));
         ks->native = NATIVE_GEMM;
+    } else if (op->kind == TTC_KOP_POOL) {
+        TTC_TRY(pool_args(k, op, ks));
+        ks->native = NATIVE_POOL;
     } else {
         TTC_TRY(conv_args(k, op, ks));
         ks->native = NATIVE_CONV;
     }
     ks->n_native_args = ks->n_args - before;
-    ks->native_epi = op->epi.n > 0;
+    /* the store arguments are ks->args[0, before) until gen_op rotates them behind ours */
+    ks->native_epi = op->epi.n > 0 && !ttc_native_epi_ok(k, op, ks->args, before);
     /* the epilogue, in place: each work-item reads the library's result and stores f(result) */
     const ttc_et *out = &k->ts[op->out];
     ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
@@ -130,6 +174,10 @@ static bool conv_is_1x1(const int64_t *v) {
     return v[CA_KH] == 1 && v[CA_KW] == 1 && v[CA_SH] == 1 && v[CA_SW] == 1 && v[CA_PH] == 0 && v[CA_PW] == 0;
 }
 
+static void epilogue(const native_call *c, void *const *ptrs, float *y) {
+    if (c->epi.on) ttc_native_epi_apply(&c->epi, ptrs, y);
+}
+
 static void native_run(void *arg, void *const *ptrs) {
     const native_call *c = arg;
     const int64_t *v = c->v;
@@ -141,6 +189,16 @@ static void native_run(void *arg, void *const *ptrs) {
         for (int64_t b = 0; b < v[GA_BATCH]; b++)
             ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
                              C + b * M * N, N);
+        epilogue(c, ptrs, C);
+        return;
+    }
+    if (c->kind == NATIVE_POOL) {
+        ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
+                                    v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
+                                    v[PA_CP], v[PA_DIV]};
+        float *y = (float *)m1 + v[PA_YOFF];
+        ttc_native_pool(&ps, (const float *)m0 + v[PA_XOFF], y);
+        epilogue(c, ptrs, y);
         return;
     }
     const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
@@ -148,6 +206,12 @@ static void native_run(void *arg, void *const *ptrs) {
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
+    ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
+                              v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW]};
+    if (ttc_dnnl_conv(c->owner, c->ki, &ds, x, w, c->w_const, y)) {
+        epilogue(c, ptrs, y);
+        return;
+    }
     for (int64_t n = 0; n < v[CA_N]; n++)
         for (int64_t g = 0; g < G; g++) {
             const float *xn = x + n * C * HW;
@@ -158,6 +222,7 @@ static void native_run(void *arg, void *const *ptrs) {
             }
             ttc_blas_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
         }
+    epilogue(c, ptrs, y);
 }
 
 size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
@@ -181,15 +246,19 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     memset(&c, 0, sizeof c);
     c.kind = ks->native;
     c.trans_b = op->kind == TTC_KOP_GEMM && op->p.gemm.trans_b;
+    c.owner = e;
+    c.ki = ki;
+    c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
     for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
-    ttc_buf *bufs[4] = {NULL, NULL, NULL, NULL};
-    int32_t n_bufs = 3;
-    for (int32_t i = 0; i < 3; i++)  /* buffers sit at argument slots 0, 2, 4 in both layouts */
+    ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
+    int32_t n_bufs = c.kind == NATIVE_POOL ? 2 : 3;
+    for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2 (, 4) in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
         bufs[n_bufs++] = scratch;
     }
+    if (op->epi.n > 0 && !ks->native_epi) TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
     char what[160];
     snprintf(what, sizeof what, "%s: %s", ks->name, op->name ? op->name : "");
     return ttc_queue_host_task(q, native_run, &c, sizeof c, bufs, n_bufs, what, ev);

@@ -4,6 +4,7 @@
 #include "../backend/backend.h"
 #include "../backend/blas.h"
 #include "../common/status.h"
+#include "../engine/native_conv_dnnl.h"
 #include "../codegen/codegen.h"
 
 PyObject *ttc_py_device_dict(const ttc_target *d) {
@@ -59,12 +60,15 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     ttc_device *d;
     ttc_target t;
     ttc_status s;
+    bool dnnl = false;
     Py_BEGIN_ALLOW_THREADS
     s = ttc_device_select(NULL, &d);
     if (s == TTC_OK) s = ttc_target_make(d, &t);
+    if (s == TTC_OK && t.native) dnnl = ttc_dnnl_available();
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
-    return Py_BuildValue("{s:O,s:s}", "available", t.native ? Py_True : Py_False, "library", ttc_blas_library());
+    return Py_BuildValue("{s:O,s:s,s:s,s:s}", "available", t.native ? Py_True : Py_False, "library", ttc_blas_library(),
+                         "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library", ttc_dnnl_library());
 }
 
 /* Whether execute on the default device passes host memory in place (the target's
@@ -110,7 +114,9 @@ static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
 static PyMethodDef runtime_methods[] = {
     {"native_cpu", py_native_cpu, METH_NOARGS,
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
-     "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not)."},
+     "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not), "
+     "conv (what runs native convolutions now: 'onednn', 'blas' = im2col + sgemm, '' = none; "
+     "TORCHTRT_C_NATIVE_CONV=blas skips oneDNN), conv_library (oneDNN's version, or why not)."},
     {"host_in_place", py_host_in_place, METH_NOARGS,
      "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},

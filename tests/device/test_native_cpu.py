@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
     for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_GEMM_TILE", "TORCHTRT_C_CONV_TILE", "TORCHTRT_C_CONV_CPU",
-              "TORCHTRT_C_NATIVE"):
+              "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_CONV", "TORCHTRT_C_NATIVE_EPI"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -133,7 +133,10 @@ def test_conv(case):
         expect_native(e, 1)
 
 
-def test_depthwise_keeps_opencl():
+def test_depthwise_keeps_opencl(monkeypatch):
+    """Depthwise convolutions run natively only through oneDNN (tests/device/test_native_conv_dnnl.py);
+    with TORCHTRT_C_NATIVE_CONV=blas at build they stay OpenCL kernels."""
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", "blas")
     e = conv_case(2, 8, 8, (9, 11), 3, 1, 1, 1, 8, relu=True, seed=3)
     assert n_native(e) == 0, e.info()["kernels"]
     e = conv_case(1, 6, 12, (8, 8), 3, 2, 1, 1, 6, seed=4)   # channel multiplier 2

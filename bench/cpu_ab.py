@@ -1,0 +1,131 @@
+"""Whole models on the CPU device, side by side in one process, round robin: torch eager and
+one torchtrt_c module run under each of several environment settings that the engines read on
+every call (TORCHTRT_C_NATIVE_CONV: oneDNN or im2col + OpenBLAS convolutions) or when built
+(TORCHTRT_C_NATIVE_EPI: epilogues inside the native call or as OpenCL kernels). The model's one
+engine runs through Engine.execute on numpy arrays (no Python module overhead). On a shared
+machine read the ratios (each round runs every variant back to back), not the absolutes.
+
+    python bench/cpu_ab.py --models resnet18,hf_bert --batch 1 --rounds 7 [--runs 5]
+"""
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
+
+import torchtrt_c  # noqa: E402
+import torchtrt_c._C as C  # noqa: E402
+
+# name: (environment while compiling, environment while running). TORCHTRT_C_NATIVE_EPI is
+# read when an engine is built (one module per distinct build environment),
+# TORCHTRT_C_NATIVE_CONV on every call.
+VARIANTS = {
+    # im2col + BLAS convolutions (depthwise ones OpenCL kernels), OpenCL epilogues
+    "session4": ({"TORCHTRT_C_NATIVE_EPI": "0", "TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
+    "onednn": ({"TORCHTRT_C_NATIVE_EPI": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),     # + oneDNN convolutions
+    "new": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),                                    # + epilogues in the native call
+    "new-blas": ({}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
+    # depthwise convolutions as OpenCL kernels (decided at build), the others through oneDNN
+    "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # max/average pooling as OpenCL kernels (decided at build)
+    "pool-opencl": ({"TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+}
+
+
+class env:
+    def __init__(self, d):
+        self.d = d
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in self.d}
+        os.environ.update(self.d)
+
+    def __exit__(self, *a):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def build(name, batch):
+    if name.startswith("hf_"):
+        from hf_models import build_hf
+        m, make = build_hf(name, "full")
+    else:
+        from zoo import build as zb
+        m, make = zb(name, "full")
+    torch.manual_seed(batch)
+    return m.eval(), make(batch)
+
+
+def timed(f, runs):
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="resnet18,hf_bert")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=3, help="calls per variant per round (median taken)")
+    ap.add_argument("--variants", default="session4,onednn,new")
+    a = ap.parse_args()
+    names = [v for v in a.variants.split(",") if v]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; native {C.native_cpu()}")
+    for name in a.models.split(","):
+        model, x = build(name, a.batch)
+        ins = x if isinstance(x, (tuple, list)) else (x,)
+        with torch.inference_mode():
+            trt = torchtrt_c.compile(copy.deepcopy(model), inputs=list(ins), min_block_size=1)
+            ems = [m for m in trt.modules() if hasattr(m, "engine_meta")]
+            if len(ems) != 1 or any(d.sym for _, _, ds in ems[0].engine_meta.outputs for d in ds):
+                print(f"{name}: {len(ems)} engines (or dynamic outputs); this tool needs exactly one static engine")
+                continue
+            blob = bytes(ems[0].engine.numpy())
+            meta = ems[0].engine_meta
+            xs = [t.contiguous().numpy() for t in ins]
+            outs = [np.empty([d.add for d in ds], dtype=getattr(np, dt)) for _, dt, ds in meta.outputs]
+            # one engine per distinct build environment (deserialising re-runs the code generator)
+            engines = {}
+            for v in names:
+                key = tuple(sorted(VARIANTS[v][0].items()))
+                if key not in engines:
+                    with env(VARIANTS[v][0]):
+                        engines[key] = C.Engine.deserialize(blob, cache_dir="")
+                    ks = engines[key].info()["kernels"]
+                    print(f"  build env {dict(key)}: {len(ks)} kernels, {sum('(native)' in k for k in ks)} native, "
+                          f"{sum('+cl-epilogue' in k for k in ks)} with an OpenCL epilogue")
+            fns = {"eager": (lambda: model(*ins), {})}
+            for v in names:
+                e = engines[tuple(sorted(VARIANTS[v][0].items()))]
+                fns[v] = ((lambda e=e: e.execute(xs, outs)), VARIANTS[v][1])
+            for f, e in fns.values():
+                with env(e):
+                    f()
+            res = {k: [] for k in fns}
+            for _ in range(a.rounds):
+                for k, (f, e) in fns.items():
+                    with env(e):
+                        res[k].append(timed(f, a.runs))
+        md = {k: statistics.median(v) for k, v in res.items()}
+        ratios = "  ".join(f"{k}/eager {md[k] / md['eager']:.2f}" for k in names)
+        pair = "".join(f"  {v}/{names[0]} {md[v] / md[names[0]]:.2f}" for v in names[1:])
+        print(f"{name} batch {a.batch}: " + "  ".join(f"{k} {v:.1f} ms" for k, v in md.items()) + f"  | {ratios}{pair}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+/* Convolutions through oneDNN as native kernels (engine/native_conv_dnnl.h).
+ *
+ * Why: im2col + OpenBLAS sgemm runs ResNet's 3x3 convolutions far below the cores' peak (the
+ * GEMMs are short and wide: 64 rows by 3136 columns at 56x56), while oneDNN's direct
+ * convolution on its blocked layouts is what torch eager uses on the CPU. Activations stay NCHW
+ * in the engine (its OpenCL kernels read them), so each call reorders the input into the
+ * primitive's layout and the result back; weights are reordered once per engine.
+ *
+ * The header is only needed to build: the library itself is dlopen'ed, and without the header
+ * (a machine without libdnnl-dev) every call answers "unavailable". */
+#include "native_conv_dnnl.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_include)
+#if __has_include(<oneapi/dnnl/dnnl.h>)
+#include <oneapi/dnnl/dnnl.h>
+#define TTC_HAVE_DNNL 1
+#endif
+#endif
+
+static bool env_blas(void) {
+    const char *v = getenv("TORCHTRT_C_NATIVE_CONV");
+    return v && !strcmp(v, "blas");
+}
+
+#ifndef TTC_HAVE_DNNL
+
+bool ttc_dnnl_available(void) { return false; }
+const char *ttc_dnnl_library(void) { return "oneDNN headers were missing at build time (apt-get install libdnnl-dev)"; }
+bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
+                   bool w_const, float *y) {
+    (void)owner, (void)ki, (void)s, (void)x, (void)w, (void)w_const, (void)y;
+    return false;
+}
+void ttc_dnnl_forget(const void *owner) { (void)owner; }
+
+#else
+
+/* The entry points used, typed from the header's own prototypes. */
+#define DNNL_FNS(X)                                                                                                  \
+    X(dnnl_engine_create) X(dnnl_stream_create) X(dnnl_stream_wait) X(dnnl_stream_destroy)                          \
+    X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy)          \
+    X(dnnl_memory_set_data_handle) X(dnnl_dilated_convolution_forward_desc_init) X(dnnl_primitive_desc_create)      \
+    X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create)            \
+    X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_version)
+
+#define DECL(f) static __typeof__(&f) p_##f;
+DNNL_FNS(DECL)
+#undef DECL
+
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t dnnl_eng;
+static char dnnl_desc[160];
+
+static void dnnl_load(void) {
+    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(dnnl_desc, sizeof dnnl_desc, "oneDNN not found (apt-get install libdnnl2)");
+        return;
+    }
+    bool ok = true;
+#define LOAD(f) ok = ok && (p_##f = (__typeof__(&f))dlsym(h, #f)) != NULL;
+    DNNL_FNS(LOAD)
+#undef LOAD
+    if (!ok || p_dnnl_engine_create(&dnnl_eng, dnnl_cpu, 0) != dnnl_success) {
+        dnnl_eng = NULL;
+        snprintf(dnnl_desc, sizeof dnnl_desc, "libdnnl.so.2 lacks an entry point of oneDNN 2.x or has no CPU engine");
+        return;
+    }
+    const dnnl_version_t *v = p_dnnl_version();
+    snprintf(dnnl_desc, sizeof dnnl_desc, "oneDNN %d.%d.%d (cpu runtime %u)", v->major, v->minor, v->patch,
+             v->cpu_runtime);
+}
+
+bool ttc_dnnl_available(void) {
+    if (env_blas()) return false;
+    pthread_once(&dnnl_once, dnnl_load);
+    return dnnl_eng != NULL;
+}
+
+const char *ttc_dnnl_library(void) {
+    pthread_once(&dnnl_once, dnnl_load);
+    return dnnl_desc;
+}
+
+/* One convolution of one engine kernel at one shape: the primitive, the reorders around it
+ * (NULL where the primitive takes the plain layout) and their memories. */
+typedef struct dconv {
+    struct dconv *next;
+    const void *owner;
+    int32_t ki;
+    ttc_dnnl_conv_shape s;
+    const float *wkey;        /* the weights the kept reordered copy came from */
+    bool ok;                  /* false: oneDNN refused; the caller takes im2col + sgemm */
+    bool wei_ready;
+    pthread_mutex_t lock;     /* one call at a time: the memories' handles are set per call */
+    dnnl_stream_t stream;
+    dnnl_primitive_t conv, r_src, r_wei, r_dst;
+    dnnl_memory_t m_x, m_w, m_y, m_src, m_wei, m_dst;
+} dconv;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static dconv *cache;
+
+static void dconv_free(dconv *d) {
+    dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst};
+    for (size_t i = 0; i < 4; i++)
+        if (ps[i]) p_dnnl_primitive_destroy(ps[i]);
+    dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_src, d->m_wei, d->m_dst};
+    for (size_t i = 0; i < 6; i++)
+        if (ms[i]) p_dnnl_memory_destroy(ms[i]);
+    if (d->stream) p_dnnl_stream_destroy(d->stream);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+/* A reorder user -> want (or back), with a library-allocated memory for the blocked side;
+ * nothing when the layouts agree. */
+static bool reorder_for(const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
+                        dnnl_primitive_t *prim, dnnl_memory_t *mem) {
+    if (p_dnnl_memory_desc_equal(user, want)) return true;
+    dnnl_primitive_desc_t pd = NULL;
+    const dnnl_memory_desc_t *from = to_user ? want : user, *to = to_user ? user : want;
+    if (p_dnnl_reorder_primitive_desc_create(&pd, from, dnnl_eng, to, dnnl_eng, NULL) != dnnl_success) return false;
+    bool ok = p_dnnl_primitive_create(prim, pd) == dnnl_success &&
+              p_dnnl_memory_create(mem, want, dnnl_eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
+    p_dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+static bool dconv_build(dconv *d) {
+    const ttc_dnnl_conv_shape *s = &d->s;
+    /* the bottom/right padding that yields torch's output size (floor division may drop rows) */
+    int64_t prh = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->h - s->ph;
+    int64_t prw = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1 - s->w - s->pw;
+    if (prh < 0 || prw < 0 || s->g < 1 || s->c % s->g || s->oc % s->g) return false;
+    dnnl_dims_t xd = {s->n, s->c, s->h, s->w}, yd = {s->n, s->oc, s->oh, s->ow};
+    dnnl_dims_t wd = {s->g, s->oc / s->g, s->c / s->g, s->kh, s->kw};
+    if (s->g == 1) {
+        dnnl_dims_t w4 = {s->oc, s->c, s->kh, s->kw};
+        memcpy(wd, w4, sizeof w4);
+    }
+    int wr = s->g == 1 ? 4 : 5;
+    dnnl_memory_desc_t ux, uw, uy, ax, aw, ay;
+    if (p_dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, dnnl_nchw) != dnnl_success ||
+        p_dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, dnnl_nchw) != dnnl_success ||
+        p_dnnl_memory_desc_init_by_tag(&uw, wr, wd, dnnl_f32, s->g == 1 ? dnnl_oihw : dnnl_goihw) != dnnl_success ||
+        p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        p_dnnl_memory_desc_init_by_tag(&aw, wr, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+        return false;
+    dnnl_dims_t st = {s->sh, s->sw}, dl = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw}, pr = {prh, prw};
+    dnnl_convolution_desc_t cd;
+    if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto, &ax, &aw,
+                                                     NULL, &ay, st, dl, pl, pr) != dnnl_success)
+        return false;
+    dnnl_primitive_desc_t pd = NULL;
+    if (p_dnnl_primitive_desc_create(&pd, &cd, NULL, dnnl_eng, NULL) != dnnl_success) return false;
+    dnnl_memory_desc_t px = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    dnnl_memory_desc_t pw = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t py = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    bool ok = p_dnnl_primitive_create(&d->conv, pd) == dnnl_success;
+    p_dnnl_primitive_desc_destroy(pd);
+    return ok && p_dnnl_stream_create(&d->stream, dnnl_eng, dnnl_stream_default_flags) == dnnl_success &&
+           p_dnnl_memory_create(&d->m_x, &ux, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+           p_dnnl_memory_create(&d->m_w, &uw, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+           p_dnnl_memory_create(&d->m_y, &uy, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+           reorder_for(&ux, &px, false, &d->r_src, &d->m_src) && reorder_for(&uw, &pw, false, &d->r_wei, &d->m_wei) &&
+           reorder_for(&uy, &py, true, &d->r_dst, &d->m_dst);
+}
+
+static bool run2(dconv *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1, dnnl_memory_t m1) {
+    dnnl_exec_arg_t args[2] = {{a0, m0}, {a1, m1}};
+    return p_dnnl_primitive_execute(p, d->stream, 2, args) == dnnl_success;
+}
+
+/* The entry of (owner, ki, shape), made on first use; NULL only when out of memory. */
+static dconv *dconv_get(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s) {
+    pthread_mutex_lock(&cache_lock);
+    dconv *d = cache;
+    while (d && !(d->owner == owner && d->ki == ki && !memcmp(&d->s, s, sizeof *s))) d = d->next;
+    if (!d && (d = calloc(1, sizeof *d)) != NULL) {
+        d->owner = owner;
+        d->ki = ki;
+        d->s = *s;
+        pthread_mutex_init(&d->lock, NULL);
+        d->ok = dconv_build(d);
+        d->next = cache;
+        cache = d;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return d;
+}
+
+bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
+                   bool w_const, float *y) {
+    if (!ttc_dnnl_available()) return false;
+    dconv *d = dconv_get(owner, ki, s);
+    if (!d || !d->ok) return false;
+    pthread_mutex_lock(&d->lock);
+    bool ok = p_dnnl_memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
+              p_dnnl_memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
+              p_dnnl_memory_set_data_handle(d->m_y, y) == dnnl_success;
+    dnnl_memory_t src = d->r_src ? d->m_src : d->m_x, wei = d->r_wei ? d->m_wei : d->m_w;
+    dnnl_memory_t dst = d->r_dst ? d->m_dst : d->m_y;
+    if (ok && d->r_src) ok = run2(d, d->r_src, DNNL_ARG_FROM, d->m_x, DNNL_ARG_TO, d->m_src);
+    if (ok && d->r_wei && !(w_const && d->wei_ready && d->wkey == w)) {
+        ok = run2(d, d->r_wei, DNNL_ARG_FROM, d->m_w, DNNL_ARG_TO, d->m_wei);
+        d->wei_ready = ok && w_const;
+        d->wkey = w;
+    }
+    if (ok) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+        ok = p_dnnl_primitive_execute(d->conv, d->stream, 3, args) == dnnl_success;
+    }
+    if (ok && d->r_dst) ok = run2(d, d->r_dst, DNNL_ARG_FROM, d->m_dst, DNNL_ARG_TO, d->m_y);
+    ok = ok && p_dnnl_stream_wait(d->stream) == dnnl_success;
+    if (!ok) d->wei_ready = false;
+    pthread_mutex_unlock(&d->lock);
+    return ok;
+}
+
+void ttc_dnnl_forget(const void *owner) {
+    pthread_mutex_lock(&cache_lock);
+    dconv **pp = &cache;
+    while (*pp) {
+        dconv *d = *pp;
+        if (d->owner == owner) {
+            *pp = d->next;
+            dconv_free(d);
+        } else {
+            pp = &d->next;
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+}
+
+#endif

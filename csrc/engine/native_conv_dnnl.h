@@ -1,0 +1,36 @@
+/*
+ * Native convolutions through oneDNN (engine/native_conv_dnnl.c), loaded with dlopen: an
+ * engine's float32 convolution runs as one oneDNN primitive (the library's blocked layouts,
+ * reorders from and to NCHW around it, weights reordered once per engine and kept) instead of
+ * im2col + sgemm, when libdnnl.so.2 loads and TORCHTRT_C_NATIVE_CONV is not "blas". Anything
+ * oneDNN refuses (a shape, a missing library) returns false and the caller runs im2col + sgemm.
+ *
+ *   ttc_dnnl_conv_shape s = {...};
+ *   if (!ttc_dnnl_conv(e, ki, &s, x, w, w_const, y)) im2col_path(...);
+ *   ...
+ *   ttc_dnnl_forget(e);   // when engine e is freed
+ */
+#ifndef TTC_ENGINE_NATIVE_CONV_DNNL_H
+#define TTC_ENGINE_NATIVE_CONV_DNNL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ttc_dnnl_conv_shape {
+    int64_t n, c, h, w, oc, oh, ow, g, kh, kw, sh, sw, ph, pw, dh, dw;   /* torch's meaning (dilation 1 = none) */
+} ttc_dnnl_conv_shape;
+
+/* Whether convolutions go through oneDNN: the library loads (once per process) and
+ * TORCHTRT_C_NATIVE_CONV is not "blas" (read on each call, for A/B runs and tests). */
+bool ttc_dnnl_available(void);
+/* "oneDNN <version>" when loaded, else why not. */
+const char *ttc_dnnl_library(void);
+/* y[n,oc,oh,ow] = conv(x[n,c,h,w], w[oc,c/g,kh,kw]) (NCHW, contiguous) as kernel ki of the
+ * engine `owner`. w_const: w never changes for this owner, so its reordered copy is kept.
+ * Returns false (nothing written) where oneDNN is unavailable or refuses the shape. */
+bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
+                   bool w_const, float *y);
+/* Drops every primitive and weight copy kept for owner (call when it is freed). */
+void ttc_dnnl_forget(const void *owner);
+
+#endif

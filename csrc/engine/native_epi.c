@@ -1,0 +1,200 @@
+/* Epilogues inside native calls (engine/native_epi.h). */
+/* the tile loops below are meant to vectorise; -O2's cost model (GCC 12) leaves most scalar */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+#include "native_epi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Elements per tile: every expression node keeps one tile of values on the stack. */
+enum { EPI_TILE = 128, EPI_MAX_NODES = 32 };
+
+static bool env_off(void) {
+    const char *v = getenv("TORCHTRT_C_NATIVE_EPI");
+    return v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false"));
+}
+
+static bool cheap_step(ttc_eop op) {
+    switch (op) {
+    case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB: case TTC_EOP_MUL:
+    case TTC_EOP_DIV: case TTC_EOP_MAX: case TTC_EOP_MIN: case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_RELU:
+    case TTC_EOP_RECIP: case TTC_EOP_SQRT: case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Walks the store arguments (emit_store_fn's order): output buffer and offset, the output's
+ * dims when some leaf is not dense, then per leaf its buffer, offset and (not dense) one
+ * stride per output dim. first[l]: index of leaf l's buffer argument. */
+static bool parse_store_args(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *a, int32_t n, int32_t *first,
+                             bool *dense) {
+    const ttc_expr *e = &op->epi;
+    int32_t R = k->ts[op->out].rank, i = 0;
+    if (n < 2 || a[0].kind != TTC_ARG_BUF || a[0].t != op->out || a[1].kind != TTC_ARG_OFF) return false;
+    i = 2;
+    if (i < n && a[i].kind == TTC_ARG_DIM) {
+        for (int32_t d = 0; d < R; d++, i++)
+            if (i >= n || a[i].kind != TTC_ARG_DIM || a[i].d != d) return false;
+    }
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        if (i + 1 >= n || a[i].kind != TTC_ARG_BUF || a[i].t != e->leaves[l] || a[i + 1].kind != TTC_ARG_OFF)
+            return false;
+        first[l] = i;
+        i += 2;
+        dense[l] = !(i < n && a[i].kind == TTC_ARG_STRIDE && a[i].t == e->leaves[l]);
+        if (!dense[l])
+            for (int32_t d = 0; d < R; d++, i++)
+                if (i >= n || a[i].kind != TTC_ARG_STRIDE || a[i].d != d || a[i].r != R) return false;
+    }
+    return i == n;
+}
+
+bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
+    const ttc_expr *e = &op->epi;
+    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    for (int32_t l = 0; l < e->n_leaves; l++)
+        if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
+    for (int32_t i = 0; i < e->n; i++) {
+        const ttc_enode *nd = &e->nodes[i];
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !cheap_step(nd->op)) return false;
+        if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
+            return false;
+    }
+    if (e->root < 0 || e->root >= e->n) return false;
+    int32_t first[TTC_EXPR_MAX_LEAVES];
+    bool dense[TTC_EXPR_MAX_LEAVES];
+    return parse_store_args(k, op, store_args, n_store, first, dense);
+}
+
+ttc_status ttc_native_epi_bind(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi, ttc_buf **slots,
+                               int32_t *n_slots, const ttc_exec_bufs *b) {
+    const ttc_kspec *ks = &e->cg.kernels[ki];
+    const ttc_kop *op = &e->k->ops[ks->op];
+    /* the native arguments, the epilogue kernel's element count, then the store arguments */
+    int32_t base = ks->n_native_args + 1, n = ks->n_args - base;
+    int32_t first[TTC_EXPR_MAX_LEAVES];
+    memset(epi, 0, sizeof *epi);
+    if (n < 0 || !parse_store_args(e->k, op, ks->args + base, n, first, epi->dense))
+        return ttc_fail(TTC_ERR_INTERNAL, "native epilogue of %s: unexpected store arguments", op->name);
+    const ttc_res *out = &p->res[op->out];
+    epi->on = true;
+    epi->expr = &op->epi;
+    epi->rank = e->k->ts[op->out].rank;
+    epi->n = out->numel;
+    for (int32_t d = 0; d < epi->rank; d++) epi->dims[d] = out->shape[d];
+    epi->n_leaves = op->epi.n_leaves;
+    const int64_t *av = p->argv[ki] + base;
+    for (int32_t l = 0; l < epi->n_leaves; l++) {
+        int32_t a = first[l];
+        if (*n_slots >= TTC_NATIVE_MAX_MEMS)
+            return ttc_fail(TTC_ERR_INTERNAL, "native epilogue of %s: too many buffers", op->name);
+        epi->slot[l] = (int8_t)*n_slots;
+        slots[(*n_slots)++] = ttc_exec_buf(p, (int32_t)av[a], b);
+        epi->off[l] = av[a + 1];
+        if (!epi->dense[l])
+            for (int32_t d = 0; d < epi->rank; d++) epi->strides[l][d] = av[a + 2 + d];
+    }
+    return TTC_OK;
+}
+
+/* dst[0..cnt) = leaf values at output elements lin0.. (idx: lin0's multi-index), a row of the
+ * output at a time: a broadcast leaf (bias: stride 0 along the row) is a fill, a dense row a copy. */
+static void gather(const ttc_native_epi *ep, int32_t l, const float *base, const int64_t *idx0, int64_t lin0,
+                   int32_t cnt, float *dst) {
+    if (ep->dense[l] || ep->rank == 0) {
+        memcpy(dst, base + ep->off[l] + (ep->rank ? lin0 : 0), sizeof(float) * (size_t)cnt);
+        return;
+    }
+    int32_t R = ep->rank, last = R - 1;
+    const int64_t *s = ep->strides[l];
+    int64_t idx[TTC_MAX_RANK], pos = ep->off[l], sl = s[last];
+    for (int32_t d = 0; d < R; d++) {
+        idx[d] = idx0[d];
+        pos += idx[d] * s[d];
+    }
+    for (int32_t j = 0; j < cnt;) {
+        int64_t run = ep->dims[last] - idx[last];
+        if (run > cnt - j) run = cnt - j;
+        if (sl == 0) {
+            float x = base[pos];
+            for (int64_t k = 0; k < run; k++) dst[j + k] = x;
+        } else if (sl == 1) {
+            memcpy(dst + j, base + pos, sizeof(float) * (size_t)run);
+        } else {
+            for (int64_t k = 0; k < run; k++) dst[j + k] = base[pos + k * sl];
+        }
+        j += (int32_t)run;
+        idx[last] += run;
+        pos += run * sl;
+        for (int32_t d = last; d > 0 && idx[d] >= ep->dims[d]; d--) {  /* carry into the next row */
+            pos += s[d - 1] - idx[d] * s[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
+/* Every step over whole tiles (a constant trip count, distinct rows: the compiler vectorises
+ * them); lanes past cnt hold leftovers that nobody stores. */
+static void eval_tile(const ttc_expr *e, float (*v)[EPI_TILE], float (*lv)[EPI_TILE], const float *acc, int32_t cnt) {
+    for (int32_t i = 0; i < e->n; i++) {
+        const ttc_enode *nd = &e->nodes[i];
+        float *restrict o = v[i];
+        const float *restrict a = nd->a >= 0 && nd->a < i ? v[nd->a] : v[i];
+        const float *restrict b = nd->b >= 0 && nd->b < i ? v[nd->b] : v[i];
+        const int32_t T = EPI_TILE;
+        int32_t j;
+        switch (nd->op) {
+        case TTC_EOP_LEAF: memcpy(o, nd->a < 0 ? acc : lv[nd->a], sizeof(float) * (size_t)(nd->a < 0 ? cnt : T)); break;
+        case TTC_EOP_CONST: for (j = 0; j < T; j++) o[j] = (float)nd->f; break;
+        case TTC_EOP_CAST: memcpy(o, a, sizeof(float) * (size_t)T); break;
+        case TTC_EOP_ADD: for (j = 0; j < T; j++) o[j] = a[j] + b[j]; break;
+        case TTC_EOP_SUB: for (j = 0; j < T; j++) o[j] = a[j] - b[j]; break;
+        case TTC_EOP_MUL: for (j = 0; j < T; j++) o[j] = a[j] * b[j]; break;
+        case TTC_EOP_DIV: for (j = 0; j < T; j++) o[j] = a[j] / b[j]; break;
+        /* the OpenCL kernels' (and torch's) NaN rules: see emit_expr in codegen.c */
+        case TTC_EOP_MAX: for (j = 0; j < T; j++) o[j] = (a[j] < b[j] || b[j] != b[j]) ? b[j] : a[j]; break;
+        case TTC_EOP_MIN: for (j = 0; j < T; j++) o[j] = (a[j] > b[j] || b[j] != b[j]) ? b[j] : a[j]; break;
+        case TTC_EOP_NEG: for (j = 0; j < T; j++) o[j] = -a[j]; break;
+        case TTC_EOP_ABS: for (j = 0; j < T; j++) o[j] = a[j] < 0.0f ? -a[j] : a[j]; break;
+        case TTC_EOP_RELU: for (j = 0; j < T; j++) o[j] = a[j] < 0.0f ? 0.0f : a[j]; break;
+        case TTC_EOP_RECIP: for (j = 0; j < T; j++) o[j] = 1.0f / a[j]; break;
+        case TTC_EOP_SQRT: for (j = 0; j < T; j++) o[j] = __builtin_sqrtf(a[j]); break;
+        case TTC_EOP_HARDSWISH:
+            for (j = 0; j < T; j++) o[j] = a[j] * (a[j] < -3.0f ? 0.0f : a[j] > 3.0f ? 6.0f : a[j] + 3.0f) / 6.0f;
+            break;
+        case TTC_EOP_HARDSIGMOID:
+            for (j = 0; j < T; j++) o[j] = (a[j] < -3.0f ? 0.0f : a[j] > 3.0f ? 6.0f : a[j] + 3.0f) / 6.0f;
+            break;
+        default: break;  /* ttc_native_epi_ok admitted only the steps above */
+        }
+    }
+}
+
+void ttc_native_epi_apply(const ttc_native_epi *ep, void *const *mems, float *y) {
+    const ttc_expr *e = ep->expr;
+    float v[EPI_MAX_NODES][EPI_TILE], lv[TTC_EXPR_MAX_LEAVES][EPI_TILE];
+    memset(v, 0, sizeof(float) * EPI_TILE * (size_t)e->n);   /* the lanes past a last short tile */
+    memset(lv, 0, sizeof lv);
+    int64_t idx[TTC_MAX_RANK] = {0};
+    bool need_idx = false;
+    for (int32_t l = 0; l < ep->n_leaves; l++) need_idx = need_idx || !ep->dense[l];
+    for (int64_t lin0 = 0; lin0 < ep->n; lin0 += EPI_TILE) {
+        int32_t cnt = (int32_t)(ep->n - lin0 < EPI_TILE ? ep->n - lin0 : EPI_TILE);
+        if (need_idx) {
+            int64_t rem = lin0;
+            for (int32_t d = ep->rank - 1; d >= 0; d--) {
+                idx[d] = ep->dims[d] > 0 ? rem % ep->dims[d] : 0;
+                rem = ep->dims[d] > 0 ? rem / ep->dims[d] : 0;
+            }
+        }
+        for (int32_t l = 0; l < ep->n_leaves; l++)
+            gather(ep, l, (const float *)mems[ep->slot[l]], idx, lin0, cnt, lv[l]);
+        eval_tile(e, v, lv, y + lin0, cnt);
+        memcpy(y + lin0, v[e->root], sizeof(float) * (size_t)cnt);
+    }
+}
