@@ -61,8 +61,10 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     ttc_target t = d->facts;
     decisions_default(&t);
     t.gpu_kernels = t.is_gpu || env_is("TORCHTRT_C_KERNELS", "gpu");
-    /* half arithmetic: probed once per device; =0 for A/B measurements or a suspect driver */
-    t.half_compute = !env_is("TORCHTRT_C_HALF_COMPUTE", "0") && ttc_device_half_compute(d);
+    /* half arithmetic allowed (=0 for A/B measurements or a suspect driver); whether the device
+     * computes in half is probed at the first fp16 engine build (build.c), so fp32-only
+     * processes build no probe program */
+    t.half_compute = !env_is("TORCHTRT_C_HALF_COMPUTE", "0");
     /* GEMM/convolution through the host BLAS where the queues run host tasks (and the
      * library loads); the GPU kernel families keep their own kernels */
     t.native = !native_disabled() && !t.gpu_kernels && ttc_device_host_tasks(d) && ttc_blas_available();

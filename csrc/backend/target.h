@@ -45,7 +45,8 @@ typedef struct ttc_target {
     uint64_t local_mem, global_mem, max_alloc;
     uint32_t mem_align_bits;
     /* ---- probed once per device, then decisions (ttc_target_make) ---- */
-    bool half_compute;            /* generated code may compute in half (probe; HALF_COMPUTE=0: no) */
+    bool half_compute;            /* generated code may compute in half where the device does
+                                   * (ttc_device_half_compute, probed by fp16 builds; HALF_COMPUTE=0: no) */
     bool native;                  /* GEMM/convolution run as host tasks calling the BLAS */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
     bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */

@@ -84,8 +84,9 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     }
     pf->tune_s = ttc_now_s() - t;
     t = ttc_now_s();
-    /* half arithmetic where the target has it (probed once per device; see codegen.c) */
-    e->k->half_compute = e->k->fp16 && e->tg.half_compute;
+    /* half arithmetic where the target allows it and the device computes in half: probed once
+     * per device, and only for fp16 engines (the probe is a program build; see codegen_expr.c) */
+    e->k->half_compute = e->k->fp16 && e->tg.half_compute && ttc_device_half_compute(e->dev);
     TTC_TRY(ttc_codegen_run(e->k, e->tg.is_gpu, &e->cg));
     pf->codegen_s = ttc_now_s() - t;
     pf->kernels = e->cg.n_kernels;
