@@ -79,6 +79,13 @@ ttc_status ttc_codegen_template_checked(ttc_sbuf *src, const char *tmpl, const c
     return ttc_kp_check_template(p, src, from, tmpl);
 }
 
+ttc_status ttc_codegen_ptx_prelude(ttc_sbuf *src, const ttc_kir *k) {
+    /* an identical redefinition is legal, and ptx.cl's include guard keeps one copy */
+    if (ttc_kir_target(k)->nvidia) ttc_sbuf_printf(src, "#define TTC_PTX 1\n");
+    const char *none[] = {NULL};
+    return emit_template(src, "ptx", none);
+}
+
 void ttc_codegen_gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local) {
     gdim(ks, i, t, from, to, div, local);
 }

@@ -32,6 +32,10 @@ void ttc_codegen_store(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, tt
 ttc_status ttc_codegen_template(ttc_sbuf *src, const char *tmpl, const char *const *defs);
 /* The same, then checks the template kernel's parameters against p (ttc_kp_check_template). */
 ttc_status ttc_codegen_template_checked(ttc_sbuf *src, const char *tmpl, const char *const *defs, const ttc_kparams *p);
+/* The PTX prelude (kernels/ptx.cl: mma.sync, ldmatrix, cp.async, shuffles) for a kernel that
+ * uses it: the real instructions on NVIDIA targets, the portable emulation elsewhere (forced
+ * families on PoCL). Emitting it again for a second kernel of the program is harmless. */
+ttc_status ttc_codegen_ptx_prelude(ttc_sbuf *src, const ttc_kir *k);
 /* "#define <name>(p,i) ..." loaders reading dtype d as float (scalar, or 8-vector). */
 void ttc_codegen_loader(ttc_sbuf *src, const ttc_spelling *sp, const char *name, ttc_dtype d, bool vec8);
 /* codegen_ops.c: the parameters every convolution template starts with: X, offX, W, offW, H,
