@@ -2,6 +2,7 @@
 family and the slowest kernels, beside the resident total and torch eager on the same device.
 
     python bench/kernel_profile.py --models bert_base --batch 1 --precision fp32 [--top 15] [--json F]
+    (zoo models, hf_* from hf_models.py, tv_*/timm_* from vision_models.py)
 
 Timing: runtime.profile_engines (mean over --runs after --warmup, launch gaps excluded) and
 runtime.benchmark_resident (wall clock: launches + one clFinish). Speed is measured here, never
@@ -27,6 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 import torchtrt_c  # noqa: E402
 from zoo import build  # noqa: E402
+from hf_models import HF_MODELS, build_hf  # noqa: E402
+from vision_models import VISION_MODELS, build_vision  # noqa: E402
 from run import opencl_device_info  # noqa: E402
 from torchtrt_c.runtime import benchmark_resident, profile_engines  # noqa: E402
 
@@ -48,7 +51,8 @@ def eager_ms(model, x, runs=30):
 
 
 def profile_model(name, batch, precision, args):
-    master, make_input = build(name, args.size)
+    builder = build_hf if name in HF_MODELS else build_vision if name in VISION_MODELS else build
+    master, make_input = builder(name, args.size)
     dtype = torch.float16 if precision == "fp16" else torch.float32
     torch.manual_seed(batch)
     x = make_input(batch)

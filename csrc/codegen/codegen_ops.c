@@ -304,11 +304,22 @@ ttc_status ttc_gen_pool(const ttc_kgen *g) {
     num(v[5], 24, op->p.pool.pad[0]); num(v[6], 24, op->p.pool.pad[1]);
     num(v[7], 24, op->p.pool.dil[0]); num(v[8], 24, op->p.pool.dil[1]);
     num(v[9], 24, op->p.pool.count_pad); num(v[10], 24, op->p.pool.divisor);
+    /* GPUs: a 1x1 adaptive average is a work-group reduction per plane */
+    bool global = (g->gpu || ttc_kir_target(k)->gpu_kernels) && op->p.pool.kind != TTC_POOL_MAX && op->p.pool.kind != TTC_POOL_AVG &&
+                  static_prod(out, R - 2, R) == 1;
+    int32_t L = global ? row_group_size(static_prod(x, R - 2, R)) : 0;
+    char wg[16];
+    snprintf(wg, sizeof wg, "%d", L);
+    if (global) {
+        const char *none[] = {NULL};
+        num(v[0], 24, 3);
+        TTC_TRY(ttc_codegen_template(src, "rowred", none));
+    }
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "MODE", v[0], "KH", v[1], "KW", v[2], "SH", v[3],
                           "SW", v[4], "PH", v[5], "PW", v[6], "DH", v[7], "DW", v[8], "COUNT_PAD", v[9],
-                          "DIVISOR", v[10], NULL};
+                          "DIVISOR", v[10], "WG", wg, NULL};
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
     ttc_kp_buffer(&p, op->in[0], "X", "offX");
@@ -320,6 +331,12 @@ ttc_status ttc_gen_pool(const ttc_kgen *g) {
     ttc_kp_free(&p);
     TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n");
+    if (global) {
+        ttc_codegen_gdim(ks, 0, op->out, 0, R, 1, L);
+        ks->g[0].mul = L;
+        ks->use_local = true;
+        return TTC_OK;
+    }
     ttc_codegen_gdim(ks, 0, op->out, R - 1, R, 1, 0);
     ttc_codegen_gdim(ks, 1, op->out, R - 2, R - 1, 1, 0);
     ttc_codegen_gdim(ks, 2, op->out, 0, R - 2, 1, 0);
