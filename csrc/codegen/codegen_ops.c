@@ -157,6 +157,7 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
     ttc_codegen_conv_params(&p, op, wid);
+    if (dw) ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 2, 0, "NZ");
     ttc_status s = ttc_codegen_template_checked(src, blocked ? "conv2d_ocb8" : dw ? "conv2d_dw" : "conv2d_direct", defs, &p);
     ttc_kp_free(&p);
     TTC_TRY(s);
@@ -168,6 +169,19 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
         ks->g[2].mul = (int32_t)(G * ((OCG + 7) / 8));
     } else {
         ttc_codegen_gdim(ks, 2, op->out, 0, 2, 1, 0);
+    }
+    if (dw && gpu) {
+        /* about 128 work-items: a row span of outputs, then rows, then channels */
+        int64_t n0 = out->dims[3].sym < 0 ? (out->dims[3].add + owb - 1) / owb : 16;
+        int64_t n1 = out->dims[2].sym < 0 ? out->dims[2].add : 8;
+        int32_t l0 = 1, l1 = 1, l2 = 1;
+        while (l0 < 32 && l0 < n0) l0 *= 2;
+        while (l0 * l1 < 128 && l1 < n1) l1 *= 2;
+        while (l0 * l1 * l2 < 128 && l2 < 16) l2 *= 2;
+        ks->g[0].local = l0;
+        ks->g[1].local = l1;
+        ks->g[2].local = l2;
+        ks->use_local = true;
     }
     return TTC_OK;
 }
