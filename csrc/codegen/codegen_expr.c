@@ -221,8 +221,12 @@ ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
             need_idx = true;
         }
     ttc_kp_out(p, op->out, "o_", "o_off");
+    /* the index of each output dim: divisions by concrete dims are written as literals (the
+     * compiler turns them into a multiply and shift: on the H100 the runtime divisions were
+     * most of a b32 ViT's layout copies), and dim 0 needs none (lin is below the count) */
     if (need_idx)
-        for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "od%d", d);
+        for (int32_t d = 1; d < R; d++)
+            if (out->dims[d].sym >= 0) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "od%d", d);
     for (int32_t l = 0; l < e->n_leaves; l++) {
         int32_t t = e->leaves[l];
         char nm[16];
@@ -235,8 +239,12 @@ ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
     if (need_idx) {
         ttc_sbuf_printf(src, "    int rem = lin;\n");
-        for (int32_t d = R - 1; d >= 0; d--)
-            ttc_sbuf_printf(src, "    int i%d = rem %% od%d; rem /= od%d;\n", d, d, d);
+        for (int32_t d = R - 1; d >= 1; d--) {
+            if (out->dims[d].sym >= 0) ttc_sbuf_printf(src, "    int i%d = rem %% od%d; rem /= od%d;\n", d, d, d);
+            else ttc_sbuf_printf(src, "    int i%d = rem %% %lld; rem /= %lld;\n", d, (long long)out->dims[d].add,
+                                 (long long)out->dims[d].add);
+        }
+        if (R > 0) ttc_sbuf_printf(src, "    int i0 = rem;\n");
     }
     for (int32_t l = 0; l < e->n_leaves; l++) {
         int32_t t = e->leaves[l];

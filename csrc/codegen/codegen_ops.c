@@ -263,13 +263,16 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
     int64_t row = op->p.norm.group ? (static_prod(x, 1, R) < 0 ? -1 : static_prod(x, 1, R) / op->p.norm.groups)
                                    : static_prod(x, from, R);
     int32_t L = wg ? row_group_size(row) : 1;
+    /* layer norms of rows up to 8192 (or not known when building): a warp per row, 4 rows a group */
+    bool warp = wg && !op->p.norm.group && row <= 8192;
+    if (warp) L = 128;
     snprintf(ls, sizeof ls, "%d", L);
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
     ttc_codegen_loader(src, g->sp, "LDW", wd, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(wd),
                           "HAS_W", hw ? "1" : "0", "HAS_B", hb ? "1" : "0", "GROUP", op->p.norm.group ? "1" : "0",
-                          "EPS", eps, "LS", ls, NULL};
+                          "EPS", eps, "LS", ls, "RPW", "4", NULL};
     const char *none[] = {NULL};
     int32_t wt = hw ? op->in[1] : hb ? op->in[2] : op->in[0], bt = hb ? op->in[2] : wt;
     ttc_kparams p;
@@ -295,10 +298,10 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
         ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 1, "CG");
         ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 1, "G");
         ttc_codegen_gdim(ks, 0, op->in[0], 0, from, 1, wg ? L : 0);
-        ks->g[0].mul = L;
+        ks->g[0].mul = warp ? 32 : L;
     }
-    ttc_status s = wg ? ttc_codegen_template(src, "rowred", none) : TTC_OK;
-    if (s == TTC_OK) s = ttc_codegen_template_checked(src, wg ? "norm_wg" : "norm", defs, &p);
+    ttc_status s = warp ? ttc_codegen_ptx_prelude(src, k) : wg ? ttc_codegen_template(src, "rowred", none) : TTC_OK;
+    if (s == TTC_OK) s = ttc_codegen_template_checked(src, warp ? "norm_warp" : wg ? "norm_wg" : "norm", defs, &p);
     ttc_kp_free(&p);
     TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDW\n");

@@ -27,8 +27,10 @@ def _default_is_gpu():
 
 
 def _uses_wg(e):
-    """Whether the engine uses the row kernels; on a GPU device they are the default."""
-    return "__local float sh[" in e.info()["source"]
+    """Whether the engine uses the row kernels (a work-group per row, or for layer norms a warp
+    per row: norm_warp.cl); on a GPU device they are the default."""
+    src = e.info()["source"]
+    return "__local float sh[" in src or "TTC_PTX_SCRATCH(scr, RPW)" in src
 
 
 def _expect_wg(family):
