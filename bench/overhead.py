@@ -70,8 +70,8 @@ def main(argv=None):
     ap.add_argument("--model", default="linear")
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--cuda", action="store_true",
-                    help="also time calls with CUDA tensors: the shared-memory path (no host copy) and "
-                         "the host path (pinned staging), each end to end")
+                    help="also time calls with CUDA tensors: the CUDA-driver launch path, the shared-memory "
+                         "path (OpenCL, no host copy) and the host path (pinned staging), each end to end")
     args = ap.parse_args(argv)
 
     torch.manual_seed(0)
@@ -127,19 +127,30 @@ def main(argv=None):
         trt_cuda = trt.to("cuda")
         xc = x.to("cuda")
         sync_c = torch.cuda.current_stream().synchronize
+        plan = _execute._plan(acc.meta, acc.engine)
 
-        def cuda_call(shared):
+        def cuda_call(path):
             def call():
-                _cuda_interop.ENABLED = shared
-                trt_cuda(xc)
-                sync_c()  # a call is done when its outputs are
+                # launch: the PTX through the CUDA driver; shared / host: the OpenCL paths
+                saved = plan.cuda_launch
+                if path != "launch":
+                    plan.cuda_launch = False
+                _cuda_interop.ENABLED = path != "host"
+                try:
+                    trt_cuda(xc)
+                    sync_c()  # a call is done when its outputs are
+                finally:
+                    plan.cuda_launch = saved
+                    _cuda_interop.ENABLED = True
             return call
 
-        cuda_call(True)()
-        path = torchtrt_c.runtime.cuda_path()
-        print(f"# CUDA path: {path['path']}{' (' + path['reason'] + ')' if path['reason'] else ''}")
-        rows += [("module, CUDA in/out, shared memory", cuda_call(True)),
-                 ("module, CUDA in/out, host staging", cuda_call(False))]
+        for path in ("launch", "shared"):
+            cuda_call(path)()
+            st = torchtrt_c.runtime.cuda_path()
+            print(f"# CUDA path asked {path}: ran {st['path']}{' (' + st['reason'] + ')' if st['reason'] else ''}")
+        rows += [("module, CUDA in/out, CUDA launch", cuda_call("launch")),
+                 ("module, CUDA in/out, shared memory", cuda_call("shared")),
+                 ("module, CUDA in/out, host staging", cuda_call("host"))]
     acc_ts = {name: [] for name, _ in rows}
     for _, fn in rows:  # warm up
         _time_us(fn, 50)
