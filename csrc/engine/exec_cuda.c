@@ -7,6 +7,7 @@
 #include "../backend/cuda/cuda_driver.h"
 #include "engine_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ struct ttc_cuda_engine {
     void *mod;
     void **fn;                   /* per kernel of e->cg */
     int32_t *max_threads;
+    uint32_t (*req)[3];          /* per kernel: the block size its PTX requires (0: none) */
     uint64_t consts;             /* one block holding every constant */
     uint64_t *const_ptr;         /* per tensor id (0: not a constant) */
     size_t const_bytes;
@@ -70,8 +72,11 @@ static ttc_status refuse_why(ttc_engine *e, int32_t ordinal) {
     unsigned char a[16], b[16];
     if (!ttc_device_uuid(e->dev, a))
         return ttc_fail(TTC_ERR_UNSUPPORTED, "device %s reports no UUID (cl_khr_device_uuid)", e->tg.name);
-    ttc_status s = ttc_cuda_device_uuid(ordinal, b);
-    if (s != TTC_OK) return ttc_fail(TTC_ERR_UNSUPPORTED, "%s", ttc_last_error());
+    if (ttc_cuda_device_uuid(ordinal, b) != TTC_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ttc_last_error());
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "%s", msg);
+    }
     if (memcmp(a, b, sizeof a))
         return ttc_fail(TTC_ERR_UNSUPPORTED, "device %s is not CUDA device %d (UUIDs differ)", e->tg.name, (int)ordinal);
     for (int32_t i = 0; i < e->cg.n_kernels; i++)
@@ -95,24 +100,32 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     if (c) {
         c->fn = ttc_calloc((size_t)nk + 1, sizeof(void *));
         c->max_threads = ttc_calloc((size_t)nk + 1, sizeof(int32_t));
+        c->req = ttc_calloc((size_t)nk + 1, sizeof *c->req);
     }
-    if (!c || !c->fn || !c->max_threads) {
+    if (!c || !c->fn || !c->max_threads || !c->req) {
         free(ptx);
-        if (c) { free(c->fn); free(c->max_threads); free(c); }
+        if (c) { free(c->fn); free(c->max_threads); free(c->req); free(c); }
         return TTC_ERR_NOMEM;
     }
     c->e = e;
     c->ordinal = ordinal;
     ttc_cuda_scope sc;
     ttc_status s = ttc_cuda_enter(ordinal, &sc);
-    if (s != TTC_OK) { free(ptx); free(c->fn); free(c->max_threads); free(c); return s; }
+    if (s != TTC_OK) { free(ptx); free(c->fn); free(c->max_threads); free(c->req); free(c); return s; }
     s = ttc_cuda_module_load(ptx, &c->mod);
-    free(ptx);
     for (int32_t i = 0; i < nk && s == TTC_OK; i++) {
         const ttc_kspec *ks = &e->cg.kernels[i];
+        ttc_cuda_ptx_reqntid(ptx, ks->name, c->req[i]);
         if (ks->n_args > c->max_args) c->max_args = ks->n_args;
         c->errf = c->errf || ttc_kspec_has_errflag(ks);
         s = ttc_cuda_function(c->mod, ks->name, &c->fn[i], &c->max_threads[i]);
+    }
+    free(ptx);
+    /* PTX the driver does not take is a kernel form this path cannot run: a refusal */
+    if (s == TTC_ERR_DEVICE) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ttc_last_error());   /* ttc_fail writes where it lies */
+        s = ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver does not take the engine's PTX: %s", msg);
     }
     if (s == TTC_OK) s = upload_consts(c);
     ttc_cuda_leave(&sc);
@@ -131,6 +144,7 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     }
     free(c->fn);
     free(c->max_threads);
+    free(c->req);
     free(c->const_ptr);
     free(c);
 }
@@ -164,13 +178,22 @@ static uint32_t divisor_at_most(size_t n, size_t cap) {
 
 /* Grid and block of kernel ki; TTC_ERR_UNSUPPORTED where CUDA cannot launch it so. */
 static ttc_status dims(const ttc_cuda_engine *c, const ttc_plan *p, int32_t ki, uint32_t grid[3], uint32_t block[3]) {
+    static const size_t block_max[3] = {1024, 1024, 64};   /* CUDA's block limits per dim */
     const ttc_kspec *ks = &c->e->cg.kernels[ki];
     size_t cap = c->max_threads[ki] < 256 ? (size_t)c->max_threads[ki] : 256, threads = 1;
     for (int32_t d = 0; d < 3; d++) {
         size_t g = p->gws[ki][d], b;
+        size_t left = cap / threads < block_max[d] ? cap / threads : block_max[d];
         if (ks->use_local) b = p->lws[ki][d];
-        else b = d < ks->work_dims ? divisor_at_most(g, cap / threads) : 1;
+        else if (c->req[ki][0]) b = c->req[ki][d];   /* OpenCL takes reqd_work_group_size when given none */
+        else b = d < ks->work_dims ? divisor_at_most(g, left ? left : 1) : 1;
+        if (c->req[ki][0] && b != c->req[ki][d])
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: local size %zu in dim %d, its PTX requires %u", ks->name, b,
+                            (int)d, c->req[ki][d]);
         if (!b || g % b) return ttc_fail(TTC_ERR_INTERNAL, "kernel %s: global size %zu not a multiple of %zu", ks->name, g, b);
+        if (b > block_max[d])
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %zu threads in dim %d of a block exceed CUDA's %zu", ks->name,
+                            b, (int)d, block_max[d]);
         threads *= b;
         size_t n = g / b;
         if (n > (d ? 65535u : 2147483647u))

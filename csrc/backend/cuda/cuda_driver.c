@@ -177,6 +177,32 @@ ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out) {
     return TTC_OK;
 }
 
+void ttc_cuda_ptx_reqntid(const char *ptx, const char *name, uint32_t req[3]) {
+    req[0] = req[1] = req[2] = 0;
+    size_t n = strlen(name);
+    for (const char *p = ptx; (p = strstr(p, ".entry ")); p += 7) {
+        const char *q = p + 7;
+        while (space(*q)) q++;
+        if (strncmp(q, name, n) || (q[n] != '(' && !space(q[n]))) continue;
+        const char *body = strchr(q, '{'), *r = strstr(q, ".reqntid");
+        if (!body || !r || r > body) return;
+        r += 8;
+        for (int d = 0; d < 3; d++) {
+            while (space(*r) || *r == '\n') r++;
+            char *end;
+            unsigned long v = strtoul(r, &end, 10);
+            if (end == r) break;
+            req[d] = (uint32_t)v;
+            r = end;
+            while (space(*r)) r++;
+            if (*r != ',') break;
+            r++;
+        }
+        for (int d = 0; d < 3; d++) if (!req[d]) req[d] = 1;
+        return;
+    }
+}
+
 /* ---- modules, launches, memory ---- */
 
 ttc_status ttc_cuda_module_load(const char *ptx, void **mod) {

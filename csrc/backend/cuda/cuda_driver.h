@@ -57,6 +57,11 @@ void ttc_cuda_leave(ttc_cuda_scope *sc);
  * state a CUDA launch cannot give, or takes dynamic __local arguments. Pure text: no driver. */
 ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out);
 
+/* The block size entry point name requires (".reqntid", from OpenCL's reqd_work_group_size):
+ * OpenCL launches such a kernel with that local size when given none, CUDA refuses any other.
+ * req[d] = 0 when the entry declares none. Pure text. */
+void ttc_cuda_ptx_reqntid(const char *ptx, const char *name, uint32_t req[3]);
+
 /* In the current context. */
 ttc_status ttc_cuda_module_load(const char *ptx, void **mod);
 void ttc_cuda_module_unload(void *mod);
