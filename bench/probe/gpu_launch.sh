@@ -19,6 +19,8 @@ for part in "$@"; do
     echo "=== $part $(date +%T)"
     case $part in
     tests) timeout "${TEST_TIMEOUT:-150}" python3 -m pytest tests/gpu/test_cuda_launch.py tests/gpu/test_cuda_interop.py \
+               tests/device/test_runtime_fastpath.py::test_cuda_inputs_staged_through_pinned_buffers \
+               tests/device/test_compile.py::test_cuda_tensors_in_and_out \
                -q -n 8 -p no:cacheprovider -rfEs 2>&1 | tee "$OUTDIR/pytest.log" | grep -v "^  warnings.warn\|Warning" | tail -60 ;;
     overhead) timeout 90 python3 bench/overhead.py --cuda --runs 500 2>&1 | tee "$OUTDIR/overhead.log" | grep -v Warn | tail -22 ;;
     bench) timeout 260 python3 bench/run.py "${BENCH[@]}" --tag "cuda launch" --out "$OUTDIR/bench" > "$OUTDIR/bench.log" 2>&1
