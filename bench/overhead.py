@@ -131,7 +131,8 @@ def main(argv=None):
 
         def cuda_call(path):
             def call():
-                # launch: the PTX through the CUDA driver; shared / host: the OpenCL paths
+                # launch: the PTX through the CUDA driver; shared / host: the OpenCL paths, with
+                # the plan's loaded engine set aside for the call (and kept: loading is per engine)
                 saved = plan.cuda_launch
                 if path != "launch":
                     plan.cuda_launch = False
@@ -140,7 +141,8 @@ def main(argv=None):
                     trt_cuda(xc)
                     sync_c()  # a call is done when its outputs are
                 finally:
-                    plan.cuda_launch = saved
+                    if path != "launch":
+                        plan.cuda_launch = saved
                     _cuda_interop.ENABLED = True
             return call
 
