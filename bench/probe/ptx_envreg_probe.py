@@ -1,5 +1,5 @@
 """Why do some OpenCL-compiled PTX kernels fail when launched through the CUDA driver?
-(issue 13 item 3). Dumps what NVIDIA's OpenCL PTX reads from %envreg registers for each
+(issue 13 item 3; findings in bench/RESULTS.md and csrc/backend/cuda/cuda_driver.h). Dumps what NVIDIA's OpenCL PTX reads from %envreg registers for each
 work-item function, what a CUDA launch leaves in those registers, and tries a static-__local
 reduction with barriers launched both ways; then scans the PTX of real engine programs.
 ctypes only; writes PTX files under $OUT/ptx. Usage: python3 bench/probe/ptx_envreg_probe.py"""
@@ -119,7 +119,9 @@ def rewrite(ptx_text):
     return re.sub(r"(mov\.[bu]32\s+%r\d+,\s*)%envreg(\d+)", sub, ptx_text)
 
 
-# A2. the work-item functions launched both ways
+# A2. the work-item functions launched both ways. Element 0 is written by every work-item with
+#     local id 0, so answers that differ per group (group/global ids in dims 1-2) race: the
+#     three mismatches left after the rewrite on the H100 were that, not the rewrite.
 gws, lws = (8, 4, 2), (4, 2, 1)
 for variant in ("as-is", "rewritten"):
     m = load(ptx if variant == "as-is" else rewrite(ptx), f"workitem {variant}")
@@ -144,37 +146,6 @@ for variant in ("as-is", "rewritten"):
         if r or want != got:
             bad.append(f"{name}: CUDA {got} (launch {r}) vs OpenCL {want}")
     print(f"work-item functions via CUDA ({variant}): {'all match' if not bad else bad}")
-
-# C. static __local + barriers
-red_src = b"""__kernel void red(__global const float *x, __global float *y, int n) {
-  __local float sh[256];
-  int r = get_group_id(0), t = get_local_id(0), ls = get_local_size(0);
-  float s = 0.0f; for (int i = t; i < n; i += ls) s += x[r * n + i];
-  sh[t] = s; barrier(CLK_LOCAL_MEM_FENCE);
-  for (int k = ls / 2; k > 0; k >>= 1) { if (t < k) sh[t] += sh[t + k]; barrier(CLK_LOCAL_MEM_FENCE); }
-  if (t == 0) y[r] = sh[0];
-}"""
-_, rptx = build(red_src)
-open(f"{OUT}/ptx/red.ptx", "w").write(rptx)
-print("red: envregs", sorted(set(re.findall(r"%envreg\d+", rptx))), "shared decls",
-      re.findall(r"\.shared[^;]*;", rptx))
-rows, n = 37, 1000
-x = torch.randn(rows, n, device="cuda")
-for variant in ("as-is", "rewritten"):
-    m = load(rptx if variant == "as-is" else rewrite(rptx), f"red {variant}")
-    if m is None:
-        continue
-    f = C.c_void_p(); ck(cu.cuModuleGetFunction(C.byref(f), m, b"red"), "red")
-    y = torch.zeros(rows, device="cuda")
-    a = [C.c_uint64(x.data_ptr()), C.c_uint64(y.data_ptr()), C.c_int(n)]
-    args = (C.c_void_p * 3)(*[C.cast(C.byref(v), C.c_void_p) for v in a])
-    r = cu.cuLaunchKernel(f, rows, 1, 1, 256, 1, 1, 0, stream, args, None)
-    try:
-        torch.cuda.synchronize()
-        print(f"red via CUDA ({variant}): launch {r}, max err {(y - x.sum(1)).abs().max().item():.3g}")
-    except Exception as e:
-        print(f"red via CUDA ({variant}): launch {r}, FAILED {e}")
-        break
 
 # D. real engine programs
 os.environ["TORCHTRT_C_CACHE_DIR"] = f"{OUT}/cache"
@@ -214,4 +185,36 @@ for fpath in files:
         mm = load(text if variant == "as-is" else rewrite(text), f"engine {n_prog} {variant}")
         print(f"   load {variant}: {'ok' if mm else 'failed'}")
 print("envreg use across engine kernels:", allregs)
+# C. static __local + barriers (last: the as-is launch hits an illegal address, which leaves
+#    the CUDA context unusable for the rest of the process)
+red_src = b"""__kernel void red(__global const float *x, __global float *y, int n) {
+  __local float sh[256];
+  int r = get_group_id(0), t = get_local_id(0), ls = get_local_size(0);
+  float s = 0.0f; for (int i = t; i < n; i += ls) s += x[r * n + i];
+  sh[t] = s; barrier(CLK_LOCAL_MEM_FENCE);
+  for (int k = ls / 2; k > 0; k >>= 1) { if (t < k) sh[t] += sh[t + k]; barrier(CLK_LOCAL_MEM_FENCE); }
+  if (t == 0) y[r] = sh[0];
+}"""
+_, rptx = build(red_src)
+open(f"{OUT}/ptx/red.ptx", "w").write(rptx)
+print("red: envregs", sorted(set(re.findall(r"%envreg\d+", rptx))), "shared decls",
+      re.findall(r"\.shared[^;]*;", rptx))
+rows, n = 37, 1000
+x = torch.randn(rows, n, device="cuda")
+for variant in ("as-is", "rewritten"):
+    m = load(rptx if variant == "as-is" else rewrite(rptx), f"red {variant}")
+    if m is None:
+        continue
+    f = C.c_void_p(); ck(cu.cuModuleGetFunction(C.byref(f), m, b"red"), "red")
+    y = torch.zeros(rows, device="cuda")
+    a = [C.c_uint64(x.data_ptr()), C.c_uint64(y.data_ptr()), C.c_int(n)]
+    args = (C.c_void_p * 3)(*[C.cast(C.byref(v), C.c_void_p) for v in a])
+    r = cu.cuLaunchKernel(f, rows, 1, 1, 256, 1, 1, 0, stream, args, None)
+    try:
+        torch.cuda.synchronize()
+        print(f"red via CUDA ({variant}): launch {r}, max err {(y - x.sum(1)).abs().max().item():.3g}")
+    except Exception as e:
+        print(f"red via CUDA ({variant}): launch {r}, FAILED {e}")
+        break
+
 print("PROBE DONE")
