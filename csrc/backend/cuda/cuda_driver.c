@@ -222,8 +222,7 @@ ttc_status ttc_cuda_module_load(const char *ptx, void **mod) {
 }
 
 void ttc_cuda_module_unload(void *mod) {
-    if (mod && !ttc_cuda_available(NULL, 0)) return;
-    if (mod) cu.cuModuleUnload(mod);
+    if (mod && ttc_cuda_available(NULL, 0)) cu.cuModuleUnload(mod);
 }
 
 ttc_status ttc_cuda_function(void *mod, const char *name, void **fn, int32_t *max_threads) {
@@ -253,7 +252,7 @@ ttc_status ttc_cuda_alloc(size_t n, uint64_t *ptr) {
 }
 
 void ttc_cuda_free(uint64_t ptr) {
-    if (!ptr) return;
+    if (!ptr || !ttc_cuda_available(NULL, 0)) return;
     /* work queued on any stream may still read it: freed rarely (engine teardown) */
     cu.cuCtxSynchronize();
     cu.cuMemFree_v2(ptr);
