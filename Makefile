@@ -15,7 +15,7 @@ endif
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS_OPT)
 LDLIBS := -ldl -lm -lpthread
 
-CORE_DIRS := common ir passes partition kir convert codegen engine backend backend/opencl kernels
+CORE_DIRS := common ir passes partition kir convert codegen engine backend backend/opencl backend/cuda kernels
 CORE_SRC := $(sort $(foreach d,$(CORE_DIRS),$(wildcard csrc/$(d)/*.c))) csrc/kernels/embedded.c
 CORE_SRC := $(sort $(CORE_SRC))
 CORE_OBJ := $(patsubst csrc/%.c,$(BUILD)/%.o,$(CORE_SRC))

@@ -122,7 +122,8 @@ def markdown(results_list) -> str:
             gpu = m["torch_device"].startswith("cuda")
             out.append("Median (p10-p90) ms. Ratios: torchtrt_c median / the other's median (below 1: torchtrt_c "
                        "faster). End to end: compiled module called with tensors on the torch device"
-                       + (" (CUDA tensors: on memory shared with OpenCL where the driver allows it, else "
+                       + (" (CUDA tensors: the engines' PTX on torch's stream through the CUDA driver on "
+                          "NVIDIA, else on memory shared with OpenCL where the driver allows it, else "
                           "through host copies; each row's cuda_path in the JSON says which)"
                           if gpu else "") + ". Resident: engines' kernels with inputs already in OpenCL buffers "
                        "(plus torch fallback segments)" + ("" if gpu else "; on a CPU OpenCL device engines use host "

@@ -16,9 +16,10 @@ configuration runs until --budget seconds are spent, between --min-runs and --ma
 - eager / inductor: the model on the torch device matching the OpenCL device (CPU for a CPU
   OpenCL device, CUDA for a GPU one; default torch settings, so cuDNN convolutions may use
   TF32), inputs already on that device, synchronised after each call.
-- ttc end to end: the compiled module called with tensors on that same torch device. On a GPU
-  whose driver shares memory with CUDA (README "CUDA tensors") inputs and outputs are copied
-  device to device; elsewhere through the host. The row's cuda_path says which.
+- ttc end to end: the compiled module called with tensors on that same torch device. On NVIDIA
+  the engines' PTX runs on torch's stream through the CUDA driver (README "CUDA tensors"); where
+  it cannot, on a GPU whose driver shares memory with CUDA inputs and outputs are copied device
+  to device; elsewhere through the host. The row's cuda_path says which.
 - from host (GPU only, when there is no torch segment): eager moves the host input to CUDA and the
   output back; torchtrt_c is called with the host tensor (engines read and write host memory).
 - ttc resident: runtime.benchmark_resident: each engine's kernel sequence with its inputs

@@ -135,6 +135,10 @@ bool ttc_device_half_compute(ttc_device *d) { return probed(d, &d->half_probed, 
 bool ttc_device_host_in_place(ttc_device *d) {
     return probed(d, &d->in_place_probed, &d->in_place_ok, d->be->probe_host_in_place);
 }
+bool ttc_device_uuid(ttc_device *d, unsigned char uuid[16]) {
+    memset(uuid, 0, 16);
+    return d->be->device_uuid && d->be->device_uuid(d, uuid);
+}
 bool ttc_device_host_tasks(ttc_device *d) {
     return d->be->host_task && probed(d, &d->host_probed, &d->host_ok, d->be->probe_host_tasks);
 }

@@ -53,6 +53,9 @@ bool ttc_device_host_tasks(ttc_device *d);
  * writes are there after a finish and host writes are seen by the next launch, with no
  * ttc_buf_sync_host (probed once; never fails, a failed probe is "no"). */
 bool ttc_device_host_in_place(ttc_device *d);
+/* The device's UUID where the backend and driver report one (cl_khr_device_uuid): matches the
+ * device with the same GPU under another API (CUDA). Never fails: false is "unknown". */
+bool ttc_device_uuid(ttc_device *d, unsigned char uuid[16]);
 
 /* ---- buffers ---- */
 /* n bytes of device memory (n == 0: 16 bytes, so that empty tensors have a buffer);

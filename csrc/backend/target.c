@@ -40,6 +40,7 @@ static void decisions_default(ttc_target *t) {
     t->conv_double_buffer = -1;
     t->dedupe_kernels = true;
     t->tune_threads = 1;
+    t->cuda_launch = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -85,6 +86,7 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     if ((v = env("TORCHTRT_C_CONV_DB")) && (!strcmp(v, "0") || !strcmp(v, "1"))) t.conv_double_buffer = v[0] == '1';
     t.conv_cpu_ocb8 = env_is("TORCHTRT_C_CONV_CPU", "ocb8");
     t.dedupe_kernels = !env_is("TORCHTRT_C_DEDUPE_KERNELS", "0");
+    t.cuda_launch = !env_is("TORCHTRT_C_CUDA_LAUNCH", "0");
     /* threads preparing tuning candidates: online CPUs, at most 8 */
     v = env("TORCHTRT_C_TUNE_THREADS");
     long n = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);

@@ -21,6 +21,13 @@ DEV = torch.device("cuda", 0)
 
 
 @pytest.fixture(autouse=True)
+def opencl_paths(monkeypatch):
+    # these tests are about the OpenCL paths: engines made here keep off the CUDA launch
+    # path (tests/gpu/test_cuda_launch.py), which would otherwise run first
+    monkeypatch.setenv("TORCHTRT_C_CUDA_LAUNCH", "0")
+
+
+@pytest.fixture(autouse=True)
 def exact_eager():
     # eager's reference without TF32 (cuDNN uses it for fp32 convolutions by default)
     old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32

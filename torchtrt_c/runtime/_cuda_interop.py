@@ -35,8 +35,10 @@ _last = {"path": None, "reason": "no CUDA call yet"}
 
 
 def status() -> dict:
-    """{'path': 'shared' | 'host' | None, 'reason': why the host path was taken ('' when shared)}
-    for the last engine call with CUDA tensors in this process."""
+    """{'path': 'launch' | 'shared' | 'host' | None, 'reason': why a path before it was not
+    taken ('' when the CUDA launch ran)} for the last engine call with CUDA tensors in this
+    process. 'launch': the engine's PTX on torch's stream through the CUDA driver
+    (_cuda_launch); 'shared': OpenCL on memory shared with CUDA; 'host': through host memory."""
     return dict(_last)
 
 

@@ -7,8 +7,9 @@ deserializes the blob once per engine id (cache), validates the inputs against t
 bindings (InputError naming the input), and executes on the engine's OpenCL device.
 Per-call work is kept small (bench/overhead.py measures it): the meta is parsed once per string
 (_Plan: engine, lock, output shapes per input shapes), outputs are fresh tensors every call, CUDA
-tensors use memory shared with OpenCL where the device can import CUDA memory (_cuda_interop),
-else cached pinned host buffers with one synchronisation, and EngineModule calls
+tensors run the engine's PTX on torch's stream through the CUDA driver where the engine's device
+is that GPU (_cuda_launch), else use memory shared with OpenCL where the device can import CUDA
+memory (_cuda_interop), else cached pinned host buffers with one synchronisation, and EngineModule calls
 run_engine directly (no dispatcher) when nothing is tracing, profiling or needs autograd. CPU
 tensors are passed to the engine as they are (contiguous ones without copies; on a device whose
 host-pointer buffers are host memory the engine reads and writes them in place), and calls from
@@ -23,7 +24,7 @@ from typing import List
 
 import torch
 
-from torchtrt_c.runtime import _cuda_interop
+from torchtrt_c.runtime import _cuda_interop, _cuda_launch
 from torchtrt_c.runtime._shapes import EngineMeta
 
 _DTYPES = {
@@ -111,6 +112,8 @@ class _Plan:
         self.h2d_done = None  # CUDA event after the last output upload from the pinned buffers
         self.interop = None  # CUDA-shared buffers (_cuda_interop.State), False where unavailable
         self.interop_reason = ""
+        self.cuda_launch = None  # the engine loaded into torch's context (_cuda_launch.State), False: refused
+        self.cuda_launch_reason = ""
 
     def shapes_for(self, inputs) -> list:
         """Output shapes for these inputs; raises InputError naming a bad input. A shape key seen
@@ -181,15 +184,30 @@ def _pinned(p: _Plan, kind: str, i: int, shape, dtype) -> torch.Tensor:
 
 
 def _run_cuda(p: _Plan, inputs, out_shapes, device) -> List[torch.Tensor]:
-    """CUDA tensors: on memory shared between CUDA and OpenCL where the device allows it
-    (_cuda_interop: no host copy), else through the host (_run_cuda_host)."""
+    """CUDA tensors: the engine's PTX launched on torch's stream where the engine's device is
+    that GPU under NVIDIA's OpenCL (_cuda_launch: no OpenCL work per call), else on memory
+    shared between CUDA and OpenCL (_cuda_interop: no host copy), else through the host
+    (_run_cuda_host)."""
+    st = p.cuda_launch
+    if st is None or (st and st.device != device):
+        st = _cuda_launch.state_for(p, device)
+    if st:
+        outs = _cuda_launch.run(p, st, inputs, out_shapes)
+        if outs is not None:
+            return outs
+        why = _cuda_interop._last["reason"]
+    else:
+        why = f"CUDA launch unavailable: {p.cuda_launch_reason}"
     with p.lock:
         st = _cuda_interop.state_for(p, device)
         if st is not None:
-            return _cuda_interop.run(p, st, inputs, out_shapes)
+            outs = _cuda_interop.run(p, st, inputs, out_shapes)
+            _cuda_interop._last["reason"] = why
+            return outs
     if _cuda_interop.ENABLED and p.interop is False:
-        _cuda_interop._last.update(path="host", reason=p.interop_reason)
-    return _run_cuda_host(p, inputs, out_shapes, device)
+        _cuda_interop._last.update(path="host", reason=f"{why}; {p.interop_reason}")
+    outs = _run_cuda_host(p, inputs, out_shapes, device)
+    return outs
 
 
 def _run_cuda_host(p: _Plan, inputs, out_shapes, device) -> List[torch.Tensor]:

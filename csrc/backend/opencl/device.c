@@ -211,3 +211,12 @@ ttc_status ttc_cl_device_context(ttc_cl_device *d, cl_context *out) {
     pthread_mutex_unlock(&d->base.lock);
     return TTC_OK;
 }
+
+bool ttc_cl_device_uuid(ttc_device *dev, unsigned char uuid[16]) {
+    ttc_cl_device *d = ttc_cl_dev(dev);
+    char exts[8192] = {0};
+    if (TTC_CL(GetDeviceInfo)(d->id, CL_DEVICE_EXTENSIONS, sizeof exts - 1, exts, NULL) != CL_SUCCESS) return false;
+    /* drivers without the extension may answer the query with anything */
+    if (!strstr(exts, "cl_khr_device_uuid")) return false;
+    return TTC_CL(GetDeviceInfo)(d->id, 0x106A /* CL_DEVICE_UUID_KHR */, 16, uuid, NULL) == CL_SUCCESS;
+}

@@ -186,6 +186,7 @@ const ttc_backend_iface ttc_opencl_backend = {
     .probe_half = ttc_cl_probe_half,
     .probe_host_tasks = ttc_cl_probe_host_tasks,
     .probe_host_in_place = ttc_cl_probe_host_in_place,
+    .device_uuid = ttc_cl_device_uuid,
     .buf_alloc = cl_buf_alloc,
     .buf_wrap_host = cl_buf_wrap_host,
     .buf_import = NULL,              /* shared CUDA memory comes from ttc_xmem_alloc (external_memory.h) */

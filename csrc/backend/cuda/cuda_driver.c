@@ -1,0 +1,276 @@
+/* The CUDA driver through dlopen (cuda_driver.h): module loading, launches and device memory
+ * in torch's context, and the PTX rewrite that makes NVIDIA OpenCL's kernels launchable. The
+ * driver types are handles (pointers) and integers here: the ABI the driver API documents. */
+#include "cuda_driver.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int cu_result;
+
+#define CU_FUNCS(X)                                                                                        \
+    X(cuInit, cu_result (*)(unsigned))                                                                     \
+    X(cuDeviceGetCount, cu_result (*)(int *))                                                              \
+    X(cuDeviceGet, cu_result (*)(int *, int))                                                              \
+    X(cuDevicePrimaryCtxRetain, cu_result (*)(void **, int))                                               \
+    X(cuCtxGetCurrent, cu_result (*)(void **))                                                             \
+    X(cuCtxPushCurrent_v2, cu_result (*)(void *))                                                          \
+    X(cuCtxPopCurrent_v2, cu_result (*)(void **))                                                          \
+    X(cuCtxSynchronize, cu_result (*)(void))                                                               \
+    X(cuModuleLoadDataEx, cu_result (*)(void **, const void *, unsigned, int *, void **))                  \
+    X(cuModuleUnload, cu_result (*)(void *))                                                               \
+    X(cuModuleGetFunction, cu_result (*)(void **, void *, const char *))                                   \
+    X(cuFuncGetAttribute, cu_result (*)(int *, int, void *))                                               \
+    X(cuLaunchKernel, cu_result (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
+                                    unsigned, void *, void **, void **))                                   \
+    X(cuMemAlloc_v2, cu_result (*)(uint64_t *, size_t))                                                    \
+    X(cuMemFree_v2, cu_result (*)(uint64_t))                                                               \
+    X(cuMemcpyHtoD_v2, cu_result (*)(uint64_t, const void *, size_t))                                      \
+    X(cuMemcpyDtoHAsync_v2, cu_result (*)(void *, uint64_t, size_t, void *))                               \
+    X(cuMemsetD32Async, cu_result (*)(uint64_t, unsigned, size_t, void *))                                 \
+    X(cuStreamSynchronize, cu_result (*)(void *))                                                          \
+    X(cuGetErrorName, cu_result (*)(cu_result, const char **))
+
+static struct {
+#define X(name, type) __typeof__(type) name;
+    CU_FUNCS(X)
+#undef X
+    cu_result (*uuid)(unsigned char *, int);    /* cuDeviceGetUuid(_v2) */
+} cu;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char load_msg[256];        /* empty when the driver loaded and initialised */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+#define MAX_CUDA 64
+static void *primary[MAX_CUDA];   /* retained once per ordinal, for the process */
+
+static void load(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) { snprintf(load_msg, sizeof load_msg, "libcuda.so.1 could not be loaded (no NVIDIA CUDA driver)"); return; }
+#define X(name, type)                                                                                      \
+    cu.name = (type)dlsym(h, #name);                                                                       \
+    if (!cu.name) { snprintf(load_msg, sizeof load_msg, "libcuda.so.1 has no %s (driver too old)", #name); return; }
+    CU_FUNCS(X)
+#undef X
+    cu.uuid = (cu_result(*)(unsigned char *, int))dlsym(h, "cuDeviceGetUuid_v2");
+    if (!cu.uuid) cu.uuid = (cu_result(*)(unsigned char *, int))dlsym(h, "cuDeviceGetUuid");
+    if (!cu.uuid) { snprintf(load_msg, sizeof load_msg, "libcuda.so.1 has no cuDeviceGetUuid"); return; }
+    cu_result r = cu.cuInit(0);
+    if (r) snprintf(load_msg, sizeof load_msg, "cuInit failed (CUDA error %d)", r);
+}
+
+bool ttc_cuda_available(char *why, size_t why_len) {
+    pthread_once(&once, load);
+    if (why && why_len) snprintf(why, why_len, "%s", load_msg);
+    return !load_msg[0];
+}
+
+static ttc_status cu_fail(cu_result r, const char *what) {
+    const char *nm = NULL;
+    if (cu.cuGetErrorName) cu.cuGetErrorName(r, &nm);
+    return ttc_fail_device("CUDA", (int32_t)r, nm, "%s failed: %s (CUDA error %d)", what, nm ? nm : "unknown", r);
+}
+
+static ttc_status need_driver(void) {
+    char why[256];
+    if (!ttc_cuda_available(why, sizeof why)) return ttc_fail(TTC_ERR_UNSUPPORTED, "CUDA driver unavailable: %s", why);
+    return TTC_OK;
+}
+
+ttc_status ttc_cuda_device_uuid(int32_t ordinal, unsigned char uuid[16]) {
+    TTC_TRY(need_driver());
+    int n = 0, dev = 0;
+    cu_result r = cu.cuDeviceGetCount(&n);
+    if (r) return cu_fail(r, "cuDeviceGetCount");
+    if (ordinal < 0 || ordinal >= n) return ttc_fail(TTC_ERR_INVALID_ARG, "CUDA device %d does not exist (%d devices)", (int)ordinal, n);
+    if ((r = cu.cuDeviceGet(&dev, ordinal)) || (r = cu.uuid(uuid, dev))) return cu_fail(r, "cuDeviceGetUuid");
+    return TTC_OK;
+}
+
+ttc_status ttc_cuda_enter(int32_t ordinal, ttc_cuda_scope *sc) {
+    sc->pushed = false;
+    TTC_TRY(need_driver());
+    if (ordinal < 0 || ordinal >= MAX_CUDA) return ttc_fail(TTC_ERR_INVALID_ARG, "CUDA device %d out of range", (int)ordinal);
+    pthread_mutex_lock(&lock);
+    cu_result r = 0;
+    if (!primary[ordinal]) {
+        int dev = 0;
+        r = cu.cuDeviceGet(&dev, ordinal);
+        if (!r) r = cu.cuDevicePrimaryCtxRetain(&primary[ordinal], dev);
+    }
+    void *want = primary[ordinal];
+    pthread_mutex_unlock(&lock);
+    if (r) return cu_fail(r, "cuDevicePrimaryCtxRetain");
+    void *cur = NULL;
+    if ((r = cu.cuCtxGetCurrent(&cur))) return cu_fail(r, "cuCtxGetCurrent");
+    if (cur == want) return TTC_OK;   /* the usual case: torch made it current on this thread */
+    if ((r = cu.cuCtxPushCurrent_v2(want))) return cu_fail(r, "cuCtxPushCurrent");
+    sc->pushed = true;
+    return TTC_OK;
+}
+
+void ttc_cuda_leave(ttc_cuda_scope *sc) {
+    void *c;
+    if (sc->pushed) cu.cuCtxPopCurrent_v2(&c);
+    sc->pushed = false;
+}
+
+/* ---- PTX ---- */
+
+/* The statement around position at: [*from, *to) from the previous ';', '{', '}' or newline
+ * to the next ';'. */
+static void statement(const char *ptx, size_t len, size_t at, size_t *from, size_t *to) {
+    size_t a = at, b = at;
+    while (a > 0 && !strchr(";{}\n", ptx[a - 1])) a--;
+    while (b < len && ptx[b] != ';') b++;
+    *from = a;
+    *to = b;
+}
+
+static bool space(char c) { return c == ' ' || c == '\t'; }
+
+ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out) {
+    *out = NULL;
+    while (len && !ptx[len - 1]) len--;
+    if (len < 16 || !memmem(ptx, len, ".entry", 6) || !memmem(ptx, len, ".version", 8))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "the program binary is not PTX text");
+    if (memmem(ptx, len, ".ptr .shared", 12))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "a kernel takes a dynamic __local argument (a .shared pointer parameter)");
+    ttc_sbuf b = {0};
+    size_t done = 0;
+    for (const char *p = ptx; (p = memmem(p, len - (size_t)(p - ptx), "%envreg", 7)); ) {
+        size_t at = (size_t)(p - ptx), from, to;
+        const char *q = p + 7;
+        int reg = 0, digits = 0;
+        while (q < ptx + len && *q >= '0' && *q <= '9' && digits < 3) reg = reg * 10 + (*q++ - '0'), digits++;
+        statement(ptx, len, at, &from, &to);
+        /* only "mov.b32|mov.u32 %rN, %envregM;" is understood */
+        size_t s = from;
+        while (s < at && (space(ptx[s]) || ptx[s] == '\n')) s++;
+        bool mov = at - s > 8 && (!strncmp(ptx + s, "mov.b32", 7) || !strncmp(ptx + s, "mov.u32", 7)) && space(ptx[s + 7]);
+        const char *tail = q;
+        while (tail < ptx + to && space(*tail)) tail++;
+        if (!digits || !mov || tail != ptx + to) {
+            ttc_sbuf_free(&b);
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "the PTX reads %%envreg in an unexpected form: %.*s", (int)(to - from > 80 ? 80 : to - from), ptx + from);
+        }
+        if (reg > 8) {
+            ttc_sbuf_free(&b);
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "a kernel reads %%envreg%d (%s), which a CUDA launch does not set", reg,
+                            reg == 9 ? "get_work_dim" : "unknown launch state");
+        }
+        ttc_sbuf_append(&b, ptx + done, s - done);
+        ttc_sbuf_append(&b, reg >= 6 ? "mov.u32" : "mov.b32", 7);
+        ttc_sbuf_append(&b, ptx + s + 7, at - (s + 7));
+        if (reg >= 6) ttc_sbuf_printf(&b, "%%nctaid.%c", "xyz"[reg - 6]);
+        else ttc_sbuf_append(&b, "0", 1);  /* group and global offsets: launches are never split or offset */
+        done = (size_t)(q - ptx);
+        p = q;
+    }
+    ttc_sbuf_append(&b, ptx + done, len - done);
+    char *s = ttc_sbuf_take(&b);
+    if (!s) return TTC_ERR_NOMEM;
+    *out = s;
+    return TTC_OK;
+}
+
+void ttc_cuda_ptx_reqntid(const char *ptx, const char *name, uint32_t req[3]) {
+    req[0] = req[1] = req[2] = 0;
+    size_t n = strlen(name);
+    for (const char *p = ptx; (p = strstr(p, ".entry ")); p += 7) {
+        const char *q = p + 7;
+        while (space(*q)) q++;
+        if (strncmp(q, name, n) || (q[n] != '(' && !space(q[n]))) continue;
+        const char *body = strchr(q, '{'), *r = strstr(q, ".reqntid");
+        if (!body || !r || r > body) return;
+        r += 8;
+        for (int d = 0; d < 3; d++) {
+            while (space(*r) || *r == '\n') r++;
+            char *end;
+            unsigned long v = strtoul(r, &end, 10);
+            if (end == r) break;
+            req[d] = (uint32_t)v;
+            r = end;
+            while (space(*r)) r++;
+            if (*r != ',') break;
+            r++;
+        }
+        for (int d = 0; d < 3; d++) if (!req[d]) req[d] = 1;
+        return;
+    }
+}
+
+/* ---- modules, launches, memory ---- */
+
+ttc_status ttc_cuda_module_load(const char *ptx, void **mod) {
+    *mod = NULL;
+    TTC_TRY(need_driver());
+    char log[4096] = {0};
+    /* CU_JIT_ERROR_LOG_BUFFER (5), CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES (6) */
+    int opts[2] = {5, 6};
+    void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+    cu_result r = cu.cuModuleLoadDataEx(mod, ptx, 2, opts, vals);
+    if (r) {
+        *mod = NULL;
+        ttc_status s = cu_fail(r, "cuModuleLoadDataEx(the engine's PTX)");
+        return log[0] ? ttc_fail_context(s, "JIT log: %.400s", log) : s;
+    }
+    return TTC_OK;
+}
+
+void ttc_cuda_module_unload(void *mod) {
+    if (mod && ttc_cuda_available(NULL, 0)) cu.cuModuleUnload(mod);
+}
+
+ttc_status ttc_cuda_function(void *mod, const char *name, void **fn, int32_t *max_threads) {
+    cu_result r = cu.cuModuleGetFunction(fn, mod, name);
+    if (r) return ttc_fail_context(cu_fail(r, "cuModuleGetFunction"), "kernel %s", name);
+    int v = 0;
+    /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (0): registers may allow fewer than 1024 */
+    r = cu.cuFuncGetAttribute(&v, 0, *fn);
+    if (r) return cu_fail(r, "cuFuncGetAttribute");
+    *max_threads = v;
+    return TTC_OK;
+}
+
+ttc_status ttc_cuda_launch(void *fn, const uint32_t grid[3], const uint32_t block[3], uint64_t stream,
+                           void **params) {
+    cu_result r = cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
+                                    (void *)(uintptr_t)stream, params, NULL);
+    return r ? cu_fail(r, "cuLaunchKernel") : TTC_OK;
+}
+
+ttc_status ttc_cuda_alloc(size_t n, uint64_t *ptr) {
+    *ptr = 0;
+    TTC_TRY(need_driver());
+    cu_result r = cu.cuMemAlloc_v2(ptr, n ? n : 16);
+    if (r) { *ptr = 0; return ttc_fail_context(cu_fail(r, "cuMemAlloc"), "%zu bytes", n); }
+    return TTC_OK;
+}
+
+void ttc_cuda_free(uint64_t ptr) {
+    if (!ptr || !ttc_cuda_available(NULL, 0)) return;
+    /* work queued on any stream may still read it: freed rarely (engine teardown) */
+    cu.cuCtxSynchronize();
+    cu.cuMemFree_v2(ptr);
+}
+
+ttc_status ttc_cuda_upload(uint64_t dst, const void *src, size_t n) {
+    cu_result r = n ? cu.cuMemcpyHtoD_v2(dst, src, n) : 0;
+    return r ? cu_fail(r, "cuMemcpyHtoD") : TTC_OK;
+}
+
+ttc_status ttc_cuda_memset32(uint64_t dst, uint32_t v, size_t count, uint64_t stream) {
+    cu_result r = cu.cuMemsetD32Async(dst, v, count, (void *)(uintptr_t)stream);
+    return r ? cu_fail(r, "cuMemsetD32Async") : TTC_OK;
+}
+
+ttc_status ttc_cuda_download(void *dst, uint64_t src, size_t n, uint64_t stream) {
+    cu_result r = cu.cuMemcpyDtoHAsync_v2(dst, src, n, (void *)(uintptr_t)stream);
+    if (r) return cu_fail(r, "cuMemcpyDtoHAsync");
+    r = cu.cuStreamSynchronize((void *)(uintptr_t)stream);
+    return r ? cu_fail(r, "cuStreamSynchronize") : TTC_OK;
+}

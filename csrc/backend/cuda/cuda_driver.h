@@ -1,0 +1,80 @@
+/*
+ * The CUDA driver as a launch backend for programs NVIDIA's OpenCL compiled: their binaries
+ * are PTX text, which the CUDA driver loads (cuModuleLoadDataEx) into torch's own context and
+ * launches on torch's stream, so an engine called with CUDA tensors runs with no switch to
+ * OpenCL's context (about 0.3 ms per call on an H100, bench/RESULTS.md).
+ *
+ *   char why[256];
+ *   if (ttc_cuda_available(why, sizeof why)) {
+ *       ttc_cuda_scope sc;
+ *       TTC_TRY(ttc_cuda_enter(ordinal, &sc));          // torch's (primary) context current
+ *       char *ptx;
+ *       TTC_TRY(ttc_cuda_ptx_prepare(bin, len, &ptx));  // TTC_ERR_UNSUPPORTED: kernel forms
+ *       void *mod, *fn;
+ *       TTC_TRY(ttc_cuda_module_load(ptx, &mod));
+ *       TTC_TRY(ttc_cuda_function(mod, "k0", &fn, &max_threads));
+ *       TTC_TRY(ttc_cuda_launch(fn, grid, block, stream, params));
+ *       ttc_cuda_leave(&sc);
+ *   }
+ *
+ * libcuda.so.1 is dlopen'd on first use, never linked, and the few driver types are declared
+ * by layout here: the library builds and imports on machines without CUDA, where
+ * ttc_cuda_available says why this path is not there.
+ *
+ * What a CUDA launch does not give an OpenCL kernel (found by bench/probe/ptx_envreg_probe.py
+ * on an H100, driver 580): NVIDIA's OpenCL PTX reads its launch environment from %envreg
+ * registers, which a CUDA launch leaves holding other values (%envreg0 held 58995400, so
+ * get_group_id(0) = %ctaid.x + %envreg0 pointed far outside every buffer: the "static __local
+ * array and barriers" kernel's illegal address). The registers are: envreg0..2 the group
+ * offsets, envreg3..5 the global offsets (both 0 for us: launches are never split and take no
+ * global offset), envreg6..8 the group counts (%nctaid), envreg9 the work dimension.
+ * ttc_cuda_ptx_prepare rewrites the first nine and refuses any other, and refuses dynamic
+ * __local arguments (".ptr .shared" parameters; no engine kernel has one).
+ */
+#ifndef TTC_BACKEND_CUDA_DRIVER_H
+#define TTC_BACKEND_CUDA_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../common/status.h"
+
+/* Whether libcuda.so.1 loads, has what this path needs and initialises; why (if given) says
+ * what is missing. Never fails; the answer is kept for the process. */
+bool ttc_cuda_available(char *why, size_t why_len);
+/* The UUID of CUDA device ordinal (to match it with an OpenCL device). */
+ttc_status ttc_cuda_device_uuid(int32_t ordinal, unsigned char uuid[16]);
+
+/* Makes the primary context of ordinal (the one torch uses) current on this thread, unless
+ * it already is; ttc_cuda_leave restores the previous one. */
+typedef struct ttc_cuda_scope { bool pushed; } ttc_cuda_scope;
+ttc_status ttc_cuda_enter(int32_t ordinal, ttc_cuda_scope *sc);
+void ttc_cuda_leave(ttc_cuda_scope *sc);
+
+/* NVIDIA OpenCL's PTX made launchable by the CUDA driver (see above): *out is malloc'd,
+ * NUL-terminated. TTC_ERR_UNSUPPORTED (the reason in the message) for PTX that reads launch
+ * state a CUDA launch cannot give, or takes dynamic __local arguments. Pure text: no driver. */
+ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out);
+
+/* The block size entry point name requires (".reqntid", from OpenCL's reqd_work_group_size):
+ * OpenCL launches such a kernel with that local size when given none, CUDA refuses any other.
+ * req[d] = 0 when the entry declares none. Pure text. */
+void ttc_cuda_ptx_reqntid(const char *ptx, const char *name, uint32_t req[3]);
+
+/* In the current context. */
+ttc_status ttc_cuda_module_load(const char *ptx, void **mod);
+void ttc_cuda_module_unload(void *mod);
+/* fn: the entry point; max_threads: the most threads a block of it may have. */
+ttc_status ttc_cuda_function(void *mod, const char *name, void **fn, int32_t *max_threads);
+/* params: one pointer per kernel parameter, to its value (cuLaunchKernel's kernelParams). */
+ttc_status ttc_cuda_launch(void *fn, const uint32_t grid[3], const uint32_t block[3], uint64_t stream,
+                           void **params);
+ttc_status ttc_cuda_alloc(size_t n, uint64_t *ptr);
+void ttc_cuda_free(uint64_t ptr);           /* waits for the context's work first */
+ttc_status ttc_cuda_upload(uint64_t dst, const void *src, size_t n);          /* synchronous */
+ttc_status ttc_cuda_memset32(uint64_t dst, uint32_t v, size_t count, uint64_t stream);
+/* Copies n bytes to the host after the stream's work and waits for it. */
+ttc_status ttc_cuda_download(void *dst, uint64_t src, size_t n, uint64_t stream);
+
+#endif

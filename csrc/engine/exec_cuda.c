@@ -1,0 +1,304 @@
+/* Engines launched through the CUDA driver (exec_cuda.h). The launch plan is the OpenCL
+ * path's own (plan.c): the same argument values and launch sizes, with buffers replaced by
+ * device pointers. OpenCL passes a buffer and its offset separately, so every pointer argument
+ * is the base of its memory (input, output, constant block or arena). */
+#include "exec_cuda.h"
+
+#include "../backend/cuda/cuda_driver.h"
+#include "engine_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONST_ALIGN 256          /* every constant starts where OpenCL's buffers would */
+#define ARENA_TAIL 256           /* the index-error flag sits after the arena */
+
+struct ttc_cuda_engine {
+    ttc_engine *e;
+    int32_t ordinal;
+    void *mod;
+    void **fn;                   /* per kernel of e->cg */
+    int32_t *max_threads;
+    uint32_t (*req)[3];          /* per kernel: the block size its PTX requires (0: none) */
+    uint64_t consts;             /* one block holding every constant */
+    uint64_t *const_ptr;         /* per tensor id (0: not a constant) */
+    size_t const_bytes;
+    int32_t max_args;
+    bool errf;                   /* some kernel takes the index-error flag */
+    int64_t calls, launches, flag_reads;   /* atomics */
+};
+
+static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* The constants' values, read back from the engine's OpenCL buffers (whatever conversion,
+ * packing or half rounding made them) and uploaded into one CUDA block. */
+static ttc_status upload_consts(ttc_cuda_engine *c) {
+    ttc_engine *e = c->e;
+    int32_t n = e->k->n_ts;
+    c->const_ptr = ttc_calloc((size_t)n + 1, sizeof(uint64_t));
+    if (!c->const_ptr) return TTC_ERR_NOMEM;
+    size_t total = 0;
+    for (int32_t t = 0; t < n; t++)
+        if (e->const_mem && e->const_mem[t]) total = align_up(total, CONST_ALIGN) + ttc_buf_size(e->const_mem[t]);
+    if (!total) return TTC_OK;
+    TTC_TRY(ttc_cuda_alloc(total, &c->consts));
+    c->const_bytes = total;
+    ttc_queue *q = NULL;
+    unsigned char *host = NULL;
+    ttc_status s = ttc_queue_new(e->dev, false, &q);
+    size_t off = 0;
+    for (int32_t t = 0; t < n && s == TTC_OK; t++) {
+        if (!e->const_mem || !e->const_mem[t]) continue;
+        size_t sz = ttc_buf_size(e->const_mem[t]);
+        off = align_up(off, CONST_ALIGN);
+        free(host);
+        host = ttc_malloc(sz ? sz : 1);
+        if (!host) { s = TTC_ERR_NOMEM; break; }
+        s = ttc_buf_read(q, e->const_mem[t], 0, sz, host, true);
+        if (s == TTC_OK) s = ttc_cuda_upload(c->consts + off, host, sz);
+        c->const_ptr[t] = c->consts + off;
+        off += sz;
+    }
+    free(host);
+    ttc_queue_free(q);
+    return s;
+}
+
+static ttc_status refuse_why(ttc_engine *e, int32_t ordinal) {
+    if (!e->tg.cuda_launch) return ttc_fail(TTC_ERR_UNSUPPORTED, "TORCHTRT_C_CUDA_LAUNCH=0");
+    char why[256];
+    if (!ttc_cuda_available(why, sizeof why)) return ttc_fail(TTC_ERR_UNSUPPORTED, "%s", why);
+    unsigned char a[16], b[16];
+    if (!ttc_device_uuid(e->dev, a))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "device %s reports no UUID (cl_khr_device_uuid)", e->tg.name);
+    if (ttc_cuda_device_uuid(ordinal, b) != TTC_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ttc_last_error());
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "%s", msg);
+    }
+    if (memcmp(a, b, sizeof a))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "device %s is not CUDA device %d (UUIDs differ)", e->tg.name, (int)ordinal);
+    for (int32_t i = 0; i < e->cg.n_kernels; i++)
+        if (e->cg.kernels[i].native)
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s is a host task", e->cg.kernels[i].name);
+    size_t len = 0;
+    if (!ttc_program_binary(e->prog, &len) || !len)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "the engine's program keeps no binary (TORCHTRT_C_PROGRAM_BINARIES)");
+    return TTC_OK;
+}
+
+ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine **out) {
+    *out = NULL;
+    TTC_TRY(refuse_why(e, ordinal));
+    size_t len = 0;
+    const unsigned char *bin = ttc_program_binary(e->prog, &len);
+    char *ptx = NULL;
+    TTC_TRY(ttc_cuda_ptx_prepare((const char *)bin, len, &ptx));
+    ttc_cuda_engine *c = ttc_calloc(1, sizeof *c);
+    int32_t nk = e->cg.n_kernels;
+    if (c) {
+        c->fn = ttc_calloc((size_t)nk + 1, sizeof(void *));
+        c->max_threads = ttc_calloc((size_t)nk + 1, sizeof(int32_t));
+        c->req = ttc_calloc((size_t)nk + 1, sizeof *c->req);
+    }
+    if (!c || !c->fn || !c->max_threads || !c->req) {
+        free(ptx);
+        if (c) { free(c->fn); free(c->max_threads); free(c->req); free(c); }
+        return TTC_ERR_NOMEM;
+    }
+    c->e = e;
+    c->ordinal = ordinal;
+    ttc_cuda_scope sc;
+    ttc_status s = ttc_cuda_enter(ordinal, &sc);
+    if (s != TTC_OK) { free(ptx); free(c->fn); free(c->max_threads); free(c->req); free(c); return s; }
+    s = ttc_cuda_module_load(ptx, &c->mod);
+    for (int32_t i = 0; i < nk && s == TTC_OK; i++) {
+        const ttc_kspec *ks = &e->cg.kernels[i];
+        ttc_cuda_ptx_reqntid(ptx, ks->name, c->req[i]);
+        if (ks->n_args > c->max_args) c->max_args = ks->n_args;
+        c->errf = c->errf || ttc_kspec_has_errflag(ks);
+        s = ttc_cuda_function(c->mod, ks->name, &c->fn[i], &c->max_threads[i]);
+    }
+    free(ptx);
+    /* PTX the driver does not take is a kernel form this path cannot run: a refusal */
+    if (s == TTC_ERR_DEVICE) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ttc_last_error());   /* ttc_fail writes where it lies */
+        s = ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver does not take the engine's PTX: %s", msg);
+    }
+    if (s == TTC_OK) s = upload_consts(c);
+    ttc_cuda_leave(&sc);
+    if (s != TTC_OK) { ttc_cuda_engine_free(c); return s; }
+    *out = c;
+    return TTC_OK;
+}
+
+void ttc_cuda_engine_free(ttc_cuda_engine *c) {
+    if (!c) return;
+    ttc_cuda_scope sc;
+    if (ttc_cuda_enter(c->ordinal, &sc) == TTC_OK) {
+        ttc_cuda_free(c->consts);
+        ttc_cuda_module_unload(c->mod);
+        ttc_cuda_leave(&sc);
+    }
+    free(c->fn);
+    free(c->max_threads);
+    free(c->req);
+    free(c->const_ptr);
+    free(c);
+}
+
+static ttc_status plan_for(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_plan **p) {
+    int64_t sv[64] = {0};
+    if (c->e->k->n_syms > 64) return ttc_fail(TTC_ERR_UNSUPPORTED, "more than 64 symbols");
+    TTC_TRY(ttc_engine_symbols_from_shapes(c->e, in_shapes, sv));
+    return ttc_engine_get_plan(c->e, sv, p);
+}
+
+static size_t arena_need(const ttc_cuda_engine *c, const ttc_plan *p) {
+    return align_up(p->arena_bytes ? p->arena_bytes : 16, ARENA_TAIL) + (c->errf ? ARENA_TAIL : 0);
+}
+
+ttc_status ttc_cuda_engine_arena_bytes(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MAX_RANK], size_t *out) {
+    ttc_plan *p;
+    TTC_TRY(plan_for(c, in_shapes, &p));
+    *out = arena_need(c, p);
+    ttc_plan_release(c->e, p);
+    return TTC_OK;
+}
+
+/* The largest divisor of n that is at most cap: OpenCL 1.2 launches cover exactly the
+ * global size, and kernels check only some dims against their bounds. */
+static uint32_t divisor_at_most(size_t n, size_t cap) {
+    for (size_t b = cap < n ? cap : n; b > 1; b--)
+        if (n % b == 0) return (uint32_t)b;
+    return 1;
+}
+
+/* Grid and block of kernel ki; TTC_ERR_UNSUPPORTED where CUDA cannot launch it so. */
+static ttc_status dims(const ttc_cuda_engine *c, const ttc_plan *p, int32_t ki, uint32_t grid[3], uint32_t block[3]) {
+    static const size_t block_max[3] = {1024, 1024, 64};   /* CUDA's block limits per dim */
+    const ttc_kspec *ks = &c->e->cg.kernels[ki];
+    size_t cap = c->max_threads[ki] < 256 ? (size_t)c->max_threads[ki] : 256, threads = 1;
+    for (int32_t d = 0; d < 3; d++) {
+        size_t g = p->gws[ki][d], b;
+        size_t left = cap / threads < block_max[d] ? cap / threads : block_max[d];
+        if (ks->use_local) b = p->lws[ki][d];
+        else if (c->req[ki][0]) b = c->req[ki][d];   /* OpenCL takes reqd_work_group_size when given none */
+        else b = d < ks->work_dims ? divisor_at_most(g, left ? left : 1) : 1;
+        if (c->req[ki][0] && b != c->req[ki][d])
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: local size %zu in dim %d, its PTX requires %u", ks->name, b,
+                            (int)d, c->req[ki][d]);
+        if (!b || g % b) return ttc_fail(TTC_ERR_INTERNAL, "kernel %s: global size %zu not a multiple of %zu", ks->name, g, b);
+        if (b > block_max[d])
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %zu threads in dim %d of a block exceed CUDA's %zu", ks->name,
+                            b, (int)d, block_max[d]);
+        threads *= b;
+        size_t n = g / b;
+        if (n > (d ? 65535u : 2147483647u))
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %zu blocks in dim %d exceed CUDA's grid", ks->name, n, (int)d);
+        grid[d] = (uint32_t)n;
+        block[d] = (uint32_t)b;
+    }
+    if (threads > (size_t)c->max_threads[ki])
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %zu threads per block, the CUDA function allows %d", ks->name,
+                        threads, (int)c->max_threads[ki]);
+    return TTC_OK;
+}
+
+/* The device pointer behind tensor t (ttc_exec_buf's mapping). */
+static uint64_t ptr_of(const ttc_cuda_engine *c, const ttc_plan *p, int32_t t, const uint64_t *in, const uint64_t *out,
+                       uint64_t arena) {
+    const ttc_res *r = &p->res[t];
+    uint64_t v = 0;
+    switch (r->root) {
+    case TTC_ROOT_INPUT: v = in[r->idx]; break;
+    case TTC_ROOT_OUTPUT: v = out[r->idx]; break;
+    case TTC_ROOT_CONST: v = c->const_ptr[r->idx]; break;
+    case TTC_ROOT_ARENA: v = arena; break;
+    default: break;
+    }
+    return v ? v : arena;   /* empty tensors: any valid memory, never read */
+}
+
+typedef union { uint64_t p; int32_t i; } arg_val;
+
+static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64_t *in, const uint64_t *out,
+                             uint64_t arena, uint64_t flag, uint64_t stream) {
+    ttc_engine *e = c->e;
+    int32_t nk = e->cg.n_kernels;
+    uint32_t (*g)[3] = ttc_malloc(sizeof(uint32_t) * 6 * ((size_t)nk + 1));
+    arg_val *vals = ttc_malloc(sizeof(arg_val) * ((size_t)c->max_args + 1));
+    void **params = ttc_malloc(sizeof(void *) * ((size_t)c->max_args + 1));
+    ttc_status s = g && vals && params ? TTC_OK : TTC_ERR_NOMEM;
+    uint32_t (*b)[3] = g ? g + nk + 1 : NULL;
+    /* every launch is checked before the first is made: a refusal leaves the stream untouched */
+    for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++)
+        if (!p->skip[ki]) s = dims(c, p, ki, g[ki], b[ki]);
+    if (s == TTC_OK && flag) s = ttc_cuda_memset32(flag, 0, 1, stream);
+    int64_t n = 0;
+    for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++) {
+        if (p->skip[ki]) continue;
+        const ttc_kspec *ks = &e->cg.kernels[ki];
+        for (int32_t a = 0; a < ks->n_args; a++) {
+            int64_t v = p->argv[ki][a];
+            if (ks->args[a].kind == TTC_ARG_BUF) vals[a].p = ptr_of(c, p, (int32_t)v, in, out, arena);
+            else if (ks->args[a].kind == TTC_ARG_ERRFLAG) vals[a].p = flag;
+            else vals[a].i = (int32_t)v;
+            params[a] = &vals[a];
+        }
+        s = ttc_cuda_launch(c->fn[ki], g[ki], b[ki], stream, params);
+        if (s != TTC_OK) s = ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);
+        n++;
+    }
+    __atomic_fetch_add(&c->launches, n, __ATOMIC_RELAXED);
+    free(g);
+    free(vals);
+    free(params);
+    return s;
+}
+
+ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int64_t (*in_shapes)[TTC_MAX_RANK],
+                               const uint64_t *out, uint64_t arena, size_t arena_bytes, uint64_t stream) {
+    ttc_engine *e = c->e;
+    ttc_plan *p;
+    TTC_TRY(plan_for(c, in_shapes, &p));
+    ttc_status s = TTC_OK;
+    size_t need = arena_need(c, p);
+    if (arena_bytes < need || !arena)
+        s = ttc_fail(TTC_ERR_INPUT, "engine %s: the arena has %zu bytes, %zu needed", e->name, arena_bytes, need);
+    for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++)
+        if (in[i] % 16 && p->res[e->k->inputs[i]].numel)
+            s = ttc_fail(TTC_ERR_INPUT, "input %s: device memory not aligned to 16 bytes", e->ins[i].name);
+    for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++)
+        if ((out[i] % 16 || !out[i]) && p->res[e->k->outputs[i]].numel)
+            s = ttc_fail(TTC_ERR_INPUT, "output %s: no device memory or not aligned to 16 bytes", e->outs[i].name);
+    uint64_t flag = c->errf ? arena + need - ARENA_TAIL : 0;
+    ttc_cuda_scope sc = {0};
+    if (s == TTC_OK) s = ttc_cuda_enter(c->ordinal, &sc);
+    if (s == TTC_OK) {
+        s = launch_all(c, p, in, out, arena, flag, stream);
+        int32_t v = 0;
+        if (s == TTC_OK && flag) {
+            s = ttc_cuda_download(&v, flag, sizeof v, stream);
+            __atomic_fetch_add(&c->flag_reads, 1, __ATOMIC_RELAXED);
+        }
+        if (s == TTC_OK && v > 0 && v <= e->k->n_ops)
+            s = ttc_fail(TTC_ERR_INPUT, "node %s: index out of range (an index tensor holds a value outside the dim "
+                         "it indexes); the outputs of this call are not valid", e->k->ops[v - 1].name);
+        else if (s == TTC_OK && v)
+            s = ttc_fail(TTC_ERR_INTERNAL, "engine %s: index error flag holds %d", e->name, (int)v);
+        ttc_cuda_leave(&sc);
+    }
+    if (s == TTC_OK) __atomic_fetch_add(&c->calls, 1, __ATOMIC_RELAXED);
+    ttc_plan_release(e, p);
+    return s;
+}
+
+ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
+    ttc_cuda_engine_stats st = {__atomic_load_n(&c->calls, __ATOMIC_RELAXED),
+                                __atomic_load_n(&c->launches, __ATOMIC_RELAXED),
+                                __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes};
+    return st;
+}

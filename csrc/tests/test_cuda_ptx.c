@@ -1,0 +1,53 @@
+/* The PTX rewrite and .reqntid parsing of the CUDA launch path (backend/cuda/cuda_driver.h):
+ * pure text, no driver. Edge cases run under ASan: a register name at the very end, a
+ * truncated number, an entry name that is a prefix of another. */
+#include <string.h>
+
+#include "backend/cuda/cuda_driver.h"
+#include "tests/ctest.h"
+
+#define HEAD ".version 9.0\n.target sm_90, texmode_independent\n.address_size 64\n\n"
+
+static void test_rewrite(void) {
+    const char *src = HEAD ".entry k1(\n\t.param .u64 .ptr .global .align 4 k1_param_0\n)\n{\n"
+                      "\tmov.b32 \t%r1, %envreg3;\n\tmov.b32 \t%r2, %envreg7;\n\tmov.u32 %r3, %envreg0 ;\n\tret;\n}\n";
+    char *out = NULL;
+    CHECK_OK(ttc_cuda_ptx_prepare(src, strlen(src) + 1, &out));
+    CHECK(out && !strstr(out, "%envreg"), "%s", out ? out : "(null)");
+    CHECK(out && strstr(out, "mov.b32 \t%r1, 0;"), "offset -> 0");
+    CHECK(out && strstr(out, "mov.u32 \t%r2, %nctaid.y;"), "group count -> nctaid");
+    CHECK(out && strstr(out, "mov.b32 %r3, 0 ;"), "mnemonic spelled for the value");
+    free(out);
+}
+
+static void test_refusals(void) {
+    const char *bad[] = {
+        HEAD ".entry k(\n)\n{\n\tmov.b32 \t%r1, %envreg9;\n}\n",
+        HEAD ".entry k(\n)\n{\n\tmov.b32 \t%r1, %envreg",            /* ends in the name */
+        HEAD ".entry k(\n)\n{\n\tadd.s32 \t%r1, %envreg3, 1;\n}\n",
+        HEAD ".entry k(\n\t.param .u64 .ptr .shared .align 4 k_param_0\n)\n{\n}\n",
+        "%envreg3",
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *out = (char *)1;
+        ttc_status s = ttc_cuda_ptx_prepare(bad[i], strlen(bad[i]), &out);
+        CHECK(s == TTC_ERR_UNSUPPORTED && !out, "case %zu: %s", i, ttc_status_name(s));
+    }
+}
+
+static void test_reqntid(void) {
+    const char *src = HEAD ".entry k14(\n\t.param .u32 k14_param_0\n)\n.reqntid 128, 1, 1\n{\n}\n"
+                      ".entry k1(\n)\n{\n}\n.entry k2 (\n)\n.reqntid 64\n{\n}\n";
+    uint32_t r[3];
+    ttc_cuda_ptx_reqntid(src, "k14", r);
+    CHECK(r[0] == 128 && r[1] == 1 && r[2] == 1, "k14: %u %u %u", r[0], r[1], r[2]);
+    ttc_cuda_ptx_reqntid(src, "k1", r);   /* not k14's */
+    CHECK(r[0] == 0, "k1 declares none: %u", r[0]);
+    ttc_cuda_ptx_reqntid(src, "k2", r);
+    CHECK(r[0] == 64 && r[1] == 1 && r[2] == 1, "k2: %u %u %u", r[0], r[1], r[2]);
+    ttc_cuda_ptx_reqntid(src, "k9", r);
+    CHECK(r[0] == 0, "no such entry");
+}
+
+TEST_MAIN(test_rewrite, test_refusals, test_reqntid)
