@@ -3,6 +3,7 @@
 #include "backend_impl.h"
 #include "blas.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@ static void decisions_default(ttc_target *t) {
     t->dedupe_kernels = true;
     t->tune_threads = 1;
     t->cuda_launch = true;
+    t->attn_mma = -1;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -87,6 +89,18 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.conv_cpu_ocb8 = env_is("TORCHTRT_C_CONV_CPU", "ocb8");
     t.dedupe_kernels = !env_is("TORCHTRT_C_DEDUPE_KERNELS", "0");
     t.cuda_launch = !env_is("TORCHTRT_C_CUDA_LAUNCH", "0");
+    /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device
+     * is not NVIDIA (tests on PoCL), =0 keeps the row kernel on NVIDIA (A/B runs) */
+    if ((v = env("TORCHTRT_C_ATTN_MMA")) && (!strcmp(v, "0") || !strcmp(v, "1"))) t.attn_mma = v[0] == '1';
+    if ((v = env("TORCHTRT_C_ATTN_TILE"))) {
+        int nw = 0, bn = 0;
+        char extra;
+        if (sscanf(v, "%dx%d%c", &nw, &bn, &extra) != 2 || (nw != 2 && nw != 4 && nw != 8) ||
+            (bn != 16 && bn != 32 && bn != 64 && bn != 128))
+            return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_ATTN_TILE=%s: expected <warps 2/4/8>x<keys 16/32/64/128>", v);
+        t.attn_nw = nw;
+        t.attn_bn = bn;
+    }
     /* threads preparing tuning candidates: online CPUs, at most 8 */
     v = env("TORCHTRT_C_TUNE_THREADS");
     long n = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);

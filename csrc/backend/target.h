@@ -15,7 +15,8 @@
  * TORCHTRT_C_PROGRAM_BINARIES=0/1, TORCHTRT_C_GEMM_TILE=<i>, TORCHTRT_C_CONV_KSPLIT=<n>,
  * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1, TORCHTRT_C_CONV_DB=0/1,
  * TORCHTRT_C_CONV_CPU=ocb8, TORCHTRT_C_DEDUPE_KERNELS=0, TORCHTRT_C_TUNE_THREADS=<n>,
- * TORCHTRT_C_HOST_IN_PLACE=0, TORCHTRT_C_CUDA_LAUNCH=0.
+ * TORCHTRT_C_HOST_IN_PLACE=0, TORCHTRT_C_CUDA_LAUNCH=0, TORCHTRT_C_ATTN_MMA=0/1,
+ * TORCHTRT_C_ATTN_TILE=<warps>x<keys>.
  * Device selection (TORCHTRT_C_DEVICE) and the cache directory (TORCHTRT_C_CACHE_DIR) are read
  * by backend.c, where devices are chosen and caches opened.
  */
@@ -61,6 +62,10 @@ typedef struct ttc_target {
     int32_t tune_threads;         /* threads preparing tuning candidates (1..8) */
     bool cuda_launch;             /* CUDA tensors: the program's PTX launched through the CUDA driver on
                                    * torch's stream (engine/exec_cuda.h; CUDA_LAUNCH=0: the shared-memory path) */
+    int32_t attn_mma;             /* fp16 attention on tensor cores (attn_mma.cl): -1 choose (NVIDIA),
+                                   * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */
+    int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
+                                   * and keys per block; 0: choose */
 } ttc_target;
 
 typedef struct ttc_device ttc_device;

@@ -380,6 +380,7 @@ static ttc_status gen_attention(const ttc_kgen *g, ttc_kparams *p) {
     const ttc_et *out = &k->ts[op->out];
     int32_t R = out->rank, E = op->p.attn.e, EV = op->p.attn.ev;
     if (R < 2 || E < 1 || EV < 1) return ttc_fail(TTC_ERR_INTERNAL, "attention %s: rank %d, E %d, EV %d", op->name, R, E, EV);
+    if (ttc_attn_mma_ok(k, op)) return ttc_gen_attention_mma(g, p);   /* fp16 on tensor cores */
     ttc_kp_int(p, TTC_ARG_PROD, op->out, 0, R - 1, 0, "n");
     for (int32_t d = 0; d < R - 1; d++) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "sz%d", d);
     ttc_kp_int(p, TTC_ARG_DIM, op->in[1], k->ts[op->in[1]].rank - 2, 0, 0, "S");

@@ -46,6 +46,11 @@ bool ttc_conv_cpu_enabled(const ttc_kir *k);
 /* Whether TORCHTRT_C_KERNELS=gpu asks for the GPU kernel families on any device. */
 bool ttc_codegen_gpu_forced(const ttc_kir *k);
 
+/* codegen_attn_mma.c: whether attention op takes the tensor-core kernel (attn_mma.cl) on k's
+ * target, and its generator (called by ttc_gen_attention, which owns p). */
+bool ttc_attn_mma_ok(const ttc_kir *k, const ttc_kop *op);
+ttc_status ttc_gen_attention_mma(const ttc_kgen *g, ttc_kparams *p);
+
 /* The usual locals of a generator (each may go unused). */
 #define TTC_KGEN_LOCALS(g)                                                                   \
     const ttc_kir *k = (g)->k;                                                               \

@@ -1,0 +1,170 @@
+"""The tensor-core attention kernel (csrc/kernels/attn_mma.cl, flash style on mma.sync) against
+torch's SDPA, with the family forced (TORCHTRT_C_ATTN_MMA=1: on a non-NVIDIA device it runs
+through the PTX prelude's emulation, which has the instructions' per-lane semantics).
+
+Inputs are fp16 in [-1, 1]; the reference is F.scaled_dot_product_attention in float32 on the
+same half inputs, rounded to half. The kernel rounds the softmax weights P to half before
+P V (as flash attention does) and accumulates in float32, so the tolerance is
+|got - ref| <= 2e-3 + 2e-3 |ref|. Shapes are small and odd (sequence lengths 1, 7, 33, 70:
+query and key tails inside a 64-row block and past one), head dims 64 and 32/80/128,
+no mask / bool / float / half masks in BERT's broadcast forms, causal with L = S, L < S, L > S,
+GQA, rank 3, a scale argument, and q/k/v views whose offset is not a multiple of 8 halves
+(the kernel's plain-load path instead of cp.async).
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchtrt_c
+import torchtrt_c._C as C
+from convtest import assert_close, check_op, rand
+
+SDPA = "aten.scaled_dot_product_attention.default"
+ATOL = RTOL = 2e-3
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    monkeypatch.setenv("TORCHTRT_C_ATTN_MMA", "1")
+
+
+def _ref(q, k, v, m, dp, causal, scale, gqa):
+    m = m if m is None or m.dtype == torch.bool else m.float()
+    return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=m, dropout_p=dp,
+                                          is_causal=causal, scale=scale, enable_gqa=gqa).half()
+
+
+def _qkv(qs, ks, vs, seed):
+    return [rand(*s, seed=seed + i, dtype=torch.float16) * 0.5 for i, s in enumerate((qs, ks, vs))]
+
+
+def _mask(kind, shape, seed=7):
+    g = torch.Generator().manual_seed(seed)
+    if kind == "bool":
+        m = torch.rand(shape, generator=g) > 0.3
+        if shape[-2] > 1:
+            m[..., 1, :] = False          # a fully masked row gives 0
+        return m
+    m = torch.randn(shape, generator=g)
+    m = torch.where(torch.rand(shape, generator=g) < 0.2, torch.full_like(m, float("-inf")), m)
+    return m.half() if kind == "half" else m
+
+
+def _uses_mma(e) -> bool:
+    return "attn_mma" in e.info()["source"]
+
+
+# (q shape, k/v shape, head dim, mask kind and shape or None, causal, scale, gqa)
+CASES = [
+    ((1, 2, 1), (1, 2, 1), 64, None, False, None, False),
+    ((2, 1, 7), (2, 1, 7), 64, None, False, None, False),
+    ((1, 2, 70), (1, 2, 33), 64, None, False, None, False),
+    ((2, 2, 33), (2, 2, 70), 64, ("bool", (2, 1, 33, 70)), False, None, False),   # HF BERT's bool mask
+    ((2, 2, 70), (2, 2, 70), 64, ("float", (2, 1, 1, 70)), False, None, False),   # additive padding mask
+    ((1, 2, 33), (1, 2, 33), 64, ("half", (33, 33)), False, 0.3, False),
+    ((1, 2, 70), (1, 2, 70), 64, None, True, None, False),
+    ((1, 1, 7), (1, 1, 33), 32, None, True, None, False),                         # causal, L < S
+    ((1, 2, 70), (1, 2, 33), 32, None, True, None, False),                        # causal, L > S
+    ((1, 2, 33), (1, 2, 70), 80, ("bool", (1, 2, 33, 70)), False, None, False),
+    ((1, 1, 9), (1, 1, 13), 128, ("float", (1, 1, 9, 13)), False, 0.2, False),
+    ((1, 4, 33), (1, 2, 33), 64, None, True, None, True),                         # GQA
+    ((2, 33), (2, 70), 64, None, False, None, False),                             # rank 3
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"q{c[0]}-kv{c[1]}-d{c[2]}-{c[3][0] if c[3] else 'nomask'}"
+                         f"{'-causal' if c[4] else ''}{'-gqa' if c[6] else ''}")
+def test_attn_mma_matches_sdpa(case, forced):
+    qs, ks, e, mask, causal, scale, gqa = case
+    q, k, v = _qkv(qs + (e,), ks + (e,), ks + (e,), seed=len(qs) + e)
+    m = _mask(*mask) if mask else None
+    eng = check_op(SDPA, [q, k, v, m, 0.0, causal, scale, gqa], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
+    assert _uses_mma(eng), "TORCHTRT_C_ATTN_MMA=1 did not select the tensor-core kernel"
+
+
+def _engine_info(trt):
+    eng = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="")
+    return eng.info()
+
+
+class _Sliced(torch.nn.Module):
+    """q/k/v read from one [B, S, 3 * E + 1] tensor at offsets 1, 1 + E, 1 + 2E: strided views
+    whose offsets are not multiples of 8 halves (no 16-byte copies)."""
+
+    def __init__(self, e, causal):
+        super().__init__()
+        self.e, self.causal = e, causal
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        e = self.e
+        q, k, v = (x[..., 1 + i * e:1 + (i + 1) * e].view(b, s, 2, e // 2).transpose(1, 2) for i in range(3))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attn_mma_unaligned_views(causal, forced):
+    x = rand(2, 37, 3 * 128 + 1, seed=3, dtype=torch.float16) * 0.5
+    m = _Sliced(128, causal).eval()
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={torch.float16})
+    info = _engine_info(trt)
+    assert "attn_mma" in info["source"], info["kernels"]
+    with torch.no_grad():
+        want = m(x.float()).half()
+    assert_close(trt(x), want, ATOL, RTOL, "attention over unaligned views")
+
+
+def test_attn_mma_not_taken_where_it_does_not_apply(forced, monkeypatch):
+    # head dim 40 (not a multiple of 16), fp32 engines: the row kernel, still right
+    q, k, v = _qkv((1, 2, 7, 40), (1, 2, 9, 40), (1, 2, 9, 40), seed=1)
+    eng = check_op(SDPA, [q, k, v, None, 0.0, False, None, False], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
+    assert not _uses_mma(eng)
+    q, k, v = (t.float() for t in _qkv((1, 2, 7, 64), (1, 2, 9, 64), (1, 2, 9, 64), seed=2))
+    eng = check_op(SDPA, [q, k, v, None, 0.0, False, None, False], tol=1e-5, rtol=1e-4)
+    assert not _uses_mma(eng)
+    # =0 turns it off where it would apply
+    monkeypatch.setenv("TORCHTRT_C_ATTN_MMA", "0")
+    q, k, v = _qkv((1, 2, 7, 64), (1, 2, 9, 64), (1, 2, 9, 64), seed=3)
+    eng = check_op(SDPA, [q, k, v, None, 0.0, False, None, False], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
+    assert not _uses_mma(eng)
+
+
+def test_attn_mma_default_follows_the_device(monkeypatch):
+    """Unforced, fp16 engines take it exactly on NVIDIA GPUs."""
+    monkeypatch.delenv("TORCHTRT_C_ATTN_MMA", raising=False)
+    q, k, v = _qkv((1, 2, 7, 64), (1, 2, 9, 64), (1, 2, 9, 64), seed=4)
+    eng = check_op(SDPA, [q, k, v, None, 0.0, False, None, False], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
+    dev = eng.device
+    nvidia = "nvidia" in (dev.get("vendor", "") + dev.get("platform", "")).lower() and dev.get("type") == "gpu"
+    assert _uses_mma(eng) == nvidia, dev
+
+
+@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+def test_attn_mma_in_hf_model(arch, forced):
+    """A tiny Hugging Face BERT (padding mask: SDPA with a bool [B, 1, L, S] mask) and GPT-2
+    (causal) at head dim 64, fp16, against the float32 model. Tolerance 2e-2 of max |eager|:
+    weights, activations and every intermediate are half across two layers."""
+    T = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    if arch == "bert":
+        m = T.BertModel(T.BertConfig(vocab_size=100, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64))
+    else:
+        m = T.GPT2Model(T.GPT2Config(vocab_size=100, n_embd=128, n_layer=2, n_head=2, n_positions=64))
+    m.eval()
+    ids = torch.randint(0, 100, (2, 19), generator=torch.Generator().manual_seed(1))
+    am = torch.ones(2, 19, dtype=torch.long)
+    am[1, 13:] = 0
+    kw = dict(input_ids=ids, attention_mask=am)
+    with torch.no_grad():
+        want = m(**kw).last_hidden_state
+    m16 = m.half()
+    trt = torchtrt_c.compile(m16, kwarg_inputs=kw, enabled_precisions={torch.float16})
+    engines = [c for n, c in trt.named_children() if n.startswith("_run_on_acc")]
+    srcs = [C.Engine.deserialize(bytes(c.engine.numpy()), cache_dir="").info()["source"] for c in engines]
+    assert any("attn_mma" in s for s in srcs), "no engine took the tensor-core attention"
+    with torch.no_grad():
+        got = trt(**kw)
+    got = (got.last_hidden_state if hasattr(got, "last_hidden_state") else got[0]).float()
+    err = float((got - want).abs().max()) / float(want.abs().max())
+    assert err <= 2e-2, f"{arch}: max error {err:.3g} relative to max |eager|"
