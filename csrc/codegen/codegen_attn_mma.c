@@ -20,7 +20,8 @@ static size_t local_bytes(attn_tile t, int32_t e, bool emulated) {
     return (size_t)rows * (size_t)(e + 8) * 2 + (emulated ? (size_t)t.nw * ATTN_EMU_BYTES : 4);
 }
 
-static bool ptx_target(const ttc_target *tg) { return tg->nvidia && tg->is_gpu; }
+/* as ttc_codegen_ptx_prelude decides */
+static bool ptx_target(const ttc_target *tg) { return tg->nvidia; }
 
 /* 4 warps (64 query rows) and 64-key blocks unless TORCHTRT_C_ATTN_TILE says otherwise and
  * that fits the device's local memory */
@@ -52,11 +53,7 @@ ttc_status ttc_gen_attention_mma(const ttc_kgen *g, ttc_kparams *p) {
     int32_t R = k->ts[op->out].rank, mt = op->in[3];
     bool ptx = ptx_target(tg);
     attn_tile tl = tile_for(tg, op->p.attn.e);
-    {   /* the prelude: real instructions on NVIDIA, else the emulation (include-guarded) */
-        const char *defs[] = {"TTC_PTX", "1", NULL};
-        const char *none[] = {NULL};
-        TTC_TRY(ttc_codegen_template(src, "ptx", ptx ? defs : none));
-    }
+    TTC_TRY(ttc_codegen_ptx_prelude(src, k));   /* real instructions exactly where nvidia */
     ttc_kp_int(p, TTC_ARG_DIM, op->out, R - 2, 0, 0, "L");
     ttc_kp_int(p, TTC_ARG_DIM, op->in[1], k->ts[op->in[1]].rank - 2, 0, 0, "S");
     if (R >= 3) ttc_kp_int(p, TTC_ARG_DIM, op->out, R - 3, 0, 0, "nh");
