@@ -69,6 +69,7 @@ CASES = [
     ((1, 1, 9), (1, 1, 13), 128, ("float", (1, 1, 9, 13)), False, 0.2, False),
     ((1, 4, 33), (1, 2, 33), 64, None, True, None, True),                         # GQA
     ((2, 33), (2, 70), 64, None, False, None, False),                             # rank 3
+    ((33,), (7,), 64, ("bool", (33, 7)), False, None, False),                     # rank 2
 ]
 
 
@@ -80,6 +81,15 @@ def test_attn_mma_matches_sdpa(case, forced):
     m = _mask(*mask) if mask else None
     eng = check_op(SDPA, [q, k, v, m, 0.0, causal, scale, gqa], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
     assert _uses_mma(eng), "TORCHTRT_C_ATTN_MMA=1 did not select the tensor-core kernel"
+
+
+def test_attn_mma_dynamic_batch(forced):
+    """One engine over batch 1..3 (L, S and the batch are launch arguments, not constants)."""
+    q, k, v = _qkv((3, 2, 33, 64), (3, 2, 70, 64), (3, 2, 70, 64), seed=5)
+    m = _mask("bool", (3, 1, 33, 70))
+    eng = check_op(SDPA, [q, k, v, m, 0.0, False, None, False], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref,
+                   dynamic=(1, 3, 3))
+    assert _uses_mma(eng)
 
 
 def _engine_info(trt):
