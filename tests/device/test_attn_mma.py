@@ -83,6 +83,27 @@ def test_attn_mma_matches_sdpa(case, forced):
     assert _uses_mma(eng), "TORCHTRT_C_ATTN_MMA=1 did not select the tensor-core kernel"
 
 
+@pytest.mark.parametrize("tile", ["2x16", "8x32", "2x128"])
+def test_attn_mma_tiles(tile, forced, monkeypatch):
+    """The other tiles TORCHTRT_C_ATTN_TILE forces (the default is 4x64): key blocks smaller and
+    larger than the query block, so Q's pass through the K/V space and the tails differ."""
+    monkeypatch.setenv("TORCHTRT_C_ATTN_TILE", tile)
+    q, k, v = _qkv((1, 2, 70, 64), (1, 2, 33, 64), (1, 2, 33, 64), seed=6)
+    m = _mask("float", (1, 1, 70, 33))
+    eng = check_op(SDPA, [q, k, v, m, 0.0, False, None, False], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
+    assert _uses_mma(eng)
+    q, k, v = _qkv((1, 1, 37, 32), (1, 1, 37, 32), (1, 1, 37, 32), seed=7)
+    eng = check_op(SDPA, [q, k, v, None, 0.0, True, None, False], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
+    assert _uses_mma(eng)
+
+
+def test_attn_tile_knob_is_checked(forced, monkeypatch):
+    monkeypatch.setenv("TORCHTRT_C_ATTN_TILE", "3x64")
+    q, k, v = _qkv((1, 1, 7, 64), (1, 1, 7, 64), (1, 1, 7, 64), seed=8)
+    with pytest.raises(torchtrt_c.Error, match="TORCHTRT_C_ATTN_TILE=3x64"):
+        check_op(SDPA, [q, k, v, None, 0.0, False, None, False], tol=ATOL, rtol=RTOL, precision="fp16", ref=_ref)
+
+
 def test_attn_mma_dynamic_batch(forced):
     """One engine over batch 1..3 (L, S and the batch are launch arguments, not constants)."""
     q, k, v = _qkv((3, 2, 33, 64), (3, 2, 70, 64), (3, 2, 70, 64), seed=5)
