@@ -1,6 +1,7 @@
 /* Converters for shape ops. They make views (no kernels): reshape-like ops alias dense
- * tensors (a copy is inserted first when the input is a non-dense view), permute/transpose,
- * expand, slice and select re-stride. Output dims always come from the IR types. */
+ * tensors (a copy is inserted first when the input is a non-dense view, unless the reshape
+ * only splits dims of a permuted dense tensor), permute/transpose, expand, slice and select
+ * re-stride (a select or slice of a dense tensor's leading dim stays dense). Output dims always come from the IR types. */
 #include "converters.h"
 
 #include <stdlib.h>
@@ -16,10 +17,64 @@ static ttc_status view_out(ttc_conv_ctx *cx, const ttc_node *n, int32_t base, tt
     return TTC_OK;
 }
 
+/* A reshape that only splits dims of a permuted view of a dense tensor (multi-head
+ * attention's q.view(L, B*H, D).transpose(0, 1).view(B, H, L, D)) is the same permutation
+ * of the dense tensor reshaped with those dims split: two views, no copy. *out = -1 where
+ * the reshape is not such a split (merging or dropping dims of a permuted view needs a copy). */
+static ttc_status split_of_permute(ttc_conv_ctx *cx, const ttc_node *n, int32_t x, int32_t *out) {
+    *out = -1;
+    ttc_kir *k = cx->k;
+    const ttc_et *xe = &k->ts[x];
+    const ttc_type *ot = &n->outputs[0]->type;
+    int32_t R = ot->rank, xr = xe->rank;
+    if (xe->kind != TTC_ET_VIEW || xe->vkind != TTC_VIEW_PERMUTE || !k->ts[xe->base].contig || R <= xr ||
+        R > TTC_MAX_RANK)
+        return TTC_OK;
+    /* x dim d becomes output dims [first[d], first[d + 1]), at least one each */
+    int32_t first[TTC_MAX_RANK + 1], j = 0;
+    for (int32_t d = 0; d < xr; d++) {
+        first[d] = j;
+        if (j >= R) return TTC_OK;
+        ttc_dim p = ot->dims[j++];
+        while (!ttc_dim_eq(p, xe->dims[d]))
+            if (j >= R || !ttc_dim_mul(p, ot->dims[j++], &p)) return TTC_OK;
+    }
+    if (j != R) return TTC_OK;
+    first[xr] = R;
+    /* the dense base with each dim split as the x dim it is; at[d]: where x dim d's group
+     * starts there (xe is not used after the views below: they may move k->ts) */
+    int32_t base = xe->base, inv[TTC_MAX_RANK], at[TTC_MAX_RANK], m = 0;
+    for (int32_t d = 0; d < xr; d++) inv[xe->perm[d]] = d;
+    ttc_dim bd[TTC_MAX_RANK];
+    for (int32_t b = 0; b < xr; b++) {
+        int32_t d = inv[b];
+        at[d] = m;
+        for (int32_t i = first[d]; i < first[d + 1]; i++) bd[m++] = ot->dims[i];
+    }
+    int32_t split = ttc_kir_view(k, base, TTC_VIEW_RESHAPE, R, bd, n->outputs[0]->name);
+    if (split < 0) return TTC_ERR_NOMEM;
+    int32_t v = ttc_kir_view(k, split, TTC_VIEW_PERMUTE, R, ot->dims, n->outputs[0]->name);
+    if (v < 0) return TTC_ERR_NOMEM;
+    for (int32_t d = 0; d < xr; d++)
+        for (int32_t i = first[d]; i < first[d + 1]; i++) k->ts[v].perm[i] = at[d] + (i - first[d]);
+    *out = v;
+    return TTC_OK;
+}
+
+/* Whether the dims of t before dim d are all 1: a select or unit-step slice there keeps a
+ * dense tensor dense (one block of its memory). */
+static bool leading_ones(const ttc_et *t, int32_t d) {
+    for (int32_t i = 0; i < d; i++)
+        if (t->dims[i].sym >= 0 || t->dims[i].add != 1) return false;
+    return true;
+}
+
 /* view, reshape, _unsafe_view, flatten, squeeze*, unsqueeze */
 ttc_status ttc_convert_reshape(ttc_conv_ctx *cx, const ttc_node *n) {
     int32_t x, xc, v;
     TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    TTC_TRY(split_of_permute(cx, n, x, &v));
+    if (v >= 0) return ttc_cx_set_output(cx, n, 0, v);
     TTC_TRY(ttc_cx_contiguous(cx, x, n->outputs[0]->name, &xc));
     TTC_TRY(view_out(cx, n, xc, TTC_VIEW_RESHAPE, NULL, &v));
     return ttc_cx_set_output(cx, n, 0, v);
@@ -95,6 +150,7 @@ ttc_status ttc_convert_slice(ttc_conv_ctx *cx, const ttc_node *n) {
     t->start = start;
     t->end = end;
     t->step = step;
+    t->contig = step == 1 && cx->k->ts[x].contig && leading_ones(&cx->k->ts[x], d);
     return ttc_cx_set_output(cx, n, 0, v);
 }
 
@@ -110,6 +166,7 @@ ttc_status ttc_convert_select(ttc_conv_ctx *cx, const ttc_node *n) {
     TTC_TRY(view_out(cx, n, x, TTC_VIEW_SELECT, NULL, &v));
     cx->k->ts[v].vdim = d;
     cx->k->ts[v].start = idx;
+    cx->k->ts[v].contig = cx->k->ts[x].contig && leading_ones(&cx->k->ts[x], d);
     return ttc_cx_set_output(cx, n, 0, v);
 }
 
