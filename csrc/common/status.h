@@ -23,7 +23,8 @@ ttc_status ttc_fail_device(const char *backend, int32_t code, const char *code_n
     TTC_PRINTF(4, 5);
 /* Seconds on a monotonic clock (for compile profiles). */
 double ttc_now_s(void);
-/* 64-bit FNV-1a, for cache keys and blob checksums. */
+/* A fast 64-bit hash (four lanes of 8-byte words; status.c), for cache keys and blob
+ * checksums; not cryptographic. Chain pieces by passing one hash as the next seed. */
 uint64_t ttc_hash64(const void *data, size_t len, uint64_t seed);
 /* Prepends context to the current message ("while converting %node: <old message>"). */
 ttc_status ttc_fail_context(ttc_status s, const char *fmt, ...) TTC_PRINTF(2, 3);

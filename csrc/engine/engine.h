@@ -105,6 +105,11 @@ ttc_status ttc_engine_execute_buffers(ttc_engine *e, ttc_buf *const *in_mem, con
 
 /* serialize.c */
 ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len);
+/* The same, the blob's memory (exactly *len bytes) from alloc(ctx, n) instead of malloc
+ * (NULL from alloc: out of memory); the caller owns it as alloc's. */
+typedef unsigned char *(*ttc_blob_alloc_fn)(void *ctx, size_t n);
+ttc_status ttc_engine_serialize_with(ttc_engine *e, ttc_blob_alloc_fn alloc, void *ctx, unsigned char **blob,
+                                     size_t *len);
 ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const char *device,
                                   const char *cache_dir, ttc_engine **out);
 

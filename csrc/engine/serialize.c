@@ -1,6 +1,6 @@
 /* Engine blobs.
  *
- *   "TTCENGN1" | u32 abi | u32 n_sections | sections | u64 checksum (FNV-1a of all before)
+ *   "TTCENGN1" | u32 abi | u32 n_sections | sections | u64 checksum (ttc_hash64 of all before)
  *   section: u32 tag | u64 length | payload
  *
  * Sections: NAME, DEVICE (platform, device name, driver as length-prefixed strings),
@@ -18,7 +18,8 @@
 
 #include "../convert/convert.h"
 
-#define TTC_ENGINE_ABI 1
+/* 2: the checksum became ttc_hash64's word-wise hash (1: byte-wise FNV-1a) */
+#define TTC_ENGINE_ABI 2
 enum { SEC_NAME = 1, SEC_DEVICE, SEC_OPTIONS, SEC_IR, SEC_WEIGHTS, SEC_SOURCE, SEC_BINARY, SEC_BINDINGS, SEC_TUNING,
        SEC_COUNT };
 
@@ -53,9 +54,12 @@ static uint64_t binary_seal(const unsigned char *bin, size_t len, const char *sr
     return ttc_hash64(bin, len, h);
 }
 
-/* The weights go straight into the blob (no staging copies, one allocation): for a BERT-base
- * engine's 440 MB every extra copy cost about a second of the compile. */
-ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len) {
+/* The weights go straight into the blob (no staging copies, one allocation of the exact size,
+ * made by the caller's allocator when given: Python's bytes object itself, so nothing is
+ * copied again): for a BERT-base engine's 440 MB every extra copy cost about a second. The
+ * sections before and after the weights are small and staged. */
+ttc_status ttc_engine_serialize_with(ttc_engine *e, ttc_blob_alloc_fn alloc, void *ctx, unsigned char **blob,
+                                     size_t *len) {
     *blob = NULL;
     *len = 0;
     if (!e->graph) return ttc_fail(TTC_ERR_SERIALIZATION, "engine %s has no IR to serialise", e->name);
@@ -90,48 +94,75 @@ ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len
         ttc_graph_free(g);
         return s != TTC_OK ? s : ttc_fail(TTC_ERR_NOMEM, "printing the engine IR");
     }
-    ttc_sbuf out = {0}, sec = {0};
+    ttc_sbuf pre = {0}, post = {0}, sec = {0};
     size_t bin_len = 0;
     const unsigned char *bin = ttc_program_binary(e->prog, &bin_len);
-    size_t want = wbytes + strlen(ir) + strlen(e->cg.source) + bin_len + 4096;
-    if ((out.data = malloc(want))) out.cap = want;
-    ttc_sbuf_append(&out, "TTCENGN1", 8);
-    put_u32(&out, TTC_ENGINE_ABI);
-    put_u32(&out, SEC_COUNT - 1);
-    put_str(&sec, e->name); put_section(&out, SEC_NAME, &sec); sec.len = 0;
+    ttc_sbuf_append(&pre, "TTCENGN1", 8);
+    put_u32(&pre, TTC_ENGINE_ABI);
+    put_u32(&pre, SEC_COUNT - 1);
+    put_str(&sec, e->name); put_section(&pre, SEC_NAME, &sec); sec.len = 0;
     put_str(&sec, e->tg.platform); put_str(&sec, e->tg.name); put_str(&sec, e->tg.driver);
-    put_section(&out, SEC_DEVICE, &sec); sec.len = 0;
-    put_u32(&sec, e->fp16); put_u32(&sec, (uint32_t)e->opt_level); put_section(&out, SEC_OPTIONS, &sec); sec.len = 0;
-    ttc_sbuf_append(&sec, ir, strlen(ir)); put_section(&out, SEC_IR, &sec); sec.len = 0;
-    put_u32(&out, SEC_WEIGHTS);
-    put_u64(&out, wbytes);
-    put_u32(&out, (uint32_t)n_w);
-    for (int32_t i = 0; i < n_w; i++) {
-        put_str(&out, wa[i]->s);
-        put_u64(&out, wa[i]->tensor->nbytes);
-        ttc_sbuf_append(&out, wa[i]->tensor->data, wa[i]->tensor->nbytes);
-    }
-    free(wa);
-    ttc_graph_free(g);
-    ttc_sbuf_append(&sec, e->cg.source, strlen(e->cg.source)); put_section(&out, SEC_SOURCE, &sec); sec.len = 0;
+    put_section(&pre, SEC_DEVICE, &sec); sec.len = 0;
+    put_u32(&sec, e->fp16); put_u32(&sec, (uint32_t)e->opt_level); put_section(&pre, SEC_OPTIONS, &sec); sec.len = 0;
+    put_u32(&pre, SEC_IR);
+    put_u64(&pre, strlen(ir));
+    ttc_sbuf_append(&pre, ir, strlen(ir));
+    put_u32(&pre, SEC_WEIGHTS);
+    put_u64(&pre, wbytes);
+    put_u32(&pre, (uint32_t)n_w);
+    free(ir);
+    put_u32(&post, SEC_SOURCE);
+    put_u64(&post, strlen(e->cg.source));
+    ttc_sbuf_append(&post, e->cg.source, strlen(e->cg.source));
     put_u64(&sec, binary_seal(bin, bin_len, e->cg.source, &e->tg));
     if (bin_len) ttc_sbuf_append(&sec, (const char *)bin, bin_len);
-    put_section(&out, SEC_BINARY, &sec); sec.len = 0;
+    put_section(&post, SEC_BINARY, &sec); sec.len = 0;
     put_u32(&sec, (uint32_t)e->n_in);
     for (int32_t i = 0; i < e->n_in; i++) put_str(&sec, e->ins[i].name);
     put_u32(&sec, (uint32_t)e->n_out);
     for (int32_t i = 0; i < e->n_out; i++) put_str(&sec, e->outs[i].name);
-    put_section(&out, SEC_BINDINGS, &sec); sec.len = 0;
+    put_section(&post, SEC_BINDINGS, &sec); sec.len = 0;
     put_u32(&sec, (uint32_t)e->k->n_ops);
     for (int32_t i = 0; i < e->k->n_ops; i++) put_u32(&sec, (uint32_t)e->k->ops[i].tile);
-    put_section(&out, SEC_TUNING, &sec);
-    if (!out.oom) put_u64(&out, ttc_hash64(out.data, out.len, 0));
-    free(ir);
+    put_section(&post, SEC_TUNING, &sec);
+    bool oom = pre.oom || post.oom || sec.oom;
     ttc_sbuf_free(&sec);
-    if (out.oom) { ttc_sbuf_free(&out); return ttc_fail(TTC_ERR_NOMEM, "serialising engine %s", e->name); }
-    *len = out.len;
-    *blob = (unsigned char *)ttc_sbuf_take(&out);
+    size_t total = pre.len + (wbytes - 4) + post.len + 8;
+    unsigned char *out = oom ? NULL : alloc ? alloc(ctx, total) : malloc(total);
+    if (!out) {
+        free(wa);
+        ttc_graph_free(g);
+        ttc_sbuf_free(&pre);
+        ttc_sbuf_free(&post);
+        return ttc_fail(TTC_ERR_NOMEM, "serialising engine %s (%zu bytes)", e->name, total);
+    }
+    unsigned char *o = out;
+    memcpy(o, pre.data, pre.len);
+    o += pre.len;
+    for (int32_t i = 0; i < n_w; i++) {
+        size_t nl = strlen(wa[i]->s), nb = wa[i]->tensor->nbytes;
+        for (int k = 0; k < 4; k++) *o++ = (unsigned char)((uint32_t)nl >> (8 * k));
+        memcpy(o, wa[i]->s, nl);
+        o += nl;
+        for (int k = 0; k < 8; k++) *o++ = (unsigned char)((uint64_t)nb >> (8 * k));
+        if (nb) memcpy(o, wa[i]->tensor->data, nb);
+        o += nb;
+    }
+    memcpy(o, post.data, post.len);
+    o += post.len;
+    uint64_t sum = ttc_hash64(out, (size_t)(o - out), 0);
+    for (int k = 0; k < 8; k++) *o++ = (unsigned char)(sum >> (8 * k));
+    free(wa);
+    ttc_graph_free(g);
+    ttc_sbuf_free(&pre);
+    ttc_sbuf_free(&post);
+    *len = total;
+    *blob = out;
     return TTC_OK;
+}
+
+ttc_status ttc_engine_serialize(ttc_engine *e, unsigned char **blob, size_t *len) {
+    return ttc_engine_serialize_with(e, NULL, NULL, blob, len);
 }
 
 /* ---- bounded reading ---- */

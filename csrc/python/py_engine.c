@@ -369,18 +369,28 @@ done:
     return ret;
 }
 
+/* The blob is written straight into the bytes object (no second copy of the weights); the
+ * serialiser calls this without the GIL. */
+static unsigned char *blob_bytes_alloc(void *ctx, size_t n) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *b = n <= (size_t)PY_SSIZE_T_MAX ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n) : NULL;
+    if (!b) PyErr_Clear();   /* reported as the serialiser's out-of-memory error */
+    *(PyObject **)ctx = b;
+    PyGILState_Release(g);
+    return b ? (unsigned char *)PyBytes_AS_STRING(b) : NULL;
+}
+
 static PyObject *e_serialize(PyObject *self, PyObject *unused) {
     ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
     unsigned char *blob = NULL;
     size_t len = 0;
+    PyObject *bytes = NULL;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_engine_serialize(((EngineObject *)self)->e, &blob, &len);
+    s = ttc_engine_serialize_with(((EngineObject *)self)->e, blob_bytes_alloc, &bytes, &blob, &len);
     Py_END_ALLOW_THREADS
-    if (s != TTC_OK) return ttc_py_raise(st, s);
-    PyObject *r = PyBytes_FromStringAndSize((const char *)blob, (Py_ssize_t)len);
-    free(blob);
-    return r;
+    if (s != TTC_OK) { Py_XDECREF(bytes); return ttc_py_raise(st, s); }
+    return bytes;
 }
 
 static PyObject *e_deserialize(PyObject *cls, PyObject *args, PyObject *kw) {

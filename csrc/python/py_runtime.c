@@ -95,6 +95,20 @@ static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
                          "binary_s", s.binary_s);
 }
 
+/* The C core's 64-bit hash (cache keys, engine blob checksums), so that tests can forge a blob's
+ * checksum and check the hash against its definition. */
+static PyObject *py_hash64(PyObject *m, PyObject *args) {
+    Py_buffer b;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTuple(args, "y*|K:hash64", &b, &seed)) return NULL;
+    uint64_t h;
+    Py_BEGIN_ALLOW_THREADS
+    h = ttc_hash64(b.buf, (size_t)b.len, (uint64_t)seed);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    return PyLong_FromUnsignedLongLong((unsigned long long)h);
+}
+
 /* The GEMM candidate table (codegen.c: ttc_gemm_tiles), so that tests and tools read tile indices
  * and families instead of copying them. */
 static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
@@ -130,6 +144,9 @@ static PyMethodDef runtime_methods[] = {
     {"runtime_stats", py_runtime_stats, METH_NOARGS,
      "runtime_stats() -> dict: live OpenCL buffers and bytes (live_buffers, live_bytes, peak_bytes, "
      "host_ptr_bytes, buffers_created, buffers_released), process-wide."},
+    {"hash64", py_hash64, METH_VARARGS,
+     "hash64(data, seed=0) -> int: the core's 64-bit hash of a bytes-like object (engine blob checksums, "
+     "program cache keys)."},
     {"gemm_tiles", py_gemm_tiles, METH_NOARGS,
      "gemm_tiles() -> list[dict]: the GEMM kernel candidates TORCHTRT_C_GEMM_TILE indexes (index, family "
      "'cpu' / 'simt' / 'mma' (NVIDIA tensor cores), bm, bn, bk, tm, tn, kw)."},

@@ -3,7 +3,7 @@ binary and GEMM tile choices are not used, the results match. The "other device"
 rewriting the device identity inside a real blob (and fixing the checksum), so this runs on any
 single-device machine. Blob layout (csrc/engine/serialize.c):
 
-    "TTCENGN1" | u32 abi | u32 n_sections | (u32 tag | u64 length | payload)* | u64 FNV-1a
+    "TTCENGN1" | u32 abi | u32 n_sections | (u32 tag | u64 length | payload)* | u64 checksum (C.hash64)
     DEVICE (tag 2) = three u32-length-prefixed strings: platform, device name, driver
     TUNING (tag 9) = u32 count, then u32 tile choice per kernel op
 """
@@ -20,11 +20,8 @@ from convtest import rand
 SEC_DEVICE, SEC_TUNING = 2, 9
 
 
-def _fnv64(data, seed=0):
-    h = 1469598103934665603 ^ seed
-    for b in data:
-        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return h
+def _checksum(data, seed=0):
+    return C.hash64(data, seed)   # the C core's hash (csrc/common/status.c)
 
 
 def parse(blob):
@@ -44,7 +41,7 @@ def assemble(abi, secs):
     out = bytearray(b"TTCENGN1") + struct.pack("<II", abi, len(secs))
     for tag, p in secs:
         out += struct.pack("<IQ", tag, len(p)) + p
-    return bytes(out + _fnv64(bytes(out)).to_bytes(8, "little"))
+    return bytes(out + _checksum(bytes(out)).to_bytes(8, "little"))
 
 
 def strings(payload):
