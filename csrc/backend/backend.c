@@ -183,9 +183,13 @@ ttc_status ttc_program_build(ttc_device *d, const char *src, const char *options
 ttc_status ttc_program_from_binary(ttc_device *d, const unsigned char *bin, size_t len, const char *options,
                                    ttc_program **out) {
     *out = NULL;
+    if (ttc_program_parts_binary(bin, len)) return ttc_program_parts_from_binary(d, bin, len, options, out);
     return d->be->program_from_binary(d, bin, len, options, out);
 }
-void ttc_program_free(ttc_program *p) { if (p) p->dev->be->program_free(p); }
+void ttc_program_free(ttc_program *p) {
+    if (p && p->n_parts) ttc_program_parts_free(p);
+    else if (p) p->dev->be->program_free(p);
+}
 const unsigned char *ttc_program_binary(const ttc_program *p, size_t *len) {
     *len = p ? p->binary_len : 0;
     return p ? p->binary : NULL;
@@ -196,6 +200,7 @@ const char *ttc_program_origin(const ttc_program *p) {
 
 ttc_status ttc_kernel_new(ttc_program *p, const char *name, ttc_kernel **out) {
     *out = NULL;
+    if (p->n_parts) TTC_TRY(ttc_program_parts_kernel(p, name, &p));
     return p->dev->be->kernel_new(p, name, out);
 }
 void ttc_kernel_free(ttc_kernel *k) { if (k) k->dev->be->kernel_free(k); }

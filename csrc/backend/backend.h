@@ -95,6 +95,21 @@ void ttc_program_free(ttc_program *p);
 const unsigned char *ttc_program_binary(const ttc_program *p, size_t *len);
 /* "compiled", "cache" (on-disk binary) or "blob" (a given binary). */
 const char *ttc_program_origin(const ttc_program *p);
+/* One program from several sources built in parallel by up to `threads` threads
+ * (program_parts.c): part i is a complete program source defining the kernels named
+ * kernels[0..n_kernels); ttc_kernel_new finds a kernel in its part. Its binary (when the
+ * target keeps binaries) is a container of the parts' binaries that ttc_program_from_binary
+ * reads back. One part is an ordinary ttc_program_build. */
+typedef struct ttc_program_part {
+    const char *src;
+    const char *const *kernels;
+    int32_t n_kernels;
+} ttc_program_part;
+ttc_status ttc_program_build_parts(ttc_device *d, const ttc_program_part *parts, int32_t n, const char *options,
+                                   const char *cache_dir, int32_t threads, ttc_program **out);
+/* Parts of a program built in parts (0 for any other program), and part i's own program. */
+int32_t ttc_program_n_parts(const ttc_program *p);
+const ttc_program *ttc_program_part_program(const ttc_program *p, int32_t i);
 
 /* ---- kernels ---- */
 ttc_status ttc_kernel_new(ttc_program *p, const char *name, ttc_kernel **out);

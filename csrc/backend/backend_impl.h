@@ -34,7 +34,14 @@ struct ttc_program {
     unsigned char *binary;        /* malloc'd, owned */
     size_t binary_len;
     bool from_cache, from_binary;
+    int32_t n_parts;              /* > 0: built in parts (program_parts.c); backends leave it 0 */
 };
+/* program_parts.c, for backend.c's dispatch */
+bool ttc_program_parts_binary(const unsigned char *bin, size_t len);
+ttc_status ttc_program_parts_from_binary(ttc_device *d, const unsigned char *bin, size_t len, const char *options,
+                                         ttc_program **out);
+void ttc_program_parts_free(ttc_program *p);
+ttc_status ttc_program_parts_kernel(ttc_program *p, const char *name, ttc_program **part);
 struct ttc_kernel { ttc_device *dev; char name[64]; };
 struct ttc_event { ttc_device *dev; };
 struct ttc_recording { ttc_device *dev; };

@@ -66,6 +66,7 @@ typedef struct ttc_target {
                                    * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
                                    * and keys per block; 0: choose */
+    int32_t build_threads;        /* an engine program is built in up to this many parts at once (1..64) */
 } ttc_target;
 
 typedef struct ttc_device ttc_device;

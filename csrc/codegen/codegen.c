@@ -253,7 +253,11 @@ ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spellin
     int32_t live = 0;
     for (int32_t i = 0; i < k->n_ops; i++) live += !k->ops[i].dead;
     out->kernels = ttc_calloc((size_t)live + 1, sizeof(ttc_kspec));
-    if (!out->kernels) return TTC_ERR_NOMEM;
+    if (!out->kernels) { ttc_sbuf_free(&src); return TTC_ERR_NOMEM; }
+    out->head_len = src.len;
+    out->chunk_off = ttc_calloc((size_t)live + 2, sizeof(size_t));
+    out->chunk_name = ttc_calloc((size_t)live + 1, sizeof out->chunk_name[0]);
+    if (!out->chunk_off || !out->chunk_name) { ttc_sbuf_free(&src); ttc_codegen_free(out); return TTC_ERR_NOMEM; }
     ttc_codegen_dedupe dd = {0};
     bool dedupe = ttc_codegen_dedupe_enabled(k);
     for (int32_t i = 0; i < k->n_ops; i++) {
@@ -268,8 +272,13 @@ ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spellin
         if (s == TTC_OK && dedupe) s = ttc_codegen_dedupe_add(&dd, &src, start, ks, &cut);
         if (s != TTC_OK) { ttc_codegen_dedupe_free(&dd); ttc_sbuf_free(&src); ttc_codegen_free(out); return s; }
         if (cut) src.len = head;   /* a copy of ks->name's kernel: launch that one */
+        else {
+            out->chunk_off[out->n_chunks] = head;
+            snprintf(out->chunk_name[out->n_chunks++], sizeof out->chunk_name[0], "%s", ks->name);
+        }
         if (src.data && !src.oom) src.data[src.len] = 0;
     }
+    out->chunk_off[out->n_chunks] = src.len;
     out->n_unique = dedupe ? dd.n : out->n_kernels;
     ttc_codegen_dedupe_free(&dd);
     if (src.oom) { ttc_sbuf_free(&src); ttc_codegen_free(out); return ttc_fail(TTC_ERR_NOMEM, "generating source"); }
@@ -281,5 +290,7 @@ void ttc_codegen_free(ttc_codegen *cg) {
     for (int32_t i = 0; i < cg->n_kernels; i++) free(cg->kernels[i].args);
     free(cg->kernels);
     free(cg->source);
+    free(cg->chunk_off);
+    free(cg->chunk_name);
     memset(cg, 0, sizeof *cg);
 }

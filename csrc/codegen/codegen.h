@@ -55,6 +55,15 @@ typedef struct ttc_codegen {
     ttc_kspec *kernels;       /* one per live kernel op, in execution order */
     int32_t n_kernels;
     int32_t n_unique;         /* distinct kernel bodies (duplicates launch the first copy) */
+    /* Where each kernel's text lies in source, so that the program can be built in parts
+     * (build.c): source[0, head_len) is the header every kernel needs (math functions), chunk i
+     * is source[chunk_off[i], chunk_off[i + 1]) (chunk_off[n_chunks] = the source's length)
+     * and defines the kernels named chunk_name[i] (with its helpers: a chunk's text compiles
+     * after the header alone). */
+    size_t head_len;
+    int32_t n_chunks;
+    size_t *chunk_off;
+    char (*chunk_name)[16];
 } ttc_codegen;
 /* codegen_dedupe.c: the kernel texts seen so far in one program. After kernel ks's text was
  * appended to src from `start`, _add either remembers it or, when an equal one (up to the

@@ -64,6 +64,65 @@ static ttc_status make_bindings(ttc_engine *e) {
     return TTC_OK;
 }
 
+/* The engine's program, in up to tg.build_threads parts built at once (backend.h:
+ * ttc_program_build_parts): kernels go to parts largest first, each to the part with the
+ * least source so far (the build time follows the source), and keep their order within a
+ * part; every part starts with the common header. */
+static ttc_status build_program(ttc_engine *e) {
+    const ttc_codegen *cg = &e->cg;
+    int32_t np = e->tg.build_threads < cg->n_chunks ? e->tg.build_threads : cg->n_chunks;
+    if (np <= 1)
+        return ttc_program_build(e->dev, cg->source, e->options, e->cache_dir_opt, &e->prog);
+    int32_t nc = cg->n_chunks;
+    int32_t *part_of = ttc_calloc((size_t)nc, sizeof(int32_t)), *order = ttc_calloc((size_t)nc, sizeof(int32_t));
+    size_t *load = ttc_calloc((size_t)np, sizeof(size_t));
+    ttc_sbuf *src = ttc_calloc((size_t)np, sizeof(ttc_sbuf));
+    const char **names = ttc_calloc((size_t)nc, sizeof(char *));
+    ttc_program_part *parts = ttc_calloc((size_t)np, sizeof(ttc_program_part));
+    ttc_status s = part_of && order && load && src && names && parts ? TTC_OK : TTC_ERR_NOMEM;
+    if (s == TTC_OK) {
+        for (int32_t i = 0; i < nc; i++) order[i] = i;
+        /* chunks by size, largest first (insertion sort: tens of chunks) */
+        for (int32_t i = 1; i < nc; i++) {
+            int32_t c = order[i], j = i;
+            size_t sz = cg->chunk_off[c + 1] - cg->chunk_off[c];
+            while (j > 0 && cg->chunk_off[order[j - 1] + 1] - cg->chunk_off[order[j - 1]] < sz) { order[j] = order[j - 1]; j--; }
+            order[j] = c;
+        }
+        for (int32_t i = 0; i < nc; i++) {
+            int32_t c = order[i], best = 0;
+            for (int32_t p = 1; p < np; p++)
+                if (load[p] < load[best]) best = p;
+            part_of[c] = best;
+            load[best] += cg->chunk_off[c + 1] - cg->chunk_off[c];
+        }
+        /* names grouped by part, in source order within each */
+        int32_t at = 0;
+        for (int32_t p = 0; p < np; p++) {
+            ttc_sbuf_append(&src[p], cg->source, cg->head_len);
+            parts[p].kernels = &names[at];
+            for (int32_t c = 0; c < nc; c++) {
+                if (part_of[c] != p) continue;
+                ttc_sbuf_append(&src[p], cg->source + cg->chunk_off[c], cg->chunk_off[c + 1] - cg->chunk_off[c]);
+                names[at++] = cg->chunk_name[c];
+                parts[p].n_kernels++;
+            }
+            if (src[p].oom) { s = ttc_fail(TTC_ERR_NOMEM, "splitting the program of engine %s", e->name); break; }
+            parts[p].src = src[p].data;
+        }
+    }
+    if (s == TTC_OK) s = ttc_program_build_parts(e->dev, parts, np, e->options, e->cache_dir_opt, e->tg.build_threads, &e->prog);
+    if (s == TTC_OK) e->prof.programs = np;
+    for (int32_t p = 0; src && p < np; p++) ttc_sbuf_free(&src[p]);
+    free(src);
+    free(parts);
+    free(names);
+    free(load);
+    free(order);
+    free(part_of);
+    return s;
+}
+
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len) {
     ttc_build_profile *pf = &e->prof;
     double t = ttc_now_s();
@@ -101,7 +160,7 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
         s = ttc_program_from_binary(e->dev, bin, bin_len, e->options, &e->prog);
         if (s != TTC_OK) ttc_clear_error();
     }
-    if (s != TTC_OK) TTC_TRY(ttc_program_build(e->dev, e->cg.source, e->options, e->cache_dir_opt, &e->prog));
+    if (s != TTC_OK) TTC_TRY(build_program(e));
     pf->program_origin = ttc_program_origin(e->prog);
     pf->program_s = ttc_now_s() - t;
     t = ttc_now_s();

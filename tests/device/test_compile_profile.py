@@ -56,7 +56,8 @@ def test_profile_has_every_phase(tmp_path):
     b = e["build"]
     for k in BUILD_STEPS:
         assert b[k] >= 0, (k, b)
-    assert b["program_origin"] == "compiled" and b["programs"] == 1
+    # one program, or parts built in parallel (GPUs: TORCHTRT_C_BUILD_THREADS), at most one per kernel
+    assert b["program_origin"] == "compiled" and 1 <= b["programs"] <= b["unique_kernels"]
     assert b["source_bytes"] > 0 and 1 <= b["unique_kernels"] <= b["kernels"]
     assert b["gemms"] == 3 and b["tune_timed"] == 0, "optimization_level=1 times no candidate"
     assert prof.programs["compiled"] >= 1

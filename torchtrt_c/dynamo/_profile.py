@@ -80,7 +80,7 @@ class CompileProfile:
     def engine_totals(self) -> dict:
         tot = {k: 0.0 for k in BUILD_STEPS}
         cnt = {"engines": len(self.engines), "cache_hits": 0, "built": 0, "kernels": 0, "unique_kernels": 0,
-               "programs_compiled": 0, "programs_cached": 0, "gemms": 0, "tune_timed": 0,
+               "programs_compiled": 0, "programs_cached": 0, "program_parts": 0, "gemms": 0, "tune_timed": 0,
                "tune_candidates": 0, "tune_cached": 0}
         for e in self.engines:
             if e["source"].startswith(("engine cache", "module cache")):
@@ -96,6 +96,7 @@ class CompileProfile:
             origin = b.get("program_origin")
             cnt["programs_compiled"] += origin == "compiled"
             cnt["programs_cached"] += origin in ("cache", "blob")
+            cnt["program_parts"] += b.get("programs", 1)
         return {**tot, **cnt}
 
     def as_dict(self) -> dict:
@@ -132,7 +133,9 @@ class CompileProfile:
             if b:
                 L.append("    " + ", ".join(f"{k[:-2]} {b[k]:.3f}s" for k in BUILD_STEPS)
                          + f"; kernels {b['kernels']} ({b['unique_kernels']} unique), source {b['source_bytes']} B,"
-                         f" program {b['program_origin']}; GEMMs {b['gemms']}: {b['tune_cached']} from the tuning"
+                         f" program {b['program_origin']}"
+                         + (f" ({b['programs']} parts built in parallel)" if b.get("programs", 1) > 1 else "")
+                         + f"; GEMMs {b['gemms']}: {b['tune_cached']} from the tuning"
                          f" cache, {b['tune_timed']} timed ({b['tune_candidates']} candidates)")
         mc = self.module_cache
         if mc:
