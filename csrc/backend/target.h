@@ -59,7 +59,7 @@ typedef struct ttc_target {
     int32_t conv_double_buffer;   /* -1: choose, 0/1: force single/double buffering */
     bool conv_cpu_ocb8;           /* CPU convolutions: the 8-channel blocked kernel */
     bool dedupe_kernels;          /* identical kernel bodies compiled once */
-    int32_t tune_threads;         /* threads preparing tuning candidates (1..8) */
+    int32_t tune_threads;         /* threads preparing tuning candidates (1..16) */
     bool cuda_launch;             /* CUDA tensors: the program's PTX launched through the CUDA driver on
                                    * torch's stream (engine/exec_cuda.h; CUDA_LAUNCH=0: the shared-memory path) */
     int32_t attn_mma;             /* fp16 attention on tensor cores (attn_mma.cl): -1 choose (NVIDIA),

@@ -184,20 +184,33 @@ static double cand_time(cand *c) {
     return best;
 }
 
-/* Prepares cs[0..n) with up to the target's tune_threads at a time (in the caller when
- * threads fail). */
-static void cands_prepare(const ttc_engine *e, cand *cs, int32_t n) {
-    int32_t nt = e->tg.tune_threads < 1 ? 1 : e->tg.tune_threads > 8 ? 8 : e->tg.tune_threads;
-    for (int32_t i = 0; i < n; i += nt) {
-        pthread_t th[8];
-        bool started[8] = {0};
-        for (int32_t j = 0; j < nt && i + j < n; j++)
-            started[j] = nt > 1 && pthread_create(&th[j], NULL, cand_prepare, &cs[i + j]) == 0;
-        for (int32_t j = 0; j < nt && i + j < n; j++) {
-            if (started[j]) pthread_join(th[j], NULL);
-            else cand_prepare(&cs[i + j]);
-        }
+/* Prepares cs[0..n) with up to the target's tune_threads threads taking the next candidate as
+ * they finish (no barrier per batch: one slow driver compile held up the batch before); in
+ * the caller when threads fail. */
+typedef struct cand_queue { cand *cs; int32_t n, next; pthread_mutex_t lock; } cand_queue;
+
+static void *cand_worker(void *arg) {
+    cand_queue *q = arg;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        int32_t i = q->next < q->n ? q->next++ : -1;
+        pthread_mutex_unlock(&q->lock);
+        if (i < 0) return NULL;
+        cand_prepare(&q->cs[i]);
     }
+}
+
+static void cands_prepare(const ttc_engine *e, cand *cs, int32_t n) {
+    int32_t nt = e->tg.tune_threads < 1 ? 1 : e->tg.tune_threads > 16 ? 16 : e->tg.tune_threads;
+    if (nt > n) nt = n;
+    cand_queue q = {cs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t th[16];
+    int32_t started = 0;
+    for (int32_t j = 1; j < nt; j++)
+        if (pthread_create(&th[started], NULL, cand_worker, &q) == 0) started++;
+    cand_worker(&q);
+    for (int32_t j = 0; j < started; j++) pthread_join(th[j], NULL);
+    pthread_mutex_destroy(&q.lock);
 }
 
 /* Whether candidate c can run op on e's device at all (forcing may pick any of these). */

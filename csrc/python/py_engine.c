@@ -369,28 +369,37 @@ done:
     return ret;
 }
 
-/* The blob is written straight into the bytes object (no second copy of the weights); the
- * serialiser calls this without the GIL. */
-static unsigned char *blob_bytes_alloc(void *ctx, size_t n) {
+/* The blob is written straight into the bytes (or bytearray) object: no second copy of the
+ * weights. The serialiser calls this without the GIL. */
+typedef struct blob_obj { PyObject *obj; bool mutable_; } blob_obj;
+
+static unsigned char *blob_obj_alloc(void *ctx, size_t n) {
+    blob_obj *b = ctx;
     PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *b = n <= (size_t)PY_SSIZE_T_MAX ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n) : NULL;
-    if (!b) PyErr_Clear();   /* reported as the serialiser's out-of-memory error */
-    *(PyObject **)ctx = b;
+    PyObject *o = NULL;
+    if (n <= (size_t)PY_SSIZE_T_MAX)
+        o = b->mutable_ ? PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)n) : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (!o) PyErr_Clear();   /* reported as the serialiser's out-of-memory error */
+    b->obj = o;
+    unsigned char *p = !o ? NULL : b->mutable_ ? (unsigned char *)PyByteArray_AS_STRING(o) : (unsigned char *)PyBytes_AS_STRING(o);
     PyGILState_Release(g);
-    return b ? (unsigned char *)PyBytes_AS_STRING(b) : NULL;
+    return p;
 }
 
-static PyObject *e_serialize(PyObject *self, PyObject *unused) {
+static PyObject *e_serialize(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"mutable", NULL};
+    int mut = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:serialize", kwlist, &mut)) return NULL;
     ttc_py_state *st = ttc_py_state_of_type(Py_TYPE(self));
     unsigned char *blob = NULL;
     size_t len = 0;
-    PyObject *bytes = NULL;
+    blob_obj b = {NULL, mut != 0};
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_engine_serialize_with(((EngineObject *)self)->e, blob_bytes_alloc, &bytes, &blob, &len);
+    s = ttc_engine_serialize_with(((EngineObject *)self)->e, blob_obj_alloc, &b, &blob, &len);
     Py_END_ALLOW_THREADS
-    if (s != TTC_OK) { Py_XDECREF(bytes); return ttc_py_raise(st, s); }
-    return bytes;
+    if (s != TTC_OK) { Py_XDECREF(b.obj); return ttc_py_raise(st, s); }
+    return b.obj;
 }
 
 static PyObject *e_deserialize(PyObject *cls, PyObject *args, PyObject *kw) {
@@ -480,7 +489,8 @@ static PyMethodDef engine_methods[] = {
     {"benchmark_copy", (PyCFunction)(void (*)(void))e_benchmark_copy, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "Engine.benchmark_copy(nbytes, runs=20, warmup=3, device=None) -> list[float]: ms per device copy"},
     {"output_shapes", e_output_shapes, METH_O, "output_shapes(list[tuple[int]]) -> list[tuple[int]]"},
-    {"serialize", e_serialize, METH_NOARGS, "serialize() -> bytes"},
+    {"serialize", (PyCFunction)(void (*)(void))e_serialize, METH_VARARGS | METH_KEYWORDS,
+     "serialize(mutable=False) -> bytes (a bytearray when mutable: a tensor can share its memory)"},
     {"build_profile", e_build_profile, METH_NOARGS,
      "build_profile() -> dict: seconds per build step (convert_s, fuse_s, tune_s, codegen_s, program_s, consts_s), "
      "kernels / unique_kernels, source_bytes, programs, program_origin (compiled, cache, blob), gemms, tune_cached, "
