@@ -29,6 +29,19 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _median_ms(fn, sync, runs):
+    for _ in range(3):
+        fn()
+    sync()
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t)
+    return sorted(ts)[len(ts) // 2] * 1e3
+
+
 def _child(spec, args):
     sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench"), ROOT]
     import torch
@@ -70,6 +83,8 @@ def _child(spec, args):
             ind(xd)
             sync()
             row["inductor_compile_s"] = time.perf_counter() - t
+            if args.time_runs:
+                row["inductor_ms"] = _median_ms(lambda: ind(xd), sync, args.time_runs)
             del ind, md
             torch._dynamo.reset()
     prec = {torch.float16} if args.precision == "fp16" else {torch.float32}
@@ -85,6 +100,13 @@ def _child(spec, args):
     print(f"==== {spec} b{args.batch} {args.precision}: torchtrt_c cold {row['ttc_compile_cold_s']:.2f}s, "
           f"Inductor {row.get('inductor_compile_s', float('nan')):.2f}s", flush=True)
     print(prof, flush=True)
+    if args.time_runs:
+        xd = x.to(tdev)
+        g2 = gm.to(tdev) if tdev.type == "cuda" else gm
+        with torch.inference_mode():
+            row["ttc_ms"] = _median_ms(lambda: g2(xd), sync, args.time_runs)
+        print(f"latency: torchtrt_c {row['ttc_ms']:.3f} ms, Inductor {row.get('inductor_ms', float('nan')):.3f} ms",
+              flush=True)
     if args.check:
         with torch.inference_mode():
             ref, out = m(x), gm(x)
@@ -112,6 +134,8 @@ def main(argv=None):
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--warm", action="store_true")
     ap.add_argument("--check", action="store_true", help="compare the compiled module's output with eager")
+    ap.add_argument("--time-runs", type=int, default=0,
+                    help="also time this many calls of each compiled module (median ms; 0: no)")
     ap.add_argument("--out", default=None, help="results JSON")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -138,6 +162,8 @@ def main(argv=None):
                 cmd.append("--" + flag.replace("_", "-"))
         if args.optimization_level is not None:
             cmd += ["--optimization-level", str(args.optimization_level)]
+        if args.time_runs:
+            cmd += ["--time-runs", str(args.time_runs)]
         t = time.perf_counter()
         rc = subprocess.call(cmd, env=env)
         if rc != 0 or not os.path.exists(out):
@@ -148,17 +174,17 @@ def main(argv=None):
             row = json.load(f)
         row["process_s"] = time.perf_counter() - t
         rows.append(row)
-    print("\n| model | batch | prec | ttc cold s | inductor s | ttc/inductor | ttc warm s |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| model | batch | prec | ttc cold s | inductor s | ttc/inductor | ttc warm s | ttc ms | inductor ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
             print(f"| {r['model']} | | | {r['error']} | | | |")
             continue
         c, i = r["ttc_compile_cold_s"], r.get("inductor_compile_s")
-        w = r.get("ttc_compile_warm_s")
-        print(f"| {r['model']} | {r['batch']} | {r['precision']} | {c:.2f} | "
-              f"{'' if i is None else f'{i:.2f}'} | {'' if i is None else f'{c / i:.2f}'} | "
-              f"{'' if w is None else f'{w:.2f}'} |")
+        fmt = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
+        print(f"| {r['model']} | {r['batch']} | {r['precision']} | {c:.2f} | {fmt(i, '{:.2f}')} | "
+              f"{fmt(None if i is None else c / i, '{:.2f}')} | {fmt(r.get('ttc_compile_warm_s'), '{:.2f}')} | "
+              f"{fmt(r.get('ttc_ms'), '{:.3f}')} | {fmt(r.get('inductor_ms'), '{:.3f}')} |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"command": " ".join(sys.argv), "env": {k: v for k, v in os.environ.items()
