@@ -110,6 +110,8 @@ ttc_status ttc_program_build_parts(ttc_device *d, const ttc_program_part *parts,
 /* Parts of a program built in parts (0 for any other program), and part i's own program. */
 int32_t ttc_program_n_parts(const ttc_program *p);
 const ttc_program *ttc_program_part_program(const ttc_program *p, int32_t i);
+/* The part defining kernel `name` (-1: none, or p is not built in parts). */
+int32_t ttc_program_part_of(const ttc_program *p, const char *name);
 
 /* ---- kernels ---- */
 ttc_status ttc_kernel_new(ttc_program *p, const char *name, ttc_kernel **out);

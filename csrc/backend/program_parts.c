@@ -239,3 +239,12 @@ const ttc_program *ttc_program_part_program(const ttc_program *p, int32_t i) {
     if (!p || i < 0 || i >= p->n_parts) return NULL;
     return ((const multi *)p)->parts[i];
 }
+
+int32_t ttc_program_part_of(const ttc_program *p, const char *name) {
+    if (!p || !p->n_parts) return -1;
+    const multi *m = (const multi *)p;
+    for (int32_t i = 0; i < p->n_parts; i++)
+        for (int32_t j = 0; j < m->n_names[i]; j++)
+            if (!strcmp(m->names[i][j], name)) return i;
+    return -1;
+}

@@ -17,7 +17,8 @@
 struct ttc_cuda_engine {
     ttc_engine *e;
     int32_t ordinal;
-    void *mod;
+    void **mods;                 /* one module per program part (one for a single program) */
+    int32_t n_mods;
     void **fn;                   /* per kernel of e->cg */
     int32_t *max_threads;
     uint32_t (*req)[3];          /* per kernel: the block size its PTX requires (0: none) */
@@ -88,39 +89,55 @@ static ttc_status refuse_why(ttc_engine *e, int32_t ordinal) {
     return TTC_OK;
 }
 
+/* Loads part m's PTX (the whole program's when it has no parts) and resolves the kernels
+ * that part defines. */
+static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
+    ttc_engine *e = c->e;
+    int32_t np = ttc_program_n_parts(e->prog);
+    const ttc_program *pp = np ? ttc_program_part_program(e->prog, m) : e->prog;
+    size_t len = 0;
+    const unsigned char *bin = ttc_program_binary(pp, &len);
+    if (!bin || !len) return ttc_fail(TTC_ERR_UNSUPPORTED, "program part %d keeps no binary", (int)m);
+    char *ptx = NULL;
+    TTC_TRY(ttc_cuda_ptx_prepare((const char *)bin, len, &ptx));
+    ttc_status s = ttc_cuda_module_load(ptx, &c->mods[m]);
+    for (int32_t i = 0; i < e->cg.n_kernels && s == TTC_OK; i++) {
+        const ttc_kspec *ks = &e->cg.kernels[i];
+        if (np && ttc_program_part_of(e->prog, ks->name) != m) continue;
+        ttc_cuda_ptx_reqntid(ptx, ks->name, c->req[i]);
+        s = ttc_cuda_function(c->mods[m], ks->name, &c->fn[i], &c->max_threads[i]);
+    }
+    free(ptx);
+    return s;
+}
+
 ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine **out) {
     *out = NULL;
     TTC_TRY(refuse_why(e, ordinal));
-    size_t len = 0;
-    const unsigned char *bin = ttc_program_binary(e->prog, &len);
-    char *ptx = NULL;
-    TTC_TRY(ttc_cuda_ptx_prepare((const char *)bin, len, &ptx));
     ttc_cuda_engine *c = ttc_calloc(1, sizeof *c);
-    int32_t nk = e->cg.n_kernels;
+    int32_t nk = e->cg.n_kernels, np = ttc_program_n_parts(e->prog);
     if (c) {
+        c->n_mods = np > 0 ? np : 1;
+        c->mods = ttc_calloc((size_t)c->n_mods, sizeof(void *));
         c->fn = ttc_calloc((size_t)nk + 1, sizeof(void *));
         c->max_threads = ttc_calloc((size_t)nk + 1, sizeof(int32_t));
         c->req = ttc_calloc((size_t)nk + 1, sizeof *c->req);
     }
-    if (!c || !c->fn || !c->max_threads || !c->req) {
-        free(ptx);
-        if (c) { free(c->fn); free(c->max_threads); free(c->req); free(c); }
+    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req) {
+        if (c) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c); }
         return TTC_ERR_NOMEM;
     }
     c->e = e;
     c->ordinal = ordinal;
-    ttc_cuda_scope sc;
-    ttc_status s = ttc_cuda_enter(ordinal, &sc);
-    if (s != TTC_OK) { free(ptx); free(c->fn); free(c->max_threads); free(c->req); free(c); return s; }
-    s = ttc_cuda_module_load(ptx, &c->mod);
-    for (int32_t i = 0; i < nk && s == TTC_OK; i++) {
+    for (int32_t i = 0; i < nk; i++) {
         const ttc_kspec *ks = &e->cg.kernels[i];
-        ttc_cuda_ptx_reqntid(ptx, ks->name, c->req[i]);
         if (ks->n_args > c->max_args) c->max_args = ks->n_args;
         c->errf = c->errf || ttc_kspec_has_errflag(ks);
-        s = ttc_cuda_function(c->mod, ks->name, &c->fn[i], &c->max_threads[i]);
     }
-    free(ptx);
+    ttc_cuda_scope sc;
+    ttc_status s = ttc_cuda_enter(ordinal, &sc);
+    if (s != TTC_OK) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c); return s; }
+    for (int32_t m = 0; m < c->n_mods && s == TTC_OK; m++) s = load_part(c, m);
     /* PTX the driver does not take is a kernel form this path cannot run: a refusal */
     if (s == TTC_ERR_DEVICE) {
         char msg[512];
@@ -139,9 +156,11 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     ttc_cuda_scope sc;
     if (ttc_cuda_enter(c->ordinal, &sc) == TTC_OK) {
         ttc_cuda_free(c->consts);
-        ttc_cuda_module_unload(c->mod);
+        for (int32_t m = 0; m < c->n_mods; m++)
+            if (c->mods[m]) ttc_cuda_module_unload(c->mods[m]);
         ttc_cuda_leave(&sc);
     }
+    free(c->mods);
     free(c->fn);
     free(c->max_threads);
     free(c->req);
