@@ -108,7 +108,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     long n = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     t.tune_threads = n < 1 ? 1 : n > 16 ? 16 : (int32_t)n;
     /* engine programs built in parts by this many threads: on GPUs online CPUs, at most 16
-     * (NVIDIA compiles program objects concurrently; one ResNet-50 program took 14 s alone).
+     * (H100, ResNet-50 fp16: the program step 12.6 s as one program, 10.1 s as 16 parts; the
+     * driver seems to compile about one program at a time per process, so more threads buy
+     * little more: bench/RESULTS.md, "Cold compile, session 6").
      * CPU devices: 1 (on PoCL a part costs about what the whole program does: ResNet-18 as one
      * program 0.39 s, as two parts 0.70 s each, built side by side on 2 cores).
      * TORCHTRT_C_BUILD_THREADS=N overrides (1: one program). */

@@ -73,11 +73,18 @@ def test_every_bit_matters():
 
 
 def test_large_buffer_is_fast():
+    """Within a small factor of copying the same bytes (best of 3 each, so machine load hits
+    both): byte-wise FNV-1a ran 10-20x a copy."""
     data = bytearray(256 << 20)
     data[12345] = 1
-    t = time.perf_counter()
-    h = C.hash64(data)
-    dt = time.perf_counter() - t
+    dst = bytearray(len(data))
+    t_copy = t_hash = 1e9
+    for _ in range(3):
+        t = time.perf_counter()
+        dst[:] = data
+        t_copy = min(t_copy, time.perf_counter() - t)
+        t = time.perf_counter()
+        h = C.hash64(data)
+        t_hash = min(t_hash, time.perf_counter() - t)
     assert h != C.hash64(bytes(256 << 20))
-    # memory speed is ~10 GB/s; byte-wise FNV ran at ~0.4 GB/s. 1.5 s leaves room for a busy CI machine.
-    assert dt < 1.5, f"hashing 256 MiB took {dt:.2f}s"
+    assert t_hash < 6 * t_copy + 0.05, f"hashing 256 MiB took {t_hash:.3f}s, copying it {t_copy:.3f}s"
