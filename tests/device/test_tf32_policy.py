@@ -61,9 +61,11 @@ def test_compile_passes_the_resolved_policy(tmp_path, monkeypatch):
         opts = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
                     engine_cache_dir=str(tmp_path))
         a = torchtrt_c.compile(m, allow_tf32_matmul=False, **opts)
-        b = torchtrt_c.compile(m, allow_tf32_matmul=True, **opts)
+        b = torchtrt_c.compile(m, allow_tf32_matmul=True, **opts)   # another key: built, not reused
         assert [e["source"] for e in b._torchtrt_c_profile.engines] == ["built"]
         assert _engine_info(a)["tf32"]["matmul"] is False and _engine_info(b)["tf32"]["matmul"] is True
-        assert len(list(tmp_path.glob("*.ttce"))) == 2
+        c = torchtrt_c.compile(m, allow_tf32_matmul=False, **opts)  # a's key again: reused
+        assert [e["source"] for e in c._torchtrt_c_profile.engines] == ["engine cache (live)"]
+        assert _engine_info(c)["tf32"]["matmul"] is False
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = mm, cv
