@@ -198,36 +198,66 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
 #pragma unroll
             for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
 
-    /* slice k0 into stage st: A chunk c is row c / LCA, k chunk c % LCA */
+    /* Each thread's chunks of a slice, fixed for the whole k loop, so that a slice costs each
+     * chunk an add, a bound and the copy (computed per slice, the index arithmetic was several
+     * times the mma instructions of the loop in the PTX): A chunk c is row c / LCA, k chunk c % LCA; its element offset at k = 0, its
+     * k offset, whether its row exists, its local chunk (swizzled) within a stage. */
+    int aoff[ACH], akc[ACH], adst[ACH];
+    bool aok[ACH];
+#pragma unroll
+    for (int q = 0; q < ACH; q++) {
+        int c = tid + q * NTH, r = c / LCA, kc = c % LCA, m = m0 + r;
+        aok[q] = m < M;
+        akc[q] = kc * CE;
+        aoff[q] = aok[q] ? m * K + kc * CE : 0;
+        adst[q] = r * LCA + TC_SW(r, kc, LCA);
+    }
+    /* B chunk c: row c / LCB (n when TRANS_B, else k), chunk c % LCB (k, else n) */
+    int boff[BCH], bkc[BCH], bdst[BCH], bnl[BCH];
+    bool bok[BCH];
+#pragma unroll
+    for (int q = 0; q < BCH; q++) {
+        int c = tid + q * NTH, r = c / LCB, cc = c % LCB;
+#if TRANS_B
+        int n = n0 + r;
+        bok[q] = n < N;
+        bkc[q] = cc * CE;                            /* k offset */
+        boff[q] = bok[q] ? n * K + cc * CE : 0;
+        bnl[q] = 0;
+#else
+        int n = n0 + cc * CE;
+        bok[q] = n < N;
+        bkc[q] = r;                                  /* k row */
+        boff[q] = bok[q] ? r * N + n : 0;
+        bnl[q] = bok[q] ? min(N - n, CE) : 0;        /* valid n of the chunk */
+#endif
+        bdst[q] = r * LCB + TC_SWB(r, cc);
+    }
+#if TRANS_B
+#define TC_BLIM(q, k0) (bok[q] ? min(K - (k0) - bkc[q], CE) : 0)
+#define TC_BOFF(q, k0) (boff[q] + (k0))
+#else
+#define TC_BLIM(q, k0) ((k0) + bkc[q] < K ? bnl[q] : 0)
+#define TC_BOFF(q, k0) (boff[q] + (k0) * N)
+#endif
+    /* slice k0 into stage st */
 #define TC_LOAD(st, k0)                                                                            \
     {                                                                                              \
         _Pragma("unroll") for (int q = 0; q < ACH; q++) {                                          \
-            int c = tid + q * NTH;                                                                 \
-            if (ACN % NTH == 0 || c < ACN) {                                                       \
-                int r = c / LCA, kc = c % LCA, m = m0 + r, kk = (k0) + kc * CE;                    \
-                int lim = m < M ? min(K - kk, CE) : 0;                                             \
-                __local uint4 *dst = smA + (st) * ACN + r * LCA + TC_SW(r, kc, LCA);               \
-                TC_PUTA(dst, Ab, m * K + kk, lim, vecA, vecAf)                                     \
+            if (ACN % NTH == 0 || tid + q * NTH < ACN) {                                           \
+                int lim = aok[q] ? min(K - (k0) - akc[q], CE) : 0;                                 \
+                __local uint4 *dst = smA + (st) * ACN + adst[q];                                   \
+                TC_PUTA(dst, Ab, aoff[q] + (k0), lim, vecA, vecAf)                                 \
             }                                                                                      \
         }                                                                                          \
         _Pragma("unroll") for (int q = 0; q < BCH; q++) {                                          \
-            int c = tid + q * NTH;                                                                 \
-            if (BCN % NTH == 0 || c < BCN) {                                                       \
-                int r = c / LCB, cc = c % LCB;                                                     \
-                __local uint4 *dst = smB + (st) * BCN + r * LCB + TC_SWB(r, cc);                   \
-                TC_LOAD_B(k0)                                                                      \
+            if (BCN % NTH == 0 || tid + q * NTH < BCN) {                                           \
+                int lim = TC_BLIM(q, k0);                                                          \
+                __local uint4 *dst = smB + (st) * BCN + bdst[q];                                   \
+                TC_PUTB(dst, Bb, TC_BOFF(q, k0), lim, vecB, vecBf)                                 \
             }                                                                                      \
         }                                                                                          \
     }
-#if TRANS_B
-#define TC_LOAD_B(k0)                                                                              \
-    int n = n0 + r, kk = (k0) + cc * CE, lim = n < N ? min(K - kk, CE) : 0;                        \
-    TC_PUTB(dst, Bb, n * K + kk, lim, vecB, vecBf)
-#else
-#define TC_LOAD_B(k0)                                                                              \
-    int kk = (k0) + r, n = n0 + cc * CE, lim = kk < K ? min(N - n, CE) : 0;                        \
-    TC_PUTB(dst, Bb, kk * N + n, lim, vecB, vecBf)
-#endif
 
     int KT = (K + BK - 1) / BK;
 #pragma unroll
@@ -322,7 +352,8 @@ TC_UNROLL
             }
 }
 #undef TC_LOAD
-#undef TC_LOAD_B
+#undef TC_BLIM
+#undef TC_BOFF
 #undef TC_PUT
 #undef TC_PUTF
 #undef TC_SYNC
