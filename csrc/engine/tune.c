@@ -324,9 +324,10 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         op->tile = def;
         if (!tuning || (k->native && ttc_native_op_ok(k, op))) continue;  /* native: no tile to choose */
         if (!have_path) { path = tuning_path(e); have_path = true; }
-        /* "gemm3": the third table (choices made among fewer candidates are not read) */
+        /* "gemm4": the fourth table, with the pipelined and TF32 tiles (choices made among fewer
+         * candidates are not read) */
         /* "|tf32": the TF32 policy widens the candidates (and changes the answer's precision) */
-        char *key = ttc_strfmt("%s|%s|%s|gemm3|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld%s", e->tg.platform, e->tg.name,
+        char *key = ttc_strfmt("%s|%s|%s|gemm4|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld%s", e->tg.platform, e->tg.name,
                                e->tg.driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
                                a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K,
                                e->tg.tf32_matmul && !k->fp16 ? "|tf32" : "");
