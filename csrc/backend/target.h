@@ -67,6 +67,10 @@ typedef struct ttc_target {
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
                                    * and keys per block; 0: choose */
     int32_t build_threads;        /* an engine program is built in up to this many parts at once (1..64) */
+    /* ---- the engine's compile settings (engine options, set by the engine builder) ---- */
+    bool tf32_matmul;             /* fp32 GEMMs may use TF32 tensor cores (allow_tf32_matmul on an
+                                   * NVIDIA target; false elsewhere: no tensor cores) */
+    bool tf32_conv;               /* fp32 convolutions may (allow_tf32_conv on NVIDIA) */
 } ttc_target;
 
 typedef struct ttc_device ttc_device;
