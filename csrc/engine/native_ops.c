@@ -9,6 +9,7 @@
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
 #include "native_pool.h"
+#include "native_post.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3 };
 
@@ -25,6 +26,8 @@ _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffe
  * then the scratch when the convolution needs one, then the epilogue's leaves. */
 typedef struct native_call {
     ttc_native_epi epi;       /* epilogue applied here (epi.on), else by an OpenCL kernel or none */
+    bool post;                /* the epilogue starts with pp's post-ops (bias: leaf pp.bias_leaf) */
+    ttc_native_post pp;
     int32_t kind;
     bool trans_b;
     bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
@@ -133,7 +136,10 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     }
     ks->n_native_args = ks->n_args - before;
     /* the store arguments are ks->args[0, before) until gen_op rotates them behind ours */
-    ks->native_epi = op->epi.n > 0 && !ttc_native_epi_ok(k, op, ks->args, before);
+    ttc_native_post pp;
+    ks->native_post = op->kind == TTC_KOP_CONV2D && op->epi.n > 0 && ttc_dnnl_available() &&
+                      ttc_native_post_plan(k, op, &pp) && ttc_native_epi_ok_from(k, op, ks->args, before, pp.split);
+    ks->native_epi = op->epi.n > 0 && !ks->native_post && !ttc_native_epi_ok(k, op, ks->args, before);
     /* the epilogue, in place: each work-item reads the library's result and stores f(result) */
     const ttc_et *out = &k->ts[op->out];
     ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
@@ -208,7 +214,13 @@ static void native_run(void *arg, void *const *ptrs) {
     bool direct = conv_is_1x1(v);
     ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
                               v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW]};
-    if (ttc_dnnl_conv(c->owner, c->ki, &ds, x, w, c->w_const, y)) {
+    const float *bias = c->post && c->pp.dnnl.bias
+                            ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
+                            : NULL;
+    bool post_done = false;
+    if (ttc_dnnl_conv_post(c->owner, c->ki, &ds, x, w, c->w_const, y, c->post ? &c->pp.dnnl : NULL, bias,
+                           &post_done)) {
+        if (c->post && !post_done) ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
         epilogue(c, ptrs, y);
         return;
     }
@@ -222,6 +234,7 @@ static void native_run(void *arg, void *const *ptrs) {
             }
             ttc_blas_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
         }
+    if (c->post) ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
     epilogue(c, ptrs, y);
 }
 
@@ -258,7 +271,23 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
         bufs[n_bufs++] = scratch;
     }
-    if (op->epi.n > 0 && !ks->native_epi) TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
+    if (ks->native_post) {
+        c.post = ttc_native_post_plan(e->k, op, &c.pp);
+        if (!c.post) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no post-op plan at launch", op->name);
+        TTC_TRY(ttc_native_epi_bind_from(e, p, ki, &c.epi, bufs, &n_bufs, b, c.pp.split));
+        int32_t bl = c.pp.bias_leaf;
+        /* the plan checked the bias tensor's dims; its values must lie at off + channel */
+        const int64_t *st = c.epi.strides[bl], *od = c.epi.dims;
+        if (c.pp.dnnl.bias && !c.epi.dense[bl] &&
+            !((st[1] == 1 || od[1] == 1) && (st[0] == 0 || od[0] == 1) && (st[2] == 0 || od[2] == 1) &&
+              (st[3] == 0 || od[3] == 1)))
+            return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: bias laid out with strides (%lld, %lld, %lld, %lld)",
+                            op->name, (long long)st[0], (long long)st[1], (long long)st[2], (long long)st[3]);
+        if (c.pp.dnnl.bias && c.epi.dense[bl] && od[0] * od[2] * od[3] != 1)
+            return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: bias laid out like the output", op->name);
+    } else if (op->epi.n > 0 && !ks->native_epi) {
+        TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
+    }
     char what[160];
     snprintf(what, sizeof what, "%s: %s", ks->name, op->name ? op->name : "");
     return ttc_queue_host_task(q, native_run, &c, sizeof c, bufs, n_bufs, what, ev);
