@@ -100,6 +100,22 @@ static bool live_nodes(const ttc_expr *e, int32_t start, uint32_t *live, uint32_
     return true;
 }
 
+bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_expr *e = &op->epi;
+    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (e->root < 0 || e->root >= e->n) return false;
+    for (int32_t l = 0; l < e->n_leaves; l++)
+        if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
+    for (int32_t i = 0; i < e->n; i++) {
+        const ttc_enode *nd = &e->nodes[i];
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !cheap_step(nd->op)) return false;
+        if (nd->op == TTC_EOP_LEAF && nd->a < 0 && op->kind == TTC_KOP_ELEMENTWISE) return false;
+        if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
+            return false;
+    }
+    return true;
+}
+
 bool ttc_native_epi_ok_from(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store,
                             int32_t start) {
     const ttc_expr *e = &op->epi;

@@ -41,6 +41,9 @@ typedef struct ttc_native_epi {
  * TORCHTRT_C_NATIVE_EPI=0 (read at build), a leaf or step is not float32, or a step is not
  * cheap (see above). */
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store);
+/* The expression part of ttc_native_epi_ok (no store arguments yet): an ELEMENTWISE op that
+ * passes runs as a native call (engine/native_ops.c); it must not read acc. */
+bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op);
 /* The same for the part of the epilogue after node `start`, whose value the library call
  * leaves in the output: the nodes the root needs past `start` are cheap, and those before it
  * that they read are leaves or constants. */

@@ -11,7 +11,7 @@
 #include "native_pool.h"
 #include "native_post.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -42,14 +42,40 @@ static bool native_pool_off(void) {
     return v && !strcmp(v, "0");
 }
 
+static bool static_one(const ttc_dim *d) { return d->sym < 0 && d->add == 1; }
+
+/* An elementwise op runs natively when the ops producing its operands do (through views):
+ * squeeze-excite's channel scale in EfficientNet/MobileNetV3 and ConvNeXt's layer scale +
+ * residual sat as OpenCL kernels between native calls, each a launch and two hand-overs.
+ * Image-shaped (rank 4) only: single-threaded C is no match for PoCL's threads on the large
+ * elementwise chains of other models, and there is no hand-over to save next to OpenCL ops. */
+static bool native_ew_ok(const ttc_kir *k, const ttc_kop *op, int depth) {
+    if (!k->native || !ttc_kir_target(k)->native_ew || depth > 4 || k->ts[op->out].rank != 4 ||
+        !ttc_native_epi_expr_ok(k, op))
+        return false;
+    for (int32_t l = 0; l < op->epi.n_leaves; l++) {
+        int32_t t = op->epi.leaves[l];
+        while (k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+        const ttc_et *et = &k->ts[t];
+        if (et->kind != TTC_ET_INTER) continue;
+        if (et->producer < 0) return false;
+        const ttc_kop *q = &k->ops[et->producer];
+        if (q->kind == TTC_KOP_ELEMENTWISE ? !native_ew_ok(k, q, depth + 1) : !ttc_native_op_ok(k, q)) return false;
+    }
+    return true;
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
-    if (op->kind == TTC_KOP_POOL)   /* max / average; adaptive pools are small and stay OpenCL */
-        return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG && !native_pool_off() &&
-               k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[0]].rank >= 3 &&
-               k->ts[op->in[0]].rank == k->ts[op->out].rank;
+    if (op->kind == TTC_KOP_ELEMENTWISE) return native_ew_ok(k, op, 0);
+    if (op->kind == TTC_KOP_POOL) {   /* max / average; of the adaptive pools the global average */
+        const ttc_et *x = &k->ts[op->in[0]], *o = &k->ts[op->out];
+        if (native_pool_off() || x->dtype != TTC_DTYPE_FLOAT32 || x->rank < 3 || x->rank != o->rank) return false;
+        return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG ||
+               (static_one(&o->dims[o->rank - 2]) && static_one(&o->dims[o->rank - 1]));
+    }
     if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
     int32_t G = op->p.conv.groups;
@@ -114,6 +140,14 @@ static ttc_status pool_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
     ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
     ARG(TTC_ARG_DIM, op->out, R - 1, 0, 0);
+    if (op->p.pool.kind == TTC_POOL_ADAPTIVE_AVG) {   /* global: an average over the whole image */
+        ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        ARG(TTC_ARG_DIM, op->in[0], R - 2, 0, 0);
+        ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
+        int64_t rest[] = {1, 1, 0, 0, 1, 1, 0, 0};
+        for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, rest[i]);
+        return TTC_OK;
+    }
     int64_t lit[] = {op->p.pool.kind == TTC_POOL_AVG, op->p.pool.k[0], op->p.pool.k[1], op->p.pool.stride[0],
                      op->p.pool.stride[1], op->p.pool.pad[0], op->p.pool.pad[1], op->p.pool.dil[0], op->p.pool.dil[1],
                      op->p.pool.count_pad, op->p.pool.divisor};
@@ -130,6 +164,10 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_POOL) {
         TTC_TRY(pool_args(k, op, ks));
         ks->native = NATIVE_POOL;
+    } else if (op->kind == TTC_KOP_ELEMENTWISE) {   /* only the epilogue, evaluated into the output */
+        ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+        ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+        ks->native = NATIVE_EW;
     } else {
         TTC_TRY(conv_args(k, op, ks));
         ks->native = NATIVE_CONV;
@@ -187,10 +225,10 @@ static void epilogue(const native_call *c, void *const *ptrs, float *y) {
 static void native_run(void *arg, void *const *ptrs) {
     const native_call *c = arg;
     const int64_t *v = c->v;
-    void *m0 = ptrs[0], *m1 = ptrs[1], *m2 = ptrs[2];
+    void *m0 = ptrs[0];   /* ptrs[1], ptrs[2]: read only by the kinds that pass them */
     if (c->kind == NATIVE_GEMM) {
-        const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)m1 + v[GA_BOFF];
-        float *C = (float *)m2 + v[GA_COFF];
+        const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)ptrs[1] + v[GA_BOFF];
+        float *C = (float *)ptrs[2] + v[GA_COFF];
         int64_t M = v[GA_M], N = v[GA_N], K = v[GA_K];
         for (int64_t b = 0; b < v[GA_BATCH]; b++)
             ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
@@ -198,17 +236,21 @@ static void native_run(void *arg, void *const *ptrs) {
         epilogue(c, ptrs, C);
         return;
     }
+    if (c->kind == NATIVE_EW) {
+        epilogue(c, ptrs, (float *)m0 + v[1]);
+        return;
+    }
     if (c->kind == NATIVE_POOL) {
         ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
                                     v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
                                     v[PA_CP], v[PA_DIV]};
-        float *y = (float *)m1 + v[PA_YOFF];
+        float *y = (float *)ptrs[1] + v[PA_YOFF];
         ttc_native_pool(&ps, (const float *)m0 + v[PA_XOFF], y);
         epilogue(c, ptrs, y);
         return;
     }
-    const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
-    float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[3];
+    const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)ptrs[1] + v[CA_WOFF];
+    float *y = (float *)ptrs[2] + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[3];
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
@@ -264,7 +306,7 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
     for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_POOL ? 2 : 3;
+    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : 3;
     for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2 (, 4) in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
