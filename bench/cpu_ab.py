@@ -36,6 +36,9 @@ VARIANTS = {
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # bias + activation in C (or an OpenCL kernel) after the oneDNN convolution, not as its post-ops
     "nopost": ({"TORCHTRT_C_NATIVE_POST": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # the end of session 5: no post-ops, no native elementwise ops or pools
+    "s5": ({"TORCHTRT_C_NATIVE_POST": "0", "TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0"},
+           {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # elementwise ops and pools (squeeze-excite's scale and average) as OpenCL kernels
     "se-opencl": ({"TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # max/average pooling as OpenCL kernels (decided at build)

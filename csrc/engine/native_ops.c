@@ -8,10 +8,11 @@
 #include "../backend/blas.h"
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
+#include "native_norm.h"
 #include "native_pool.h"
 #include "native_post.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -19,7 +20,9 @@ enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA
        CA_KW, CA_SH, CA_SW, CA_PH, CA_PW, CA_DH, CA_DW, CA_COUNT };
 enum { PA_X, PA_XOFF, PA_Y, PA_YOFF, PA_PLANES, PA_H, PA_W, PA_OH, PA_OW, PA_AVG, PA_KH, PA_KW, PA_SH, PA_SW, PA_PH,
        PA_PW, PA_DH, PA_DW, PA_CP, PA_DIV, PA_COUNT };
+enum { NA_X, NA_XOFF, NA_W, NA_WOFF, NA_B, NA_BOFF, NA_Y, NA_YOFF, NA_ROWS, NA_N, NA_HAS_W, NA_HAS_B, NA_COUNT };
 _Static_assert((int)PA_COUNT <= (int)CA_COUNT, "native_call.v holds every layout");
+_Static_assert((int)NA_COUNT <= (int)CA_COUNT, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -27,6 +30,7 @@ _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffe
 typedef struct native_call {
     ttc_native_epi epi;       /* epilogue applied here (epi.on), else by an OpenCL kernel or none */
     bool post;                /* the epilogue starts with pp's post-ops (bias: leaf pp.bias_leaf) */
+    float eps;                /* layer norm */
     ttc_native_post pp;
     int32_t kind;
     bool trans_b;
@@ -49,8 +53,10 @@ static bool static_one(const ttc_dim *d) { return d->sym < 0 && d->add == 1; }
  * residual sat as OpenCL kernels between native calls, each a launch and two hand-overs.
  * Image-shaped (rank 4) only: single-threaded C is no match for PoCL's threads on the large
  * elementwise chains of other models, and there is no hand-over to save next to OpenCL ops. */
-static bool native_ew_ok(const ttc_kir *k, const ttc_kop *op, int depth) {
-    if (!k->native || !ttc_kir_target(k)->native_ew || depth > 4 || k->ts[op->out].rank != 4 ||
+static bool native_ew_ok(const ttc_kir *k, const ttc_kop *op, int *budget) {
+    /* the walk up through elementwise producers (ConvNeXt's residual chain is one per block)
+     * visits at most 64 ops */
+    if (!k->native || !ttc_kir_target(k)->native_ew || --*budget < 0 || k->ts[op->out].rank != 4 ||
         !ttc_native_epi_expr_ok(k, op))
         return false;
     for (int32_t l = 0; l < op->epi.n_leaves; l++) {
@@ -60,7 +66,7 @@ static bool native_ew_ok(const ttc_kir *k, const ttc_kop *op, int depth) {
         if (et->kind != TTC_ET_INTER) continue;
         if (et->producer < 0) return false;
         const ttc_kop *q = &k->ops[et->producer];
-        if (q->kind == TTC_KOP_ELEMENTWISE ? !native_ew_ok(k, q, depth + 1) : !ttc_native_op_ok(k, q)) return false;
+        if (q->kind == TTC_KOP_ELEMENTWISE ? !native_ew_ok(k, q, budget) : !ttc_native_op_ok(k, q)) return false;
     }
     return true;
 }
@@ -69,7 +75,17 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
-    if (op->kind == TTC_KOP_ELEMENTWISE) return native_ew_ok(k, op, 0);
+    if (op->kind == TTC_KOP_ELEMENTWISE) {
+        int budget = 64;
+        return native_ew_ok(k, op, &budget);
+    }
+    if (op->kind == TTC_KOP_NORM) {   /* layer norms of image-shaped tensors (ConvNeXt's channels-last) */
+        const ttc_et *x = &k->ts[op->in[0]];
+        for (int i = 1; i < 3; i++)
+            if (op->in[i] >= 0 && k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32) return false;
+        return k->native && ttc_kir_target(k)->native_ew && !op->p.norm.group && x->rank == 4 &&
+               x->dtype == TTC_DTYPE_FLOAT32 && op->p.norm.axis_from >= 0 && op->p.norm.axis_from < 4;
+    }
     if (op->kind == TTC_KOP_POOL) {   /* max / average; of the adaptive pools the global average */
         const ttc_et *x = &k->ts[op->in[0]], *o = &k->ts[op->out];
         if (native_pool_off() || x->dtype != TTC_DTYPE_FLOAT32 || x->rank < 3 || x->rank != o->rank) return false;
@@ -164,6 +180,19 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_POOL) {
         TTC_TRY(pool_args(k, op, ks));
         ks->native = NATIVE_POOL;
+    } else if (op->kind == TTC_KOP_NORM) {
+        int32_t R = k->ts[op->in[0]].rank, from = op->p.norm.axis_from;
+        bool hw = op->in[1] >= 0, hb = op->in[2] >= 0;
+        const int32_t ts[4] = {op->in[0], hw ? op->in[1] : op->in[0], hb ? op->in[2] : op->in[0], op->out};
+        for (int i = 0; i < 4; i++) {
+            ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+            ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+        }
+        ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
+        ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
+        ARG(TTC_ARG_INT, 0, 0, 0, hw);
+        ARG(TTC_ARG_INT, 0, 0, 0, hb);
+        ks->native = NATIVE_NORM;
     } else if (op->kind == TTC_KOP_ELEMENTWISE) {   /* only the epilogue, evaluated into the output */
         ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
         ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
@@ -236,6 +265,13 @@ static void native_run(void *arg, void *const *ptrs) {
         epilogue(c, ptrs, C);
         return;
     }
+    if (c->kind == NATIVE_NORM) {
+        float *y = (float *)ptrs[3] + v[NA_YOFF];
+        ttc_native_layer_norm((const float *)m0 + v[NA_XOFF], v[NA_HAS_W] ? (const float *)ptrs[1] + v[NA_WOFF] : NULL,
+                              v[NA_HAS_B] ? (const float *)ptrs[2] + v[NA_BOFF] : NULL, v[NA_ROWS], v[NA_N], c->eps, y);
+        epilogue(c, ptrs, y);
+        return;
+    }
     if (c->kind == NATIVE_EW) {
         epilogue(c, ptrs, (float *)m0 + v[1]);
         return;
@@ -306,8 +342,9 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
     for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : 3;
-    for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2 (, 4) in every layout */
+    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4 : 3;
+    if (c.kind == NATIVE_NORM) c.eps = (float)op->p.norm.eps;
+    for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2 (, 4, 6) in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);

@@ -1,11 +1,11 @@
-"""Squeeze-excite blocks, global average pools and image-shaped elementwise ops between native
-calls (engine/native_ops.c, native_pool.c) against torch eager. Each model is compiled with
+"""Squeeze-excite blocks, global average pools, image-shaped elementwise ops and layer norms between
+native calls (engine/native_ops.c, native_pool.c, native_norm.c) against torch eager. Each model is compiled with
 the defaults (every kernel a native call where the device runs them and oneDNN loads) and with
-TORCHTRT_C_NATIVE_EW=0 + TORCHTRT_C_NATIVE_POOL=0 (the pool and the channel scale as OpenCL
-kernels; read when the engine is built). Cases: EfficientNet's SE (SiLU, sigmoid) and
+TORCHTRT_C_NATIVE_EW=0 + TORCHTRT_C_NATIVE_POOL=0 (the pool, the channel scale and the layer
+norm as OpenCL kernels; read when the engine is built). Cases: EfficientNet's SE (SiLU, sigmoid) and
 MobileNetV3's (ReLU, hardsigmoid, hardswish), odd channel counts and image sizes, batch 1 and 3,
-a residual after the projection, a layer scale + residual on a channels-last tensor (ConvNeXt),
-an adaptive pool to 2x3 (stays an OpenCL kernel), and an elementwise op between OpenCL ops
+a residual after the projection, ConvNeXt's channels-last LayerNorm (with and without affine) and
+layer scale + residual, an adaptive pool to 2x3 (stays an OpenCL kernel), and an elementwise op between OpenCL ops
 (stays one). Tolerance: fp32 atol = rtol = 1e-4."""
 import numpy as np
 import pytest
@@ -52,16 +52,22 @@ class SE(nn.Module):
 
 
 class LayerScale(nn.Module):
-    """ConvNeXt's tail: depthwise 7x7 -> permute -> linear -> layer scale * . + residual."""
+    """ConvNeXt's block: depthwise 7x7 -> permute -> LayerNorm (channels last) -> linear ->
+    layer scale * . + residual."""
 
-    def __init__(self, c):
+    def __init__(self, c, affine=True):
         super().__init__()
         self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c, eps=1e-6, elementwise_affine=affine)
+        if affine:
+            with torch.no_grad():
+                self.norm.weight.uniform_(0.5, 1.5)
+                self.norm.bias.uniform_(-0.5, 0.5)
         self.fc = nn.Linear(c, c)
         self.gamma = nn.Parameter(torch.rand(c) + 0.5)
 
     def forward(self, x):
-        y = self.fc(self.dw(x).permute(0, 2, 3, 1))
+        y = self.fc(self.norm(self.dw(x).permute(0, 2, 3, 1)))
         return x + (self.gamma * y).permute(0, 3, 1, 2)
 
 
@@ -115,11 +121,14 @@ def test_squeeze_excite(kind, c, e, k, hw, batch, monkeypatch):
         assert pools and not any("(native)" in kd for kd in pools), runs["opencl"]
 
 
-def test_layer_scale_residual(monkeypatch):
-    runs = check(LayerScale(12), rand(2, 12, 9, 7, seed=2), monkeypatch)
+@pytest.mark.parametrize("c,affine", [(12, True), (13, False), (40, True)])
+def test_convnext_block(c, affine, monkeypatch):
+    """The layer norm and the layer scale + residual run natively (NATIVE_EW=0: OpenCL)."""
+    runs = check(LayerScale(c, affine), rand(2, c, 9, 7, seed=2), monkeypatch)
     if onednn():
-        ew = [kd for kd in runs["native"] if "elementwise:" in kd]
-        assert ew and all("(native)" in kd for kd in ew), runs["native"]
+        ew = [kd for kd in runs["native"] if "elementwise:" in kd or "norm:" in kd]
+        assert any("norm:" in kd for kd in ew) and all("(native)" in kd for kd in ew), runs["native"]
+        assert not any("(native)" in kd for kd in runs["opencl"] if "norm:" in kd), runs["opencl"]
 
 
 def test_adaptive_pool_not_global_stays_opencl(monkeypatch):
