@@ -100,24 +100,10 @@ static bool live_nodes(const ttc_expr *e, int32_t start, uint32_t *live, uint32_
     return true;
 }
 
-bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op) {
-    const ttc_expr *e = &op->epi;
-    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
-    if (e->root < 0 || e->root >= e->n) return false;
-    for (int32_t l = 0; l < e->n_leaves; l++)
-        if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
-    for (int32_t i = 0; i < e->n; i++) {
-        const ttc_enode *nd = &e->nodes[i];
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !cheap_step(nd->op)) return false;
-        if (nd->op == TTC_EOP_LEAF && nd->a < 0 && op->kind == TTC_KOP_ELEMENTWISE) return false;
-        if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
-            return false;
-    }
-    return true;
-}
-
-bool ttc_native_epi_ok_from(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store,
-                            int32_t start) {
+/* The expression checks of ttc_native_epi_ok for the nodes the root needs past `start` (all of
+ * them for start < 0); an ELEMENTWISE op has no library result to read. (Steps admitted here
+ * and in ttc_native_epi_ok are the same.) */
+static bool nodes_ok(const ttc_kir *k, const ttc_kop *op, int32_t start) {
     const ttc_expr *e = &op->epi;
     uint32_t live, leaves;
     if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
@@ -128,12 +114,20 @@ bool ttc_native_epi_ok_from(const ttc_kir *k, const ttc_kop *op, const ttc_argsp
         const ttc_enode *nd = &e->nodes[i];
         if (!(live >> i & 1) || i == start) continue;
         if (nd->dtype != TTC_DTYPE_FLOAT32 || !cheap_step(nd->op)) return false;
+        if (nd->op == TTC_EOP_LEAF && nd->a < 0 && op->kind == TTC_KOP_ELEMENTWISE) return false;
         if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
             return false;
     }
+    return true;
+}
+
+bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op) { return nodes_ok(k, op, -1); }
+
+bool ttc_native_epi_ok_from(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store,
+                            int32_t start) {
     int32_t first[TTC_EXPR_MAX_LEAVES];
     bool dense[TTC_EXPR_MAX_LEAVES];
-    return parse_store_args(k, op, store_args, n_store, first, dense);
+    return nodes_ok(k, op, start) && parse_store_args(k, op, store_args, n_store, first, dense);
 }
 
 ttc_status ttc_native_epi_bind(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi, ttc_buf **slots,
