@@ -360,8 +360,8 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
         if (c.pp.dnnl.bias && !c.epi.dense[bl] &&
             !((st[1] == 1 || od[1] == 1) && (st[0] == 0 || od[0] == 1) && (st[2] == 0 || od[2] == 1) &&
               (st[3] == 0 || od[3] == 1)))
-            return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: bias laid out with strides (%lld, %lld, %lld, %lld)",
-                            op->name, (long long)st[0], (long long)st[1], (long long)st[2], (long long)st[3]);
+            return ttc_fail(TTC_ERR_INTERNAL,
+                            "native convolution %s: bias laid out with strides (%lld, %lld, %lld, %lld)", op->name, (long long)st[0], (long long)st[1], (long long)st[2], (long long)st[3]);
         if (c.pp.dnnl.bias && c.epi.dense[bl] && od[0] * od[2] * od[3] != 1)
             return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: bias laid out like the output", op->name);
     } else if (op->epi.n > 0 && !ks->native_epi) {
