@@ -34,6 +34,13 @@ VARIANTS = {
     "new-blas": ({}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
     # depthwise convolutions as OpenCL kernels (decided at build), the others through oneDNN
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # bias + activation in C (or an OpenCL kernel) after the oneDNN convolution, not as its post-ops
+    "nopost": ({"TORCHTRT_C_NATIVE_POST": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # the end of session 5: no post-ops, no native elementwise ops or pools
+    "s5": ({"TORCHTRT_C_NATIVE_POST": "0", "TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0"},
+           {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # elementwise ops and pools (squeeze-excite's scale and average) as OpenCL kernels
+    "se-opencl": ({"TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # max/average pooling as OpenCL kernels (decided at build)
     "pool-opencl": ({"TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
@@ -59,6 +66,9 @@ def build(name, batch):
     if name.startswith("hf_"):
         from hf_models import build_hf
         m, make = build_hf(name, "full")
+    elif name.startswith(("tv_", "timm_")):
+        from vision_models import build_vision
+        m, make = build_vision(name, "full")
     else:
         from zoo import build as zb
         m, make = zb(name, "full")

@@ -72,6 +72,10 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     /* GEMM/convolution through the host BLAS where the queues run host tasks (and the
      * library loads); the GPU kernel families keep their own kernels */
     t.native = !native_disabled() && !t.gpu_kernels && ttc_device_host_tasks(d) && ttc_blas_available();
+    /* bias + activation inside the oneDNN convolution (=0 for A/B runs: they run in C after it) */
+    t.native_post = t.native && !env_is("TORCHTRT_C_NATIVE_POST", "0");
+    /* elementwise ops fed by native ops, and layer norms, without an OpenCL hand-over (=0: OpenCL kernels) */
+    t.native_ew = t.native && !env_is("TORCHTRT_C_NATIVE_EW", "0");
     t.keep_binaries = ttc_target_keep_binaries(&t);
     /* inputs/outputs over host memory with no map (CPU devices whose probe says so) */
     t.host_in_place = t.host_memory && !env_is("TORCHTRT_C_HOST_IN_PLACE", "0") && ttc_device_host_in_place(d);

@@ -49,6 +49,11 @@ typedef struct ttc_target {
     bool half_compute;            /* generated code may compute in half where the device does
                                    * (ttc_device_half_compute, probed by fp16 builds; HALF_COMPUTE=0: no) */
     bool native;                  /* GEMM/convolution run as host tasks calling the BLAS */
+    bool native_post;             /* native convolutions take bias + activations as oneDNN
+                                   * post-ops (engine/native_post.h; NATIVE_POST=0: no) */
+    bool native_ew;               /* image-shaped float32 elementwise ops between native ops and
+                                   * layer norms run as native calls too (engine/native_ops.c;
+                                   * NATIVE_EW=0: no) */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
     bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */

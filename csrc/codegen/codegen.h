@@ -47,6 +47,7 @@ typedef struct ttc_kspec {
      * native call's, the rest the OpenCL epilogue kernel's, launched only when native_epi */
     int8_t native;
     bool native_epi;
+    bool native_post;         /* the epilogue starts with oneDNN post-ops (engine/native_post.h) */
     int32_t n_native_args;
 } ttc_kspec;
 

@@ -172,10 +172,12 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
         const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
         /* "k<i> <kind>: <ops>" is parsed by the profile tools: the native marker goes last
-         * ("+cl-epilogue": the epilogue runs as its own OpenCL kernel after the native call) */
+         * ("+cl-epilogue": the epilogue runs as its own OpenCL kernel after the native call;
+         * "+post": it starts with oneDNN post-ops) */
         const ttc_kspec *ks = &e->cg.kernels[i];
-        e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
-                                 ks->native ? " (native)" : "", ks->native && ks->native_epi ? " +cl-epilogue" : "");
+        e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
+                                 ks->native ? " (native)" : "", ks->native && ks->native_epi ? " +cl-epilogue" : "",
+                                 ks->native && ks->native_post ? " +post" : "");
     }
     return TTC_OK;
 }
