@@ -38,6 +38,7 @@ static void decisions_default(ttc_target *t) {
     t->gemm_tile = -1;
     t->conv_ksplit_cap = 32;
     t->conv_tile = -1;
+    t->conv_mma = -1;
     t->conv_double_buffer = -1;
     t->dedupe_kernels = true;
     t->tune_threads = 1;
@@ -90,6 +91,11 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     if ((v = env("TORCHTRT_C_CONV_KSPLIT")) && atoi(v) >= 1) t.conv_ksplit_cap = atoi(v);
     if ((v = env("TORCHTRT_C_CONV_TILE")) && *v >= '0' && *v <= '9' && !v[1]) t.conv_tile = *v - '0';
     t.conv_tiles_v1 = env_is("TORCHTRT_C_CONV_TILES", "v1");
+    if ((v = env("TORCHTRT_C_CONV_MMA"))) {
+        if (!strcmp(v, "0") || !strcmp(v, "1")) t.conv_mma = v[0] - '0';
+        else if (!strcmp(v, "tf32")) t.conv_mma = 2;
+        else return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CONV_MMA=%s: expected 0, 1 or tf32", v);
+    }
     if ((v = env("TORCHTRT_C_CONV_DB")) && (!strcmp(v, "0") || !strcmp(v, "1"))) t.conv_double_buffer = v[0] == '1';
     t.conv_cpu_ocb8 = env_is("TORCHTRT_C_CONV_CPU", "ocb8");
     t.dedupe_kernels = !env_is("TORCHTRT_C_DEDUPE_KERNELS", "0");

@@ -13,7 +13,8 @@
  *
  * Knobs (all optional): TORCHTRT_C_KERNELS=gpu, TORCHTRT_C_HALF_COMPUTE=0, TORCHTRT_C_NATIVE=0,
  * TORCHTRT_C_PROGRAM_BINARIES=0/1, TORCHTRT_C_GEMM_TILE=<i>, TORCHTRT_C_CONV_KSPLIT=<n>,
- * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1, TORCHTRT_C_CONV_DB=0/1,
+ * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1,
+ * TORCHTRT_C_CONV_MMA=0/1/tf32, TORCHTRT_C_CONV_DB=0/1,
  * TORCHTRT_C_CONV_CPU=ocb8, TORCHTRT_C_DEDUPE_KERNELS=0, TORCHTRT_C_TUNE_THREADS=<n>,
  * TORCHTRT_C_HOST_IN_PLACE=0, TORCHTRT_C_CUDA_LAUNCH=0, TORCHTRT_C_ATTN_MMA=0/1,
  * TORCHTRT_C_ATTN_TILE=<warps>x<keys>.
@@ -59,7 +60,11 @@ typedef struct ttc_target {
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */
     int32_t gemm_tile;            /* forced GEMM candidate, -1: choose */
     int32_t conv_ksplit_cap;      /* most split-K slices of a convolution (1: never split) */
-    int32_t conv_tile;            /* forced implicit-GEMM convolution tile, -1: choose */
+    int32_t conv_tile;            /* forced implicit-GEMM convolution tile, -1: choose (tensor-core
+                                   * convolutions: an index into their own table) */
+    int32_t conv_mma;             /* tensor-core convolutions: -1 choose (NVIDIA), 0 never, 1 every
+                                   * eligible one on any device (PoCL runs the emulation),
+                                   * 2 (=tf32) also fp32 ones in TF32 whatever the policy */
     bool conv_tiles_v1;           /* the small-problem tile rule everywhere (A/B runs) */
     int32_t conv_double_buffer;   /* -1: choose, 0/1: force single/double buffering */
     bool conv_cpu_ocb8;           /* CPU convolutions: the 8-channel blocked kernel */

@@ -92,7 +92,7 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
         return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG ||
                (static_one(&o->dims[o->rank - 2]) && static_one(&o->dims[o->rank - 1]));
     }
-    if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
+    if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1 || op->p.conv.mma) return false;
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
     int32_t G = op->p.conv.groups;
     /* depthwise: through im2col one tiny GEMM per channel, the OpenCL kernel is better; oneDNN
