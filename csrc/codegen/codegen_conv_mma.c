@@ -55,11 +55,7 @@ ttc_status ttc_gen_conv_mma(const ttc_kgen *g) {
     int64_t KTR = (KT + BK - 1) / BK * BK, KSL = ((KTR + S - 1) / S + BK - 1) / BK * BK;
     int32_t nt = 32 * c[2] * c[3];
     int64_t MT = (OCG + c[0] - 1) / c[0];
-    const ttc_target *tg = ttc_kir_target(k);
-    {   /* the prelude: once per program (it guards itself) */
-        const char *real[] = {"TTC_PTX", "1", NULL}, *emu[] = {NULL};
-        TTC_TRY(ttc_codegen_template(src, "ptx", tg->nvidia ? real : emu));
-    }
+    TTC_TRY(ttc_codegen_ptx_prelude(src, k));
     char v[22][24];
     int64_t vals[22] = {x->dtype == TTC_DTYPE_FLOAT32, tf32, C, OC, ICG, OCG, op->p.conv.k[0], op->p.conv.k[1],
                         op->p.conv.stride[0], op->p.conv.stride[1], op->p.conv.pad[0], op->p.conv.pad[1],
