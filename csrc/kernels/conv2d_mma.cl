@@ -55,6 +55,14 @@
 #define ACH (BM * 4 / NTH)    /* A chunks per work-item per slice (BM * 4 >= NTH) */
 #define BCH (BN * 4 / NTH)
 #define KTR ((KT + BK - 1) / BK * BK)
+/* cp.async.wait_group takes a literal: STAGES - 2 groups may stay in flight */
+#if STAGES == 2
+#define CP_WAIT_AHEAD TTC_CP_ASYNC_WAIT(0)
+#elif STAGES == 3
+#define CP_WAIT_AHEAD TTC_CP_ASYNC_WAIT(1)
+#else
+#error "conv2d_mma.cl: STAGES must be 2 or 3"
+#endif
 
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1)))
 void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H, int Wd, int OH, int OW,
@@ -169,7 +177,7 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
         /* slice it's own copies have landed (STAGES - 2 younger groups may be in flight), and
          * after the barrier everybody's, with the B tile; the buffer refilled next was read in
          * the previous iteration, which every work-item has finished */
-        TTC_CP_ASYNC_WAIT(STAGES - 2);
+        CP_WAIT_AHEAD;
         barrier(CLK_LOCAL_MEM_FENCE);
         if (it + STAGES - 1 < nk) LOAD_A((it + STAGES - 1) % STAGES, kbeg + (it + STAGES - 1) * BK)
         ttc_cp_async_commit();
@@ -259,6 +267,7 @@ void KNAME(__global const TX *X, int offX, __global const TW *W, int offW, int H
 #undef ACH
 #undef BCH
 #undef KTR
+#undef CP_WAIT_AHEAD
 #undef XE
 #undef LDXE
 #undef PACK
