@@ -212,6 +212,26 @@ static bool conv_as_gemm_ok(const ttc_conv_ctx *cx, const ttc_et *xt, int32_t nd
            xt->dims[2].sym < 0 && xt->dims[3].sym < 0;
 }
 
+/* Whether a 1x1 stride-1 convolution that conv_as_gemm_ok accepts runs as a tensor-core
+ * convolution instead: always under TORCHTRT_C_CONV_MMA=1; on NVIDIA for deep inputs (at least
+ * 512 channels, or 256 on planes of at most 28x28) with at least 1568 pixels (batch 32 at 7x7).
+ * ResNet-50's pointwise layers at batch 32 fp16 on the H100: the convolution took 0.48-0.80 of
+ * the GEMM's time there (1024->512 at 14x14: 68 vs 142 us) and 1.03-1.43 on the shallow ones
+ * (64->256 at 56x56: 178 vs 124 us), which stay GEMMs (bench/kernels.py conv, alt_us). Batch 1
+ * keeps the GEMM (unmeasured there). */
+static bool pointwise_mma(const ttc_conv_ctx *cx, const ttc_et *xt, const int64_t *wshape) {
+    const ttc_target *tg = cx->tg;
+    if (!tg || tg->conv_mma == 0 || xt->rank != 4) return false;
+    if (tg->conv_mma >= 1) return true;
+    if (!tg->nvidia || !tg->gpu_kernels || !cx->fp16) return false;
+    int64_t C = wshape[1], HW = xt->dims[2].add * xt->dims[3].add;
+    int64_t n = xt->dims[0].sym >= 0 && xt->dims[0].sym < cx->k->n_syms
+                    ? xt->dims[0].mul * cx->k->syms[xt->dims[0].sym].opt + xt->dims[0].add : xt->dims[0].add;
+    /* and what conv_mma_mode asks of a convolution (else it would fall to the CUDA cores) */
+    return (C >= 512 || (C >= 256 && HW <= 784)) && n * HW >= 1568 && wshape[0] >= 16 &&
+           wshape[0] * n * HW * C >= ((int64_t)1 << 24);
+}
+
 static ttc_status conv_as_gemm(ttc_conv_ctx *cx, const ttc_node *n, int32_t xc, const float *w,
                                const int64_t *wshape, const float *bias) {
     ttc_kir *k = cx->k;
@@ -304,9 +324,7 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         xc = ttc_kir_view(k, xc, TTC_VIEW_RESHAPE, 4, d4, n->outputs[0]->name);
         if (xc < 0) s = TTC_ERR_NOMEM;
     }
-    /* TORCHTRT_C_CONV_MMA=1 puts 1x1 convolutions on the tensor-core convolution too */
-    bool mma_forced = cx->tg && cx->tg->conv_mma >= 1;
-    if (s == TTC_OK && !mma_forced && conv_as_gemm_ok(cx, &k->ts[xc], nd, wshape, groups, stride, pad)) {
+    if (s == TTC_OK && !pointwise_mma(cx, &k->ts[xc], wshape) && conv_as_gemm_ok(cx, &k->ts[xc], nd, wshape, groups, stride, pad)) {
         s = conv_as_gemm(cx, n, xc, wf, wshape, bf);
         free(wf);
         free(bf);

@@ -30,6 +30,12 @@ def mma_family(monkeypatch):
         monkeypatch.delenv(knob, raising=False)
 
 
+def _one_or_split(e):
+    """One kernel, or two where the GPU families split K (partials, then their sum)."""
+    kinds = [d.split(":")[0].split(" ")[1] for d in e.info()["kernels"]]
+    assert kinds in (["conv2d"], ["conv2d", "reduce"]), kinds
+
+
 def _uses_mma(e, tf32=False):
     src = e.info()["source"]
     return f"#define CONV_TF32 {1 if tf32 else 0}\n" in src and "conv2d" in str(e.info()["kernels"])
@@ -58,10 +64,12 @@ CASES = [  # n, cin, cout, hw, k, stride, pad, dil, groups
 @pytest.mark.parametrize("n,cin,cout,hw,k,stride,pad,dil,groups", CASES)
 def test_conv_mma_fp16(n, cin, cout, hw, k, stride, pad, dil, groups):
     e = conv_case(n, cin, cout, hw, k, stride, pad, dil, groups, relu=True, residual=True, precision="fp16",
-                  seed=cin + cout)
+                  seed=cin + cout, kernels=None)
     assert _uses_mma(e), e.info()["kernels"]
-    e = conv_case(n, cin, cout, hw, k, stride, pad, dil, groups, bias=False, precision="fp16", seed=cin)
+    _one_or_split(e)
+    e = conv_case(n, cin, cout, hw, k, stride, pad, dil, groups, bias=False, precision="fp16", seed=cin, kernels=None)
     assert _uses_mma(e)
+    _one_or_split(e)
 
 
 @pytest.mark.parametrize("n,cin,cout,hw,k,stride,pad,dil,groups", [CASES[0], CASES[1], CASES[4]])
@@ -149,7 +157,13 @@ def _nvidia():
 @pytest.mark.skipif(not _nvidia(), reason="the natural choice takes tensor cores on NVIDIA GPUs only")
 def test_natural_choice_on_nvidia(monkeypatch):
     monkeypatch.delenv("TORCHTRT_C_CONV_MMA")
-    e = conv_case(4, 64, 64, (28, 28), 3, 1, 1, relu=True, residual=True, precision="fp16", seed=1)
+    e = conv_case(4, 64, 64, (28, 28), 3, 1, 1, relu=True, residual=True, precision="fp16", seed=1, kernels=None)
     assert _uses_mma(e)
+    _one_or_split(e)
     e = conv_case(1, 3, 8, (9, 9), 3, 1, 1, precision="fp16", seed=2)  # too little work
     assert "#define CONV_TF32" not in e.info()["source"]
+    # pointwise: deep inputs on small planes take the convolution, shallow ones stay a GEMM
+    e = conv_case(8, 512, 64, (14, 14), 1, 1, 0, relu=True, residual=True, precision="fp16", seed=3)
+    assert _uses_mma(e)
+    e = conv_case(2, 64, 256, (28, 28), 1, 1, 0, relu=True, residual=True, precision="fp16", seed=4)
+    assert "#define CONV_TF32" not in e.info()["source"] and "gemm" in str(e.info()["kernels"])
