@@ -324,7 +324,8 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         xc = ttc_kir_view(k, xc, TTC_VIEW_RESHAPE, 4, d4, n->outputs[0]->name);
         if (xc < 0) s = TTC_ERR_NOMEM;
     }
-    if (s == TTC_OK && !pointwise_mma(cx, &k->ts[xc], wshape) && conv_as_gemm_ok(cx, &k->ts[xc], nd, wshape, groups, stride, pad)) {
+    if (s == TTC_OK && !pointwise_mma(cx, &k->ts[xc], wshape) &&
+        conv_as_gemm_ok(cx, &k->ts[xc], nd, wshape, groups, stride, pad)) {
         s = conv_as_gemm(cx, n, xc, wf, wshape, bf);
         free(wf);
         free(bf);
