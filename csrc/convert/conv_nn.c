@@ -145,12 +145,9 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
     return TTC_OK;
 }
 
-/* The TF32 policy for fp32 convolutions (torch.backends.cudnn.allow_tf32 by default): off
- * until the target carries it. */
-static bool conv_tf32_allowed(const ttc_target *tg) {
-    (void)tg;
-    return false;
-}
+/* The TF32 policy for fp32 convolutions: the engine's allow_tf32_conv (by default
+ * torch.backends.cudnn.allow_tf32 when compiled), which the target carries on NVIDIA only. */
+static bool conv_tf32_allowed(const ttc_target *tg) { return tg->tf32_conv; }
 
 /* Whether a convolution runs on tensor cores (conv2d_mma.cl) and in which precision: 1 fp16
  * (fp16 engines), 2 TF32 (fp32 ones where the target's TF32 policy allows it), 0 not.

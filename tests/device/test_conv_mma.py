@@ -8,7 +8,8 @@ tiles, channel counts that are not multiples of 8/16 (per-element k gathers) and
 (per-tap chunks), odd spatial sizes, 1..3 images, kernel 1/3/5/7, stride 1/2, dilation 2,
 groups 2, split-K, and the fused epilogues (bias, folded batch norm, relu, residual add).
 On an NVIDIA GPU one more case checks that the natural choice (no knob) takes the family for
-a convolution with enough work.
+a convolution with enough work; fp32 engines take it in TF32 where the TF32 policy
+(allow_tf32_conv) allows it and the device is NVIDIA.
 Tolerances: fp16 engines atol 2e-2 + rtol 2e-2 (half input, weights and output, fp32
 accumulation; outputs O(1) as the weights are scaled by 1/sqrt(K)); TF32 atol 5e-3 + rtol 5e-3
 (10-bit mantissas: a relative error of about 1e-3 measured on these shapes).
@@ -167,3 +168,30 @@ def test_natural_choice_on_nvidia(monkeypatch):
     assert _uses_mma(e)
     e = conv_case(2, 64, 256, (28, 28), 1, 1, 0, relu=True, residual=True, precision="fp16", seed=4)
     assert "#define CONV_TF32" not in e.info()["source"] and "gemm" in str(e.info()["kernels"])
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_tf32_policy(monkeypatch, allow):
+    """fp32 engines take TF32 tensor cores for convolutions with enough work where the policy
+    allows it (allow_tf32_conv; the target acts on it on NVIDIA only), else stay fp32 (1e-4)."""
+    monkeypatch.delenv("TORCHTRT_C_CONV_MMA")
+    x, w = rand(2, 64, 16, 16, seed=1), rand(64, 64, 3, 3, seed=2) / 24
+    with torch.no_grad():
+        ref = torch.relu(torch.nn.functional.conv2d(x, w, None, 1, 1))
+    g = C.Graph()
+    xi = g.add_input("x", ("tensor", "float32", list(x.shape)))
+    wi = g.add_tensor_constant("w", "float32", list(w.shape), w.numpy())
+    L = g.add_constant
+    ot = ("tensor", "float32", list(ref.shape))
+    (y,) = g.add_node("aten.convolution.default", [xi, wi, L(None), L([1, 1]), L([1, 1]), L([1, 1]), L(False),
+                                                   L([0, 0]), L(1)], [ot])
+    (r,) = g.add_node("aten.relu.default", [y], [ot])
+    g.set_outputs([r])
+    e = C.Engine.build(g, name="conv_tf32", precision="fp32", cache_dir="", tf32_conv=allow)
+    out = torch.empty(ref.shape).numpy()
+    e.execute([x.numpy()], [out])
+    tf32 = allow and _nvidia()
+    assert e.info()["tf32_active"]["conv"] == tf32
+    assert ("#define CONV_TF32 1\n" in e.info()["source"]) == tf32, e.info()["kernels"]
+    tol = 5e-3 if tf32 else 1e-4
+    assert_close(torch.from_numpy(out), ref, tol, tol, f"conv fp32 tf32_conv={allow}")
