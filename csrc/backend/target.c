@@ -46,7 +46,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_launch = true;
     t->attn_mma = -1;
     t->build_threads = 1;
-    t->cuda_interop = true;
+    t->cuda_interop = t->native_epi = t->native_pool = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -131,6 +131,10 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     v = env("TORCHTRT_C_BATCH_LAUNCH");
     t.batch_launch = v ? strcmp(v, "0") != 0 : t.is_cpu;
     t.cuda_interop = ttc_target_cuda_interop();
+    /* epilogues inside native calls, native pooling: on unless turned off (A/B runs) */
+    t.native_epi = !env_is("TORCHTRT_C_NATIVE_EPI", "0") && !env_is("TORCHTRT_C_NATIVE_EPI", "off") &&
+                   !env_is("TORCHTRT_C_NATIVE_EPI", "false");
+    t.native_pool = !env_is("TORCHTRT_C_NATIVE_POOL", "0");
     *out = t;
     return TTC_OK;
 }

@@ -16,7 +16,8 @@
  * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1, TORCHTRT_C_CONV_DB=0/1,
  * TORCHTRT_C_CONV_CPU=ocb8, TORCHTRT_C_DEDUPE_KERNELS=0, TORCHTRT_C_TUNE_THREADS=<n>,
  * TORCHTRT_C_HOST_IN_PLACE=0, TORCHTRT_C_CUDA_LAUNCH=0, TORCHTRT_C_ATTN_MMA=0/1,
- * TORCHTRT_C_ATTN_TILE=<warps>x<keys>, TORCHTRT_C_BATCH_LAUNCH=0/1, TORCHTRT_C_CUDA_INTEROP=0.
+ * TORCHTRT_C_ATTN_TILE=<warps>x<keys>, TORCHTRT_C_BATCH_LAUNCH=0/1, TORCHTRT_C_CUDA_INTEROP=0,
+ * TORCHTRT_C_NATIVE_EPI=0, TORCHTRT_C_NATIVE_POOL=0.
  * Device selection (TORCHTRT_C_DEVICE) and the cache directory (TORCHTRT_C_CACHE_DIR) are read
  * by backend.c, where devices are chosen and caches opened.
  */
@@ -75,6 +76,8 @@ typedef struct ttc_target {
     bool batch_launch;            /* an execution's launches held until all are enqueued
                                    * (ttc_queue_hold): CPU devices, BATCH_LAUNCH=0/1 overrides */
     bool cuda_interop;            /* memory shared with CUDA where the device can (CUDA_INTEROP=0: no) */
+    bool native_epi;              /* cheap epilogues inside native calls (NATIVE_EPI=0: no) */
+    bool native_pool;             /* max/average pooling as native calls (NATIVE_POOL=0: no) */
     /* ---- the engine's compile settings (engine options, set by the engine builder) ---- */
     bool tf32_matmul;             /* fp32 GEMMs may use TF32 tensor cores (allow_tf32_matmul on an
                                    * NVIDIA target; false elsewhere: no tensor cores) */

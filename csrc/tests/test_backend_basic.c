@@ -178,17 +178,20 @@ static void test_target_knobs(void) {
     unsetenv("TORCHTRT_C_GEMM_TILE");
     /* the native and interop knobs are decisions of the target, read here and nowhere else */
     CHECK_OK(ttc_target_make(d, &t));
-    CHECK(t.cuda_interop && ttc_target_cuda_interop(), "on by default");
+    CHECK(t.cuda_interop && ttc_target_cuda_interop() && t.native_epi && t.native_pool, "on by default");
     CHECK(t.batch_launch == ttc_device_facts(d)->is_cpu, "launches batched on CPU devices");
     setenv("TORCHTRT_C_CUDA_INTEROP", "0", 1);
+    setenv("TORCHTRT_C_NATIVE_EPI", "off", 1);
+    setenv("TORCHTRT_C_NATIVE_POOL", "0", 1);
     setenv("TORCHTRT_C_BATCH_LAUNCH", ttc_device_facts(d)->is_cpu ? "0" : "1", 1);
     CHECK_OK(ttc_target_make(d, &t));
-    CHECK(!t.cuda_interop && !ttc_target_cuda_interop(), "the knob turns it off");
+    CHECK(!t.cuda_interop && !ttc_target_cuda_interop() && !t.native_epi && !t.native_pool, "the knobs turn them off");
     CHECK(t.batch_launch != ttc_device_facts(d)->is_cpu, "TORCHTRT_C_BATCH_LAUNCH overrides");
-    const char *knobs[] = {"TORCHTRT_C_CUDA_INTEROP", "TORCHTRT_C_BATCH_LAUNCH"};
+    const char *knobs[] = {"TORCHTRT_C_CUDA_INTEROP", "TORCHTRT_C_BATCH_LAUNCH", "TORCHTRT_C_NATIVE_EPI",
+                           "TORCHTRT_C_NATIVE_POOL"};
     for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) unsetenv(knobs[i]);
     const ttc_target *dflt = ttc_target_defaults();
-    CHECK(dflt->cuda_interop && !dflt->batch_launch, "device-less defaults");
+    CHECK(dflt->cuda_interop && dflt->native_epi && dflt->native_pool && !dflt->batch_launch, "device-less defaults");
 }
 
 /* ttc_queue_hold: launches after it wait for the next submission point; a blocking read, a
