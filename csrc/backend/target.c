@@ -34,6 +34,8 @@ static bool native_disabled(void) {
     return env_is("TORCHTRT_C_NATIVE", "0") || env_is("TORCHTRT_C_NATIVE", "off") || env_is("TORCHTRT_C_NATIVE", "false");
 }
 
+bool ttc_target_cuda_interop(void) { return !env_is("TORCHTRT_C_CUDA_INTEROP", "0"); }
+
 static void decisions_default(ttc_target *t) {
     t->gemm_tile = -1;
     t->conv_ksplit_cap = 32;
@@ -45,6 +47,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_launch = true;
     t->attn_mma = -1;
     t->build_threads = 1;
+    t->cuda_interop = t->native_epi = t->native_pool = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -128,6 +131,16 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     n = v ? strtol(v, NULL, 10) : t.is_gpu ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
     if (!v && n > 16) n = 16;
     t.build_threads = n < 1 ? 1 : n > 64 ? 64 : (int32_t)n;
+    /* on a CPU device the enqueuing thread and the device's workers share the cores, so an
+     * execution's launches are enqueued before any starts; a GPU starts on the first while the
+     * host enqueues the rest */
+    v = env("TORCHTRT_C_BATCH_LAUNCH");
+    t.batch_launch = v ? strcmp(v, "0") != 0 : t.is_cpu;
+    t.cuda_interop = ttc_target_cuda_interop();
+    /* epilogues inside native calls, native pooling: on unless turned off (A/B runs) */
+    t.native_epi = !env_is("TORCHTRT_C_NATIVE_EPI", "0") && !env_is("TORCHTRT_C_NATIVE_EPI", "off") &&
+                   !env_is("TORCHTRT_C_NATIVE_EPI", "false");
+    t.native_pool = !env_is("TORCHTRT_C_NATIVE_POOL", "0");
     *out = t;
     return TTC_OK;
 }
