@@ -36,6 +36,8 @@ VARIANTS = {
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # max/average pooling as OpenCL kernels (decided at build)
     "pool-opencl": ({"TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # exp/erf/tanh/GELU epilogue steps as OpenCL kernels after the native call (the end of session 5)
+    "math-opencl": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 

@@ -44,6 +44,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_launch = true;
     t->attn_mma = -1;
     t->build_threads = 1;
+    t->native_epi_math = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -72,6 +73,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     /* GEMM/convolution through the host BLAS where the queues run host tasks (and the
      * library loads); the GPU kernel families keep their own kernels */
     t.native = !native_disabled() && !t.gpu_kernels && ttc_device_host_tasks(d) && ttc_blas_available();
+    /* exp/erf/tanh/GELU/sigmoid/SiLU steps inside native calls' epilogues (=0: such
+     * epilogues stay OpenCL kernels after the call, for A/B runs) */
+    t.native_epi_math = !env_is("TORCHTRT_C_NATIVE_EPI_MATH", "0");
     t.keep_binaries = ttc_target_keep_binaries(&t);
     /* inputs/outputs over host memory with no map (CPU devices whose probe says so) */
     t.host_in_place = t.host_memory && !env_is("TORCHTRT_C_HOST_IN_PLACE", "0") && ttc_device_host_in_place(d);

@@ -49,6 +49,7 @@ typedef struct ttc_target {
     bool half_compute;            /* generated code may compute in half where the device does
                                    * (ttc_device_half_compute, probed by fp16 builds; HALF_COMPUTE=0: no) */
     bool native;                  /* GEMM/convolution run as host tasks calling the BLAS */
+    bool native_epi_math;         /* native epilogues may take exp/erf/tanh steps (GELU, ...) */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
     bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */

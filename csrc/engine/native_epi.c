@@ -4,6 +4,7 @@
 #pragma GCC optimize("O3")
 #endif
 #include "native_epi.h"
+#include "native_math.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +56,16 @@ static bool parse_store_args(const ttc_kir *k, const ttc_kop *op, const ttc_args
 
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
     const ttc_expr *e = &op->epi;
+    /* exp/erf/tanh and what is built on them (GELU, sigmoid, SiLU) through native_math.h's
+     * vectorised loops (transformers' FFN GELU handed over to an OpenCL kernel after every
+     * GEMM before) */
+    bool math = ttc_kir_target(k)->native_epi_math;
     if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !cheap_step(nd->op)) return false;
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !(cheap_step(nd->op) || (math && ttc_nm_unary_ok(nd->op)))) return false;
         if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
             return false;
     }
@@ -169,6 +174,10 @@ static void eval_tile(const ttc_expr *e, float (*v)[EPI_TILE], float (*lv)[EPI_T
             break;
         case TTC_EOP_HARDSIGMOID:
             for (j = 0; j < T; j++) o[j] = (a[j] < -3.0f ? 0.0f : a[j] > 3.0f ? 6.0f : a[j] + 3.0f) / 6.0f;
+            break;
+        case TTC_EOP_EXP: case TTC_EOP_ERF: case TTC_EOP_TANH: case TTC_EOP_SIGMOID: case TTC_EOP_SILU:
+        case TTC_EOP_GELU_ERF: case TTC_EOP_GELU_TANH:
+            ttc_nm_unary(nd->op, a, o, T);
             break;
         default: break;  /* ttc_native_epi_ok admitted only the steps above */
         }
