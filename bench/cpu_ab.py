@@ -38,6 +38,10 @@ VARIANTS = {
     "pool-opencl": ({"TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # exp/erf/tanh/GELU epilogue steps as OpenCL kernels after the native call (the end of session 5)
     "math-opencl": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # attention as the OpenCL kernel (decided at build)
+    "attn-opencl": ({"TORCHTRT_C_NATIVE_ATTN": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # both: transformers as at the end of session 5
+    "s5": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0", "TORCHTRT_C_NATIVE_ATTN": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 

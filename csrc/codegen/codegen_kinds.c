@@ -20,7 +20,7 @@ static const ttc_kind_row rows[] = {
     ROW(PAD, "pad", ttc_gen_pad, OUT, false),
     ROW(INDEX, "index", ttc_gen_index, OUT, false),
     ROW(RESIZE, "resize", ttc_gen_resize, OUT, false),
-    ROW(ATTENTION, "attention", ttc_gen_attention, OWN, false),   /* one work-item per query row */
+    ROW(ATTENTION, "attention", ttc_gen_attention, OWN, true),    /* one work-item per query row */
     ROW(CONV_TRANSPOSE, "conv_transpose", ttc_gen_conv_transpose, OWN, false),
     ROW(SORT, "sort", ttc_gen_sort, OWN, false),                  /* one work-item per input element */
     ROW(SCATTER, "scatter", ttc_gen_scatter, OUT, false),

@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "../backend/blas.h"
+#include "native_attn.h"
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
 #include "native_pool.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -18,7 +19,13 @@ enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA
        CA_KW, CA_SH, CA_SW, CA_PH, CA_PW, CA_DH, CA_DW, CA_COUNT };
 enum { PA_X, PA_XOFF, PA_Y, PA_YOFF, PA_PLANES, PA_H, PA_W, PA_OH, PA_OW, PA_AVG, PA_KH, PA_KW, PA_SH, PA_SW, PA_PH,
        PA_PW, PA_DH, PA_DW, PA_CP, PA_DIV, PA_COUNT };
-_Static_assert((int)PA_COUNT <= (int)CA_COUNT, "native_call.v holds every layout");
+/* attention: q, k, v, out and the mask (literal 0s without one) as (buffer, offset) pairs, the
+ * leading dims, queries, keys, then each operand's strides over (d0, d1, row, column) */
+enum { AT_Q, AT_QOFF, AT_K, AT_KOFF, AT_V, AT_VOFF, AT_O, AT_OOFF, AT_M, AT_MOFF, AT_D0, AT_D1, AT_L, AT_S,
+       AT_QS, AT_KS = AT_QS + 4, AT_VS = AT_KS + 4, AT_MS = AT_VS + 4, AT_COUNT = AT_MS + 4 };
+enum { NATIVE_MAX_ARGS = 32 };
+_Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS,
+               "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -30,7 +37,10 @@ typedef struct native_call {
     bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
     int32_t ki;
     const void *owner;        /* the engine, for the oneDNN cache */
-    int64_t v[CA_COUNT];
+    ttc_native_attn_shape attn;
+    bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
+    int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
+    int64_t v[NATIVE_MAX_ARGS];
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
 
@@ -43,6 +53,15 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
+    if (op->kind == TTC_KOP_ATTENTION) {
+        /* rank 3 or 4 (one or two leading dims); a float32 or bool mask */
+        int32_t R = k->ts[op->out].rank, m = op->in[3];
+        for (int32_t i = 0; i < 3; i++)
+            if (k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32 || k->ts[op->in[i]].rank != R) return false;
+        if (m >= 0 && ((k->ts[m].dtype != TTC_DTYPE_FLOAT32 && k->ts[m].dtype != TTC_DTYPE_BOOL) || k->ts[m].rank > R))
+            return false;
+        return ttc_kir_target(k)->native_attn && (R == 3 || R == 4) && op->p.attn.group >= 1;
+    }
     if (op->kind == TTC_KOP_POOL)   /* max / average; adaptive pools are small and stay OpenCL */
         return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG && !native_pool_off() &&
                k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[0]].rank >= 3 &&
@@ -118,6 +137,32 @@ static ttc_status pool_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+static ttc_status attn_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->out].rank;
+    const int32_t ts[5] = {op->in[0], op->in[1], op->in[2], op->out, op->in[3]};
+    for (int i = 0; i < 5; i++) {
+        if (ts[i] < 0) {
+            ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            continue;
+        }
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    if (R == 4) ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
+    else ARG(TTC_ARG_INT, 0, 0, 0, 1);
+    ARG(TTC_ARG_DIM, op->out, R - 3, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[1], R - 2, 0, 0);
+    const int32_t st[4] = {op->in[0], op->in[1], op->in[2], op->in[3]};
+    for (int i = 0; i < 4; i++)   /* four strides each: rank 3 has no d0 (stride 0) */
+        for (int32_t d = R - 4; d < R; d++) {
+            if (st[i] < 0 || d < 0) ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            else ARG(TTC_ARG_STRIDE, st[i], d, R, 0);
+        }
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_) {
     int32_t before = ks->n_args;
@@ -127,6 +172,9 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_POOL) {
         TTC_TRY(pool_args(k, op, ks));
         ks->native = NATIVE_POOL;
+    } else if (op->kind == TTC_KOP_ATTENTION) {
+        TTC_TRY(attn_args(k, op, ks));
+        ks->native = NATIVE_ATTN;
     } else {
         TTC_TRY(conv_args(k, op, ks));
         ks->native = NATIVE_CONV;
@@ -192,6 +240,16 @@ static void native_run(void *arg, void *const *ptrs) {
         epilogue(c, ptrs, C);
         return;
     }
+    if (c->kind == NATIVE_ATTN) {
+        float *o = (float *)ptrs[3] + v[AT_OOFF];
+        const void *mask = NULL;   /* with a mask, ptrs[4] (the scratch comes after it) */
+        if (c->scratch_slot == 5)
+            mask = (const char *)ptrs[4] + v[AT_MOFF] * (c->mask_bool ? 1 : (int64_t)sizeof(float));
+        ttc_native_attention(&c->attn, (const float *)m0 + v[AT_QOFF], (const float *)m1 + v[AT_KOFF],
+                             (const float *)m2 + v[AT_VOFF], mask, c->mask_bool, o, ptrs[c->scratch_slot]);
+        epilogue(c, ptrs, o);
+        return;
+    }
     if (c->kind == NATIVE_POOL) {
         ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
                                     v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
@@ -202,7 +260,7 @@ static void native_run(void *arg, void *const *ptrs) {
         return;
     }
     const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
-    float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[3];
+    float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[c->scratch_slot];
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
@@ -225,12 +283,39 @@ static void native_run(void *arg, void *const *ptrs) {
     epilogue(c, ptrs, y);
 }
 
+/* The attention call's shape from its arguments (attn_args' layout) and the op. */
+static void attn_shape(const ttc_kop *op, const int64_t *a, ttc_native_attn_shape *s) {
+    memset(s, 0, sizeof *s);
+    s->d0 = a[AT_D0];
+    s->d1 = a[AT_D1];
+    s->l = a[AT_L];
+    s->s = a[AT_S];
+    s->e = op->p.attn.e;
+    s->ev = op->p.attn.ev;
+    s->group = op->p.attn.group;
+    s->causal = op->p.attn.causal;
+    s->scale = (float)op->p.attn.scale;
+    for (int i = 0; i < 4; i++) {
+        s->qs[i] = a[AT_QS + i];
+        s->ks[i] = a[AT_KS + i];
+        s->vs[i] = a[AT_VS + i];
+        s->ms[i] = a[AT_MS + i];
+    }
+}
+
 size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
     size_t most = 0;
     for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
         const ttc_kspec *ks = &e->cg.kernels[ki];
-        if (ks->native != NATIVE_CONV || p->skip[ki]) continue;
+        if (p->skip[ki]) continue;
         const int64_t *a = p->argv[ki];
+        if (ks->native == NATIVE_ATTN) {
+            ttc_native_attn_shape sh;
+            attn_shape(&e->k->ops[ks->op], a, &sh);
+            size_t n = ttc_native_attn_scratch(&sh) * sizeof(float);
+            if (n > most) most = n;
+        }
+        if (ks->native != NATIVE_CONV) continue;
         if (conv_is_1x1(a)) continue;
         size_t n = (size_t)(a[CA_C] / a[CA_G] * a[CA_KH] * a[CA_KW] * a[CA_OH] * a[CA_OW]) * sizeof(float);
         if (n > most) most = n;
@@ -249,13 +334,20 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.owner = e;
     c.ki = ki;
     c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
-    for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
+    c.scratch_slot = -1;
+    for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_POOL ? 2 : 3;
-    for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2 (, 4) in every layout */
+    int32_t n_bufs = c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : 3;
+    for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2, 4, ... in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
-    if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
-        if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
+    bool need_scratch = (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN;
+    if (c.kind == NATIVE_ATTN) {
+        attn_shape(op, c.v, &c.attn);
+        c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
+    }
+    if (need_scratch) {
+        if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native %s: no scratch buffer", op->name);
+        c.scratch_slot = (int8_t)n_bufs;
         bufs[n_bufs++] = scratch;
     }
     if (op->epi.n > 0 && !ks->native_epi) TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
