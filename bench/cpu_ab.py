@@ -40,8 +40,11 @@ VARIANTS = {
     "math-opencl": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # attention as the OpenCL kernel (decided at build)
     "attn-opencl": ({"TORCHTRT_C_NATIVE_ATTN": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
-    # both: transformers as at the end of session 5
-    "s5": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0", "TORCHTRT_C_NATIVE_ATTN": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # layer norm as the OpenCL kernel (decided at build)
+    "norm-opencl": ({"TORCHTRT_C_NATIVE_NORM": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # all three: transformers as at the end of session 5
+    "s5": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0", "TORCHTRT_C_NATIVE_ATTN": "0", "TORCHTRT_C_NATIVE_NORM": "0"},
+           {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 

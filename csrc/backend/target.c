@@ -46,6 +46,7 @@ static void decisions_default(ttc_target *t) {
     t->build_threads = 1;
     t->native_epi_math = true;
     t->native_attn = true;
+    t->native_norm = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -80,6 +81,8 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     /* scaled dot-product attention as a native call where native ops run (=0: the OpenCL
      * attention kernel) */
     t.native_attn = !env_is("TORCHTRT_C_NATIVE_ATTN", "0");
+    /* layer norm likewise (=0: the OpenCL kernel) */
+    t.native_norm = !env_is("TORCHTRT_C_NATIVE_NORM", "0");
     t.keep_binaries = ttc_target_keep_binaries(&t);
     /* inputs/outputs over host memory with no map (CPU devices whose probe says so) */
     t.host_in_place = t.host_memory && !env_is("TORCHTRT_C_HOST_IN_PLACE", "0") && ttc_device_host_in_place(d);

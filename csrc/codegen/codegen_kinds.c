@@ -12,7 +12,7 @@ static const ttc_kind_row rows[] = {
     ROW(CONV2D, "conv2d", ttc_gen_conv, OWN, true),
     ROW(REDUCE, "reduce", ttc_gen_reduce, OUT, false),   /* the GPU row kernel sets its own */
     ROW(SOFTMAX, "softmax", ttc_gen_softmax, OWN, false),
-    ROW(NORM, "norm", ttc_gen_norm, OWN, false),
+    ROW(NORM, "norm", ttc_gen_norm, OWN, true),          /* layer norm: native where it runs */
     ROW(POOL, "pool", ttc_gen_pool, OWN, true),
     ROW(GATHER, "gather", ttc_gen_gather, OUT, false),
     ROW(COPY, "copy", NULL, OWN, false),                 /* reserved: copies are ELEMENTWISE ops */

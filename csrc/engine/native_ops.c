@@ -9,9 +9,10 @@
 #include "native_attn.h"
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
+#include "native_norm.h"
 #include "native_pool.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4, NATIVE_NORM = 5 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -23,8 +24,11 @@ enum { PA_X, PA_XOFF, PA_Y, PA_YOFF, PA_PLANES, PA_H, PA_W, PA_OH, PA_OW, PA_AVG
  * leading dims, queries, keys, then each operand's strides over (d0, d1, row, column) */
 enum { AT_Q, AT_QOFF, AT_K, AT_KOFF, AT_V, AT_VOFF, AT_O, AT_OOFF, AT_M, AT_MOFF, AT_D0, AT_D1, AT_L, AT_S,
        AT_QS, AT_KS = AT_QS + 4, AT_VS = AT_KS + 4, AT_MS = AT_VS + 4, AT_COUNT = AT_MS + 4 };
+/* layer norm: x, w, b, out (w/b absent: x's buffer again, flagged), row length, rows */
+enum { NA_X, NA_XOFF, NA_W, NA_WOFF, NA_B, NA_BOFF, NA_Y, NA_YOFF, NA_N, NA_ROWS, NA_COUNT };
 enum { NATIVE_MAX_ARGS = 32 };
-_Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS,
+_Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
+               (int)NA_COUNT <= NATIVE_MAX_ARGS,
                "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
@@ -38,6 +42,8 @@ typedef struct native_call {
     int32_t ki;
     const void *owner;        /* the engine, for the oneDNN cache */
     ttc_native_attn_shape attn;
+    bool has_w, has_b;        /* layer norm */
+    float eps;
     bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
     int64_t v[NATIVE_MAX_ARGS];
@@ -61,6 +67,11 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
         if (m >= 0 && ((k->ts[m].dtype != TTC_DTYPE_FLOAT32 && k->ts[m].dtype != TTC_DTYPE_BOOL) || k->ts[m].rank > R))
             return false;
         return ttc_kir_target(k)->native_attn && (R == 3 || R == 4) && op->p.attn.group >= 1;
+    }
+    if (op->kind == TTC_KOP_NORM) {   /* layer norm over dense rows; group norm stays OpenCL */
+        for (int32_t i = 1; i < 3; i++)
+            if (op->in[i] >= 0 && k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32) return false;
+        return ttc_kir_target(k)->native_norm && !op->p.norm.group && k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32;
     }
     if (op->kind == TTC_KOP_POOL)   /* max / average; adaptive pools are small and stay OpenCL */
         return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG && !native_pool_off() &&
@@ -137,6 +148,19 @@ static ttc_status pool_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+static ttc_status norm_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->in[0]].rank, from = op->p.norm.axis_from;
+    const int32_t ts[4] = {op->in[0], op->in[1] >= 0 ? op->in[1] : op->in[0], op->in[2] >= 0 ? op->in[2] : op->in[0],
+                           op->out};
+    for (int i = 0; i < 4; i++) {
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
+    ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
+    return TTC_OK;
+}
+
 static ttc_status attn_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
     int32_t R = k->ts[op->out].rank;
     const int32_t ts[5] = {op->in[0], op->in[1], op->in[2], op->out, op->in[3]};
@@ -175,6 +199,9 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_ATTENTION) {
         TTC_TRY(attn_args(k, op, ks));
         ks->native = NATIVE_ATTN;
+    } else if (op->kind == TTC_KOP_NORM) {
+        TTC_TRY(norm_args(k, op, ks));
+        ks->native = NATIVE_NORM;
     } else {
         TTC_TRY(conv_args(k, op, ks));
         ks->native = NATIVE_CONV;
@@ -238,6 +265,13 @@ static void native_run(void *arg, void *const *ptrs) {
             ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
                              C + b * M * N, N);
         epilogue(c, ptrs, C);
+        return;
+    }
+    if (c->kind == NATIVE_NORM) {
+        float *y = (float *)ptrs[3] + v[NA_YOFF];
+        ttc_native_layer_norm((const float *)m0 + v[NA_XOFF], c->has_w ? (const float *)m1 + v[NA_WOFF] : NULL,
+                              c->has_b ? (const float *)m2 + v[NA_BOFF] : NULL, y, v[NA_ROWS], v[NA_N], c->eps);
+        epilogue(c, ptrs, y);
         return;
     }
     if (c->kind == NATIVE_ATTN) {
@@ -337,10 +371,15 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.scratch_slot = -1;
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : 3;
+    int32_t n_bufs = c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_NORM ? 4 : 3;
     for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2, 4, ... in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     bool need_scratch = (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN;
+    if (c.kind == NATIVE_NORM) {
+        c.has_w = op->in[1] >= 0;
+        c.has_b = op->in[2] >= 0;
+        c.eps = (float)op->p.norm.eps;
+    }
     if (c.kind == NATIVE_ATTN) {
         attn_shape(op, c.v, &c.attn);
         c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
