@@ -42,9 +42,11 @@ VARIANTS = {
     "attn-opencl": ({"TORCHTRT_C_NATIVE_ATTN": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # layer norm as the OpenCL kernel (decided at build)
     "norm-opencl": ({"TORCHTRT_C_NATIVE_NORM": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
-    # all three: transformers as at the end of session 5
-    "s5": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0", "TORCHTRT_C_NATIVE_ATTN": "0", "TORCHTRT_C_NATIVE_NORM": "0"},
-           {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # elementwise ops between native calls as OpenCL kernels (decided at build)
+    "elem-opencl": ({"TORCHTRT_C_NATIVE_ELEMENTWISE": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # all four: transformers as at the end of session 5
+    "s5": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0", "TORCHTRT_C_NATIVE_ATTN": "0", "TORCHTRT_C_NATIVE_NORM": "0",
+            "TORCHTRT_C_NATIVE_ELEMENTWISE": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 

@@ -47,6 +47,7 @@ static void decisions_default(ttc_target *t) {
     t->native_epi_math = true;
     t->native_attn = true;
     t->native_norm = true;
+    t->native_elementwise = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -83,6 +84,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.native_attn = !env_is("TORCHTRT_C_NATIVE_ATTN", "0");
     /* layer norm likewise (=0: the OpenCL kernel) */
     t.native_norm = !env_is("TORCHTRT_C_NATIVE_NORM", "0");
+    /* float32 elementwise ops reading a native GEMM/attention/norm result (copies of permuted
+     * views, q/k/v splits, RMS norm scaling) as native calls (=0: OpenCL kernels) */
+    t.native_elementwise = !env_is("TORCHTRT_C_NATIVE_ELEMENTWISE", "0");
     t.keep_binaries = ttc_target_keep_binaries(&t);
     /* inputs/outputs over host memory with no map (CPU devices whose probe says so) */
     t.host_in_place = t.host_memory && !env_is("TORCHTRT_C_HOST_IN_PLACE", "0") && ttc_device_host_in_place(d);

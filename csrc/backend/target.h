@@ -52,6 +52,7 @@ typedef struct ttc_target {
     bool native_epi_math;         /* native epilogues may take exp/erf/tanh steps (GELU, ...) */
     bool native_attn;             /* float32 attention as a native call (BLAS + C softmax) */
     bool native_norm;             /* float32 layer norm as a native call */
+    bool native_elementwise;      /* float32 elementwise ops fed by native ops as native calls */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
     bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */

@@ -7,7 +7,7 @@
 #define ROW(kind, nm, fn, rule, nat) [TTC_KOP_##kind] = {nm, fn, TTC_LAUNCH_##rule, nat}
 
 static const ttc_kind_row rows[] = {
-    ROW(ELEMENTWISE, "elementwise", ttc_gen_elementwise, OUT, false),
+    ROW(ELEMENTWISE, "elementwise", ttc_gen_elementwise, OUT, true),   /* native between native ops */
     ROW(GEMM, "gemm", ttc_gen_gemm, OWN, true),
     ROW(CONV2D, "conv2d", ttc_gen_conv, OWN, true),
     ROW(REDUCE, "reduce", ttc_gen_reduce, OUT, false),   /* the GPU row kernel sets its own */

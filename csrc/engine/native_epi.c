@@ -54,7 +54,7 @@ static bool parse_store_args(const ttc_kir *k, const ttc_kop *op, const ttc_args
     return i == n;
 }
 
-bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
+bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op) {
     const ttc_expr *e = &op->epi;
     /* exp/erf/tanh and what is built on them (GELU, sigmoid, SiLU) through native_math.h's
      * vectorised loops (transformers' FFN GELU handed over to an OpenCL kernel after every
@@ -69,7 +69,11 @@ bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *s
         if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
             return false;
     }
-    if (e->root < 0 || e->root >= e->n) return false;
+    return e->root >= 0 && e->root < e->n;
+}
+
+bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
+    if (!ttc_native_epi_expr_ok(k, op)) return false;
     int32_t first[TTC_EXPR_MAX_LEAVES];
     bool dense[TTC_EXPR_MAX_LEAVES];
     return parse_store_args(k, op, store_args, n_store, first, dense);

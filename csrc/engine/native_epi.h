@@ -37,6 +37,9 @@ typedef struct ttc_native_epi {
  * TORCHTRT_C_NATIVE_EPI=0 (read at build), a leaf or step is not float32, or a step is not
  * cheap (see above). */
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store);
+/* The expression half of ttc_native_epi_ok (every step and leaf qualifies), before any store
+ * arguments exist: whether an elementwise op can run as a native call (engine/native_ops.c). */
+bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op);
 /* Launch: fills epi for kernel ki (whose epilogue ttc_native_epi_ok accepted) from the plan,
  * appending the leaves' buffers to slots (*n_slots grows; the host task's buffers). */
 ttc_status ttc_native_epi_bind(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi, ttc_buf **slots,

@@ -12,7 +12,7 @@
 #include "native_norm.h"
 #include "native_pool.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4, NATIVE_NORM = 5 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4, NATIVE_NORM = 5, NATIVE_ELEM = 6 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -55,8 +55,42 @@ static bool native_pool_off(void) {
     return v && !strcmp(v, "0");
 }
 
+/* Whether tensor t (through views) is made by a native transformer op: a GEMM, attention or
+ * layer norm running natively, or a native elementwise op reading one (depth: how far to follow
+ * such chains). */
+static bool from_native(const ttc_kir *k, int32_t t, int depth) {
+    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+    if (t < 0 || k->ts[t].kind != TTC_ET_INTER || k->ts[t].producer < 0 || depth <= 0) return false;
+    const ttc_kop *p = &k->ops[k->ts[t].producer];
+    switch (p->kind) {
+    case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM:
+        return ttc_native_op_ok(k, p);
+    case TTC_KOP_ELEMENTWISE:
+        for (int32_t l = 0; l < p->epi.n_leaves; l++)
+            if (from_native(k, p->epi.leaves[l], depth - 1)) return ttc_native_op_ok(k, p);
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* An elementwise op runs natively (the epilogue machinery of native_epi.c over its output, on
+ * one thread) where it would otherwise sit between native calls as an OpenCL kernel: float32
+ * steps native epilogues take, no acc, and a leaf from a native transformer op (a permuted
+ * copy of attention's output, a q/k/v split, an RMS norm's scaling). Elsewhere PoCL's
+ * vectorised kernels on every core are the better choice. */
+static bool elementwise_ok(const ttc_kir *k, const ttc_kop *op) {
+    if (!ttc_kir_target(k)->native_elementwise || !ttc_native_epi_expr_ok(k, op)) return false;
+    for (int32_t i = 0; i < op->epi.n; i++)
+        if (op->epi.nodes[i].op == TTC_EOP_LEAF && op->epi.nodes[i].a < 0) return false;
+    for (int32_t l = 0; l < op->epi.n_leaves; l++)
+        if (from_native(k, op->epi.leaves[l], 4)) return true;
+    return false;
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (op->kind == TTC_KOP_ELEMENTWISE) return elementwise_ok(k, op);
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
     if (op->kind == TTC_KOP_ATTENTION) {
@@ -202,6 +236,11 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_NORM) {
         TTC_TRY(norm_args(k, op, ks));
         ks->native = NATIVE_NORM;
+    } else if (op->kind == TTC_KOP_ELEMENTWISE) {
+        /* the output; the expression is the "epilogue" over it (no acc) */
+        ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+        ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+        ks->native = NATIVE_ELEM;
     } else {
         TTC_TRY(conv_args(k, op, ks));
         ks->native = NATIVE_CONV;
@@ -265,6 +304,10 @@ static void native_run(void *arg, void *const *ptrs) {
             ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
                              C + b * M * N, N);
         epilogue(c, ptrs, C);
+        return;
+    }
+    if (c->kind == NATIVE_ELEM) {
+        epilogue(c, ptrs, (float *)m0 + v[1]);
         return;
     }
     if (c->kind == NATIVE_NORM) {
@@ -371,7 +414,8 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.scratch_slot = -1;
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_NORM ? 4 : 3;
+    int32_t n_bufs = c.kind == NATIVE_ELEM ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0)
+                   : c.kind == NATIVE_NORM ? 4 : 3;
     for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2, 4, ... in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     bool need_scratch = (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN;
