@@ -12,7 +12,7 @@
 #include "native_norm.h"
 #include "native_pool.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4, NATIVE_NORM = 5, NATIVE_ELEM = 6 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4, NATIVE_NORM = 5, NATIVE_ELEM = 6, NATIVE_CAT = 7 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -26,9 +26,13 @@ enum { AT_Q, AT_QOFF, AT_K, AT_KOFF, AT_V, AT_VOFF, AT_O, AT_OOFF, AT_M, AT_MOFF
        AT_QS, AT_KS = AT_QS + 4, AT_VS = AT_KS + 4, AT_MS = AT_VS + 4, AT_COUNT = AT_MS + 4 };
 /* layer norm: x, w, b, out (w/b absent: x's buffer again, flagged), row length, rows */
 enum { NA_X, NA_XOFF, NA_W, NA_WOFF, NA_B, NA_BOFF, NA_Y, NA_YOFF, NA_N, NA_ROWS, NA_COUNT };
-enum { NATIVE_MAX_ARGS = 32 };
+/* concatenation of up to 4 inputs, padded to rank 4 (leading dims of 1): out, each input's
+ * (buffer, offset), out's dims, then per input its length along the dim and its strides */
+enum { CT_MAX_IN = 4, CT_O = 0, CT_OOFF, CT_X, CT_ODIMS = CT_X + 2 * CT_MAX_IN, CT_IN = CT_ODIMS + 4,
+       CT_COUNT = CT_IN + 5 * CT_MAX_IN };
+enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
-               (int)NA_COUNT <= NATIVE_MAX_ARGS,
+               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS,
                "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
@@ -43,6 +47,7 @@ typedef struct native_call {
     const void *owner;        /* the engine, for the oneDNN cache */
     ttc_native_attn_shape attn;
     bool has_w, has_b;        /* layer norm */
+    int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
     float eps;
     bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
@@ -63,7 +68,7 @@ static bool from_native(const ttc_kir *k, int32_t t, int depth) {
     if (t < 0 || k->ts[t].kind != TTC_ET_INTER || k->ts[t].producer < 0 || depth <= 0) return false;
     const ttc_kop *p = &k->ops[k->ts[t].producer];
     switch (p->kind) {
-    case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM:
+    case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM: case TTC_KOP_CONCAT:
         return ttc_native_op_ok(k, p);
     case TTC_KOP_ELEMENTWISE:
         for (int32_t l = 0; l < p->epi.n_leaves; l++)
@@ -88,9 +93,25 @@ static bool elementwise_ok(const ttc_kir *k, const ttc_kop *op) {
     return false;
 }
 
+/* Concatenations likewise (a decoder's cache update of k/v, rotary's halves): float32, at most
+ * 4 inputs of rank <= 4, none stacked, one from a native transformer op. */
+static bool concat_ok(const ttc_kir *k, const ttc_kop *op) {
+    int32_t n = op->p.concat.n, R = k->ts[op->out].rank;
+    if (!ttc_kir_target(k)->native_elementwise || n < 1 || n > CT_MAX_IN || R < 1 || R > 4 || op->p.concat.stacked)
+        return false;
+    if (op->epi.n > 0 && !ttc_native_epi_expr_ok(k, op)) return false;
+    bool fed = false;
+    for (int32_t i = 0; i < n; i++) {
+        if (op->in[i] < 0 || k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32 || k->ts[op->in[i]].rank != R) return false;
+        fed = fed || from_native(k, op->in[i], 4);
+    }
+    return fed;
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_ELEMENTWISE) return elementwise_ok(k, op);
+    if (op->kind == TTC_KOP_CONCAT) return concat_ok(k, op);
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
     if (op->kind == TTC_KOP_ATTENTION) {
@@ -195,6 +216,30 @@ static ttc_status norm_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+static ttc_status concat_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->out].rank, n = op->p.concat.n, D = op->p.concat.dim;
+    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    for (int32_t i = 0; i < CT_MAX_IN; i++) {
+        int32_t t = op->in[i < n ? i : 0];   /* unused slots repeat the first input (never read) */
+        ARG(TTC_ARG_BUF, t, 0, 0, 0);
+        ARG(TTC_ARG_OFF, t, 0, 0, 0);
+    }
+    for (int32_t d = R - 4; d < R; d++) {
+        if (d < 0) ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        else ARG(TTC_ARG_DIM, op->out, d, 0, 0);
+    }
+    for (int32_t i = 0; i < CT_MAX_IN; i++) {
+        if (i < n) ARG(TTC_ARG_DIM, op->in[i], D, 0, 0);
+        else ARG(TTC_ARG_INT, 0, 0, 0, 0);
+        for (int32_t d = R - 4; d < R; d++) {
+            if (d < 0 || i >= n) ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            else ARG(TTC_ARG_STRIDE, op->in[i], d, R, 0);
+        }
+    }
+    return TTC_OK;
+}
+
 static ttc_status attn_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
     int32_t R = k->ts[op->out].rank;
     const int32_t ts[5] = {op->in[0], op->in[1], op->in[2], op->out, op->in[3]};
@@ -236,6 +281,9 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_NORM) {
         TTC_TRY(norm_args(k, op, ks));
         ks->native = NATIVE_NORM;
+    } else if (op->kind == TTC_KOP_CONCAT) {
+        TTC_TRY(concat_args(k, op, ks));
+        ks->native = NATIVE_CAT;
     } else if (op->kind == TTC_KOP_ELEMENTWISE) {
         /* the output; the expression is the "epilogue" over it (no acc) */
         ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
@@ -292,6 +340,30 @@ static void epilogue(const native_call *c, void *const *ptrs, float *y) {
     if (c->epi.on) ttc_native_epi_apply(&c->epi, ptrs, y);
 }
 
+/* out (dense, dims od) = the inputs one after another along dim D (all padded to rank 4) */
+static void concat_run(const native_call *c, void *const *ptrs, float *out) {
+    const int64_t *v = c->v, *od = v + CT_ODIMS;
+    int64_t at = 0, D = c->cat_dim;
+    for (int32_t i = 0; i < c->cat_n; i++) {
+        const float *x = (const float *)ptrs[1 + i] + v[CT_X + 2 * i + 1];
+        const int64_t *in = v + CT_IN + 5 * i, len = in[0], *st = in + 1;
+        int64_t dims[4] = {od[0], od[1], od[2], od[3]};
+        dims[D] = len;
+        int64_t os[4] = {od[1] * od[2] * od[3], od[2] * od[3], od[3], 1};
+        for (int64_t a = 0; a < dims[0]; a++)
+            for (int64_t b = 0; b < dims[1]; b++)
+                for (int64_t r = 0; r < dims[2]; r++) {
+                    int64_t idx[4] = {a, b, r, 0};
+                    idx[D] += at;
+                    float *o = out + idx[0] * os[0] + idx[1] * os[1] + idx[2] * os[2] + idx[3];
+                    const float *xr = x + a * st[0] + b * st[1] + r * st[2];
+                    if (st[3] == 1) memcpy(o, xr, sizeof(float) * (size_t)dims[3]);
+                    else for (int64_t j = 0; j < dims[3]; j++) o[j] = xr[j * st[3]];
+                }
+        at += len;
+    }
+}
+
 static void native_run(void *arg, void *const *ptrs) {
     const native_call *c = arg;
     const int64_t *v = c->v;
@@ -304,6 +376,12 @@ static void native_run(void *arg, void *const *ptrs) {
             ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
                              C + b * M * N, N);
         epilogue(c, ptrs, C);
+        return;
+    }
+    if (c->kind == NATIVE_CAT) {
+        float *o = (float *)m0 + v[CT_OOFF];
+        concat_run(c, ptrs, o);
+        epilogue(c, ptrs, o);
         return;
     }
     if (c->kind == NATIVE_ELEM) {
@@ -415,7 +493,11 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_bufs = c.kind == NATIVE_ELEM ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0)
-                   : c.kind == NATIVE_NORM ? 4 : 3;
+                   : c.kind == NATIVE_NORM ? 4 : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : 3;
+    if (c.kind == NATIVE_CAT) {
+        c.cat_n = op->p.concat.n;
+        c.cat_dim = op->p.concat.dim + 4 - e->k->ts[op->out].rank;
+    }
     for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2, 4, ... in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     bool need_scratch = (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN;

@@ -104,3 +104,64 @@ def test_elementwise_on_inputs_stays_opencl(monkeypatch):
         (y,) = g.add_node("aten.relu.default", [y], [T((7, 9))])
         return y
     run_both({"a": a, "b": b}, build, ref, monkeypatch, want_native=False)
+
+
+@pytest.mark.parametrize("dim", [1, 2, -1])
+def test_concat_of_gemm_views(dim, monkeypatch):
+    """A decoder's cache update (cat of an empty past and the new k along the sequence) and
+    rotary's halves (cat of a negated half and the other, along the last dim), odd sizes, with an
+    epilogue (cat * c + s) on the concatenation."""
+    b, l, h, e = 1, 7, 3, 6
+    x, w = rand(b, l, h * e, seed=13), rand(2 * h * e, h * e, seed=14) / (h * e) ** 0.5
+    c = rand(e, seed=15)
+    y = F.linear(x, w)
+    k1, k2 = (t.reshape(b, l, h, e).permute(0, 2, 1, 3) for t in y.split(h * e, -1))
+    if dim == -1:
+        parts = [-k1[..., e // 2:], k1[..., :e // 2]]
+    else:
+        parts = [k1, k2]
+    ref = torch.cat(parts, dim) * (c if dim == -1 else 1.0) + 0.25
+
+    def build(g, i, L, const):
+        (p,) = g.add_node("aten.linear.default", [i["x"], const(w), L(None)], [T((b, l, 2 * h * e))])
+        vs = []
+        for j in range(2):
+            (s,) = g.add_node("aten.slice.Tensor", [p, L(2), L(j * h * e), L((j + 1) * h * e), L(1)], [T((b, l, h * e))])
+            (s,) = g.add_node("aten.view.default", [s, L([b, l, h, e])], [T((b, l, h, e))])
+            (s,) = g.add_node("aten.permute.default", [s, L([0, 2, 1, 3])], [T((b, h, l, e))])
+            vs.append(s)
+        if dim == -1:
+            half = (b, h, l, e // 2)
+            (a,) = g.add_node("aten.slice.Tensor", [vs[0], L(3), L(e // 2), L(e), L(1)], [T(half)])
+            (bb,) = g.add_node("aten.slice.Tensor", [vs[0], L(3), L(0), L(e // 2), L(1)], [T(half)])
+            (a,) = g.add_node("aten.neg.default", [a], [T(half)])
+            ins, oshape = [a, bb], (b, h, l, e)
+        else:
+            ins = vs
+            oshape = (b, 2 * h, l, e) if dim == 1 else (b, h, 2 * l, e)
+        (lst,) = g.add_node("prim.ListConstruct", ins, [("list", "tensor")])
+        (z,) = g.add_node("aten.cat.default", [lst, L(dim)], [T(oshape)])
+        if dim == -1:
+            (z,) = g.add_node("aten.mul.Tensor", [z, const(c)], [T(oshape)])
+        (z,) = g.add_node("aten.add.Tensor", [z, L(0.25), L(1)], [T(oshape)])
+        return z
+    for native in (True, False):
+        monkeypatch.setenv("TORCHTRT_C_NATIVE_ELEMENTWISE", "1" if native else "0")
+        g = C.Graph()
+        i = {"x": g.add_input("x", T(x.shape))}
+        n = [0]
+
+        def const(t):
+            n[0] += 1
+            return g.add_tensor_constant(f"c{n[0]}", "float32", list(t.shape), t.contiguous().numpy())
+        g.set_outputs([build(g, i, g.add_constant, const)])
+        eng = C.Engine.build(g, name="cat", cache_dir="")
+        ks = eng.info()["kernels"]
+        cats = [k for k in ks if " concat:" in k]
+        assert cats, ks
+        if C.native_cpu()["available"]:
+            assert all(("(native)" in k) == native and "+cl-epilogue" not in k for k in cats), (native, ks)
+        out = np.full(tuple(ref.shape), np.nan, np.float32)
+        eng.execute([x.numpy()], [out])
+        err = np.abs(out - ref.numpy())
+        assert (err <= 1e-4 + 1e-4 * np.abs(ref.numpy())).all(), f"native={native}: max abs error {err.max()}"
