@@ -65,7 +65,11 @@ bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op) {
         if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !(cheap_step(nd->op) || (math && ttc_nm_unary_ok(nd->op)))) return false;
+        /* x^2 and x^3 (RMS norm's square, GPT-2's gelu_new cube) as products */
+        bool square_or_cube = nd->op == TTC_EOP_POW && nd->b >= 0 && nd->b < i && e->nodes[nd->b].op == TTC_EOP_CONST &&
+                              (e->nodes[nd->b].f == 2.0 || e->nodes[nd->b].f == 3.0);
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !(cheap_step(nd->op) || square_or_cube || (math && ttc_nm_unary_ok(nd->op))))
+            return false;
         if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
             return false;
     }
@@ -182,6 +186,10 @@ static void eval_tile(const ttc_expr *e, float (*v)[EPI_TILE], float (*lv)[EPI_T
         case TTC_EOP_EXP: case TTC_EOP_ERF: case TTC_EOP_TANH: case TTC_EOP_SIGMOID: case TTC_EOP_SILU:
         case TTC_EOP_GELU_ERF: case TTC_EOP_GELU_TANH:
             ttc_nm_unary(nd->op, a, o, T);
+            break;
+        case TTC_EOP_POW:   /* exponent 2 or 3 (ttc_native_epi_expr_ok) */
+            if (e->nodes[nd->b].f == 2.0) for (j = 0; j < T; j++) o[j] = a[j] * a[j];
+            else for (j = 0; j < T; j++) o[j] = a[j] * a[j] * a[j];
             break;
         default: break;  /* ttc_native_epi_ok admitted only the steps above */
         }

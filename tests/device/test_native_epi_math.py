@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
@@ -186,3 +187,46 @@ def test_bmm_silu_sigmoid(monkeypatch):
         (y,) = g.add_node("aten.mul.Tensor", [s, t], [T(sh)])
         return y
     run_case({"a": a, "b": b}, build, ref, (3, 9, 13), monkeypatch)
+
+
+@pytest.mark.parametrize("m,k,n", [(3, 8, 5), (37, 19, 41)])
+def test_gelu_new_pow_cube_and_square(m, k, n, monkeypatch):
+    """GPT-2's gelu_new spelled out (pow(x, 3), tanh) and a square: x^2 and x^3 are products in
+    the native call; pow(x, 2.5) keeps the OpenCL epilogue."""
+    x, w, b = rand(m, k, seed=11), rand(n, k, seed=12) / k ** 0.5, rand(n, seed=13)
+    y = F.linear(x, w, b)
+    ref = 0.5 * y * (1.0 + torch.tanh(0.7978845608 * (y + 0.044715 * torch.pow(y, 3.0)))) + torch.pow(y, 2.0)
+
+    def build(g, i, L, const):
+        sh = (m, n)
+        (y,) = g.add_node("aten.linear.default", [i["x"], const(w), const(b)], [T(sh)])
+        (c,) = g.add_node("aten.pow.Tensor_Scalar", [y, L(3.0)], [T(sh)])
+        (c,) = g.add_node("aten.mul.Tensor", [c, L(0.044715)], [T(sh)])
+        (c,) = g.add_node("aten.add.Tensor", [y, c, L(1)], [T(sh)])
+        (c,) = g.add_node("aten.mul.Tensor", [c, L(0.7978845608)], [T(sh)])
+        (c,) = g.add_node("aten.tanh.default", [c], [T(sh)])
+        (c,) = g.add_node("aten.add.Tensor", [c, L(1.0), L(1)], [T(sh)])
+        (c,) = g.add_node("aten.mul.Tensor", [c, y], [T(sh)])
+        (c,) = g.add_node("aten.mul.Tensor", [c, L(0.5)], [T(sh)])
+        (s,) = g.add_node("aten.pow.Tensor_Scalar", [y, L(2.0)], [T(sh)])
+        (c,) = g.add_node("aten.add.Tensor", [c, s, L(1)], [T(sh)])
+        return c
+    run_case({"x": x}, build, ref, (m, n), monkeypatch)
+
+    def build25(g, i, L, const):
+        (y,) = g.add_node("aten.linear.default", [i["x"], const(w), const(b)], [T((m, n))])
+        (y,) = g.add_node("aten.abs.default", [y], [T((m, n))])
+        (y,) = g.add_node("aten.pow.Tensor_Scalar", [y, L(2.5)], [T((m, n))])
+        return y
+    g = C.Graph()
+    xi = g.add_input("x", T(x.shape))
+    g.set_outputs([build25(g, {"x": xi}, g.add_constant,
+                           lambda t: g.add_tensor_constant(f"c{t.numel()}_{t.shape[0]}", "float32", list(t.shape),
+                                                           t.contiguous().numpy()))])
+    e = C.Engine.build(g, name="pow25", cache_dir="")
+    if C.native_cpu()["available"]:
+        assert any("(native) +cl-epilogue" in kk for kk in e.info()["kernels"]), e.info()["kernels"]
+    out = np.empty((m, n), np.float32)
+    e.execute([x.numpy()], [out])
+    want = torch.pow(y.abs(), 2.5).numpy()
+    assert np.abs(out - want).max() <= 1e-4 + 1e-4 * np.abs(want).max()
