@@ -53,13 +53,25 @@ def _runs_for(flops_or_bytes, per_s):
 GEMM_SQUARE = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
 # the zoo's transformer shapes (M, N, K): BERT-base at seq 128, batch 1 and 32
 GEMM_TRANSFORMER = [(128, 768, 768), (128, 3072, 768), (128, 768, 3072),
-                    (4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072)]
+                    (4096, 768, 768), (4096, 2304, 768), (4096, 3072, 768), (4096, 768, 3072)]
 
 
 def _gemm_engine(m, n, k, prec, linear):
     """A one-GEMM engine and its torch twin on the host. linear: x @ W^T + b with W a
-    weight constant (how the zoo's transformers reach the GEMM); else mm of two inputs."""
+    weight constant (how the zoo's transformers reach the GEMM); else mm of two inputs.
+    prec "tf32": an fp32 engine built with tf32_matmul."""
     dt = torch.float16 if prec == "fp16" else torch.float32
+    if prec == "tf32":
+        from torchtrt_c import _C
+        g, _ = (build("aten.linear.default", [torch.randn(m, k), Const(torch.randn(n, k) / k ** 0.5),
+                                              Const(torch.randn(n))], [torch.empty(m, n)])
+                if linear else build("aten.mm.default", [torch.randn(m, k), torch.randn(k, n)], [torch.empty(m, n)]))
+        eng = _C.Engine.build(g, name="gemm", cache_dir="", tf32_matmul=True)
+        x, w, bias = torch.randn(m, k), torch.randn(n, k) / k ** 0.5, torch.randn(n)
+        if linear:
+            return eng, [x], (x, w, bias)
+        b = torch.randn(k, n)
+        return eng, [x, b], (x, b)
     if linear:
         x, w, bias = torch.randn(m, k), torch.randn(n, k) / k ** 0.5, torch.randn(n)
         ref = torch.nn.functional.linear(x, w, bias)
@@ -76,18 +88,27 @@ def _gemm_row(tdev, sync, m, n, k, prec, linear):
     runs = _runs_for(flops, 1e9)
     t_e, mode = _time_engine(eng, ins, None, runs)
     dev = [t.to(tdev) for t in tt]
-    if linear:
-        t_t = _time_torch(lambda: torch.nn.functional.linear(*dev), sync, runs)
-    else:
-        t_t = _time_torch(lambda: torch.mm(*dev), sync, runs)
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"   # torch's TF32 beside ours
+    try:
+        if linear:
+            t_t = _time_torch(lambda: torch.nn.functional.linear(*dev), sync, runs)
+        else:
+            t_t = _time_torch(lambda: torch.mm(*dev), sync, runs)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+    # of_cublas: the fraction of torch's (cuBLAS on CUDA) speed, 1.0 = as fast
     return {"op": "linear" if linear else "mm", "precision": prec, "M": m, "N": n, "K": k,
             "ttc_GFLOPs": flops / t_e / 1e9, "torch_GFLOPs": flops / t_t / 1e9,
-            "ratio": t_t / t_e, "tile": list(eng.info()["tiles"].values()), "ttc_timing": mode}
+            "ratio": t_t / t_e, "of_cublas": round(t_t / t_e, 3), "tile": list(eng.info()["tiles"].values()),
+            "ttc_timing": mode}
 
 
 def gemm(tdev, sync, args):
     """Square mm and the transformer shapes as linear layers, fp32 and fp16 engines (fp16:
-    half inputs for mm; fp32 weights kept as declared for linear, as compiled models have).
+    half inputs for mm; fp32 weights kept as declared for linear, as compiled models have),
+    and with --precisions ...,tf32 fp32 engines built with tf32_matmul beside torch's TF32.
+    of_cublas = torch time / engine time (the fraction of cuBLAS on CUDA).
     torch runs the same op in the engine's precision on tdev. The tile column is the
     engine's choice (untuned unless optimization_level >= 3 built it; see tune.c)."""
     rows = []

@@ -5,6 +5,13 @@
 
 Unknown names and ill-typed values raise TypeError/ValueError naming the setting, at compile
 time, before anything is captured.
+
+TF32: fp32 GEMMs (linear, matmul, bmm) and convolutions may run on TF32 tensor cores (NVIDIA
+targets only). allow_tf32_matmul / allow_tf32_conv None (the default) follow torch's own
+switches, read when the settings are made (at compile time):
+torch.backends.cuda.matmul.allow_tf32 (torch's default False) and torch.backends.cudnn.allow_tf32
+(torch's default True); True/False force either way; disable_tf32=True (Torch-TensorRT's name)
+turns both off. s.tf32_policy() gives the resolved {"matmul": bool, "conv": bool}.
 """
 from __future__ import annotations
 
@@ -43,6 +50,9 @@ class CompilationSettings:
     pass_through_build_failures: bool = False
     assume_dynamic_shape_support: bool = False
     optimization_level: Optional[int] = None
+    allow_tf32_matmul: Optional[bool] = None
+    allow_tf32_conv: Optional[bool] = None
+    disable_tf32: bool = False
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "CompilationSettings":
@@ -63,7 +73,7 @@ class CompilationSettings:
     def _validate(self) -> None:
         for name in ("debug", "require_full_compilation", "use_fast_partitioner", "truncate_double",
                      "cache_built_engines", "reuse_cached_engines", "enable_resource_partitioning",
-                     "pass_through_build_failures", "assume_dynamic_shape_support"):
+                     "pass_through_build_failures", "assume_dynamic_shape_support", "disable_tf32"):
             v = getattr(self, name)
             if not isinstance(v, bool):
                 raise TypeError(f"setting {name} must be a bool, got {type(v).__name__} {v!r}")
@@ -84,6 +94,15 @@ class CompilationSettings:
             raise TypeError(f"setting dryrun must be a bool or a path, got {self.dryrun!r}")
         if not isinstance(self.engine_cache_dir, (str, os.PathLike)):
             raise TypeError(f"setting engine_cache_dir must be a path, got {self.engine_cache_dir!r}")
+        for name in ("allow_tf32_matmul", "allow_tf32_conv"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, bool):
+                raise TypeError(f"setting {name} must be None (follow torch's switch) or a bool, "
+                                f"got {type(v).__name__} {v!r}")
+            if v is True and self.disable_tf32:
+                raise ValueError(f"settings disable_tf32=True and {name}=True contradict each other")
+        self._tf32 = None
+        self.tf32_policy()  # torch's switches as they are now, at compile time
         self.enabled_precisions = _normalize_precisions(self.enabled_precisions)
         self.torch_executed_ops = set(_as_collection("torch_executed_ops", self.torch_executed_ops))
         self._op_names = resolve_op_names(self.torch_executed_ops)
@@ -108,10 +127,25 @@ class CompilationSettings:
     def opt_level(self) -> int:
         return 3 if self.optimization_level is None else self.optimization_level
 
+    def tf32_policy(self) -> dict:
+        """{"matmul": bool, "conv": bool}: whether fp32 GEMMs / convolutions may use TF32. The
+        None settings read torch's switches once (the first call; from_kwargs makes it), so a
+        compile sees one answer throughout."""
+        if getattr(self, "_tf32", None) is None:
+            def pick(v, torch_switch):
+                if v is not None:
+                    return v
+                return False if self.disable_tf32 else bool(torch_switch())
+            self._tf32 = {"matmul": pick(self.allow_tf32_matmul, lambda: torch.backends.cuda.matmul.allow_tf32),
+                          "conv": pick(self.allow_tf32_conv, lambda: torch.backends.cudnn.allow_tf32)}
+        return dict(self._tf32)
+
     def engine_key_fields(self) -> dict:
         """The settings that change what an engine is (part of the engine cache key)."""
+        tf32 = self.tf32_policy()
         return {"precision": self.precision(), "opt": self.opt_level(),
-                "truncate_double": self.truncate_double}
+                "truncate_double": self.truncate_double,
+                "tf32_matmul": tf32["matmul"], "tf32_conv": tf32["conv"]}
 
 
 def _as_collection(name, v):

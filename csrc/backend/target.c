@@ -87,6 +87,10 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     /* float32 elementwise ops reading a native GEMM/attention/norm result (copies of permuted
      * views, q/k/v splits, RMS norm scaling) as native calls (=0: OpenCL kernels) */
     t.native_elementwise = !env_is("TORCHTRT_C_NATIVE_ELEMENTWISE", "0");
+    /* bias + activation inside the oneDNN convolution (=0 for A/B runs: they run in C after it) */
+    t.native_post = t.native && !env_is("TORCHTRT_C_NATIVE_POST", "0");
+    /* elementwise ops fed by native ops, and layer norms, without an OpenCL hand-over (=0: OpenCL kernels) */
+    t.native_ew = t.native && !env_is("TORCHTRT_C_NATIVE_EW", "0");
     t.keep_binaries = ttc_target_keep_binaries(&t);
     /* inputs/outputs over host memory with no map (CPU devices whose probe says so) */
     t.host_in_place = t.host_memory && !env_is("TORCHTRT_C_HOST_IN_PLACE", "0") && ttc_device_host_in_place(d);

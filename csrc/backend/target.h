@@ -53,6 +53,11 @@ typedef struct ttc_target {
     bool native_attn;             /* float32 attention as a native call (BLAS + C softmax) */
     bool native_norm;             /* float32 layer norm as a native call */
     bool native_elementwise;      /* float32 elementwise ops fed by native ops as native calls */
+    bool native_post;             /* native convolutions take bias + activations as oneDNN
+                                   * post-ops (engine/native_post.h; NATIVE_POST=0: no) */
+    bool native_ew;               /* image-shaped float32 elementwise ops between native ops and
+                                   * layer norms run as native calls too (engine/native_ops.c;
+                                   * NATIVE_EW=0: no) */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
     bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */
@@ -71,6 +76,10 @@ typedef struct ttc_target {
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
                                    * and keys per block; 0: choose */
     int32_t build_threads;        /* an engine program is built in up to this many parts at once (1..64) */
+    /* ---- the engine's compile settings (engine options, set by the engine builder) ---- */
+    bool tf32_matmul;             /* fp32 GEMMs may use TF32 tensor cores (allow_tf32_matmul on an
+                                   * NVIDIA target; false elsewhere: no tensor cores) */
+    bool tf32_conv;               /* fp32 convolutions may (allow_tf32_conv on NVIDIA) */
 } ttc_target;
 
 typedef struct ttc_device ttc_device;

@@ -27,6 +27,13 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_SIMT, 32, 32, 8, 4, 4, 4},     {TTC_GEMM_SIMT, 32, 64, 8, 4, 4, 2},    {TTC_GEMM_SIMT, 32, 64, 8, 4, 4, 4},
     {TTC_GEMM_SIMT, 16, 64, 8, 4, 4, 4},     {TTC_GEMM_SIMT, 64, 64, 8, 4, 4, 2},    {TTC_GEMM_SIMT, 128, 128, 16, 8, 8, 1},
     {TTC_GEMM_SIMT, 64, 64, 8, 8, 4, 2},     {TTC_GEMM_SIMT, 64, 128, 16, 8, 8, 1},  {TTC_GEMM_SIMT, 128, 64, 16, 8, 8, 1},
+    /* pipelined tensor cores (gemm_tc.cl), half: bm x bn x bk, tm x tn warps, kw = stages */
+    {TTC_GEMM_TC, 128, 128, 32, 2, 4, 3},    {TTC_GEMM_TC, 128, 128, 32, 2, 4, 2},   {TTC_GEMM_TC, 128, 64, 32, 2, 2, 3},
+    {TTC_GEMM_TC, 64, 128, 32, 2, 2, 3},     {TTC_GEMM_TC, 64, 64, 32, 2, 2, 4},     {TTC_GEMM_TC, 256, 128, 32, 4, 2, 2},
+    {TTC_GEMM_TC, 128, 128, 32, 2, 2, 3},    {TTC_GEMM_TC, 32, 64, 32, 1, 2, 4},
+    /* ... TF32 (float operands, bk in floats) */
+    {TTC_GEMM_TF32, 128, 128, 16, 2, 4, 3},  {TTC_GEMM_TF32, 128, 64, 16, 2, 2, 3},  {TTC_GEMM_TF32, 64, 64, 16, 2, 2, 4},
+    {TTC_GEMM_TF32, 64, 128, 16, 2, 2, 3},   {TTC_GEMM_TF32, 32, 64, 16, 1, 2, 4},
 };
 
 const char *ttc_cl_storage_type(ttc_dtype d) {
@@ -141,8 +148,14 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     int32_t ti = op->tile >= 0 && op->tile < TTC_GEMM_TILES ? op->tile : (gpu ? 3 : 0);
     ttc_gemm_tile t = ttc_gemm_tiles[ti];
     bool f16a = a->dtype == TTC_DTYPE_FLOAT16, f16b = b->dtype == TTC_DTYPE_FLOAT16;
-    if (t.family == TTC_GEMM_MMA && ((!f16a && a->dtype != TTC_DTYPE_FLOAT32) || (!f16b && b->dtype != TTC_DTYPE_FLOAT32)))
+    bool tc = t.family == TTC_GEMM_MMA || t.family == TTC_GEMM_TC;
+    if (tc && ((!f16a && a->dtype != TTC_DTYPE_FLOAT32) || (!f16b && b->dtype != TTC_DTYPE_FLOAT32)))
         return ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor-core GEMM candidate %d needs float16/float32 inputs", ti);
+    if (t.family == TTC_GEMM_TF32 && (a->dtype != TTC_DTYPE_FLOAT32 || b->dtype != TTC_DTYPE_FLOAT32))
+        return ttc_fail(TTC_ERR_INTERNAL, "codegen: TF32 GEMM candidate %d needs float32 inputs", ti);
+    bool piped = t.family == TTC_GEMM_TC || t.family == TTC_GEMM_TF32;
+    /* the pipelined tensor-core kernels are written against the PTX prelude */
+    if (piped) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
     char v[6][8];
     int16_t tv[6] = {t.bm, t.bn, t.bk, t.tm, t.tn, t.kw > 1 ? t.kw : 1};
     for (int i = 0; i < 6; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
@@ -154,7 +167,8 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
                           "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
                           "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4], "KW", v[5],
                           "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
-                          "UNROLL", gpu ? "_Pragma(\"unroll\")" : "", NULL};
+                          "UNROLL", gpu ? "_Pragma(\"unroll\")" : "",
+                          "STAGES", v[5], "TF32", t.family == TTC_GEMM_TF32 ? "1" : "0", NULL};
     /* A, offA, B, offB, M, N, K and the batch strides (0: a 2-D operand every batch shares) */
     int32_t ra = a->rank, rb = b->rank;
     ttc_kparams p;
@@ -168,7 +182,7 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sAb");
     if (rb > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0, "sBb");
     else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sBb");
-    static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma"};
+    static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma", "gemm_tc", "gemm_tc"};
     ttc_status s = ttc_codegen_template_checked(src, tmpl[t.family], defs, &p);
     ttc_kp_free(&p);
     TTC_TRY(s);
@@ -181,9 +195,10 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
         ks->g[0].mul = kw;
         gdim(ks, 1, st, R - 2, R - 1, t.tm, t.bm / t.tm);
         ks->use_local = true;
-    } else if (t.family == TTC_GEMM_MMA) {
-        /* one work-group of 32 * tm * tn * kw work-items per bm x bn tile, tiles along dim 0 by N */
-        int32_t nt = 32 * t.tm * t.tn * (t.kw > 1 ? t.kw : 1);
+    } else if (t.family != TTC_GEMM_CPU) {
+        /* one work-group of 32 * tm * tn (* kw: MMA's k-split) work-items per bm x bn tile,
+         * tiles along dim 0 by N */
+        int32_t nt = 32 * t.tm * t.tn * (t.family == TTC_GEMM_MMA && t.kw > 1 ? t.kw : 1);
         gdim(ks, 0, st, R - 1, R, t.bn, nt);
         ks->g[0].mul = nt;
         gdim(ks, 1, st, R - 2, R - 1, t.bm, 1);

@@ -47,6 +47,7 @@ typedef struct ttc_kspec {
      * native call's, the rest the OpenCL epilogue kernel's, launched only when native_epi */
     int8_t native;
     bool native_epi;
+    bool native_post;         /* the epilogue starts with oneDNN post-ops (engine/native_post.h) */
     int32_t n_native_args;
 } ttc_kspec;
 
@@ -184,11 +185,14 @@ const char *ttc_codegen_kind_name(ttc_kop_kind kind);
  * device, dtype and shape). Families: CPU (gemm_cpu.cl; bm = work-group edge, 0 = the
  * driver's choice), SIMT (gemm_gpu.cl: bm x bn work-group tile, bk deep, tm x tn outputs per
  * work-item), MMA (gemm_mma.cl, NVIDIA tensor cores, fp16 inputs: bm x bn x bk tile, tm x tn
- * warps, kw groups of them splitting k). Any family runs on any OpenCL device except MMA
- * (NVIDIA PTX). */
-typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA } ttc_gemm_family;
+ * warps, kw groups of them splitting k), TC and TF32 (gemm_tc.cl, tensor cores through the
+ * PTX prelude with a kw-stage cp.async pipeline: TC half operands (or float ones rounded to
+ * half), TF32 float operands rounded to TF32). Any family runs on any OpenCL device except MMA
+ * (raw PTX); TC and TF32 run anywhere through the prelude's emulation (tests force them on
+ * the CPU), though only NVIDIA targets choose them. */
+typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA, TTC_GEMM_TC, TTC_GEMM_TF32 } ttc_gemm_family;
 typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw; } ttc_gemm_tile;
-#define TTC_GEMM_TILES 26
+#define TTC_GEMM_TILES 39
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */

@@ -8,7 +8,7 @@
 #include "native_conv_dnnl.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
-    ttc_engine_options o = {"engine", NULL, false, 3, NULL};
+    ttc_engine_options o = {"engine", NULL, false, 3, NULL, false, false};
     return o;
 }
 
@@ -172,16 +172,22 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
         const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
         /* "k<i> <kind>: <ops>" is parsed by the profile tools: the native marker goes last
-         * ("+cl-epilogue": the epilogue runs as its own OpenCL kernel after the native call) */
+         * ("+cl-epilogue": the epilogue runs as its own OpenCL kernel after the native call;
+         * "+post": it starts with oneDNN post-ops) */
         const ttc_kspec *ks = &e->cg.kernels[i];
-        e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
-                                 ks->native ? " (native)" : "", ks->native && ks->native_epi ? " +cl-epilogue" : "");
+        e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
+                                 ks->native ? " (native)" : "", ks->native && ks->native_epi ? " +cl-epilogue" : "",
+                                 ks->native && ks->native_post ? " +post" : "");
     }
     return TTC_OK;
 }
 
 bool ttc_engine_gpu_kernels(const ttc_engine *e) { return e->tg.gpu_kernels; }
 const ttc_target *ttc_engine_target(const ttc_engine *e) { return &e->tg; }
+void ttc_engine_tf32(const ttc_engine *e, bool *matmul, bool *conv) {
+    *matmul = e->tf32_matmul;
+    *conv = e->tf32_conv;
+}
 
 static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     ttc_engine *e = ttc_calloc(1, sizeof *e);
@@ -195,6 +201,12 @@ static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     /* the target (device facts + knobs) is fixed here, for the whole life of the engine */
     ttc_status s = ttc_device_select(o->device, &e->dev);
     if (s == TTC_OK) s = ttc_target_make(e->dev, &e->tg);
+    /* the request is kept (serialised, and forced TF32 tiles honour it on any device, as tests
+     * force tensor-core tiles on the CPU); only NVIDIA targets choose TF32 by themselves */
+    e->tf32_matmul = o->tf32_matmul;
+    e->tf32_conv = o->tf32_conv;
+    e->tg.tf32_matmul = o->tf32_matmul && e->tg.nvidia;
+    e->tg.tf32_conv = o->tf32_conv && e->tg.nvidia;
     return s;
 }
 

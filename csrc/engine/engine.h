@@ -25,6 +25,10 @@ typedef struct ttc_engine_options {
     bool fp16;                 /* precision "fp16" */
     int32_t optimization_level;/* 0..5; >= 3 tunes tile choices */
     const char *cache_dir;     /* NULL: default program cache, "": none */
+    /* TF32 policy of fp32 work (the compile settings, after torch's switches): fp32 GEMMs /
+     * convolutions may round their operands to TF32 on tensor cores. Requests: only NVIDIA
+     * targets act on them (target.h tf32_matmul/tf32_conv). */
+    bool tf32_matmul, tf32_conv;
 } ttc_engine_options;
 
 ttc_engine_options ttc_engine_options_default(void);
@@ -50,6 +54,8 @@ const char *ttc_engine_name(const ttc_engine *e);
 ttc_device *ttc_engine_device(const ttc_engine *e);
 /* The target the engine was made for (device facts and the knobs in effect then). */
 const ttc_target *ttc_engine_target(const ttc_engine *e);
+/* The TF32 policy the engine was built with (its options; the target says what it acts on). */
+void ttc_engine_tf32(const ttc_engine *e, bool *matmul, bool *conv);
 /* Peak device memory of the plan for the symbols' opt values (bytes): constants + arena. */
 size_t ttc_engine_peak_memory(ttc_engine *e);
 /* Device bytes of the constants (weights) the kernels read. */

@@ -37,6 +37,12 @@ bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, 
     (void)owner, (void)ki, (void)s, (void)x, (void)w, (void)w_const, (void)y;
     return false;
 }
+bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
+                        bool w_const, float *y, const ttc_dnnl_post *post, const float *bias, bool *post_done) {
+    (void)owner, (void)ki, (void)s, (void)x, (void)w, (void)w_const, (void)y, (void)post, (void)bias;
+    *post_done = false;
+    return false;
+}
 void ttc_dnnl_forget(const void *owner) { (void)owner; }
 
 #else
@@ -47,7 +53,9 @@ void ttc_dnnl_forget(const void *owner) { (void)owner; }
     X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy)          \
     X(dnnl_memory_set_data_handle) X(dnnl_dilated_convolution_forward_desc_init) X(dnnl_primitive_desc_create)      \
     X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create)            \
-    X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_version)
+    X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_version)                  \
+    X(dnnl_primitive_attr_create) X(dnnl_primitive_attr_destroy) X(dnnl_primitive_attr_set_post_ops)                \
+    X(dnnl_post_ops_create) X(dnnl_post_ops_destroy) X(dnnl_post_ops_append_eltwise)
 
 #define DECL(f) static __typeof__(&f) p_##f;
 DNNL_FNS(DECL)
@@ -97,11 +105,13 @@ typedef struct dconv {
     ttc_dnnl_conv_shape s;
     const float *wkey;        /* the weights the kept reordered copy came from */
     bool ok;                  /* false: oneDNN refused; the caller takes im2col + sgemm */
+    bool post_in;             /* the primitive applies the post-ops (bias, activations) */
+    bool bias_in;             /* ... and takes a bias argument */
     bool wei_ready;
     pthread_mutex_t lock;     /* one call at a time: the memories' handles are set per call */
     dnnl_stream_t stream;
     dnnl_primitive_t conv, r_src, r_wei, r_dst;
-    dnnl_memory_t m_x, m_w, m_y, m_src, m_wei, m_dst;
+    dnnl_memory_t m_x, m_w, m_y, m_src, m_wei, m_dst, m_b;
 } dconv;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -111,8 +121,8 @@ static void dconv_free(dconv *d) {
     dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst};
     for (size_t i = 0; i < 4; i++)
         if (ps[i]) p_dnnl_primitive_destroy(ps[i]);
-    dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_src, d->m_wei, d->m_dst};
-    for (size_t i = 0; i < 6; i++)
+    dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_src, d->m_wei, d->m_dst, d->m_b};
+    for (size_t i = 0; i < 7; i++)
         if (ms[i]) p_dnnl_memory_destroy(ms[i]);
     if (d->stream) p_dnnl_stream_destroy(d->stream);
     pthread_mutex_destroy(&d->lock);
@@ -133,7 +143,42 @@ static bool reorder_for(const dnnl_memory_desc_t *user, const dnnl_memory_desc_t
     return ok;
 }
 
-static bool dconv_build(dconv *d) {
+static dnnl_alg_kind_t act_alg(ttc_dnnl_act a) {
+    switch (a) {
+    case TTC_DNNL_RELU: return dnnl_eltwise_relu;
+    case TTC_DNNL_CLIP: return dnnl_eltwise_clip;
+    case TTC_DNNL_SWISH: return dnnl_eltwise_swish;
+    case TTC_DNNL_LOGISTIC: return dnnl_eltwise_logistic;
+    case TTC_DNNL_HARDSWISH: return dnnl_eltwise_hardswish;
+    case TTC_DNNL_LINEAR: return dnnl_eltwise_linear;
+    case TTC_DNNL_TANH: return dnnl_eltwise_tanh;
+    case TTC_DNNL_GELU_ERF: return dnnl_eltwise_gelu_erf;
+    case TTC_DNNL_GELU_TANH: return dnnl_eltwise_gelu_tanh;
+    }
+    return dnnl_alg_kind_undef;
+}
+
+/* The primitive attributes carrying post's activations (NULL attr: none to carry). */
+static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
+    *attr = NULL;
+    if (!post || post->n_act == 0) return true;
+    dnnl_post_ops_t po = NULL;
+    if (p_dnnl_post_ops_create(&po) != dnnl_success) return false;
+    bool ok = true;
+    for (int32_t i = 0; i < post->n_act && ok; i++)
+        ok = p_dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(post->act[i]), post->alpha[i], post->beta[i]) ==
+             dnnl_success;
+    ok = ok && p_dnnl_primitive_attr_create(attr) == dnnl_success &&
+         p_dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
+    p_dnnl_post_ops_destroy(po);
+    if (!ok && *attr) {
+        p_dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+    }
+    return ok;
+}
+
+static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     const ttc_dnnl_conv_shape *s = &d->s;
     /* the bottom/right padding that yields torch's output size (floor division may drop rows) */
     int64_t prh = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->h - s->ph;
@@ -156,11 +201,24 @@ static bool dconv_build(dconv *d) {
         return false;
     dnnl_dims_t st = {s->sh, s->sw}, dl = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw}, pr = {prh, prw};
     dnnl_convolution_desc_t cd;
-    if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto, &ax, &aw,
-                                                     NULL, &ay, st, dl, pl, pr) != dnnl_success)
-        return false;
+    dnnl_memory_desc_t ub;
+    dnnl_dims_t bd = {s->oc};
+    /* with post-ops first; where oneDNN refuses them, without (the caller applies them) */
     dnnl_primitive_desc_t pd = NULL;
-    if (p_dnnl_primitive_desc_create(&pd, &cd, NULL, dnnl_eng, NULL) != dnnl_success) return false;
+    for (int with = post != NULL; with >= 0 && !pd; with--) {
+        bool bias = with && post->bias;
+        dnnl_primitive_attr_t attr = NULL;
+        if (bias && p_dnnl_memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) continue;
+        if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto, &ax,
+                                                         &aw, bias ? &ub : NULL, &ay, st, dl, pl, pr) != dnnl_success)
+            return false;
+        if (with && !post_attr(post, &attr)) continue;
+        if (p_dnnl_primitive_desc_create(&pd, &cd, attr, dnnl_eng, NULL) != dnnl_success) pd = NULL;
+        if (attr) p_dnnl_primitive_attr_destroy(attr);
+        d->post_in = pd && with;
+        d->bias_in = pd && bias;
+    }
+    if (!pd) return false;
     dnnl_memory_desc_t px = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     dnnl_memory_desc_t pw = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_desc_t py = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
@@ -171,7 +229,8 @@ static bool dconv_build(dconv *d) {
            p_dnnl_memory_create(&d->m_w, &uw, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
            p_dnnl_memory_create(&d->m_y, &uy, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
            reorder_for(&ux, &px, false, &d->r_src, &d->m_src) && reorder_for(&uw, &pw, false, &d->r_wei, &d->m_wei) &&
-           reorder_for(&uy, &py, true, &d->r_dst, &d->m_dst);
+           reorder_for(&uy, &py, true, &d->r_dst, &d->m_dst) &&
+           (!d->bias_in || p_dnnl_memory_create(&d->m_b, &ub, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success);
 }
 
 static bool run2(dconv *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1, dnnl_memory_t m1) {
@@ -180,7 +239,7 @@ static bool run2(dconv *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1,
 }
 
 /* The entry of (owner, ki, shape), made on first use; NULL only when out of memory. */
-static dconv *dconv_get(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s) {
+static dconv *dconv_get(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const ttc_dnnl_post *post) {
     pthread_mutex_lock(&cache_lock);
     dconv *d = cache;
     while (d && !(d->owner == owner && d->ki == ki && !memcmp(&d->s, s, sizeof *s))) d = d->next;
@@ -189,7 +248,7 @@ static dconv *dconv_get(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
         d->ki = ki;
         d->s = *s;
         pthread_mutex_init(&d->lock, NULL);
-        d->ok = dconv_build(d);
+        d->ok = dconv_build(d, post);
         d->next = cache;
         cache = d;
     }
@@ -197,15 +256,17 @@ static dconv *dconv_get(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
     return d;
 }
 
-bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
-                   bool w_const, float *y) {
+bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
+                        bool w_const, float *y, const ttc_dnnl_post *post, const float *bias, bool *post_done) {
+    *post_done = false;
     if (!ttc_dnnl_available()) return false;
-    dconv *d = dconv_get(owner, ki, s);
+    dconv *d = dconv_get(owner, ki, s, post);
     if (!d || !d->ok) return false;
     pthread_mutex_lock(&d->lock);
     bool ok = p_dnnl_memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
               p_dnnl_memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
-              p_dnnl_memory_set_data_handle(d->m_y, y) == dnnl_success;
+              p_dnnl_memory_set_data_handle(d->m_y, y) == dnnl_success &&
+              (!d->bias_in || p_dnnl_memory_set_data_handle(d->m_b, (void *)bias) == dnnl_success);
     dnnl_memory_t src = d->r_src ? d->m_src : d->m_x, wei = d->r_wei ? d->m_wei : d->m_w;
     dnnl_memory_t dst = d->r_dst ? d->m_dst : d->m_y;
     if (ok && d->r_src) ok = run2(d, d->r_src, DNNL_ARG_FROM, d->m_x, DNNL_ARG_TO, d->m_src);
@@ -215,14 +276,22 @@ bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, 
         d->wkey = w;
     }
     if (ok) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-        ok = p_dnnl_primitive_execute(d->conv, d->stream, 3, args) == dnnl_success;
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst},
+                                   {DNNL_ARG_BIAS, d->m_b}};
+        ok = p_dnnl_primitive_execute(d->conv, d->stream, d->bias_in ? 4 : 3, args) == dnnl_success;
     }
     if (ok && d->r_dst) ok = run2(d, d->r_dst, DNNL_ARG_FROM, d->m_dst, DNNL_ARG_TO, d->m_y);
     ok = ok && p_dnnl_stream_wait(d->stream) == dnnl_success;
     if (!ok) d->wei_ready = false;
+    *post_done = ok && d->post_in;
     pthread_mutex_unlock(&d->lock);
     return ok;
+}
+
+bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
+                   bool w_const, float *y) {
+    bool done;
+    return ttc_dnnl_conv_post(owner, ki, s, x, w, w_const, y, NULL, NULL, &done);
 }
 
 void ttc_dnnl_forget(const void *owner) {

@@ -20,6 +20,21 @@ typedef struct ttc_dnnl_conv_shape {
     int64_t n, c, h, w, oc, oh, ow, g, kh, kw, sh, sw, ph, pw, dh, dw;   /* torch's meaning (dilation 1 = none) */
 } ttc_dnnl_conv_shape;
 
+/* What a convolution's epilogue begins with, done inside the oneDNN primitive (post-ops,
+ * on its blocked output while it is in cache, on oneDNN's threads): a per-channel bias, then
+ * up to TTC_DNNL_MAX_ACT activations in order (engine/native_post.h finds them). */
+typedef enum ttc_dnnl_act {
+    TTC_DNNL_RELU = 0, TTC_DNNL_CLIP, TTC_DNNL_SWISH, TTC_DNNL_LOGISTIC, TTC_DNNL_HARDSWISH, TTC_DNNL_LINEAR,
+    TTC_DNNL_TANH, TTC_DNNL_GELU_ERF, TTC_DNNL_GELU_TANH
+} ttc_dnnl_act;
+#define TTC_DNNL_MAX_ACT 4
+typedef struct ttc_dnnl_post {
+    bool bias;
+    int32_t n_act;
+    ttc_dnnl_act act[TTC_DNNL_MAX_ACT];
+    float alpha[TTC_DNNL_MAX_ACT], beta[TTC_DNNL_MAX_ACT];  /* CLIP: [alpha, beta]; LINEAR: alpha x + beta */
+} ttc_dnnl_post;
+
 /* Whether convolutions go through oneDNN: the library loads (once per process) and
  * TORCHTRT_C_NATIVE_CONV is not "blas" (read on each call, for A/B runs and tests). */
 bool ttc_dnnl_available(void);
@@ -30,6 +45,11 @@ const char *ttc_dnnl_library(void);
  * Returns false (nothing written) where oneDNN is unavailable or refuses the shape. */
 bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
                    bool w_const, float *y);
+/* The same with post (NULL: none; the same for every call of (owner, ki)) and its bias[oc]:
+ * *post_done says whether the primitive applied it (oneDNN may refuse a post-op, then the
+ * caller applies it: ttc_native_post_ref). */
+bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
+                        bool w_const, float *y, const ttc_dnnl_post *post, const float *bias, bool *post_done);
 /* Drops every primitive and weight copy kept for owner (call when it is freed). */
 void ttc_dnnl_forget(const void *owner);
 

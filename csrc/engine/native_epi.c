@@ -54,37 +54,101 @@ static bool parse_store_args(const ttc_kir *k, const ttc_kop *op, const ttc_args
     return i == n;
 }
 
-bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op) {
+/* Node i's step runs here: a cheap step, x^2 / x^3 as products (RMS norm's square, GPT-2's
+ * gelu_new cube), or exp/erf/tanh and what is built on them (GELU, sigmoid, SiLU) through
+ * native_math.h's vectorised loops (transformers' FFN GELU handed over to an OpenCL kernel after
+ * every GEMM before; TORCHTRT_C_NATIVE_EPI_MATH=0 keeps those in OpenCL). */
+static bool step_ok(const ttc_kir *k, const ttc_expr *e, int32_t i) {
+    const ttc_enode *nd = &e->nodes[i];
+    bool square_or_cube = nd->op == TTC_EOP_POW && nd->b >= 0 && nd->b < i && e->nodes[nd->b].op == TTC_EOP_CONST &&
+                          (e->nodes[nd->b].f == 2.0 || e->nodes[nd->b].f == 3.0);
+    return cheap_step(nd->op) || square_or_cube || (ttc_kir_target(k)->native_epi_math && ttc_nm_unary_ok(nd->op));
+}
+
+bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
     const ttc_expr *e = &op->epi;
-    /* exp/erf/tanh and what is built on them (GELU, sigmoid, SiLU) through native_math.h's
-     * vectorised loops (transformers' FFN GELU handed over to an OpenCL kernel after every
-     * GEMM before) */
-    bool math = ttc_kir_target(k)->native_epi_math;
     if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
-        /* x^2 and x^3 (RMS norm's square, GPT-2's gelu_new cube) as products */
-        bool square_or_cube = nd->op == TTC_EOP_POW && nd->b >= 0 && nd->b < i && e->nodes[nd->b].op == TTC_EOP_CONST &&
-                              (e->nodes[nd->b].f == 2.0 || e->nodes[nd->b].f == 3.0);
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !(cheap_step(nd->op) || square_or_cube || (math && ttc_nm_unary_ok(nd->op))))
-            return false;
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !step_ok(k, e, i)) return false;
         if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
             return false;
     }
-    return e->root >= 0 && e->root < e->n;
-}
-
-bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
-    if (!ttc_native_epi_expr_ok(k, op)) return false;
+    if (e->root < 0 || e->root >= e->n) return false;
     int32_t first[TTC_EXPR_MAX_LEAVES];
     bool dense[TTC_EXPR_MAX_LEAVES];
     return parse_store_args(k, op, store_args, n_store, first, dense);
 }
 
+/* The nodes the root needs when the library supplies node `start` (start < 0: every node, the
+ * raw result being the acc leaf); false where a needed node before start is neither a leaf
+ * nor a constant, or one after it reads the raw result (both gone). */
+static bool live_nodes(const ttc_expr *e, int32_t start, uint32_t *live, uint32_t *leaves) {
+    *live = *leaves = 0;
+    if (e->root < 0 || e->root >= e->n || e->n > EPI_MAX_NODES) return false;
+    if (start < 0) {
+        *live = e->n >= 32 ? ~0u : (1u << e->n) - 1;
+        *leaves = e->n_leaves >= 32 ? ~0u : (1u << e->n_leaves) - 1;
+        return true;
+    }
+    if (start > e->root) return false;
+    uint32_t need = 1u << e->root;
+    for (int32_t i = e->root; i >= 0; i--) {
+        if (!(need >> i & 1)) continue;
+        const ttc_enode *nd = &e->nodes[i];
+        if (nd->op == TTC_EOP_LEAF) {
+            if (nd->a < 0 && i != start) return false;
+            if (nd->a >= 0) *leaves |= 1u << nd->a;
+            continue;
+        }
+        if (i == start || nd->op == TTC_EOP_CONST) continue;
+        if (i < start) return false;
+        if (nd->a >= 0 && nd->a < i) need |= 1u << nd->a;
+        if (ttc_eop_is_binary(nd->op) && nd->b >= 0 && nd->b < i) need |= 1u << nd->b;
+    }
+    *live = need;
+    return true;
+}
+
+/* The expression checks of ttc_native_epi_ok for the nodes the root needs past `start` (all of
+ * them for start < 0); an ELEMENTWISE op has no library result to read. (Steps admitted here
+ * and in ttc_native_epi_ok are the same.) */
+static bool nodes_ok(const ttc_kir *k, const ttc_kop *op, int32_t start) {
+    const ttc_expr *e = &op->epi;
+    uint32_t live, leaves;
+    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (!live_nodes(e, start, &live, &leaves)) return false;
+    for (int32_t l = 0; l < e->n_leaves; l++)
+        if ((leaves >> l & 1) && k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
+    for (int32_t i = 0; i < e->n; i++) {
+        const ttc_enode *nd = &e->nodes[i];
+        if (!(live >> i & 1) || i == start) continue;
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !step_ok(k, e, i)) return false;
+        if (nd->op == TTC_EOP_LEAF && nd->a < 0 && op->kind == TTC_KOP_ELEMENTWISE) return false;
+        if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
+            return false;
+    }
+    return true;
+}
+
+bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op) { return nodes_ok(k, op, -1); }
+
+bool ttc_native_epi_ok_from(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store,
+                            int32_t start) {
+    int32_t first[TTC_EXPR_MAX_LEAVES];
+    bool dense[TTC_EXPR_MAX_LEAVES];
+    return nodes_ok(k, op, start) && parse_store_args(k, op, store_args, n_store, first, dense);
+}
+
 ttc_status ttc_native_epi_bind(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi, ttc_buf **slots,
                                int32_t *n_slots, const ttc_exec_bufs *b) {
+    return ttc_native_epi_bind_from(e, p, ki, epi, slots, n_slots, b, -1);
+}
+
+ttc_status ttc_native_epi_bind_from(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi,
+                                    ttc_buf **slots, int32_t *n_slots, const ttc_exec_bufs *b, int32_t start) {
     const ttc_kspec *ks = &e->cg.kernels[ki];
     const ttc_kop *op = &e->k->ops[ks->op];
     /* the native arguments, the epilogue kernel's element count, then the store arguments */
@@ -93,8 +157,11 @@ ttc_status ttc_native_epi_bind(const ttc_engine *e, const ttc_plan *p, int32_t k
     memset(epi, 0, sizeof *epi);
     if (n < 0 || !parse_store_args(e->k, op, ks->args + base, n, first, epi->dense))
         return ttc_fail(TTC_ERR_INTERNAL, "native epilogue of %s: unexpected store arguments", op->name);
+    if (!live_nodes(&op->epi, start, &epi->live, &epi->live_leaves))
+        return ttc_fail(TTC_ERR_INTERNAL, "native epilogue of %s: node %d cannot start it", op->name, (int)start);
+    epi->start = start;
     const ttc_res *out = &p->res[op->out];
-    epi->on = true;
+    epi->on = start != op->epi.root;   /* else the library computed all of it */
     epi->expr = &op->epi;
     epi->rank = e->k->ts[op->out].rank;
     epi->n = out->numel;
@@ -153,10 +220,17 @@ static void gather(const ttc_native_epi *ep, int32_t l, const float *base, const
 
 /* Every step over whole tiles (a constant trip count, distinct rows: the compiler vectorises
  * them); lanes past cnt hold leftovers that nobody stores. */
-static void eval_tile(const ttc_expr *e, float (*v)[EPI_TILE], float (*lv)[EPI_TILE], const float *acc, int32_t cnt) {
+static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv)[EPI_TILE], const float *acc,
+                      int32_t cnt) {
+    const ttc_expr *e = ep->expr;
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
         float *restrict o = v[i];
+        if (!(ep->live >> i & 1)) continue;
+        if (i == ep->start) {
+            memcpy(o, acc, sizeof(float) * (size_t)cnt);
+            continue;
+        }
         const float *restrict a = nd->a >= 0 && nd->a < i ? v[nd->a] : v[i];
         const float *restrict b = nd->b >= 0 && nd->b < i ? v[nd->b] : v[i];
         const int32_t T = EPI_TILE;
@@ -203,7 +277,7 @@ void ttc_native_epi_apply(const ttc_native_epi *ep, void *const *mems, float *y)
     memset(lv, 0, sizeof lv);
     int64_t idx[TTC_MAX_RANK] = {0};
     bool need_idx = false;
-    for (int32_t l = 0; l < ep->n_leaves; l++) need_idx = need_idx || !ep->dense[l];
+    for (int32_t l = 0; l < ep->n_leaves; l++) need_idx = need_idx || ((ep->live_leaves >> l & 1) && !ep->dense[l]);
     for (int64_t lin0 = 0; lin0 < ep->n; lin0 += EPI_TILE) {
         int32_t cnt = (int32_t)(ep->n - lin0 < EPI_TILE ? ep->n - lin0 : EPI_TILE);
         if (need_idx) {
@@ -214,8 +288,8 @@ void ttc_native_epi_apply(const ttc_native_epi *ep, void *const *mems, float *y)
             }
         }
         for (int32_t l = 0; l < ep->n_leaves; l++)
-            gather(ep, l, (const float *)mems[ep->slot[l]], idx, lin0, cnt, lv[l]);
-        eval_tile(e, v, lv, y + lin0, cnt);
+            if (ep->live_leaves >> l & 1) gather(ep, l, (const float *)mems[ep->slot[l]], idx, lin0, cnt, lv[l]);
+        eval_tile(ep, v, lv, y + lin0, cnt);
         memcpy(y + lin0, v[e->root], sizeof(float) * (size_t)cnt);
     }
 }

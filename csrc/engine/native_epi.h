@@ -30,6 +30,10 @@ typedef struct ttc_native_epi {
     bool dense[TTC_EXPR_MAX_LEAVES];    /* laid out like the output */
     int64_t off[TTC_EXPR_MAX_LEAVES];
     int64_t strides[TTC_EXPR_MAX_LEAVES][TTC_MAX_RANK];
+    /* start >= 0: the library already computed node `start` (oneDNN post-ops) and y holds it;
+     * only the nodes in `live` (bit i: node i) are evaluated, leaves in `live_leaves` gathered */
+    int32_t start;
+    uint32_t live, live_leaves;
 } ttc_native_epi;
 
 /* Codegen: whether op's epilogue runs inside the native call. store_args: the store function's
@@ -37,13 +41,23 @@ typedef struct ttc_native_epi {
  * TORCHTRT_C_NATIVE_EPI=0 (read at build), a leaf or step is not float32, or a step is not
  * cheap (see above). */
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store);
-/* The expression half of ttc_native_epi_ok (every step and leaf qualifies), before any store
- * arguments exist: whether an elementwise op can run as a native call (engine/native_ops.c). */
+/* The expression part of ttc_native_epi_ok (no store arguments yet): an ELEMENTWISE op that
+ * passes runs as a native call (engine/native_ops.c); it must not read acc. */
 bool ttc_native_epi_expr_ok(const ttc_kir *k, const ttc_kop *op);
+/* The same for the part of the epilogue after node `start`, whose value the library call
+ * leaves in the output: the nodes the root needs past `start` are cheap, and those before it
+ * that they read are leaves or constants. */
+bool ttc_native_epi_ok_from(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store,
+                            int32_t start);
 /* Launch: fills epi for kernel ki (whose epilogue ttc_native_epi_ok accepted) from the plan,
  * appending the leaves' buffers to slots (*n_slots grows; the host task's buffers). */
 ttc_status ttc_native_epi_bind(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi, ttc_buf **slots,
                                int32_t *n_slots, const ttc_exec_bufs *b);
+/* Bind with the library having computed node `start` (ttc_native_epi_ok_from accepted it):
+ * every leaf gets its slot (the library may read one: a bias), only live ones are gathered;
+ * epi->on stays false when nothing is left to do (start is the root). */
+ttc_status ttc_native_epi_bind_from(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi,
+                                    ttc_buf **slots, int32_t *n_slots, const ttc_exec_bufs *b, int32_t start);
 /* Run (inside the native function): y[i] = epilogue(y[i], leaves at i) for every output
  * element; mems: host pointers by slot. */
 void ttc_native_epi_apply(const ttc_native_epi *epi, void *const *mems, float *y);

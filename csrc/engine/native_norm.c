@@ -1,52 +1,45 @@
-/* Layer norm as a native host task (engine/native_norm.h). */
-/* the row loops are meant to vectorise (-O2 of GCC 12 leaves them scalar); the sums are
- * reassociated into vector lanes only through the explicit lane arrays below, so the result
- * does not depend on the compiler's choices */
+/* Layer norm as a native CPU kernel (engine/native_norm.h). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-trapping-math")
+#pragma GCC optimize("O3")   /* the row loops below are meant to vectorise */
 #endif
 #include "native_norm.h"
 
 #include <math.h>
 
-enum { LANES = 16 };
-
-/* sum of x[0..n) in LANES partial sums (vectorisable without reassociation by the compiler) */
-static float lane_sum(const float *x, int64_t n, float sub, int squares) {
-    float acc[LANES] = {0};
-    int64_t j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int l = 0; l < LANES; l++) {
-            float d = x[j + l] - sub;
-            acc[l] += squares ? d * d : d;
+/* Sum of (x - mean)^2, the same way. */
+static float sq8(const float *x, int64_t n, float mean) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) {
+            float d = x[i + j] - mean;
+            acc[j] += d * d;
         }
-    for (int l = 0; j < n; j++, l++) {
-        float d = x[j] - sub;
-        acc[l] += squares ? d * d : d;
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) {
+        float d = x[i] - mean;
+        s += d * d;
     }
-    float s = 0.0f;
-    for (int l = 0; l < LANES; l++) s += acc[l];
     return s;
 }
 
-void ttc_native_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t rows, int64_t n,
-                           float eps) {
+void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps,
+                           float *y) {
     if (n <= 0) return;
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
         /* summed around the row's first value: rows far from 0 (mean 1e3, values within a
          * few units) keep their digits, where a plain float sum lost 4e-4 of the mean */
-        float mean = xr[0] + lane_sum(xr, n, xr[0], 0) / (float)n;
-        float var = lane_sum(xr, n, mean, 1) / (float)n;
-        float rstd = 1.0f / sqrtf(var + eps);
-        if (w && b)
-            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mean) * rstd * w[j] + b[j];
-        else if (w)
-            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mean) * rstd * w[j];
-        else if (b)
-            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mean) * rstd + b[j];
-        else
-            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mean) * rstd;
+        float x0 = xr[0], mean = 0.0f;
+        for (int64_t j = 0; j < n; j++) mean += xr[j] - x0;   /* scalar: the shift is what counts */
+        mean = x0 + mean / (float)n;
+        float rstd = 1.0f / sqrtf(sq8(xr, n, mean) / (float)n + eps);
+        for (int64_t j = 0; j < n; j++) {
+            float v = (xr[j] - mean) * rstd;
+            if (w) v *= w[j];
+            if (b) v += b[j];
+            yr[j] = v;
+        }
     }
 }

@@ -1,17 +1,17 @@
 /*
- * Layer norm as a native host task (engine/native_ops.c makes the call): rows of n dense
- * elements, two-pass mean and variance as the OpenCL kernel (kernels/norm.cl), affine per
- * element. In a transformer on the CPU it is the op between the native GEMMs of a block: as an
- * OpenCL kernel each one cost two hand-overs between PoCL's threads and the native calls'.
+ * Layer norm over the last dims as a native CPU kernel (engine/native_norm.c): ConvNeXt's
+ * channels-last LayerNorm sits between its native depthwise convolution and native linear
+ * layers, 23 OpenCL kernels (each a launch and two hand-overs on PoCL). Same arithmetic as
+ * kernels/norm.cl: two-pass mean and variance per row, 1/sqrt(var + eps), then the affine.
  *
- *   ttc_native_layer_norm(x, w, b, y, rows, n, eps);   // w, b: NULL when absent
+ *   ttc_native_layer_norm(x, w, b, rows, n, eps, y);   // w, b: NULL when absent
  */
 #ifndef TTC_ENGINE_NATIVE_NORM_H
 #define TTC_ENGINE_NATIVE_NORM_H
 
 #include <stdint.h>
 
-void ttc_native_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t rows, int64_t n,
-                           float eps);
+void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps,
+                           float *y);
 
 #endif

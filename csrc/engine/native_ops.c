@@ -11,8 +11,9 @@
 #include "native_epi.h"
 #include "native_norm.h"
 #include "native_pool.h"
+#include "native_post.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_ATTN = 4, NATIVE_NORM = 5, NATIVE_ELEM = 6, NATIVE_CAT = 7 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -20,37 +21,36 @@ enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA
        CA_KW, CA_SH, CA_SW, CA_PH, CA_PW, CA_DH, CA_DW, CA_COUNT };
 enum { PA_X, PA_XOFF, PA_Y, PA_YOFF, PA_PLANES, PA_H, PA_W, PA_OH, PA_OW, PA_AVG, PA_KH, PA_KW, PA_SH, PA_SW, PA_PH,
        PA_PW, PA_DH, PA_DW, PA_CP, PA_DIV, PA_COUNT };
+enum { NA_X, NA_XOFF, NA_W, NA_WOFF, NA_B, NA_BOFF, NA_Y, NA_YOFF, NA_ROWS, NA_N, NA_HAS_W, NA_HAS_B, NA_COUNT };
 /* attention: q, k, v, out and the mask (literal 0s without one) as (buffer, offset) pairs, the
  * leading dims, queries, keys, then each operand's strides over (d0, d1, row, column) */
 enum { AT_Q, AT_QOFF, AT_K, AT_KOFF, AT_V, AT_VOFF, AT_O, AT_OOFF, AT_M, AT_MOFF, AT_D0, AT_D1, AT_L, AT_S,
        AT_QS, AT_KS = AT_QS + 4, AT_VS = AT_KS + 4, AT_MS = AT_VS + 4, AT_COUNT = AT_MS + 4 };
-/* layer norm: x, w, b, out (w/b absent: x's buffer again, flagged), row length, rows */
-enum { NA_X, NA_XOFF, NA_W, NA_WOFF, NA_B, NA_BOFF, NA_Y, NA_YOFF, NA_N, NA_ROWS, NA_COUNT };
 /* concatenation of up to 4 inputs, padded to rank 4 (leading dims of 1): out, each input's
  * (buffer, offset), out's dims, then per input its length along the dim and its strides */
 enum { CT_MAX_IN = 4, CT_O = 0, CT_OOFF, CT_X, CT_ODIMS = CT_X + 2 * CT_MAX_IN, CT_IN = CT_ODIMS + 4,
        CT_COUNT = CT_IN + 5 * CT_MAX_IN };
 enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
-               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS,
-               "native_call.v holds every layout");
+               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
  * then the scratch when the convolution needs one, then the epilogue's leaves. */
 typedef struct native_call {
     ttc_native_epi epi;       /* epilogue applied here (epi.on), else by an OpenCL kernel or none */
+    bool post;                /* the epilogue starts with pp's post-ops (bias: leaf pp.bias_leaf) */
+    float eps;                /* layer norm */
+    ttc_native_post pp;
     int32_t kind;
     bool trans_b;
     bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
     int32_t ki;
     const void *owner;        /* the engine, for the oneDNN cache */
     ttc_native_attn_shape attn;
-    bool has_w, has_b;        /* layer norm */
-    int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
-    float eps;
     bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
+    int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
     int64_t v[NATIVE_MAX_ARGS];
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
@@ -58,6 +58,31 @@ _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a 
 static bool native_pool_off(void) {
     const char *v = getenv("TORCHTRT_C_NATIVE_POOL");
     return v && !strcmp(v, "0");
+}
+
+static bool static_one(const ttc_dim *d) { return d->sym < 0 && d->add == 1; }
+
+/* An elementwise op runs natively when the ops producing its operands do (through views):
+ * squeeze-excite's channel scale in EfficientNet/MobileNetV3 and ConvNeXt's layer scale +
+ * residual sat as OpenCL kernels between native calls, each a launch and two hand-overs.
+ * Image-shaped (rank 4) only: single-threaded C is no match for PoCL's threads on the large
+ * elementwise chains of other models, and there is no hand-over to save next to OpenCL ops. */
+static bool native_ew_ok(const ttc_kir *k, const ttc_kop *op, int *budget) {
+    /* the walk up through elementwise producers (ConvNeXt's residual chain is one per block)
+     * visits at most 64 ops */
+    if (!k->native || !ttc_kir_target(k)->native_ew || --*budget < 0 || k->ts[op->out].rank != 4 ||
+        !ttc_native_epi_expr_ok(k, op))
+        return false;
+    for (int32_t l = 0; l < op->epi.n_leaves; l++) {
+        int32_t t = op->epi.leaves[l];
+        while (k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+        const ttc_et *et = &k->ts[t];
+        if (et->kind != TTC_ET_INTER) continue;
+        if (et->producer < 0) return false;
+        const ttc_kop *q = &k->ops[et->producer];
+        if (q->kind == TTC_KOP_ELEMENTWISE ? !native_ew_ok(k, q, budget) : !ttc_native_op_ok(k, q)) return false;
+    }
+    return true;
 }
 
 /* Whether tensor t (through views) is made by a native transformer op: a GEMM, attention or
@@ -110,10 +135,7 @@ static bool concat_ok(const ttc_kir *k, const ttc_kop *op) {
 
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
-    if (op->kind == TTC_KOP_ELEMENTWISE) return elementwise_ok(k, op);
-    if (op->kind == TTC_KOP_CONCAT) return concat_ok(k, op);
-    if (op->kind == TTC_KOP_GEMM)
-        return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
+    if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
     if (op->kind == TTC_KOP_ATTENTION) {
         /* rank 3 or 4 (one or two leading dims); a float32 or bool mask */
         int32_t R = k->ts[op->out].rank, m = op->in[3];
@@ -121,17 +143,30 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
             if (k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32 || k->ts[op->in[i]].rank != R) return false;
         if (m >= 0 && ((k->ts[m].dtype != TTC_DTYPE_FLOAT32 && k->ts[m].dtype != TTC_DTYPE_BOOL) || k->ts[m].rank > R))
             return false;
-        return ttc_kir_target(k)->native_attn && (R == 3 || R == 4) && op->p.attn.group >= 1;
+        return k->native && ttc_kir_target(k)->native_attn && (R == 3 || R == 4) && op->p.attn.group >= 1;
     }
-    if (op->kind == TTC_KOP_NORM) {   /* layer norm over dense rows; group norm stays OpenCL */
-        for (int32_t i = 1; i < 3; i++)
+    if (op->kind == TTC_KOP_GEMM)
+        return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
+    if (op->kind == TTC_KOP_ELEMENTWISE) {
+        int budget = 64;
+        return native_ew_ok(k, op, &budget) || (k->native && elementwise_ok(k, op));
+    }
+    if (op->kind == TTC_KOP_NORM) {   /* layer norms of image-shaped tensors (ConvNeXt's channels-last) */
+        const ttc_et *x = &k->ts[op->in[0]];
+        for (int i = 1; i < 3; i++)
             if (op->in[i] >= 0 && k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32) return false;
-        return ttc_kir_target(k)->native_norm && !op->p.norm.group && k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32;
+        /* and of any rank where the transformer knob allows (BERT/GPT-2's layer norms between
+         * native GEMMs) */
+        bool image = ttc_kir_target(k)->native_ew && x->rank == 4;
+        return k->native && (image || ttc_kir_target(k)->native_norm) && !op->p.norm.group &&
+               x->dtype == TTC_DTYPE_FLOAT32 && op->p.norm.axis_from >= 0 && op->p.norm.axis_from < x->rank;
     }
-    if (op->kind == TTC_KOP_POOL)   /* max / average; adaptive pools are small and stay OpenCL */
-        return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG && !native_pool_off() &&
-               k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[0]].rank >= 3 &&
-               k->ts[op->in[0]].rank == k->ts[op->out].rank;
+    if (op->kind == TTC_KOP_POOL) {   /* max / average; of the adaptive pools the global average */
+        const ttc_et *x = &k->ts[op->in[0]], *o = &k->ts[op->out];
+        if (native_pool_off() || x->dtype != TTC_DTYPE_FLOAT32 || x->rank < 3 || x->rank != o->rank) return false;
+        return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG ||
+               (static_one(&o->dims[o->rank - 2]) && static_one(&o->dims[o->rank - 1]));
+    }
     if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
     int32_t G = op->p.conv.groups;
@@ -196,23 +231,18 @@ static ttc_status pool_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
     ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
     ARG(TTC_ARG_DIM, op->out, R - 1, 0, 0);
+    if (op->p.pool.kind == TTC_POOL_ADAPTIVE_AVG) {   /* global: an average over the whole image */
+        ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        ARG(TTC_ARG_DIM, op->in[0], R - 2, 0, 0);
+        ARG(TTC_ARG_DIM, op->in[0], R - 1, 0, 0);
+        int64_t rest[] = {1, 1, 0, 0, 1, 1, 0, 0};
+        for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, rest[i]);
+        return TTC_OK;
+    }
     int64_t lit[] = {op->p.pool.kind == TTC_POOL_AVG, op->p.pool.k[0], op->p.pool.k[1], op->p.pool.stride[0],
                      op->p.pool.stride[1], op->p.pool.pad[0], op->p.pool.pad[1], op->p.pool.dil[0], op->p.pool.dil[1],
                      op->p.pool.count_pad, op->p.pool.divisor};
     for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, lit[i]);
-    return TTC_OK;
-}
-
-static ttc_status norm_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
-    int32_t R = k->ts[op->in[0]].rank, from = op->p.norm.axis_from;
-    const int32_t ts[4] = {op->in[0], op->in[1] >= 0 ? op->in[1] : op->in[0], op->in[2] >= 0 ? op->in[2] : op->in[0],
-                           op->out};
-    for (int i = 0; i < 4; i++) {
-        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
-        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
-    }
-    ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
-    ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
     return TTC_OK;
 }
 
@@ -275,27 +305,39 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_POOL) {
         TTC_TRY(pool_args(k, op, ks));
         ks->native = NATIVE_POOL;
+    } else if (op->kind == TTC_KOP_NORM) {
+        int32_t R = k->ts[op->in[0]].rank, from = op->p.norm.axis_from;
+        bool hw = op->in[1] >= 0, hb = op->in[2] >= 0;
+        const int32_t ts[4] = {op->in[0], hw ? op->in[1] : op->in[0], hb ? op->in[2] : op->in[0], op->out};
+        for (int i = 0; i < 4; i++) {
+            ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+            ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+        }
+        ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
+        ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
+        ARG(TTC_ARG_INT, 0, 0, 0, hw);
+        ARG(TTC_ARG_INT, 0, 0, 0, hb);
+        ks->native = NATIVE_NORM;
     } else if (op->kind == TTC_KOP_ATTENTION) {
         TTC_TRY(attn_args(k, op, ks));
         ks->native = NATIVE_ATTN;
-    } else if (op->kind == TTC_KOP_NORM) {
-        TTC_TRY(norm_args(k, op, ks));
-        ks->native = NATIVE_NORM;
     } else if (op->kind == TTC_KOP_CONCAT) {
         TTC_TRY(concat_args(k, op, ks));
         ks->native = NATIVE_CAT;
-    } else if (op->kind == TTC_KOP_ELEMENTWISE) {
-        /* the output; the expression is the "epilogue" over it (no acc) */
+    } else if (op->kind == TTC_KOP_ELEMENTWISE) {   /* only the epilogue, evaluated into the output */
         ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
         ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
-        ks->native = NATIVE_ELEM;
+        ks->native = NATIVE_EW;
     } else {
         TTC_TRY(conv_args(k, op, ks));
         ks->native = NATIVE_CONV;
     }
     ks->n_native_args = ks->n_args - before;
     /* the store arguments are ks->args[0, before) until gen_op rotates them behind ours */
-    ks->native_epi = op->epi.n > 0 && !ttc_native_epi_ok(k, op, ks->args, before);
+    ttc_native_post pp;
+    ks->native_post = op->kind == TTC_KOP_CONV2D && op->epi.n > 0 && ttc_dnnl_available() &&
+                      ttc_native_post_plan(k, op, &pp) && ttc_native_epi_ok_from(k, op, ks->args, before, pp.split);
+    ks->native_epi = op->epi.n > 0 && !ks->native_post && !ttc_native_epi_ok(k, op, ks->args, before);
     /* the epilogue, in place: each work-item reads the library's result and stores f(result) */
     const ttc_et *out = &k->ts[op->out];
     ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
@@ -367,10 +409,10 @@ static void concat_run(const native_call *c, void *const *ptrs, float *out) {
 static void native_run(void *arg, void *const *ptrs) {
     const native_call *c = arg;
     const int64_t *v = c->v;
-    void *m0 = ptrs[0], *m1 = ptrs[1], *m2 = ptrs[2];
+    void *m0 = ptrs[0];   /* ptrs[1], ptrs[2]: read only by the kinds that pass them */
     if (c->kind == NATIVE_GEMM) {
-        const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)m1 + v[GA_BOFF];
-        float *C = (float *)m2 + v[GA_COFF];
+        const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)ptrs[1] + v[GA_BOFF];
+        float *C = (float *)ptrs[2] + v[GA_COFF];
         int64_t M = v[GA_M], N = v[GA_N], K = v[GA_K];
         for (int64_t b = 0; b < v[GA_BATCH]; b++)
             ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
@@ -384,44 +426,50 @@ static void native_run(void *arg, void *const *ptrs) {
         epilogue(c, ptrs, o);
         return;
     }
-    if (c->kind == NATIVE_ELEM) {
-        epilogue(c, ptrs, (float *)m0 + v[1]);
-        return;
-    }
-    if (c->kind == NATIVE_NORM) {
-        float *y = (float *)ptrs[3] + v[NA_YOFF];
-        ttc_native_layer_norm((const float *)m0 + v[NA_XOFF], c->has_w ? (const float *)m1 + v[NA_WOFF] : NULL,
-                              c->has_b ? (const float *)m2 + v[NA_BOFF] : NULL, y, v[NA_ROWS], v[NA_N], c->eps);
-        epilogue(c, ptrs, y);
-        return;
-    }
     if (c->kind == NATIVE_ATTN) {
         float *o = (float *)ptrs[3] + v[AT_OOFF];
         const void *mask = NULL;   /* with a mask, ptrs[4] (the scratch comes after it) */
         if (c->scratch_slot == 5)
             mask = (const char *)ptrs[4] + v[AT_MOFF] * (c->mask_bool ? 1 : (int64_t)sizeof(float));
-        ttc_native_attention(&c->attn, (const float *)m0 + v[AT_QOFF], (const float *)m1 + v[AT_KOFF],
-                             (const float *)m2 + v[AT_VOFF], mask, c->mask_bool, o, ptrs[c->scratch_slot]);
+        ttc_native_attention(&c->attn, (const float *)m0 + v[AT_QOFF], (const float *)ptrs[1] + v[AT_KOFF],
+                             (const float *)ptrs[2] + v[AT_VOFF], mask, c->mask_bool, o, ptrs[c->scratch_slot]);
         epilogue(c, ptrs, o);
+        return;
+    }
+    if (c->kind == NATIVE_NORM) {
+        float *y = (float *)ptrs[3] + v[NA_YOFF];
+        ttc_native_layer_norm((const float *)m0 + v[NA_XOFF], v[NA_HAS_W] ? (const float *)ptrs[1] + v[NA_WOFF] : NULL,
+                              v[NA_HAS_B] ? (const float *)ptrs[2] + v[NA_BOFF] : NULL, v[NA_ROWS], v[NA_N], c->eps, y);
+        epilogue(c, ptrs, y);
+        return;
+    }
+    if (c->kind == NATIVE_EW) {
+        epilogue(c, ptrs, (float *)m0 + v[1]);
         return;
     }
     if (c->kind == NATIVE_POOL) {
         ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
                                     v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
                                     v[PA_CP], v[PA_DIV]};
-        float *y = (float *)m1 + v[PA_YOFF];
+        float *y = (float *)ptrs[1] + v[PA_YOFF];
         ttc_native_pool(&ps, (const float *)m0 + v[PA_XOFF], y);
         epilogue(c, ptrs, y);
         return;
     }
-    const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)m1 + v[CA_WOFF];
-    float *y = (float *)m2 + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[c->scratch_slot];
+    const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)ptrs[1] + v[CA_WOFF];
+    float *y = (float *)ptrs[2] + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[c->scratch_slot];
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
     ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
                               v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW]};
-    if (ttc_dnnl_conv(c->owner, c->ki, &ds, x, w, c->w_const, y)) {
+    const float *bias = c->post && c->pp.dnnl.bias
+                            ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
+                            : NULL;
+    bool post_done = false;
+    if (ttc_dnnl_conv_post(c->owner, c->ki, &ds, x, w, c->w_const, y, c->post ? &c->pp.dnnl : NULL, bias,
+                           &post_done)) {
+        if (c->post && !post_done) ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
         epilogue(c, ptrs, y);
         return;
     }
@@ -435,6 +483,7 @@ static void native_run(void *arg, void *const *ptrs) {
             }
             ttc_blas_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
         }
+    if (c->post) ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
     epilogue(c, ptrs, y);
 }
 
@@ -470,8 +519,7 @@ size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
             size_t n = ttc_native_attn_scratch(&sh) * sizeof(float);
             if (n > most) most = n;
         }
-        if (ks->native != NATIVE_CONV) continue;
-        if (conv_is_1x1(a)) continue;
+        if (ks->native != NATIVE_CONV || conv_is_1x1(a)) continue;
         size_t n = (size_t)(a[CA_C] / a[CA_G] * a[CA_KH] * a[CA_KW] * a[CA_OH] * a[CA_OW]) * sizeof(float);
         if (n > most) most = n;
     }
@@ -489,33 +537,44 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.owner = e;
     c.ki = ki;
     c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
-    c.scratch_slot = -1;
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_ELEM ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0)
-                   : c.kind == NATIVE_NORM ? 4 : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : 3;
+    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
+                   : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : 3;
+    if (c.kind == NATIVE_NORM) c.eps = (float)op->p.norm.eps;
     if (c.kind == NATIVE_CAT) {
         c.cat_n = op->p.concat.n;
         c.cat_dim = op->p.concat.dim + 4 - e->k->ts[op->out].rank;
     }
     for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2, 4, ... in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
-    bool need_scratch = (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN;
-    if (c.kind == NATIVE_NORM) {
-        c.has_w = op->in[1] >= 0;
-        c.has_b = op->in[2] >= 0;
-        c.eps = (float)op->p.norm.eps;
-    }
     if (c.kind == NATIVE_ATTN) {
         attn_shape(op, c.v, &c.attn);
         c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
     }
-    if (need_scratch) {
+    c.scratch_slot = -1;
+    if ((c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN) {
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native %s: no scratch buffer", op->name);
         c.scratch_slot = (int8_t)n_bufs;
         bufs[n_bufs++] = scratch;
     }
-    if (op->epi.n > 0 && !ks->native_epi) TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
+    if (ks->native_post) {
+        c.post = ttc_native_post_plan(e->k, op, &c.pp);
+        if (!c.post) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no post-op plan at launch", op->name);
+        TTC_TRY(ttc_native_epi_bind_from(e, p, ki, &c.epi, bufs, &n_bufs, b, c.pp.split));
+        int32_t bl = c.pp.bias_leaf;
+        /* the plan checked the bias tensor's dims; its values must lie at off + channel */
+        const int64_t *st = c.epi.strides[bl], *od = c.epi.dims;
+        if (c.pp.dnnl.bias && !c.epi.dense[bl] &&
+            !((st[1] == 1 || od[1] == 1) && (st[0] == 0 || od[0] == 1) && (st[2] == 0 || od[2] == 1) &&
+              (st[3] == 0 || od[3] == 1)))
+            return ttc_fail(TTC_ERR_INTERNAL,
+                            "native convolution %s: bias laid out with strides (%lld, %lld, %lld, %lld)", op->name, (long long)st[0], (long long)st[1], (long long)st[2], (long long)st[3]);
+        if (c.pp.dnnl.bias && c.epi.dense[bl] && od[0] * od[2] * od[3] != 1)
+            return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: bias laid out like the output", op->name);
+    } else if (op->epi.n > 0 && !ks->native_epi) {
+        TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
+    }
     char what[160];
     snprintf(what, sizeof what, "%s: %s", ks->name, op->name ? op->name : "");
     return ttc_queue_host_task(q, native_run, &c, sizeof c, bufs, n_bufs, what, ev);

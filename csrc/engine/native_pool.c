@@ -58,7 +58,28 @@ static void pool_row(const ttc_native_pool_shape *s, const float *xp, float *yr,
     }
 }
 
+/* Global average (SE blocks, classifier heads): one sum per plane, eight partial sums so that
+ * the loop vectorises. */
+static bool global_avg(const ttc_native_pool_shape *s, const float *x, float *y) {
+    if (!(s->avg && s->oh == 1 && s->ow == 1 && s->kh == s->h && s->kw == s->w && s->ph == 0 && s->pw == 0 &&
+          s->divisor == 0 && s->h * s->w > 0))
+        return false;
+    int64_t n = s->h * s->w;
+    for (int64_t p = 0; p < s->planes; p++) {
+        const float *xp = x + p * n;
+        float acc[8] = {0};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) acc[j] += xp[i + j];
+        float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        for (; i < n; i++) sum += xp[i];
+        y[p] = sum / (float)n;
+    }
+    return true;
+}
+
 void ttc_native_pool(const ttc_native_pool_shape *s, const float *x, float *y) {
+    if (global_avg(s, x, y)) return;
     for (int64_t p = 0; p < s->planes; p++)
         for (int64_t oh = 0; oh < s->oh; oh++) pool_row(s, x + p * s->h * s->w, y + (p * s->oh + oh) * s->ow, oh);
 }

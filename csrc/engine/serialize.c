@@ -4,7 +4,8 @@
  *   section: u32 tag | u64 length | payload
  *
  * Sections: NAME, DEVICE (platform, device name, driver as length-prefixed strings),
- * OPTIONS (u32 fp16, u32 optimization level), IR (text; weights by name), WEIGHTS (u32
+ * OPTIONS (u32 fp16, u32 optimization level, u32 TF32 policy: bit 0 GEMMs, bit 1 convolutions;
+ * blobs written before it have none: no TF32), IR (text; weights by name), WEIGHTS (u32
  * count, then name, u64 nbytes, bytes each), SOURCE, BINARY (u64 seal, bytes), BINDINGS (names of inputs
  * and outputs, checked after the rebuild), TUNING (u32 count, u32 tile choice per kernel op). Loading checks every length against what is
  * left before reading; anything off is TTC_ERR_SERIALIZATION saying what. The engine is
@@ -103,7 +104,9 @@ ttc_status ttc_engine_serialize_with(ttc_engine *e, ttc_blob_alloc_fn alloc, voi
     put_str(&sec, e->name); put_section(&pre, SEC_NAME, &sec); sec.len = 0;
     put_str(&sec, e->tg.platform); put_str(&sec, e->tg.name); put_str(&sec, e->tg.driver);
     put_section(&pre, SEC_DEVICE, &sec); sec.len = 0;
-    put_u32(&sec, e->fp16); put_u32(&sec, (uint32_t)e->opt_level); put_section(&pre, SEC_OPTIONS, &sec); sec.len = 0;
+    put_u32(&sec, e->fp16); put_u32(&sec, (uint32_t)e->opt_level);
+    put_u32(&sec, (e->tf32_matmul ? 1u : 0u) | (e->tf32_conv ? 2u : 0u));
+    put_section(&pre, SEC_OPTIONS, &sec); sec.len = 0;
     put_u32(&pre, SEC_IR);
     put_u64(&pre, strlen(ir));
     ttc_sbuf_append(&pre, ir, strlen(ir));
@@ -282,15 +285,17 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
     weights w = {0};
     ttc_graph *g = NULL;
     ttc_engine *e = NULL;
-    uint32_t fp16 = 0, opt = 0;
+    uint32_t fp16 = 0, opt = 0, tf32 = 0;
     ttc_status s = get_str(&secs[SEC_NAME], &name, "engine name");
     if (s == TTC_OK) s = get_str(&secs[SEC_DEVICE], &plat, "platform name");
     if (s == TTC_OK) s = get_str(&secs[SEC_DEVICE], &dname, "device name");
     if (s == TTC_OK) s = get_str(&secs[SEC_DEVICE], &driver, "driver version");
     if (s == TTC_OK) s = get_u32(&secs[SEC_OPTIONS], &fp16, "precision");
     if (s == TTC_OK) s = get_u32(&secs[SEC_OPTIONS], &opt, "optimization level");
-    if (s == TTC_OK && (fp16 > 1 || opt > 5))
-        s = ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: bad options (fp16=%u, level=%u)", fp16, opt);
+    if (s == TTC_OK && secs[SEC_OPTIONS].left) s = get_u32(&secs[SEC_OPTIONS], &tf32, "TF32 policy");
+    if (s == TTC_OK && (fp16 > 1 || opt > 5 || tf32 > 3 || secs[SEC_OPTIONS].left))
+        s = ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: bad options (fp16=%u, level=%u, tf32=%u, %zu bytes more)", fp16,
+                     opt, tf32, secs[SEC_OPTIONS].left);
     if (s == TTC_OK) {
         rd *x = &secs[SEC_IR];
         if (memchr(x->p, 0, x->left)) s = ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: IR text contains a NUL byte");
@@ -318,6 +323,8 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         o.device = device;
         o.fp16 = fp16 != 0;
         o.optimization_level = (int32_t)opt;
+        o.tf32_matmul = (tf32 & 1) != 0;
+        o.tf32_conv = (tf32 & 2) != 0;
         o.cache_dir = cache_dir;
         s = ttc_engine_new_for_load(&o, &e);
     }

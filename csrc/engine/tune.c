@@ -10,8 +10,11 @@
  *   stored in the engine (serialised with it);
  * - otherwise a heuristic by device and shape (gemm_default).
  * Families by device: CPU devices the CPU kernel; GPUs the register-blocked SIMT kernel, and
- * on NVIDIA, for half x half GEMMs and every GEMM of fp16 engines, the tensor-core
- * (mma.sync) kernel. */
+ * on NVIDIA, for half x half GEMMs and every GEMM of fp16 engines, the tensor-core kernels
+ * (mma.sync: the register-staged MMA family and the cp.async-pipelined TC family), and for
+ * float x float GEMMs of fp32 engines built with the TF32 policy (tf32_matmul) the TF32
+ * family. The pipelined families run anywhere through the PTX prelude's emulation when forced
+ * (tests), but only NVIDIA targets choose them. */
 #include "engine_impl.h"
 #include "native_ops.h"
 
@@ -216,14 +219,18 @@ static void cands_prepare(const ttc_engine *e, cand *cs, int32_t n) {
 /* Whether candidate c can run op on e's device at all (forcing may pick any of these). */
 static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     if (c < 0 || c >= TTC_GEMM_TILES) return false;
-    if (ttc_gemm_tiles[c].family != TTC_GEMM_MMA) return true;
-    /* half x half (torch's own half matmul accumulates in fp32 too), or any float operands of
-     * an fp16 engine (which keeps fp32 inputs and weights as declared) */
+    ttc_gemm_family f = ttc_gemm_tiles[c].family;
+    if (f == TTC_GEMM_CPU || f == TTC_GEMM_SIMT) return true;
     const ttc_kir *k = e->k;
     ttc_dtype a = k->ts[op->in[0]].dtype, b = k->ts[op->in[1]].dtype;
+    /* TF32: float x float GEMMs of fp32 engines whose policy allows it (on any device when
+     * forced: the prelude's emulation runs it) */
+    if (f == TTC_GEMM_TF32) return !k->fp16 && e->tf32_matmul && a == TTC_DTYPE_FLOAT32 && b == TTC_DTYPE_FLOAT32;
+    /* half x half (torch's own half matmul accumulates in fp32 too), or any float operands of
+     * an fp16 engine (which keeps fp32 inputs and weights as declared) */
     bool fa = a == TTC_DTYPE_FLOAT16 || (k->fp16 && a == TTC_DTYPE_FLOAT32);
     bool fb = b == TTC_DTYPE_FLOAT16 || (k->fp16 && b == TTC_DTYPE_FLOAT32);
-    return e->tg.nvidia && fa && fb;
+    return (e->tg.nvidia || f == TTC_GEMM_TC) && fa && fb;
 }
 
 /* GPU kernel families: GPUs, and any device under TORCHTRT_C_KERNELS=gpu (CPU CI runs them). */
@@ -234,6 +241,8 @@ static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     if (!gemm_runnable(e, op, c)) return false;
     ttc_gemm_family f = ttc_gemm_tiles[c].family;
     if (!gpu_family(e)) return f == TTC_GEMM_CPU;
+    /* tensor cores only where they exist (elsewhere the emulation is a test vehicle) */
+    if (f == TTC_GEMM_TC || f == TTC_GEMM_TF32) return f == TTC_GEMM_TC ? e->tg.nvidia : e->tg.tf32_matmul;
     return f != TTC_GEMM_CPU;
 }
 
@@ -252,14 +261,31 @@ static int64_t gemm_wgs(int32_t tile, int64_t B, int64_t M, int64_t N) {
     return B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
 }
 
+/* Indices of the pipelined tensor-core candidates (codegen.c's table). */
+enum { TC_128x128 = 26, TC_64x64 = 30, TF32_128x128 = 34, TF32_128x64 = 35, TF32_64x64 = 36, TF32_32x64 = 38 };
+
 static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
     if (!gpu_family(e)) return 0;
-    bool tc = gemm_runnable(e, op, 9);
+    bool tc = gemm_candidate(e, op, TC_128x128);
+    bool tf32 = gemm_candidate(e, op, TF32_128x128);
     if (M <= 16) return tc ? 16 : 17;
     int64_t cu = e->tg.compute_units > 0 ? e->tg.compute_units : 1;
+    /* Pipelined tiles, from a sweep of every candidate on an H100 (bench/gemm_tc.py: 4096^3 and
+     * the BERT/GPT-2/ViT-B linear layers at 32 x 128 tokens, 4096 x {768, 2304, 3072} x {768,
+     * 3072}, and 128 x 768 x 768): 128x128 (8 warps, 3 stages) won or came within 4% of the
+     * winner wherever it fills every compute unit once (4096 x 768 too: 192 tiles on 132 SMs);
+     * at 128 x 768 x 768 the k-split MMA tile 16 and then the 64x64 tile; TF32 alike, the
+     * 64x64 tile best at 128 x 768 x 768. */
     if (tc) {
+        if (gemm_wgs(TC_128x128, B, M, N) >= cu) return TC_128x128;
+        if (gemm_wgs(TC_64x64, B, M, N) >= cu) return TC_64x64;
         if (gemm_wgs(10, B, M, N) >= cu) return 10;
         return gemm_wgs(11, B, M, N) >= cu ? 11 : 16;
+    }
+    if (tf32) {
+        if (gemm_wgs(TF32_128x128, B, M, N) >= cu) return TF32_128x128;
+        if (gemm_wgs(TF32_128x64, B, M, N) >= cu) return TF32_128x64;
+        return gemm_wgs(TF32_64x64, B, M, N) >= (cu + 7) / 8 ? TF32_64x64 : TF32_32x64;
     }
     if (gemm_wgs(22, B, M, N) >= 4 * cu) return 22;
     if (gemm_wgs(25, B, M, N) >= 2 * cu) return 25;
@@ -294,8 +320,11 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         if (forced >= 0) {
             if (!gemm_runnable(e, op, forced)) {
                 free(path);
-                return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: the tensor-core GEMM needs an NVIDIA device "
-                                "and float16 inputs or an fp16 engine (%s on %s)", forced, op->name ? op->name : "gemm", e->tg.name);
+                return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: %s (%s on %s)", forced,
+                                ttc_gemm_tiles[forced].family == TTC_GEMM_TF32
+                                    ? "the TF32 GEMM needs float32 inputs of an fp32 engine built with tf32_matmul"
+                                    : "the tensor-core GEMM needs float16 inputs or an fp16 engine (raw-PTX tiles: an NVIDIA device)",
+                                op->name ? op->name : "gemm", e->tg.name);
             }
             op->tile = forced;
             continue;
@@ -308,10 +337,13 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         op->tile = def;
         if (!tuning || (k->native && ttc_native_op_ok(k, op))) continue;  /* native: no tile to choose */
         if (!have_path) { path = tuning_path(e); have_path = true; }
-        /* "gemm3": the third table (choices made among fewer candidates are not read) */
-        char *key = ttc_strfmt("%s|%s|%s|gemm3|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld", e->tg.platform, e->tg.name,
+        /* "gemm4": the fourth table, with the pipelined and TF32 tiles (choices made among fewer
+         * candidates are not read) */
+        /* "|tf32": the TF32 policy widens the candidates (and changes the answer's precision) */
+        char *key = ttc_strfmt("%s|%s|%s|gemm4|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld%s", e->tg.platform, e->tg.name,
                                e->tg.driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
-                               a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K);
+                               a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K,
+                               e->tg.tf32_matmul && !k->fp16 ? "|tf32" : "");
         if (!key) { free(path); return TTC_ERR_NOMEM; }
         int32_t choice = cache_lookup(path, key);
         if (choice >= 0 && !gemm_candidate(e, op, choice)) choice = -1;

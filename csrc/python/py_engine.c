@@ -71,11 +71,13 @@ static PyObject *bindings(ttc_engine *e, bool outputs) {
 }
 
 static PyObject *e_build(PyObject *cls, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"graph", "name", "device", "precision", "optimization_level", "cache_dir", NULL};
+    static char *kwlist[] = {"graph", "name", "device", "precision", "optimization_level", "cache_dir",
+                             "tf32_matmul", "tf32_conv", NULL};
     PyObject *graph, *device = Py_None, *cache = Py_None;
     const char *name = "engine", *precision = "fp32";
-    int level = 3;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sOsiO:build", kwlist, &graph, &name, &device, &precision, &level, &cache))
+    int level = 3, tf32_mm = 0, tf32_cv = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sOsiO$pp:build", kwlist, &graph, &name, &device, &precision, &level,
+                                     &cache, &tf32_mm, &tf32_cv))
         return NULL;
     ttc_py_state *st = ttc_py_state_of_type((PyTypeObject *)cls);
     ttc_graph *g = ttc_py_graph_get(graph);
@@ -83,6 +85,8 @@ static PyObject *e_build(PyObject *cls, PyObject *args, PyObject *kw) {
     ttc_engine_options o = ttc_engine_options_default();
     o.name = name;
     o.optimization_level = level;
+    o.tf32_matmul = tf32_mm != 0;
+    o.tf32_conv = tf32_cv != 0;
     if (!strcmp(precision, "fp16")) o.fp16 = true;
     else if (strcmp(precision, "fp32")) return PyErr_Format(PyExc_ValueError, "precision must be \"fp32\" or \"fp16\", got %s", precision);
     if (level < 0 || level > 5) return PyErr_Format(PyExc_ValueError, "optimization_level must be 0..5, got %d", level);
@@ -445,12 +449,20 @@ static PyObject *e_info(PyObject *self, PyObject *unused) {
         if (!v || PyDict_SetItem(tiles, PyList_GET_ITEM(ks, i), v) < 0) { Py_XDECREF(v); Py_DECREF(ks); Py_DECREF(tiles); return NULL; }
         Py_DECREF(v);
     }
-    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:n,s:s,s:i,s:N,s:s,s:O}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
+    bool tf32_mm, tf32_cv;
+    ttc_engine_tf32(e, &tf32_mm, &tf32_cv);
+    const ttc_target *tg = ttc_engine_target(e);
+    /* tf32: the policy built with; tf32_active: what this device acts on (NVIDIA only) */
+    PyObject *tf32 = Py_BuildValue("{s:O,s:O}", "matmul", tf32_mm ? Py_True : Py_False, "conv", tf32_cv ? Py_True : Py_False);
+    PyObject *tf32a = Py_BuildValue("{s:O,s:O}", "matmul", tg->tf32_matmul ? Py_True : Py_False, "conv",
+                                    tg->tf32_conv ? Py_True : Py_False);
+    if (!tf32 || !tf32a) { Py_XDECREF(tf32); Py_XDECREF(tf32a); Py_DECREF(ks); Py_DECREF(tiles); return NULL; }
+    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:n,s:s,s:i,s:N,s:s,s:O,s:N,s:N}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
                          "fused", ttc_engine_n_fused(e), "program_cached", ttc_engine_program_from_cache(e) ? Py_True : Py_False,
                          "peak_memory", (Py_ssize_t)ttc_engine_peak_memory(e),
                          "const_bytes", (Py_ssize_t)ttc_engine_const_bytes(e), "source", ttc_engine_source(e),
                          "tuned", ttc_engine_n_tuned(e), "tiles", tiles, "compute", ttc_engine_compute(e),
-                         "gpu_kernels", ttc_engine_gpu_kernels(e) ? Py_True : Py_False);
+                         "gpu_kernels", ttc_engine_gpu_kernels(e) ? Py_True : Py_False, "tf32", tf32, "tf32_active", tf32a);
 }
 
 static PyObject *e_build_profile(PyObject *self, PyObject *unused) {
@@ -478,7 +490,8 @@ static PyObject *e_get_peak(PyObject *self, void *c) {
 
 static PyMethodDef engine_methods[] = {
     {"build", (PyCFunction)(void (*)(void))e_build, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-     "Engine.build(graph, name='engine', device=None, precision='fp32', optimization_level=3, cache_dir=None)"},
+     "Engine.build(graph, name='engine', device=None, precision='fp32', optimization_level=3, cache_dir=None, *, "
+     "tf32_matmul=False, tf32_conv=False)"},
     {"deserialize", (PyCFunction)(void (*)(void))e_deserialize, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "Engine.deserialize(blob, device=None, cache_dir=None) -> Engine (rebuilt for this device when foreign)"},
     {"execute", e_execute, METH_VARARGS, "execute(inputs: list[buffer], outputs: list[writable buffer]) -> None"},
@@ -495,7 +508,7 @@ static PyMethodDef engine_methods[] = {
      "build_profile() -> dict: seconds per build step (convert_s, fuse_s, tune_s, codegen_s, program_s, consts_s), "
      "kernels / unique_kernels, source_bytes, programs, program_origin (compiled, cache, blob), gemms, tune_cached, "
      "tune_timed (GEMMs timed), tune_candidates (candidates timed)"},
-    {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, const_bytes, source, tuned, tiles, compute)"},
+    {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, const_bytes, source, tuned, tiles, compute, gpu_kernels, tf32, tf32_active)"},
     {NULL, NULL, 0, NULL},
 };
 

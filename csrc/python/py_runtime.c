@@ -116,7 +116,7 @@ static PyObject *py_hash64(PyObject *m, PyObject *args) {
 /* The GEMM candidate table (codegen.c: ttc_gemm_tiles), so that tests and tools read tile indices
  * and families instead of copying them. */
 static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
-    static const char *const family[] = {"cpu", "simt", "mma"};
+    static const char *const family[] = {"cpu", "simt", "mma", "tc", "tf32"};
     PyObject *list = PyList_New(TTC_GEMM_TILES);
     if (!list) return NULL;
     for (int32_t i = 0; i < TTC_GEMM_TILES; i++) {
@@ -157,7 +157,8 @@ static PyMethodDef runtime_methods[] = {
      "program cache keys)."},
     {"gemm_tiles", py_gemm_tiles, METH_NOARGS,
      "gemm_tiles() -> list[dict]: the GEMM kernel candidates TORCHTRT_C_GEMM_TILE indexes (index, family "
-     "'cpu' / 'simt' / 'mma' (NVIDIA tensor cores), bm, bn, bk, tm, tn, kw)."},
+     "'cpu' / 'simt' / 'mma' (NVIDIA tensor cores) / 'tc' and 'tf32' (pipelined tensor cores through the PTX "
+     "prelude: emulated off NVIDIA), bm, bn, bk, tm, tn, kw (k-split warps; stages for tc/tf32))."},
     {NULL, NULL, 0, NULL},
 };
 

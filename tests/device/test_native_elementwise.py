@@ -1,7 +1,7 @@
 """Elementwise ops between native calls (engine/native_ops.c: a float32 elementwise op reading a
 native GEMM / attention / layer norm result runs as a native call through native_epi.c's
 expression evaluator) against torch eager, each engine built twice: native (the default where
-the device runs native kernels) and with TORCHTRT_C_NATIVE_ELEMENTWISE=0 (OpenCL kernels, read
+the device runs native kernels) and with TORCHTRT_C_NATIVE_ELEMENTWISE=0 and TORCHTRT_C_NATIVE_EW=0 (OpenCL kernels, read
 when the engine is built). Cases: the permuted copy of an attention output before the output
 projection (BERT's), a q/k split with a negation (rotary's rotate_half-like), an RMS-norm-like
 scaling with broadcast leaves, odd sizes; an elementwise op on inputs only stays OpenCL.
@@ -17,7 +17,8 @@ from convtest import rand
 
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
-    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_ELEMENTWISE", "TORCHTRT_C_NATIVE_EPI"):
+    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_ELEMENTWISE", "TORCHTRT_C_NATIVE_EPI",
+              "TORCHTRT_C_NATIVE_EW"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -28,6 +29,7 @@ def T(shape):
 def run_both(inputs, build, ref, monkeypatch, want_native=True):
     for native in (True, False):
         monkeypatch.setenv("TORCHTRT_C_NATIVE_ELEMENTWISE", "1" if native else "0")
+        monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")   # the image-shaped rule (rank 4)
         g = C.Graph()
         names = {k: g.add_input(k, T(t.shape)) for k, t in inputs.items()}
         n = [0]
@@ -147,6 +149,7 @@ def test_concat_of_gemm_views(dim, monkeypatch):
         return z
     for native in (True, False):
         monkeypatch.setenv("TORCHTRT_C_NATIVE_ELEMENTWISE", "1" if native else "0")
+        monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")   # the image-shaped rule (rank 4)
         g = C.Graph()
         i = {"x": g.add_input("x", T(x.shape))}
         n = [0]

@@ -16,7 +16,8 @@ from convtest import rand
 
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
-    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_NORM", "TORCHTRT_C_NATIVE_EPI"):
+    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_NORM", "TORCHTRT_C_NATIVE_EPI",
+              "TORCHTRT_C_NATIVE_EW"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -26,6 +27,7 @@ def T(shape):
 
 def engine(build, inputs, native, monkeypatch, symbols=()):
     monkeypatch.setenv("TORCHTRT_C_NATIVE_NORM", "1" if native else "0")
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")   # the image-shaped rule (rank 4)
     g = C.Graph()
     for s in symbols:
         g.add_symbol(*s)
@@ -93,6 +95,7 @@ def test_norm_then_epilogue_and_dynamic_batch(monkeypatch):
         return y
     for native in (True, False):
         monkeypatch.setenv("TORCHTRT_C_NATIVE_NORM", "1" if native else "0")
+        monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")
         g = C.Graph()
         g.add_symbol("s0", 1, 2, 8)
         i = {n: g.add_input(n, ("tensor", "float32", ["s0", 3, D])) for n in ("x", "r")}

@@ -246,6 +246,8 @@ def _settings_text(s) -> str:
         elif isinstance(v, (set, frozenset)):
             v = sorted(map(str, v))
         d[f.name] = str(v)
+    # the TF32 policy as resolved (None settings follow torch's switches at compile time)
+    d["tf32_policy"] = str(sorted(s.tf32_policy().items()))
     return json.dumps(d, sort_keys=True)
 
 
