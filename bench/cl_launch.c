@@ -10,6 +10,9 @@
  *                         buffers, kernel objects of its own) and replayed with
  *                         clEnqueueCommandBufferKHR, then clFinish
  *   replay+map+finish     the same plus the blocking map/unmap
+ *   held+finish           enqueue+finish with the first launch waiting for a user event that is
+ *                         set complete just before clFinish: what execute does on CPU devices
+ *                         since the batched launch (backend: ttc_queue_hold)
  *
  *   cc -O2 bench/cl_launch.c -o /tmp/cl_launch -lOpenCL && /tmp/cl_launch 10 2000
  *   POCL_MAX_PTHREAD_COUNT=1 /tmp/cl_launch 10 2000     # PoCL with one worker thread
@@ -21,7 +24,12 @@
  * not as recorded) and adds one more command for the buffer's completion, so replay saves
  * nothing there; the blocking map is what cost. With POCL_MAX_PTHREAD_COUNT=1 (two runs of
  * three): enqueue+finish 19 us and the map 9 us more, replay 27 us: PoCL's two workers and the
- * enqueuing thread share two cores, and each hand-over between them costs. */
+ * enqueuing thread share two cores, and each hand-over between them costs.
+ * held+finish (session 6, load 10 on the 2 cores, three runs of 2000-3000 rounds): median 40-47 us
+ * against enqueue+finish 35-38 us, p10 19-21 us against 19-32 us. With kernels this empty,
+ * overlapping the enqueues with their execution wins at the median; with kernels that compute
+ * (bench/overhead.py --model chain10, ~1.7 us each) holding wins: Engine.execute 55 us held
+ * against 87-101 us not held in the same process. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
@@ -46,8 +54,11 @@ static const char *src =
     "    if (i < n) b[i] = a[i] * 0.5f + 1.0f;\n"
     "}\n";
 
-enum { MODES = 4, N = 256 };
-static const char *names[MODES] = {"enqueue+finish", "enqueue+map+finish", "replay+finish", "replay+map+finish"};
+enum { MODES = 5, N = 256 };
+static const char *names[MODES] = {"enqueue+finish", "enqueue+map+finish", "replay+finish", "replay+map+finish",
+                                   "held+finish"};
+/* per mode: replays the command buffer, maps the output, holds the launches behind a user event */
+static const int replays[MODES] = {0, 0, 1, 1, 0}, maps[MODES] = {0, 1, 0, 1, 0}, holds[MODES] = {0, 0, 0, 0, 1};
 
 static double now_us(void) {
     struct timespec t;
@@ -106,29 +117,35 @@ int main(int argc, char **argv) {
         }
         if (cb && finalize(cb) != CL_SUCCESS) cb = NULL;
     }
-    int modes = cb ? MODES : 2;
     double *t = calloc((size_t)MODES * (size_t)rounds, sizeof(double));
     for (int r = -50; r < rounds; r++) {
-        for (int m = 0; m < modes; m++) {
+        for (int m = 0; m < MODES; m++) {
+            if (replays[m] && !cb) continue;
             double t0 = now_us();
             cl_mem a = ra, b = rb;
-            if (m < 2) {
+            cl_event gate = holds[m] ? clCreateUserEvent(ctx, &err) : NULL;
+            if (!replays[m]) {
                 a = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, N * sizeof(float), in, &err);
                 b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, N * sizeof(float), out, &err);
                 for (int i = 0; i < nk; i++) {
                     clSetKernelArg(kern, 0, sizeof a, &a);
                     clSetKernelArg(kern, 1, sizeof b, &b);
-                    clEnqueueNDRangeKernel(q, kern, 1, NULL, &global, NULL, 0, NULL, NULL);
+                    clEnqueueNDRangeKernel(q, kern, 1, NULL, &global, NULL, gate && !i ? 1 : 0, gate && !i ? &gate : NULL,
+                                           NULL);
                 }
             } else {
                 enqueue(1, &q, cb, 0, NULL, NULL);
             }
-            if (m % 2) {
+            if (gate) {
+                clSetUserEventStatus(gate, CL_COMPLETE);
+                clReleaseEvent(gate);
+            }
+            if (maps[m]) {
                 void *p = clEnqueueMapBuffer(q, b, CL_TRUE, CL_MAP_READ, 0, N * sizeof(float), 0, NULL, NULL, &err);
                 clEnqueueUnmapMemObject(q, b, p, 0, NULL, NULL);
             }
             clFinish(q);
-            if (m < 2) {
+            if (!replays[m]) {
                 clReleaseMemObject(a);
                 clReleaseMemObject(b);
             }
@@ -137,7 +154,8 @@ int main(int argc, char **argv) {
     }
     printf("# %s, %d kernels per call, %d rounds%s\n", name, nk, rounds,
            cb ? "" : " (no cl_khr_command_buffer: replay rows skipped)");
-    for (int m = 0; m < modes; m++) {
+    for (int m = 0; m < MODES; m++) {
+        if (replays[m] && !cb) continue;
         double *v = t + (size_t)m * (size_t)rounds;
         qsort(v, (size_t)rounds, sizeof *v, cmp);
         printf("%-22s median %7.1f us  p10 %7.1f  p90 %7.1f\n", names[m], v[rounds / 2], v[rounds / 10],

@@ -6,7 +6,8 @@
   1 and 32), fp32 and fp16 engines, GFLOP/s beside torch.mm / F.linear in the same precision.
 - gemm_tiles: every SIMT (fp32) and tensor-core (fp16) GEMM candidate forced in turn on a few
   shapes (the data behind csrc/engine/tune.c's untuned choice).
-- conv: ResNet-50's distinct convolution layers (batch 1 and 8), GFLOP/s beside torch's conv.
+- conv: ResNet-50's distinct convolution layers (--batches, --precisions), GFLOP/s beside torch's
+  conv (cuDNN on CUDA); fp16 rows give the fraction of cuDNN and the family each layer ran.
 - elementwise: a fused elementwise chain and a row reduction, GB/s beside a device-to-device
   copy measured in the same run (OpenCL clEnqueueCopyBuffer and torch clone).
 Engine times use Engine.benchmark (inputs already in device buffers, launches + one clFinish
@@ -159,37 +160,74 @@ RESNET50_CONVS = [  # (Cin, Cout, k, stride, pad, H): every distinct convolution
 ]
 
 
+def _conv_engine(x, w, s, p, prec, mma=None):
+    """A one-convolution engine (fp16: half input and weights, as a .half() model has); mma:
+    TORCHTRT_C_CONV_MMA for its build (None: the natural choice)."""
+    import os
+
+    dt = torch.float16 if prec == "fp16" else torch.float32
+    ref = torch.nn.functional.conv2d(x, w, None, s, p).to(dt)
+    old = os.environ.pop("TORCHTRT_C_CONV_MMA", None)
+    if mma is not None:
+        os.environ["TORCHTRT_C_CONV_MMA"] = mma
+    try:
+        _, eng = build("aten.convolution.default", [x.to(dt), Const(w.to(dt)), None, [s, s], [p, p], [1, 1], False,
+                                                    [0, 0], 1], [ref], precision=prec)
+    finally:
+        os.environ.pop("TORCHTRT_C_CONV_MMA", None)
+        if old is not None:
+            os.environ["TORCHTRT_C_CONV_MMA"] = old
+    src = eng.info()["source"]
+    fam = ("mma_tf32" if "#define CONV_TF32 1" in src else "mma" if "#define CONV_TF32 0" in src else
+           eng.info()["kernels"][0].split(":")[0].split(" ")[1])
+    return eng, fam
+
+
 def conv(tdev, sync, args):
-    """ResNet-50's convolutions at batch 1 and 32 beside torch's conv on the same device;
-    on CUDA, cuDNN runs with TF32 allowed (its default for convolution) and without."""
+    """ResNet-50's convolutions beside torch's conv on the same device, at the batches of
+    --batches (default 1 and 32) and in the engine precisions of --precisions. fp32: on CUDA,
+    cuDNN runs with TF32 allowed (its default for convolution) and without. fp16: half input
+    and weights on both sides; frac_cudnn is torch's time over the engine's (1.0: as fast as
+    cuDNN); family is what the engine ran (mma: the tensor-core convolution, gemm: 1x1 stride-1
+    layers as a tensor-core GEMM, conv2d: the CUDA-core kernels); alt_us is the other choice
+    (tensor-core convolution forced for 1x1 stride-1 layers, switched off for the others)."""
     rows = []
     cudnn = torch.backends.cudnn
     tf32_default = cudnn.allow_tf32
-    for batch in (1, 32):
-        for (cin, cout, k, s, p, h) in RESNET50_CONVS:
-            x = torch.randn(batch, cin, h, h)
-            w = torch.randn(cout, cin, k, k) * 0.05
-            ref = torch.nn.functional.conv2d(x, w, None, s, p)
-            _, eng = build("aten.convolution.default", [x, Const(w), None, [s, s], [p, p], [1, 1], False, [0, 0], 1], [ref])
-            ho = ref.shape[2]
-            flops = 2.0 * batch * cout * ho * ho * cin * k * k
-            runs = _runs_for(flops, 1e9)
-            t_e, mode = _time_engine(eng, [x], [ref], runs)
-            xd, wd = x.to(tdev), w.to(tdev)
-            row = {"batch": batch, "layer": f"{cin}->{cout} k{k} s{s} {h}x{h}", "ttc_us": t_e * 1e6,
-                   "ttc_GFLOPs": flops / t_e / 1e9}
-            for tf32 in ((True, False) if tdev.type == "cuda" else (tf32_default,)):
-                cudnn.allow_tf32 = tf32
-                t_t = _time_torch(lambda: torch.nn.functional.conv2d(xd, wd, None, s, p), sync, runs)
-                sfx = ("_tf32" if tf32 else "_fp32") if tdev.type == "cuda" else ""
-                row[f"torch{sfx}_us"] = t_t * 1e6
-                row[f"torch{sfx}_GFLOPs"] = flops / t_t / 1e9
-                row[f"ratio{sfx}"] = t_t / t_e
-            cudnn.allow_tf32 = tf32_default
-            row["ttc_timing"] = mode
-            rows.append(row)
-            print(rows[-1], file=sys.stderr, flush=True)
-            del eng
+    batches = [int(b) for b in str(getattr(args, "batches", "1,32") or "1,32").split(",") if b]
+    precs = [p for p in str(getattr(args, "precisions", "fp32") or "fp32").split(",") if p in ("fp32", "fp16")]
+    for prec in precs or ["fp32"]:
+        for batch in batches:
+            for (cin, cout, k, s, p, h) in RESNET50_CONVS:
+                x = torch.randn(batch, cin, h, h)
+                w = torch.randn(cout, cin, k, k) * 0.05
+                eng, fam = _conv_engine(x, w, s, p, prec)
+                ho = (h + 2 * p - k) // s + 1
+                flops = 2.0 * batch * cout * ho * ho * cin * k * k
+                runs = _runs_for(flops, 1e9)
+                dt = torch.float16 if prec == "fp16" else torch.float32
+                t_e, mode = _time_engine(eng, [x.to(dt)], None, runs)
+                del eng
+                xd, wd = x.to(dt).to(tdev), w.to(dt).to(tdev)
+                row = {"precision": prec, "batch": batch, "layer": f"{cin}->{cout} k{k} s{s} {h}x{h}", "family": fam,
+                       "ttc_us": t_e * 1e6, "ttc_GFLOPs": flops / t_e / 1e9}
+                if prec == "fp16":
+                    alt, afam = _conv_engine(x, w, s, p, prec, "1" if fam == "gemm" else "0")
+                    row["alt_family"], row["alt_us"] = afam, _time_engine(alt, [x.to(dt)], None, runs)[0] * 1e6
+                    del alt
+                    t_t = _time_torch(lambda: torch.nn.functional.conv2d(xd, wd, None, s, p), sync, runs)
+                    row["torch_us"], row["torch_GFLOPs"], row["frac_cudnn"] = t_t * 1e6, flops / t_t / 1e9, t_t / t_e
+                for tf32 in (() if prec == "fp16" else (True, False) if tdev.type == "cuda" else (tf32_default,)):
+                    cudnn.allow_tf32 = tf32
+                    t_t = _time_torch(lambda: torch.nn.functional.conv2d(xd, wd, None, s, p), sync, runs)
+                    sfx = ("_tf32" if tf32 else "_fp32") if tdev.type == "cuda" else ""
+                    row[f"torch{sfx}_us"] = t_t * 1e6
+                    row[f"torch{sfx}_GFLOPs"] = flops / t_t / 1e9
+                    row[f"ratio{sfx}"] = t_t / t_e
+                cudnn.allow_tf32 = tf32_default
+                row["ttc_timing"] = mode
+                rows.append(row)
+                print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 

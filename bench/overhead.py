@@ -5,7 +5,9 @@
     python bench/overhead.py --model chain10      # ten kernels (softmax/cumsum alternate, no fusion)
 
 Prints median microseconds per call (and p10-p90) of:
-  module        the compiled module called end to end (fx GraphModule -> EngineModule -> op)
+  module        the compiled module called end to end (a one-engine module: straight to the
+                runtime; else fx GraphModule -> EngineModule -> op), and the same through its
+                fx graph with the engine's launches not held (as before issue 13's item 4)
   op            torch.ops.torchtrt_c.execute_engine(inputs, blob, meta) (torch dispatcher)
   op impl       the op's Python body without the dispatcher (runtime._execute.run_engine, which
                 EngineModule calls directly in plain eager mode)
@@ -98,14 +100,39 @@ def main(argv=None):
     shapes = [tuple(x.shape)]
     dtypes = [_execute.dtype_name(x.dtype)]
 
-    rows = [
-        ("module", lambda: trt(x)),
-        ("op (dispatcher)", lambda: op(xin, acc.engine, acc.meta)),
-    ]
+    rows = [("module", lambda: trt(x))]
+    # the same module as before issue 13's overhead work: through its fx graph (no one-engine
+    # shortcut) and on an engine whose launches are not held (TORCHTRT_C_BATCH_LAUNCH=0); the
+    # switch costs two dict stores per call
+    direct = trt.__dict__.get("_ttc_direct_plan")
+    plan = _execute._PLANS.get(acc.meta)
+    if direct is not None and plan is not None:
+        import os
+        old_env = os.environ.get("TORCHTRT_C_BATCH_LAUNCH")
+        os.environ["TORCHTRT_C_BATCH_LAUNCH"] = "0"
+        eng_nb = torchtrt_c._C.Engine.deserialize(acc.engine.numpy().tobytes())
+        if old_env is None:
+            del os.environ["TORCHTRT_C_BATCH_LAUNCH"]
+        else:
+            os.environ["TORCHTRT_C_BATCH_LAUNCH"] = old_env
+
+        def before():
+            trt.__dict__["_ttc_direct_plan"], plan.engine = (trt._code, None), eng_nb
+            try:
+                return trt(x)
+            finally:
+                trt.__dict__["_ttc_direct_plan"], plan.engine = direct, eng
+
+        rows.append(("module, fx graph + launches not held", before))
+    rows.append(("op (dispatcher)", lambda: op(xin, acc.engine, acc.meta)))
     if impl is not None:
         rows.append(("op impl (no dispatcher)", lambda: impl(xin, acc.engine, acc.meta)))
     rows += [
         ("Engine.execute", lambda: eng.execute(np_in, np_out)),
+    ]
+    if direct is not None and plan is not None:
+        rows.append(("Engine.execute, launches not held", lambda: eng_nb.execute(np_in, np_out)))
+    rows += [
         ("  meta lookup (from_json)", lambda: EngineMeta.from_json(acc.meta)),
     ]
     if hasattr(_execute, "_plan"):
@@ -193,6 +220,9 @@ def main(argv=None):
         mod = _stats(acc_ts["module"])[0]
         print(f"per-call overhead: module - kernels {mod - kern:.1f} us, "
               f"Engine.execute - kernels {base - kern:.1f} us ({eng.info()['n_kernels']} kernels)")
+        if "module, fx graph + launches not held" in acc_ts:
+            old = _stats(acc_ts["module, fx graph + launches not held"])[0]
+            print(f"  as before (fx graph, launches not held): module - kernels {old - kern:.1f} us")
 
 
 if __name__ == "__main__":

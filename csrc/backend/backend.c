@@ -214,6 +214,7 @@ ttc_status ttc_queue_new(ttc_device *d, bool profiling, ttc_queue **out) {
 }
 void ttc_queue_free(ttc_queue *q) { if (q) q->dev->be->queue_free(q); }
 ttc_status ttc_queue_finish(ttc_queue *q) { return q->dev->be->queue_finish(q); }
+ttc_status ttc_queue_hold(ttc_queue *q) { return q->dev->be->hold ? q->dev->be->hold(q) : TTC_OK; }
 ttc_status ttc_queue_launch(ttc_queue *q, ttc_kernel *k, int32_t dims, const size_t *gws, const size_t *lws,
                             ttc_event **ev) {
     if (ev) *ev = NULL;

@@ -78,6 +78,7 @@ struct ttc_backend_iface {
     ttc_status (*queue_new)(ttc_device *d, bool profiling, ttc_queue **out);
     void (*queue_free)(ttc_queue *q);
     ttc_status (*queue_finish)(ttc_queue *q);
+    ttc_status (*hold)(ttc_queue *q);                                                  /* may be NULL */
     ttc_status (*launch)(ttc_queue *q, ttc_kernel *k, int32_t dims, const size_t *gws, const size_t *lws,
                          ttc_event **ev);
     ttc_status (*host_task)(ttc_queue *q, ttc_host_fn fn, const void *args, size_t args_size, ttc_buf *const *bufs,

@@ -34,10 +34,13 @@ static bool native_disabled(void) {
     return env_is("TORCHTRT_C_NATIVE", "0") || env_is("TORCHTRT_C_NATIVE", "off") || env_is("TORCHTRT_C_NATIVE", "false");
 }
 
+bool ttc_target_cuda_interop(void) { return !env_is("TORCHTRT_C_CUDA_INTEROP", "0"); }
+
 static void decisions_default(ttc_target *t) {
     t->gemm_tile = -1;
     t->conv_ksplit_cap = 32;
     t->conv_tile = -1;
+    t->conv_mma = -1;
     t->conv_double_buffer = -1;
     t->dedupe_kernels = true;
     t->tune_threads = 1;
@@ -48,6 +51,7 @@ static void decisions_default(ttc_target *t) {
     t->native_attn = true;
     t->native_norm = true;
     t->native_elementwise = true;
+    t->cuda_interop = t->native_epi = t->native_pool = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -105,6 +109,11 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     if ((v = env("TORCHTRT_C_CONV_KSPLIT")) && atoi(v) >= 1) t.conv_ksplit_cap = atoi(v);
     if ((v = env("TORCHTRT_C_CONV_TILE")) && *v >= '0' && *v <= '9' && !v[1]) t.conv_tile = *v - '0';
     t.conv_tiles_v1 = env_is("TORCHTRT_C_CONV_TILES", "v1");
+    if ((v = env("TORCHTRT_C_CONV_MMA"))) {
+        if (!strcmp(v, "0") || !strcmp(v, "1")) t.conv_mma = v[0] - '0';
+        else if (!strcmp(v, "tf32")) t.conv_mma = 2;
+        else return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CONV_MMA=%s: expected 0, 1 or tf32", v);
+    }
     if ((v = env("TORCHTRT_C_CONV_DB")) && (!strcmp(v, "0") || !strcmp(v, "1"))) t.conv_double_buffer = v[0] == '1';
     t.conv_cpu_ocb8 = env_is("TORCHTRT_C_CONV_CPU", "ocb8");
     t.dedupe_kernels = !env_is("TORCHTRT_C_DEDUPE_KERNELS", "0");
@@ -137,6 +146,16 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     n = v ? strtol(v, NULL, 10) : t.is_gpu ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
     if (!v && n > 16) n = 16;
     t.build_threads = n < 1 ? 1 : n > 64 ? 64 : (int32_t)n;
+    /* on a CPU device the enqueuing thread and the device's workers share the cores, so an
+     * execution's launches are enqueued before any starts; a GPU starts on the first while the
+     * host enqueues the rest */
+    v = env("TORCHTRT_C_BATCH_LAUNCH");
+    t.batch_launch = v ? strcmp(v, "0") != 0 : t.is_cpu;
+    t.cuda_interop = ttc_target_cuda_interop();
+    /* epilogues inside native calls, native pooling: on unless turned off (A/B runs) */
+    t.native_epi = !env_is("TORCHTRT_C_NATIVE_EPI", "0") && !env_is("TORCHTRT_C_NATIVE_EPI", "off") &&
+                   !env_is("TORCHTRT_C_NATIVE_EPI", "false");
+    t.native_pool = !env_is("TORCHTRT_C_NATIVE_POOL", "0");
     *out = t;
     return TTC_OK;
 }

@@ -13,10 +13,12 @@
  *
  * Knobs (all optional): TORCHTRT_C_KERNELS=gpu, TORCHTRT_C_HALF_COMPUTE=0, TORCHTRT_C_NATIVE=0,
  * TORCHTRT_C_PROGRAM_BINARIES=0/1, TORCHTRT_C_GEMM_TILE=<i>, TORCHTRT_C_CONV_KSPLIT=<n>,
- * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1, TORCHTRT_C_CONV_DB=0/1,
+ * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1,
+ * TORCHTRT_C_CONV_MMA=0/1/tf32, TORCHTRT_C_CONV_DB=0/1,
  * TORCHTRT_C_CONV_CPU=ocb8, TORCHTRT_C_DEDUPE_KERNELS=0, TORCHTRT_C_TUNE_THREADS=<n>,
  * TORCHTRT_C_HOST_IN_PLACE=0, TORCHTRT_C_CUDA_LAUNCH=0, TORCHTRT_C_ATTN_MMA=0/1,
- * TORCHTRT_C_ATTN_TILE=<warps>x<keys>.
+ * TORCHTRT_C_ATTN_TILE=<warps>x<keys>, TORCHTRT_C_BATCH_LAUNCH=0/1, TORCHTRT_C_CUDA_INTEROP=0,
+ * TORCHTRT_C_NATIVE_EPI=0, TORCHTRT_C_NATIVE_POOL=0.
  * Device selection (TORCHTRT_C_DEVICE) and the cache directory (TORCHTRT_C_CACHE_DIR) are read
  * by backend.c, where devices are chosen and caches opened.
  */
@@ -63,7 +65,11 @@ typedef struct ttc_target {
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */
     int32_t gemm_tile;            /* forced GEMM candidate, -1: choose */
     int32_t conv_ksplit_cap;      /* most split-K slices of a convolution (1: never split) */
-    int32_t conv_tile;            /* forced implicit-GEMM convolution tile, -1: choose */
+    int32_t conv_tile;            /* forced implicit-GEMM convolution tile, -1: choose (tensor-core
+                                   * convolutions: an index into their own table) */
+    int32_t conv_mma;             /* tensor-core convolutions: -1 choose (NVIDIA), 0 never, 1 every
+                                   * eligible one on any device (PoCL runs the emulation),
+                                   * 2 (=tf32) also fp32 ones in TF32 whatever the policy */
     bool conv_tiles_v1;           /* the small-problem tile rule everywhere (A/B runs) */
     int32_t conv_double_buffer;   /* -1: choose, 0/1: force single/double buffering */
     bool conv_cpu_ocb8;           /* CPU convolutions: the 8-channel blocked kernel */
@@ -76,6 +82,11 @@ typedef struct ttc_target {
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
                                    * and keys per block; 0: choose */
     int32_t build_threads;        /* an engine program is built in up to this many parts at once (1..64) */
+    bool batch_launch;            /* an execution's launches held until all are enqueued
+                                   * (ttc_queue_hold): CPU devices, BATCH_LAUNCH=0/1 overrides */
+    bool cuda_interop;            /* memory shared with CUDA where the device can (CUDA_INTEROP=0: no) */
+    bool native_epi;              /* cheap epilogues inside native calls (NATIVE_EPI=0: no) */
+    bool native_pool;             /* max/average pooling as native calls (NATIVE_POOL=0: no) */
     /* ---- the engine's compile settings (engine options, set by the engine builder) ---- */
     bool tf32_matmul;             /* fp32 GEMMs may use TF32 tensor cores (allow_tf32_matmul on an
                                    * NVIDIA target; false elsewhere: no tensor cores) */
@@ -91,6 +102,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out);
  * cache and engine blobs): not on PoCL; TORCHTRT_C_PROGRAM_BINARIES=0/1 overrides. Backends
  * ask it when they build, hence a function of its own. */
 bool ttc_target_keep_binaries(const ttc_target *facts);
+/* Whether memory may be shared with CUDA (TORCHTRT_C_CUDA_INTEROP is not 0): asked by the
+ * backend per (device, CUDA device) pair outside any engine, hence a function of its own. */
+bool ttc_target_cuda_interop(void);
 /* The defaults for code that runs without a device (conversion and codegen tests): a CPU
  * target with no knob set. */
 const ttc_target *ttc_target_defaults(void);

@@ -69,6 +69,7 @@ ttc_status ttc_gen_norm(const ttc_kgen *g);
 ttc_status ttc_gen_pool(const ttc_kgen *g);
 ttc_status ttc_gen_reduce(const ttc_kgen *g);
 ttc_status ttc_gen_conv_cpu(const ttc_kgen *g);              /* codegen_conv_cpu.c (from ttc_gen_conv) */
+ttc_status ttc_gen_conv_mma(const ttc_kgen *g);              /* codegen_conv_mma.c (from ttc_gen_conv) */
 ttc_status ttc_gen_conv_transpose(const ttc_kgen *g);        /* codegen_convt.c */
 ttc_status ttc_gen_concat(const ttc_kgen *g);                /* codegen_data.c */
 ttc_status ttc_gen_pad(const ttc_kgen *g);

@@ -117,13 +117,16 @@ static ttc_status gen_conv_igemm(const ttc_kgen *g) {
 /* Convolution kernels: GPUs (or any device when TORCHTRT_C_KERNELS=gpu, so that CPU CI
  * covers the GPU family) get implicit GEMM (conv2d_igemm) and a depthwise kernel
  * (conv2d_dw); CPUs get the pixel-vector kernel (codegen_conv_cpu.c), the depthwise one,
- * or (TORCHTRT_C_CONV_CPU=ocb8) the 8-channel blocked or direct kernel. */
+ * or (TORCHTRT_C_CONV_CPU=ocb8) the 8-channel blocked or direct kernel. Convolutions marked for
+ * tensor cores get conv2d_mma (codegen_conv_mma.c) on any device. */
 ttc_status ttc_gen_conv(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     bool gpu = g->gpu || ttc_codegen_gpu_forced(k);
     int32_t G = op->p.conv.groups;
     int64_t C0 = k->ts[op->in[0]].dims[1].add;
     bool depthwise = G > 1 && C0 == G;
+    /* tensor cores (chosen at conversion, conv_nn.c) */
+    if (op->p.conv.mma && op->in[2] >= 0) return ttc_gen_conv_mma(g);
     /* CPU devices: the pixel-vector kernel (codegen_conv_cpu.c; split-K partials too) */
     if (!gpu && !depthwise && ttc_conv_cpu_enabled(k)) return ttc_gen_conv_cpu(g);
     /* GPUs; split-K partials also on CPUs when the pixel-vector kernel is switched off */

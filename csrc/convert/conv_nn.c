@@ -58,6 +58,16 @@ static float *const_floats(ttc_conv_ctx *cx, int32_t t, int64_t *numel) {
     return f;
 }
 
+/* float -> tf32 as the tensor cores read it after cvt.rna.tf32.f32: nearest, ties away from
+ * zero, 10 mantissa bits (the weights are rounded once here, the activations in the kernel) */
+static float round_tf32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* Sets the conv op's weights (original and, when blocked, packed) and its bias epilogue. */
 static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w, const int64_t *wshape,
                                    const float *bias, const char *name) {
@@ -89,9 +99,26 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
         op->in[3] = pt;
         op->p.conv.ocb = 8;
     }
-    /* GPU implicit GEMM: [G][K = (KH, KW, ICG)][OCG4] (engine precision), see conv2d_igemm.cl */
+    /* GPU implicit GEMM: [G][K = (KH, KW, ICG)][OCG4] (engine precision), see conv2d_igemm.cl;
+     * on tensor cores [G][OCG][KP] (conv2d_mma.cl) */
     op->in[2] = -1;
-    if (!(G > 1 && ICG == 1)) {
+    if (op->p.conv.mma) {
+        int32_t mma = op->p.conv.mma;
+        int64_t KT = ICG * KH * KW, KP = (KT + 31) / 32 * 32, psz = G * OCG * KP;
+        float *pk = ttc_calloc((size_t)psz + 1, sizeof(float));
+        if (!pk) return TTC_ERR_NOMEM;
+        for (int64_t o = 0; o < G * OCG; o++)
+            for (int64_t ic = 0; ic < ICG; ic++)
+                for (int64_t t = 0; t < KH * KW; t++) {
+                    float v = w[(o * ICG + ic) * KH * KW + t];
+                    pk[o * KP + t * ICG + ic] = mma == 2 ? round_tf32(v) : v;
+                }
+        int32_t pt = ttc_kir_const_f32(k, mma == 1 ? TTC_DTYPE_FLOAT16 : TTC_DTYPE_FLOAT32, 1, &psz, pk, name);
+        free(pk);
+        if (pt < 0) return TTC_ERR_NOMEM;
+        op = &k->ops[oi];
+        op->in[2] = pt;
+    } else if (!(G > 1 && ICG == 1)) {
         int64_t OCG4 = (OCG + 3) / 4 * 4, KT = ICG * KH * KW, psz = G * KT * OCG4;
         float *pk = ttc_calloc((size_t)psz + 1, sizeof(float));
         if (!pk) return TTC_ERR_NOMEM;
@@ -116,6 +143,41 @@ static ttc_status conv_set_weights(ttc_conv_ctx *cx, int32_t oi, const float *w,
         if (ttc_expr_op(e, TTC_EOP_ADD, a, b, -1, TTC_DTYPE_FLOAT32) < 0) return TTC_ERR_NOMEM;
     }
     return TTC_OK;
+}
+
+/* The TF32 policy for fp32 convolutions: the engine's allow_tf32_conv (by default
+ * torch.backends.cudnn.allow_tf32 when compiled), which the target carries on NVIDIA only. */
+static bool conv_tf32_allowed(const ttc_target *tg) { return tg->tf32_conv; }
+
+/* Whether a convolution runs on tensor cores (conv2d_mma.cl) and in which precision: 1 fp16
+ * (fp16 engines), 2 TF32 (fp32 ones where the target's TF32 policy allows it), 0 not.
+ * Depthwise and thin groups (fewer than 16 channels in or out per group) stay on the CUDA-core
+ * kernels. NVIDIA GPUs choose it for convolutions with enough work (at the symbols' opt
+ * values): about 16M multiply-adds, where the tile loop dwarfs its set-up. TORCHTRT_C_CONV_MMA=1
+ * forces it on any device for every eligible convolution (PoCL runs the emulation), =tf32
+ * also fp32 ones in TF32, =0 never. */
+static int32_t conv_mma_mode(const ttc_conv_ctx *cx, const ttc_et *xt, const ttc_dim *od, const int64_t *wshape,
+                             int64_t groups) {
+    const ttc_target *tg = cx->tg;
+    if (!tg || tg->conv_mma == 0) return 0;
+    int64_t OC = wshape[0], ICG = wshape[1], OCG = OC / groups, KT = ICG * wshape[2] * wshape[3];
+    if (groups > 1 && (ICG < 16 || OCG < 16)) return 0;
+    bool forced = tg->conv_mma >= 1;
+    int32_t mode;
+    if (cx->fp16 && (xt->dtype == TTC_DTYPE_FLOAT16 || xt->dtype == TTC_DTYPE_FLOAT32)) mode = 1;
+    else if (!cx->fp16 && xt->dtype == TTC_DTYPE_FLOAT32 && (tg->conv_mma == 2 || conv_tf32_allowed(tg))) mode = 2;
+    else return 0;
+    if (forced) return mode;
+    if (!tg->nvidia || !tg->gpu_kernels || OCG < 16) return 0;
+    int64_t npq = 1;
+    static const int32_t pix_dims[3] = {0, 2, 3};
+    for (int32_t j = 0; j < 3; j++) {
+        int32_t d = pix_dims[j];
+        int64_t v = od[d].sym >= 0 && od[d].sym < cx->k->n_syms ? od[d].mul * cx->k->syms[od[d].sym].opt + od[d].add
+                                                                 : od[d].add;
+        npq *= v > 0 ? v : 1;
+    }
+    return OC * npq * KT >= ((int64_t)1 << 24) ? mode : 0;
 }
 
 /* Split-K for convolutions with few outputs and a long reduction (deep layers at small
@@ -145,6 +207,26 @@ static bool conv_as_gemm_ok(const ttc_conv_ctx *cx, const ttc_et *xt, int32_t nd
     return cx->split_k && cx->fp16 && nd == 2 && groups == 1 && wshape[2] == 1 && wshape[3] == 1 &&
            stride[0] == 1 && stride[1] == 1 && pad[0] == 0 && pad[1] == 0 && xt->rank == 4 &&
            xt->dims[2].sym < 0 && xt->dims[3].sym < 0;
+}
+
+/* Whether a 1x1 stride-1 convolution that conv_as_gemm_ok accepts runs as a tensor-core
+ * convolution instead: always under TORCHTRT_C_CONV_MMA=1; on NVIDIA for deep inputs (at least
+ * 512 channels, or 256 on planes of at most 28x28) with at least 1568 pixels (batch 32 at 7x7).
+ * ResNet-50's pointwise layers at batch 32 fp16 on the H100: the convolution took 0.48-0.80 of
+ * the GEMM's time there (1024->512 at 14x14: 68 vs 142 us) and 1.03-1.43 on the shallow ones
+ * (64->256 at 56x56: 178 vs 124 us), which stay GEMMs (bench/kernels.py conv, alt_us). Batch 1
+ * keeps the GEMM (unmeasured there). */
+static bool pointwise_mma(const ttc_conv_ctx *cx, const ttc_et *xt, const int64_t *wshape) {
+    const ttc_target *tg = cx->tg;
+    if (!tg || tg->conv_mma == 0 || xt->rank != 4) return false;
+    if (tg->conv_mma >= 1) return true;
+    if (!tg->nvidia || !tg->gpu_kernels || !cx->fp16) return false;
+    int64_t C = wshape[1], HW = xt->dims[2].add * xt->dims[3].add;
+    int64_t n = xt->dims[0].sym >= 0 && xt->dims[0].sym < cx->k->n_syms
+                    ? xt->dims[0].mul * cx->k->syms[xt->dims[0].sym].opt + xt->dims[0].add : xt->dims[0].add;
+    /* and what conv_mma_mode asks of a convolution (else it would fall to the CUDA cores) */
+    return (C >= 512 || (C >= 256 && HW <= 784)) && n * HW >= 1568 && wshape[0] >= 16 &&
+           wshape[0] * n * HW * C >= ((int64_t)1 << 24);
 }
 
 static ttc_status conv_as_gemm(ttc_conv_ctx *cx, const ttc_node *n, int32_t xc, const float *w,
@@ -239,7 +321,8 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         xc = ttc_kir_view(k, xc, TTC_VIEW_RESHAPE, 4, d4, n->outputs[0]->name);
         if (xc < 0) s = TTC_ERR_NOMEM;
     }
-    if (s == TTC_OK && conv_as_gemm_ok(cx, &k->ts[xc], nd, wshape, groups, stride, pad)) {
+    if (s == TTC_OK && !pointwise_mma(cx, &k->ts[xc], wshape) &&
+        conv_as_gemm_ok(cx, &k->ts[xc], nd, wshape, groups, stride, pad)) {
         s = conv_as_gemm(cx, n, xc, wf, wshape, bf);
         free(wf);
         free(bf);
@@ -255,7 +338,10 @@ ttc_status ttc_convert_conv(ttc_conv_ctx *cx, const ttc_node *n) {
         oi = ttc_kir_op(k, TTC_KOP_CONV2D, ksplit > 1 ? TTC_DTYPE_FLOAT32 : ttc_cx_float_dtype(cx, ot->dtype), 4,
                         ksplit > 1 ? pd : od, n->outputs[0]->name);
         if (oi < 0) s = TTC_ERR_NOMEM;
-        else k->ops[oi].p.conv.ksplit = ksplit;
+        else {
+            k->ops[oi].p.conv.ksplit = ksplit;
+            k->ops[oi].p.conv.mma = conv_mma_mode(cx, &k->ts[xc], od, wshape, groups);
+        }
     }
     if (s == TTC_OK) {
         ttc_kop *op = &k->ops[oi];

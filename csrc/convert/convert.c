@@ -317,6 +317,7 @@ ttc_status ttc_convert_graph_for(const ttc_graph *g, bool fp16, const ttc_target
     cx.fp16 = fp16;
     cx.split_k = tg ? tg->gpu_kernels : true;
     cx.ksplit_cap = tg ? tg->conv_ksplit_cap : 32;
+    cx.tg = tg;
     cx.k = ttc_kir_new();
     int32_t nv = 0;
     for (int32_t i = 0; i < g->n_all_values; i++)

@@ -47,6 +47,7 @@ typedef struct ttc_conv_ctx {
     bool fp16;            /* engine precision: compute floating intermediates in half */
     bool split_k;         /* convolutions may split their reduction (GPU kernels; see conv_nn.c) */
     int32_t ksplit_cap;   /* most split-K slices (the target's conv_ksplit_cap) */
+    const ttc_target *tg; /* the engine's target (NULL: none, no tensor-core convolutions) */
 } ttc_conv_ctx;
 
 /* Converts a whole segment graph into kernel IR (engine inputs/outputs = graph's). */

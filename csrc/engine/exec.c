@@ -137,6 +137,9 @@ ttc_status ttc_exec_enqueue(ttc_queue *q, const ttc_kspec *ks, const ttc_plan *p
 ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x, ttc_buf *const *in_mem,
                            ttc_buf *const *out_mem, ttc_event **ev) {
     const ttc_exec_bufs b = {in_mem, out_mem, e->const_mem, x->arena, x->errf};
+    /* held until the caller's wait where the enqueuing thread shares the cores with the
+     * device's workers (backend.h, ttc_queue_hold); one launch has nothing to hold back */
+    if (e->tg.batch_launch && e->cg.n_kernels > 1) TTC_TRY(ttc_queue_hold(x->q));
     for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
         if (ev) ev[ki] = NULL;
         if (p->skip[ki]) continue;

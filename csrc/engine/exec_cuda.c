@@ -72,7 +72,8 @@ static ttc_status refuse_why(ttc_engine *e, int32_t ordinal) {
     if (!ttc_cuda_available(why, sizeof why)) return ttc_fail(TTC_ERR_UNSUPPORTED, "%s", why);
     unsigned char a[16], b[16];
     if (!ttc_device_uuid(e->dev, a))
-        return ttc_fail(TTC_ERR_UNSUPPORTED, "device %s reports no UUID (cl_khr_device_uuid)", e->tg.name);
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "device %s reports no UUID (its driver lacks the device-UUID extension)",
+                        e->tg.name);
     if (ttc_cuda_device_uuid(ordinal, b) != TTC_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", ttc_last_error());

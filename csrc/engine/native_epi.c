@@ -12,10 +12,8 @@
 /* Elements per tile: every expression node keeps one tile of values on the stack. */
 enum { EPI_TILE = 128, EPI_MAX_NODES = 32 };
 
-static bool env_off(void) {
-    const char *v = getenv("TORCHTRT_C_NATIVE_EPI");
-    return v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false"));
-}
+/* TORCHTRT_C_NATIVE_EPI=0 at build: the target's native_epi (backend/target.c) */
+static bool env_off(const ttc_kir *k) { return !ttc_kir_target(k)->native_epi; }
 
 static bool cheap_step(ttc_eop op) {
     switch (op) {
@@ -67,7 +65,7 @@ static bool step_ok(const ttc_kir *k, const ttc_expr *e, int32_t i) {
 
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
     const ttc_expr *e = &op->epi;
-    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t i = 0; i < e->n; i++) {
@@ -118,7 +116,7 @@ static bool live_nodes(const ttc_expr *e, int32_t start, uint32_t *live, uint32_
 static bool nodes_ok(const ttc_kir *k, const ttc_kop *op, int32_t start) {
     const ttc_expr *e = &op->epi;
     uint32_t live, leaves;
-    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off() || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (!live_nodes(e, start, &live, &leaves)) return false;
     for (int32_t l = 0; l < e->n_leaves; l++)
         if ((leaves >> l & 1) && k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;

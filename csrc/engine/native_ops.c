@@ -55,10 +55,8 @@ typedef struct native_call {
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
 
-static bool native_pool_off(void) {
-    const char *v = getenv("TORCHTRT_C_NATIVE_POOL");
-    return v && !strcmp(v, "0");
-}
+/* TORCHTRT_C_NATIVE_POOL=0 at build: the target's native_pool (backend/target.c) */
+static bool native_pool_off(const ttc_kir *k) { return !ttc_kir_target(k)->native_pool; }
 
 static bool static_one(const ttc_dim *d) { return d->sym < 0 && d->add == 1; }
 
@@ -163,11 +161,11 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     }
     if (op->kind == TTC_KOP_POOL) {   /* max / average; of the adaptive pools the global average */
         const ttc_et *x = &k->ts[op->in[0]], *o = &k->ts[op->out];
-        if (native_pool_off() || x->dtype != TTC_DTYPE_FLOAT32 || x->rank < 3 || x->rank != o->rank) return false;
+        if (native_pool_off(k) || x->dtype != TTC_DTYPE_FLOAT32 || x->rank < 3 || x->rank != o->rank) return false;
         return op->p.pool.kind != TTC_POOL_ADAPTIVE_AVG ||
                (static_one(&o->dims[o->rank - 2]) && static_one(&o->dims[o->rank - 1]));
     }
-    if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1) return false;
+    if (op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1 || op->p.conv.mma) return false;
     const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]];
     int32_t G = op->p.conv.groups;
     /* depthwise: through im2col one tiny GEMM per channel, the OpenCL kernel is better; oneDNN

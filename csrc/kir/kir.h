@@ -161,7 +161,9 @@ typedef struct ttc_kop {
         /* in: x, w, w packed [G][K][OCG4] for GPU implicit GEMM (-1 when depthwise), w packed by 8 (ocb 8) */
         /* ksplit > 1: the reduction is cut into ksplit slices and out is [ksplit*N, OC, OH, OW]
          * fp32 partial sums (no epilogue) that a following REDUCE op adds up */
-        struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2], ksplit; } conv;
+        /* mma (chosen at conversion, conv_nn.c): 1 fp16 / 2 TF32 tensor cores (conv2d_mma.cl),
+         * with in[2] packed [G][OCG][KP] instead (KP: K = ICG*KH*KW rounded up to 32) */
+        struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2], ksplit, mma; } conv;
         struct { ttc_reduce_kind kind; uint32_t mask; int64_t correction; bool keepdim; } red;
         struct { int32_t dim; bool log; } softmax;
         struct { int32_t groups; int32_t axis_from; double eps; bool group; } norm; /* in: x, w, b */

@@ -176,7 +176,110 @@ static void test_target_knobs(void) {
     setenv("TORCHTRT_C_GEMM_TILE", "x1", 1);
     CHECK(ttc_target_make(d, &t) == TTC_ERR_INVALID_ARG && strstr(ttc_last_error(), "TORCHTRT_C_GEMM_TILE"));
     unsetenv("TORCHTRT_C_GEMM_TILE");
+    /* the native and interop knobs are decisions of the target, read here and nowhere else */
+    CHECK_OK(ttc_target_make(d, &t));
+    CHECK(t.cuda_interop && ttc_target_cuda_interop() && t.native_epi && t.native_pool, "on by default");
+    CHECK(t.batch_launch == ttc_device_facts(d)->is_cpu, "launches batched on CPU devices");
+    setenv("TORCHTRT_C_CUDA_INTEROP", "0", 1);
+    setenv("TORCHTRT_C_NATIVE_EPI", "off", 1);
+    setenv("TORCHTRT_C_NATIVE_POOL", "0", 1);
+    setenv("TORCHTRT_C_BATCH_LAUNCH", ttc_device_facts(d)->is_cpu ? "0" : "1", 1);
+    CHECK_OK(ttc_target_make(d, &t));
+    CHECK(!t.cuda_interop && !ttc_target_cuda_interop() && !t.native_epi && !t.native_pool, "the knobs turn them off");
+    CHECK(t.batch_launch != ttc_device_facts(d)->is_cpu, "TORCHTRT_C_BATCH_LAUNCH overrides");
+    const char *knobs[] = {"TORCHTRT_C_CUDA_INTEROP", "TORCHTRT_C_BATCH_LAUNCH", "TORCHTRT_C_NATIVE_EPI",
+                           "TORCHTRT_C_NATIVE_POOL"};
+    for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) unsetenv(knobs[i]);
+    const ttc_target *dflt = ttc_target_defaults();
+    CHECK(dflt->cuda_interop && dflt->native_epi && dflt->native_pool && !dflt->batch_launch, "device-less defaults");
+}
+
+/* ttc_queue_hold: launches after it wait for the next submission point; a blocking read, a
+ * finish or freeing the queue submits them (none of them may wait for held work), and on a
+ * device whose host-backed buffers are the host memory, nothing runs before that. */
+static void test_queue_hold(void) {
+    ttc_device *d = dev();
+    if (!d) return;
+    ttc_program *p = NULL;
+    const char *src = "__kernel void inc(__global int *x) { x[get_global_id(0)] += 1; }\n";
+    CHECK_OK(ttc_program_build(d, src, "", "", &p));
+    if (!p) return;
+    ttc_queue *q = NULL;
+    ttc_kernel *k = NULL;
+    ttc_buf *b = NULL;
+    int h[8] = {0}, r[8] = {0};
+    CHECK_OK(ttc_queue_new(d, false, &q));
+    CHECK_OK(ttc_kernel_new(p, "inc", &k));
+    CHECK_OK(ttc_buf_alloc(d, sizeof h, h, "counts", &b));
+    CHECK_OK(ttc_kernel_set_buf(k, 0, b));
+    size_t gws = 8;
+    /* three launches held, then a blocking read: it submits them first and sees all three */
+    CHECK_OK(ttc_queue_hold(q));
+    CHECK_OK(ttc_queue_hold(q));  /* a second hold before any launch is the same hold */
+    for (int i = 0; i < 3; i++) CHECK_OK(ttc_queue_launch(q, k, 1, &gws, NULL, NULL));
+    CHECK_OK(ttc_buf_read(q, b, 0, sizeof r, r, true));
+    for (int i = 0; i < 8; i++) CHECK(r[i] == 3, "element %d: %d after a held batch and a read", i, r[i]);
+    /* held, then finish */
+    CHECK_OK(ttc_queue_hold(q));
+    CHECK_OK(ttc_queue_launch(q, k, 1, &gws, NULL, NULL));
+    CHECK_OK(ttc_queue_finish(q));
+    CHECK_OK(ttc_buf_read(q, b, 0, sizeof r, r, true));
+    CHECK(r[0] == 4 && r[7] == 4, "after finish: %d %d", r[0], r[7]);
+    /* a hold with nothing launched, then a finish: nothing waits */
+    CHECK_OK(ttc_queue_hold(q));
+    CHECK_OK(ttc_queue_finish(q));
+    /* in place: the held launch has not touched the host memory before the submission point */
+    if (ttc_device_host_in_place(d)) {
+        int host[8] = {0};
+        ttc_buf *w = NULL;
+        CHECK_OK(ttc_buf_wrap_host(d, host, sizeof host, false, "host counts", &w));
+        CHECK_OK(ttc_kernel_set_buf(k, 0, w));
+        CHECK_OK(ttc_queue_hold(q));
+        CHECK_OK(ttc_queue_launch(q, k, 1, &gws, NULL, NULL));
+        usleep(20000);
+        CHECK(__atomic_load_n(&host[0], __ATOMIC_SEQ_CST) == 0, "a held launch ran before its submission");
+        CHECK_OK(ttc_queue_finish(q));
+        CHECK(host[0] == 1 && host[7] == 1, "after finish: %d %d", host[0], host[7]);
+        ttc_buf_free(w);
+    }
+    /* held work at the queue's free is submitted, not left waiting */
+    CHECK_OK(ttc_kernel_set_buf(k, 0, b));
+    CHECK_OK(ttc_queue_hold(q));
+    CHECK_OK(ttc_queue_launch(q, k, 1, &gws, NULL, NULL));
+    ttc_queue_free(q);
+    q = NULL;
+    CHECK_OK(ttc_queue_new(d, false, &q));
+    CHECK_OK(ttc_buf_read(q, b, 0, sizeof r, r, true));
+    CHECK(r[0] == 5, "the launch held at free ran: %d", r[0]);
+    ttc_buf_free(b);
+    ttc_kernel_free(k);
+    ttc_queue_free(q);
+    ttc_program_free(p);
+}
+
+/* ttc_buf_import: where the device cannot import, a clear "unsupported" naming what is missing
+ * (the import itself runs on GPUs with cl_khr_external_memory_opaque_fd: CUDA shared memory,
+ * tests/gpu/test_cuda_interop.py) */
+static void test_buf_import_answers(void) {
+    ttc_device *d = dev();
+    if (!d) return;
+    ttc_buf *b = (ttc_buf *)&b;
+    ttc_external_mem bad = {99, 3, 64, 0};
+    CHECK(ttc_buf_import(d, &bad, "x", &b) == TTC_ERR_UNSUPPORTED && !b && strstr(ttc_last_error(), "kind 99"),
+          "%s", ttc_last_error());
+    ttc_external_mem off = {TTC_EXTERNAL_OPAQUE_FD, 3, 64, 8};
+    CHECK(ttc_buf_import(d, &off, "x", &b) == TTC_ERR_UNSUPPORTED && !b && strstr(ttc_last_error(), "offset"),
+          "%s", ttc_last_error());
+    char exts[8192] = {0};
+    TTC_CL(GetDeviceInfo)(((ttc_cl_device *)d)->id, CL_DEVICE_EXTENSIONS, sizeof exts - 1, exts, NULL);
+    if (!strstr(exts, "cl_khr_external_memory_opaque_fd")) {
+        ttc_external_mem fd = {TTC_EXTERNAL_OPAQUE_FD, 3, 64, 0};
+        CHECK(ttc_buf_import(d, &fd, "x", &b) == TTC_ERR_UNSUPPORTED && !b &&
+              strstr(ttc_last_error(), "cl_khr_external_memory_opaque_fd"), "%s", ttc_last_error());
+    }
+    ttc_clear_error();
 }
 
 TEST_MAIN(test_devices_listed, test_device_error_names_code, test_buffer_roundtrip, test_host_task,
-          test_build_error_log, test_program_cache, test_target_knobs)
+          test_build_error_log, test_program_cache, test_target_knobs, test_queue_hold,
+          test_buf_import_answers)

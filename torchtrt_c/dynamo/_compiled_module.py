@@ -6,16 +6,85 @@ sees intermediates; checking the user inputs up front names the argument the use
     trt(torch.randn(33, 8))   # InputError: input 'x': dim 0 is 33, outside the compiled range [1, 32]
 
 Checks are skipped while tracing (torch.export / torch.compile see fake tensors).
+
+A module whose graph is one engine between its inputs and outputs (the whole model converted)
+is called without the fx wrapper: __call__ hands the inputs to the engine's runtime directly
+and builds the result as the graph would (bench/overhead.py: the fx forward, its pytree
+flattening and the submodule's nn.Module call cost ~10 us per call). Anything the shortcut
+would skip (hooks, tracing, autograd, tensor subclasses, keyword arguments) takes the graph.
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 import torch.fx
+from torch.nn.modules import module as _nn_module
+from torch.utils import _pytree as pytree
+
+from torchtrt_c.runtime import _execute
+from torchtrt_c.runtime import _module as _engine_module
 
 
 def _is_real(t) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
     return isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor)
+
+
+class _Direct:
+    """The shortcut of a one-engine graph: engine inputs are args[arg_idx[i]], the graph's
+    flat outputs are engine outputs out_idx, unflattened with out_spec (None: a tuple)."""
+
+    __slots__ = ("name", "n_args", "arg_idx", "out_idx", "out_spec", "leaf")
+
+    def __init__(self, name, n_args, arg_idx, out_idx, out_spec):
+        self.name, self.n_args, self.arg_idx, self.out_idx = name, n_args, arg_idx, out_idx
+        self.out_spec = out_spec
+        self.leaf = out_spec is not None and out_spec.is_leaf() and len(out_idx) == 1
+
+
+def _direct_plan(gm):
+    """A _Direct for gm's graph when it is placeholders -> one EngineModule -> getitems ->
+    output with a plain calling convention, else None."""
+    nodes = list(gm.graph.nodes)
+    ph = [n for n in nodes if n.op == "placeholder"]
+    calls = [n for n in nodes if n.op == "call_module"]
+    outs = [n for n in nodes if n.op == "output"]
+    if len(calls) != 1 or len(outs) != 1 or calls[0].kwargs or any(n.args for n in ph):
+        return None  # placeholders with defaults keep the generated forward
+    call = calls[0]
+    if type(gm._modules.get(call.target)) is not _engine_module.EngineModule:
+        return None
+    pos = {n: i for i, n in enumerate(ph)}
+    if any(a not in pos for a in call.args):
+        return None
+    items = {}
+    for n in nodes:
+        if n.op in ("placeholder", "call_module", "output"):
+            continue
+        if (n.op != "call_function" or n.target is not operator.getitem or n.kwargs or n.args[0] is not call
+                or type(n.args[1]) is not int):
+            return None
+        items[n] = n.args[1]
+    res = outs[0].args[0]
+    if not isinstance(res, (tuple, list)) or any(r not in items for r in res):
+        return None
+    cg = gm.graph._codegen
+    if isinstance(cg, torch.fx.graph._PyTreeCodeGen):
+        info = cg.pytree_info
+        # positional tensors only: the flattened inputs are the arguments themselves
+        if info.in_spec != pytree.tree_structure((tuple(range(len(ph))), {})) or info.out_spec is None:
+            return None
+        out_spec = info.out_spec
+    elif type(cg) is torch.fx.graph.CodeGen:
+        out_spec = None
+    else:
+        return None
+    return _Direct(call.target, len(ph), tuple(pos[a] for a in call.args), tuple(items[r] for r in res), out_spec)
+
+
+def _hooked(m) -> bool:
+    return bool(m._backward_hooks or m._backward_pre_hooks or m._forward_hooks or m._forward_pre_hooks)
 
 
 class CompiledModule(torch.fx.GraphModule):
@@ -37,7 +106,35 @@ class CompiledModule(torch.fx.GraphModule):
                     if passed is None or len(passed) >= 64:  # dynamic shapes: keep it bounded
                         passed = self.__dict__["_ttc_passed"] = set()
                     passed.add(key)
+        if not kwargs:
+            out = self._ttc_direct(args)
+            if out is not None:
+                return out
         return super().__call__(*args, **kwargs)
+
+    def _ttc_direct(self, args):
+        """The outputs through the one-engine shortcut, or None where the graph must run."""
+        d = self.__dict__.get("_ttc_direct_plan")
+        if d is None or d[0] is not self._code:  # a recompiled graph gets a fresh plan
+            d = self.__dict__["_ttc_direct_plan"] = (self._code, _direct_plan(self))
+        plan = d[1]
+        if plan is None or len(args) != plan.n_args:
+            return None
+        acc = self._modules.get(plan.name)
+        blob = acc._buffers.get("engine") if type(acc) is _engine_module.EngineModule else None
+        if (blob is None or _hooked(self) or _hooked(acc)
+                or _nn_module._global_forward_hooks or _nn_module._global_forward_pre_hooks
+                or _nn_module._global_backward_hooks or _nn_module._global_backward_pre_hooks
+                or torch._C._get_tracing_state() or not _engine_module._eager_ok(args)):
+            return None
+        if _engine_module.PENDING:
+            _engine_module._wait_loaded(acc)
+        # the blob through _buffers: nn.Module.__getattr__ costs a microsecond per call
+        outs = _execute.run_engine([args[i] for i in plan.arg_idx], blob, acc.meta)
+        if plan.leaf:
+            return outs[plan.out_idx[0]]
+        flat = [outs[i] for i in plan.out_idx]
+        return tuple(flat) if plan.out_spec is None else pytree.tree_unflatten(flat, plan.out_spec)
 
     def _ttc_check(self, specs, args, kwargs):
         from torchtrt_c import InputError

@@ -27,7 +27,8 @@
     X(BuildProgram) X(GetProgramBuildInfo) X(GetProgramInfo) X(ReleaseProgram) X(CreateKernel) \
     X(ReleaseKernel) X(SetKernelArg) X(EnqueueNDRangeKernel) X(Finish) X(Flush)               \
     X(WaitForEvents) X(GetEventProfilingInfo) X(ReleaseEvent) X(GetKernelWorkGroupInfo)        \
-    X(EnqueueCopyBuffer) X(GetMemObjectInfo) X(EnqueueNativeKernel)
+    X(EnqueueCopyBuffer) X(GetMemObjectInfo) X(EnqueueNativeKernel)  \
+    X(CreateUserEvent) X(SetUserEventStatus)
 
 typedef struct ttc_cl_api {
 #define X(name) __typeof__(&cl##name) name;
@@ -58,7 +59,9 @@ typedef struct ttc_cl_device {
 } ttc_cl_device;
 
 typedef struct ttc_cl_buf { ttc_buf base; cl_mem m; } ttc_cl_buf;
-typedef struct ttc_cl_queue { ttc_queue base; cl_command_queue q; } ttc_cl_queue;
+/* gate: ttc_queue_hold's user event, which the first launch after the hold waits for
+ * (gate_used once it does); completed at the queue's next submission point */
+typedef struct ttc_cl_queue { ttc_queue base; cl_command_queue q; cl_event gate; bool gate_used; } ttc_cl_queue;
 typedef struct ttc_cl_program { ttc_program base; cl_program p; } ttc_cl_program;
 typedef struct ttc_cl_kernel { ttc_kernel base; cl_kernel k; } ttc_cl_kernel;
 typedef struct ttc_cl_event { ttc_event base; cl_event ev; } ttc_cl_event;
@@ -89,5 +92,16 @@ bool ttc_cl_probe_host_tasks(ttc_device *d);
 bool ttc_cl_probe_host_in_place(ttc_device *d);
 /* objects.c: an event handle for a cl_event (takes it over; on failure releases it) */
 ttc_status ttc_cl_event_wrap(ttc_device *d, cl_event e, ttc_event **out);
+/* The held launches of q (ttc_queue_hold) released: every queue operation other than a
+ * launch calls it first, so that nothing waits for work that has not been submitted. */
+ttc_status ttc_cl_queue_submit(ttc_queue *q);
+/* The wait list of a launch on q: the hold's gate for the first launch after a hold (n 1),
+ * else none (n 0). ttc_cl_queue_gate_used marks it taken once that launch is enqueued. */
+static inline cl_uint ttc_cl_queue_gate(ttc_queue *q, const cl_event **wait) {
+    ttc_cl_queue *cq = (ttc_cl_queue *)q;
+    *wait = cq->gate && !cq->gate_used ? &cq->gate : NULL;
+    return *wait ? 1 : 0;
+}
+static inline void ttc_cl_queue_gate_used(ttc_queue *q, cl_uint n) { if (n) ((ttc_cl_queue *)q)->gate_used = true; }
 
 #endif

@@ -179,7 +179,7 @@ bool ttc_xmem_supported(ttc_device *dev, int32_t cuda_ordinal, char *why, size_t
     ttc_cl_device *d = ttc_cl_dev(dev);
     char tmp[200];
     if (!why || !why_len) { why = tmp; why_len = sizeof tmp; }
-    if (getenv("TORCHTRT_C_CUDA_INTEROP") && !strcmp(getenv("TORCHTRT_C_CUDA_INTEROP"), "0")) {
+    if (!ttc_target_cuda_interop()) {
         snprintf(why, why_len, "TORCHTRT_C_CUDA_INTEROP=0");
         return false;
     }
@@ -204,14 +204,56 @@ bool ttc_xmem_supported(ttc_device *dev, int32_t cuda_ordinal, char *why, size_t
     return ok;
 }
 
-ttc_status ttc_xmem_alloc(ttc_device *dev, int32_t cuda_ordinal, size_t nbytes, ttc_xmem **out) {
+/* clCreateBufferWithProperties (OpenCL 3.0), from the loader the runtime already loaded */
+static pthread_once_t props_once = PTHREAD_ONCE_INIT;
+static cl_mem (*import_props)(cl_context, const cl_ulong *, cl_mem_flags, size_t, void *, cl_int *);
+
+static void props_load(void) {
+    void *cl = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!cl) cl = dlopen("libOpenCL.so", RTLD_NOW | RTLD_NOLOAD);
+    if (cl) import_props = (__typeof__(import_props))dlsym(cl, "clCreateBufferWithProperties");
+}
+
+ttc_status ttc_cl_buf_import(ttc_device *dev, const ttc_external_mem *m, const char *what, ttc_buf **out) {
     ttc_cl_device *d = ttc_cl_dev(dev);
+    if (m->kind != TTC_EXTERNAL_OPAQUE_FD)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: external memory of kind %d cannot be imported into OpenCL "
+                        "(opaque file descriptors only)", what, (int)m->kind);
+    if (m->offset)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: OpenCL imports a file descriptor's memory whole (offset %zu given)",
+                        what, m->offset);
+    char exts[8192] = {0};
+    if (TTC_CL(GetDeviceInfo)(d->id, CL_DEVICE_EXTENSIONS, sizeof exts - 1, exts, NULL) != CL_SUCCESS) exts[0] = 0;
+    if (!has_ext(exts, "cl_khr_external_memory") || !has_ext(exts, "cl_khr_external_memory_opaque_fd"))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: OpenCL device %s does not advertise "
+                        "cl_khr_external_memory_opaque_fd", what, dev->facts.name);
+    pthread_once(&props_once, props_load);
+    if (!import_props)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "%s: the OpenCL ICD loader has no clCreateBufferWithProperties "
+                        "(OpenCL 3.0 loader needed)", what);
+    cl_context ctx;
+    TTC_TRY(ttc_cl_device_context(d, &ctx));
+    cl_ulong props[] = {TTC_CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, (cl_ulong)m->handle,
+                        TTC_CL_DEVICE_HANDLE_LIST_KHR, (cl_ulong)(uintptr_t)d->id, 0, 0};
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = import_props(ctx, props, CL_MEM_READ_WRITE, m->size, NULL, &err);
+    if (!mem || err != CL_SUCCESS)
+        return ttc_fail_cl(err, "clCreateBufferWithProperties(%s, external memory, %zu bytes) failed: %s", what, m->size,
+                           ttc_cl_error_name(err));
+    ttc_cl_buf *w = ttc_calloc(1, sizeof *w);
+    if (!w) { TTC_CL(ReleaseMemObject)(mem); return TTC_ERR_NOMEM; }
+    w->base.dev = dev;
+    w->base.size = m->size;
+    w->m = mem;
+    *out = &w->base;
+    return TTC_OK;
+}
+
+ttc_status ttc_xmem_alloc(ttc_device *dev, int32_t cuda_ordinal, size_t nbytes, ttc_xmem **out) {
     *out = NULL;
     char why[200];
     if (!ttc_xmem_supported(dev, cuda_ordinal, why, sizeof why))
         return ttc_fail(TTC_ERR_UNSUPPORTED, "CUDA/OpenCL shared memory unavailable: %s", why);
-    cl_context ctx;
-    TTC_TRY(ttc_cl_device_context(d, &ctx));
     ttc_xmem *m = ttc_calloc(1, sizeof *m);
     if (!m) return TTC_ERR_NOMEM;
     m->fd = -1;
@@ -240,22 +282,10 @@ ttc_status ttc_xmem_alloc(ttc_device *dev, int32_t cuda_ordinal, size_t nbytes, 
     r = cu.cuMemSetAccess(m->cuda_ptr, m->size, &acc, 1);
     if (r) { s = cu_fail(r, "cuMemSetAccess"); goto fail; }
     /* the driver keeps its own reference to the memory: the fd stays ours (closed in free) */
-    cl_ulong props[] = {TTC_CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, (cl_ulong)m->fd,
-                        TTC_CL_DEVICE_HANDLE_LIST_KHR, (cl_ulong)(uintptr_t)d->id, 0, 0};
-    cl_int err = CL_SUCCESS;
-    m->mem = cu.create_buffer_props(ctx, props, CL_MEM_READ_WRITE, m->size, NULL, &err);
-    if (!m->mem || err != CL_SUCCESS) {
-        m->mem = NULL;
-        s = ttc_fail_cl(err, "clCreateBufferWithProperties(external memory, %zu bytes) failed: %s", m->size,
-                        ttc_cl_error_name(err));
-        goto fail;
-    }
-    ttc_cl_buf *w = ttc_calloc(1, sizeof *w);
-    if (!w) { TTC_CL(ReleaseMemObject)(m->mem); m->mem = NULL; s = TTC_ERR_NOMEM; goto fail; }
-    w->base.dev = dev;
-    w->base.size = m->size;
-    w->m = m->mem;
-    m->buf = &w->base;
+    ttc_external_mem em = {TTC_EXTERNAL_OPAQUE_FD, m->fd, m->size, 0};
+    s = ttc_buf_import(dev, &em, "shared CUDA memory", &m->buf);
+    if (s != TTC_OK) goto fail;
+    m->mem = ttc_cl_mem(m->buf);
     ctx_pop();
     pthread_mutex_lock(&lock);
     stats.live++;
@@ -302,6 +332,7 @@ ttc_status ttc_xmem_acquire(ttc_queue *q, ttc_buf *const *bufs, int32_t n, bool 
     cl_mem mems[64];
     if (n > 64) return ttc_fail(TTC_ERR_UNSUPPORTED, "more than 64 external buffers in one launch sequence");
     for (int32_t i = 0; i < n; i++) mems[i] = ttc_cl_mem(bufs[i]);
+    TTC_TRY(ttc_cl_queue_submit(q));
     cl_int err = f(ttc_cl_q(q), (cl_uint)n, mems, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return ttc_fail_cl(err, "clEnqueue%sExternalMemObjectsKHR failed: %s", release ? "Release" : "Acquire",
@@ -311,6 +342,7 @@ ttc_status ttc_xmem_acquire(ttc_queue *q, ttc_buf *const *bufs, int32_t n, bool 
 
 ttc_status ttc_xmem_signal(ttc_queue *q, ttc_buf *flag, uint32_t v) {
     if (!cu.fill) return ttc_fail(TTC_ERR_UNSUPPORTED, "clEnqueueFillBuffer unavailable");
+    TTC_TRY(ttc_cl_queue_submit(q));
     cl_int err = cu.fill(ttc_cl_q(q), ttc_cl_mem(flag), &v, sizeof v, 0, sizeof v, 0, NULL, NULL);
     if (err != CL_SUCCESS) return ttc_fail_cl(err, "clEnqueueFillBuffer(completion flag) failed: %s", ttc_cl_error_name(err));
     /* the wait on the CUDA side only sees work the OpenCL driver has submitted */

@@ -53,6 +53,11 @@ bool ttc_xmem_supported(ttc_device *d, int32_t cuda_ordinal, char *why, size_t w
 ttc_status ttc_xmem_alloc(ttc_device *d, int32_t cuda_ordinal, size_t nbytes, ttc_xmem **out);
 void ttc_xmem_free(ttc_xmem *m);
 
+/* backend.h's ttc_buf_import: an opaque file descriptor (TTC_EXTERNAL_OPAQUE_FD, offset 0)
+ * imported whole where the device advertises cl_khr_external_memory_opaque_fd and the loader
+ * has clCreateBufferWithProperties; TTC_ERR_UNSUPPORTED saying which is missing elsewhere.
+ * The descriptor stays the caller's. ttc_xmem_alloc imports its CUDA allocation this way. */
+ttc_status ttc_cl_buf_import(ttc_device *d, const ttc_external_mem *m, const char *what, ttc_buf **out);
 /* The backend entries (backend.h: ttc_queue_acquire_external, ttc_queue_signal). Acquire
  * (release) of external buffers on q, where the driver has the entry points
  * (cl_khr_external_memory asks for them around any use); a write of the 32-bit value v at

@@ -70,8 +70,11 @@ ttc_status ttc_cl_host_task(ttc_queue *q, ttc_host_fn fn, const void *args, size
     cl_event e = NULL;
     /* only the used prefix of the argument block is copied */
     size_t size = offsetof(trampoline, args) + args_size;
+    const cl_event *wait;
+    cl_uint n_wait = ttc_cl_queue_gate(q, &wait);
     cl_int err = TTC_CL(EnqueueNativeKernel)(ttc_cl_q(q), trampoline_run, t, size, n_mem, n_mem ? mems : NULL,
-                                             n_mem ? locs : NULL, 0, NULL, ev ? &e : NULL);
+                                             n_mem ? locs : NULL, n_wait, wait, ev ? &e : NULL);
+    if (err == CL_SUCCESS) ttc_cl_queue_gate_used(q, n_wait);
     free(t);
     if (err != CL_SUCCESS)
         return ttc_fail_cl(err, "clEnqueueNativeKernel(%s) failed: %s", what, ttc_cl_error_name(err));
