@@ -21,7 +21,7 @@ CORE_SRC := $(sort $(CORE_SRC))
 CORE_OBJ := $(patsubst csrc/%.c,$(BUILD)/%.o,$(CORE_SRC))
 TEST_SRC := $(wildcard csrc/tests/test_*.c)
 TEST_BIN := $(patsubst csrc/tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-HEADERS := $(wildcard csrc/*/*.h csrc/*/*/*.h csrc/ir/ops.def)
+HEADERS := $(wildcard csrc/*/*.h csrc/*/*/*.h csrc/*/*.inc csrc/ir/ops.def)
 
 .PHONY: all lib ctest clean
 all: lib $(TEST_BIN)

@@ -36,13 +36,23 @@ VARIANTS = {
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # bias + activation in C (or an OpenCL kernel) after the oneDNN convolution, not as its post-ops
     "nopost": ({"TORCHTRT_C_NATIVE_POST": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
-    # the end of session 5: no post-ops, no native elementwise ops or pools
-    "s5": ({"TORCHTRT_C_NATIVE_POST": "0", "TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0"},
-           {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # the end of session 5: no post-ops, no native elementwise ops, pools, norms, attention or
+    # math epilogue steps (cpucnn's and cpunlp's session 6 knobs all off)
+    "s5": ({"TORCHTRT_C_NATIVE_POST": "0", "TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0",
+            "TORCHTRT_C_NATIVE_EPI_MATH": "0", "TORCHTRT_C_NATIVE_ATTN": "0", "TORCHTRT_C_NATIVE_NORM": "0",
+            "TORCHTRT_C_NATIVE_ELEMENTWISE": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # elementwise ops and pools (squeeze-excite's scale and average) as OpenCL kernels
     "se-opencl": ({"TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # max/average pooling as OpenCL kernels (decided at build)
     "pool-opencl": ({"TORCHTRT_C_NATIVE_POOL": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # exp/erf/tanh/GELU epilogue steps as OpenCL kernels after the native call (the end of session 5)
+    "math-opencl": ({"TORCHTRT_C_NATIVE_EPI_MATH": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # attention as the OpenCL kernel (decided at build)
+    "attn-opencl": ({"TORCHTRT_C_NATIVE_ATTN": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # layer norm as the OpenCL kernel (decided at build)
+    "norm-opencl": ({"TORCHTRT_C_NATIVE_NORM": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # elementwise ops between native calls as OpenCL kernels (decided at build)
+    "elem-opencl": ({"TORCHTRT_C_NATIVE_ELEMENTWISE": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 

@@ -47,6 +47,10 @@ static void decisions_default(ttc_target *t) {
     t->cuda_launch = true;
     t->attn_mma = -1;
     t->build_threads = 1;
+    t->native_epi_math = true;
+    t->native_attn = true;
+    t->native_norm = true;
+    t->native_elementwise = true;
     t->cuda_interop = t->native_epi = t->native_pool = true;
 }
 
@@ -76,6 +80,17 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     /* GEMM/convolution through the host BLAS where the queues run host tasks (and the
      * library loads); the GPU kernel families keep their own kernels */
     t.native = !native_disabled() && !t.gpu_kernels && ttc_device_host_tasks(d) && ttc_blas_available();
+    /* exp/erf/tanh/GELU/sigmoid/SiLU steps inside native calls' epilogues (=0: such
+     * epilogues stay OpenCL kernels after the call, for A/B runs) */
+    t.native_epi_math = !env_is("TORCHTRT_C_NATIVE_EPI_MATH", "0");
+    /* scaled dot-product attention as a native call where native ops run (=0: the OpenCL
+     * attention kernel) */
+    t.native_attn = !env_is("TORCHTRT_C_NATIVE_ATTN", "0");
+    /* layer norm likewise (=0: the OpenCL kernel) */
+    t.native_norm = !env_is("TORCHTRT_C_NATIVE_NORM", "0");
+    /* float32 elementwise ops reading a native GEMM/attention/norm result (copies of permuted
+     * views, q/k/v splits, RMS norm scaling) as native calls (=0: OpenCL kernels) */
+    t.native_elementwise = !env_is("TORCHTRT_C_NATIVE_ELEMENTWISE", "0");
     /* bias + activation inside the oneDNN convolution (=0 for A/B runs: they run in C after it) */
     t.native_post = t.native && !env_is("TORCHTRT_C_NATIVE_POST", "0");
     /* elementwise ops fed by native ops, and layer norms, without an OpenCL hand-over (=0: OpenCL kernels) */

@@ -51,6 +51,10 @@ typedef struct ttc_target {
     bool half_compute;            /* generated code may compute in half where the device does
                                    * (ttc_device_half_compute, probed by fp16 builds; HALF_COMPUTE=0: no) */
     bool native;                  /* GEMM/convolution run as host tasks calling the BLAS */
+    bool native_epi_math;         /* native epilogues may take exp/erf/tanh steps (GELU, ...) */
+    bool native_attn;             /* float32 attention as a native call (BLAS + C softmax) */
+    bool native_norm;             /* float32 layer norm as a native call */
+    bool native_elementwise;      /* float32 elementwise ops fed by native ops as native calls */
     bool native_post;             /* native convolutions take bias + activations as oneDNN
                                    * post-ops (engine/native_post.h; NATIVE_POST=0: no) */
     bool native_ew;               /* image-shaped float32 elementwise ops between native ops and

@@ -16,11 +16,11 @@ static const ttc_kind_row rows[] = {
     ROW(POOL, "pool", ttc_gen_pool, OWN, true),
     ROW(GATHER, "gather", ttc_gen_gather, OUT, false),
     ROW(COPY, "copy", NULL, OWN, false),                 /* reserved: copies are ELEMENTWISE ops */
-    ROW(CONCAT, "concat", ttc_gen_concat, OUT, false),
+    ROW(CONCAT, "concat", ttc_gen_concat, OUT, true),   /* native between native ops */
     ROW(PAD, "pad", ttc_gen_pad, OUT, false),
     ROW(INDEX, "index", ttc_gen_index, OUT, false),
     ROW(RESIZE, "resize", ttc_gen_resize, OUT, false),
-    ROW(ATTENTION, "attention", ttc_gen_attention, OWN, false),   /* one work-item per query row */
+    ROW(ATTENTION, "attention", ttc_gen_attention, OWN, true),    /* one work-item per query row */
     ROW(CONV_TRANSPOSE, "conv_transpose", ttc_gen_conv_transpose, OWN, false),
     ROW(SORT, "sort", ttc_gen_sort, OWN, false),                  /* one work-item per input element */
     ROW(SCATTER, "scatter", ttc_gen_scatter, OUT, false),

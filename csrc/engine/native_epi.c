@@ -4,6 +4,7 @@
 #pragma GCC optimize("O3")
 #endif
 #include "native_epi.h"
+#include "native_math.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,17 @@ static bool parse_store_args(const ttc_kir *k, const ttc_kop *op, const ttc_args
     return i == n;
 }
 
+/* Node i's step runs here: a cheap step, x^2 / x^3 as products (RMS norm's square, GPT-2's
+ * gelu_new cube), or exp/erf/tanh and what is built on them (GELU, sigmoid, SiLU) through
+ * native_math.h's vectorised loops (transformers' FFN GELU handed over to an OpenCL kernel after
+ * every GEMM before; TORCHTRT_C_NATIVE_EPI_MATH=0 keeps those in OpenCL). */
+static bool step_ok(const ttc_kir *k, const ttc_expr *e, int32_t i) {
+    const ttc_enode *nd = &e->nodes[i];
+    bool square_or_cube = nd->op == TTC_EOP_POW && nd->b >= 0 && nd->b < i && e->nodes[nd->b].op == TTC_EOP_CONST &&
+                          (e->nodes[nd->b].f == 2.0 || e->nodes[nd->b].f == 3.0);
+    return cheap_step(nd->op) || square_or_cube || (ttc_kir_target(k)->native_epi_math && ttc_nm_unary_ok(nd->op));
+}
+
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
     const ttc_expr *e = &op->epi;
     if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
@@ -58,7 +70,7 @@ bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *s
         if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !cheap_step(nd->op)) return false;
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !step_ok(k, e, i)) return false;
         if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
             return false;
     }
@@ -111,7 +123,7 @@ static bool nodes_ok(const ttc_kir *k, const ttc_kop *op, int32_t start) {
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
         if (!(live >> i & 1) || i == start) continue;
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !cheap_step(nd->op)) return false;
+        if (nd->dtype != TTC_DTYPE_FLOAT32 || !step_ok(k, e, i)) return false;
         if (nd->op == TTC_EOP_LEAF && nd->a < 0 && op->kind == TTC_KOP_ELEMENTWISE) return false;
         if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
             return false;
@@ -242,6 +254,14 @@ static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv
             break;
         case TTC_EOP_HARDSIGMOID:
             for (j = 0; j < T; j++) o[j] = (a[j] < -3.0f ? 0.0f : a[j] > 3.0f ? 6.0f : a[j] + 3.0f) / 6.0f;
+            break;
+        case TTC_EOP_EXP: case TTC_EOP_ERF: case TTC_EOP_TANH: case TTC_EOP_SIGMOID: case TTC_EOP_SILU:
+        case TTC_EOP_GELU_ERF: case TTC_EOP_GELU_TANH:
+            ttc_nm_unary(nd->op, a, o, T);
+            break;
+        case TTC_EOP_POW:   /* exponent 2 or 3 (ttc_native_epi_expr_ok) */
+            if (e->nodes[nd->b].f == 2.0) for (j = 0; j < T; j++) o[j] = a[j] * a[j];
+            else for (j = 0; j < T; j++) o[j] = a[j] * a[j] * a[j];
             break;
         default: break;  /* ttc_native_epi_ok admitted only the steps above */
         }

@@ -6,17 +6,6 @@
 
 #include <math.h>
 
-/* Sum of n floats in eight partial sums (a reduction that vectorises without -ffast-math). */
-static float sum8(const float *x, int64_t n) {
-    float acc[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += x[i + j];
-    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; i++) s += x[i];
-    return s;
-}
-
 /* Sum of (x - mean)^2, the same way. */
 static float sq8(const float *x, int64_t n, float mean) {
     float acc[8] = {0};
@@ -40,7 +29,11 @@ void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        float mean = sum8(xr, n) / (float)n;
+        /* summed around the row's first value: rows far from 0 (mean 1e3, values within a
+         * few units) keep their digits, where a plain float sum lost 4e-4 of the mean */
+        float x0 = xr[0], mean = 0.0f;
+        for (int64_t j = 0; j < n; j++) mean += xr[j] - x0;   /* scalar: the shift is what counts */
+        mean = x0 + mean / (float)n;
         float rstd = 1.0f / sqrtf(sq8(xr, n, mean) / (float)n + eps);
         for (int64_t j = 0; j < n; j++) {
             float v = (xr[j] - mean) * rstd;

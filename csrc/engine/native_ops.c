@@ -6,13 +6,14 @@
 #include <string.h>
 
 #include "../backend/blas.h"
+#include "native_attn.h"
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
 #include "native_norm.h"
 #include "native_pool.h"
 #include "native_post.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7 };
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -21,8 +22,17 @@ enum { CA_X, CA_XOFF, CA_W, CA_WOFF, CA_Y, CA_YOFF, CA_N, CA_H, CA_W_, CA_OH, CA
 enum { PA_X, PA_XOFF, PA_Y, PA_YOFF, PA_PLANES, PA_H, PA_W, PA_OH, PA_OW, PA_AVG, PA_KH, PA_KW, PA_SH, PA_SW, PA_PH,
        PA_PW, PA_DH, PA_DW, PA_CP, PA_DIV, PA_COUNT };
 enum { NA_X, NA_XOFF, NA_W, NA_WOFF, NA_B, NA_BOFF, NA_Y, NA_YOFF, NA_ROWS, NA_N, NA_HAS_W, NA_HAS_B, NA_COUNT };
-_Static_assert((int)PA_COUNT <= (int)CA_COUNT, "native_call.v holds every layout");
-_Static_assert((int)NA_COUNT <= (int)CA_COUNT, "native_call.v holds every layout");
+/* attention: q, k, v, out and the mask (literal 0s without one) as (buffer, offset) pairs, the
+ * leading dims, queries, keys, then each operand's strides over (d0, d1, row, column) */
+enum { AT_Q, AT_QOFF, AT_K, AT_KOFF, AT_V, AT_VOFF, AT_O, AT_OOFF, AT_M, AT_MOFF, AT_D0, AT_D1, AT_L, AT_S,
+       AT_QS, AT_KS = AT_QS + 4, AT_VS = AT_KS + 4, AT_MS = AT_VS + 4, AT_COUNT = AT_MS + 4 };
+/* concatenation of up to 4 inputs, padded to rank 4 (leading dims of 1): out, each input's
+ * (buffer, offset), out's dims, then per input its length along the dim and its strides */
+enum { CT_MAX_IN = 4, CT_O = 0, CT_OOFF, CT_X, CT_ODIMS = CT_X + 2 * CT_MAX_IN, CT_IN = CT_ODIMS + 4,
+       CT_COUNT = CT_IN + 5 * CT_MAX_IN };
+enum { NATIVE_MAX_ARGS = 40 };
+_Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
+               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -37,7 +47,11 @@ typedef struct native_call {
     bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
     int32_t ki;
     const void *owner;        /* the engine, for the oneDNN cache */
-    int64_t v[CA_COUNT];
+    ttc_native_attn_shape attn;
+    bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
+    int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
+    int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
+    int64_t v[NATIVE_MAX_ARGS];
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
 
@@ -69,20 +83,81 @@ static bool native_ew_ok(const ttc_kir *k, const ttc_kop *op, int *budget) {
     return true;
 }
 
+/* Whether tensor t (through views) is made by a native transformer op: a GEMM, attention or
+ * layer norm running natively, or a native elementwise op reading one (depth: how far to follow
+ * such chains). */
+static bool from_native(const ttc_kir *k, int32_t t, int depth) {
+    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+    if (t < 0 || k->ts[t].kind != TTC_ET_INTER || k->ts[t].producer < 0 || depth <= 0) return false;
+    const ttc_kop *p = &k->ops[k->ts[t].producer];
+    switch (p->kind) {
+    case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM: case TTC_KOP_CONCAT:
+        return ttc_native_op_ok(k, p);
+    case TTC_KOP_ELEMENTWISE:
+        for (int32_t l = 0; l < p->epi.n_leaves; l++)
+            if (from_native(k, p->epi.leaves[l], depth - 1)) return ttc_native_op_ok(k, p);
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* An elementwise op runs natively (the epilogue machinery of native_epi.c over its output, on
+ * one thread) where it would otherwise sit between native calls as an OpenCL kernel: float32
+ * steps native epilogues take, no acc, and a leaf from a native transformer op (a permuted
+ * copy of attention's output, a q/k/v split, an RMS norm's scaling). Elsewhere PoCL's
+ * vectorised kernels on every core are the better choice. */
+static bool elementwise_ok(const ttc_kir *k, const ttc_kop *op) {
+    if (!ttc_kir_target(k)->native_elementwise || !ttc_native_epi_expr_ok(k, op)) return false;
+    for (int32_t i = 0; i < op->epi.n; i++)
+        if (op->epi.nodes[i].op == TTC_EOP_LEAF && op->epi.nodes[i].a < 0) return false;
+    for (int32_t l = 0; l < op->epi.n_leaves; l++)
+        if (from_native(k, op->epi.leaves[l], 4)) return true;
+    return false;
+}
+
+/* Concatenations likewise (a decoder's cache update of k/v, rotary's halves): float32, at most
+ * 4 inputs of rank <= 4, none stacked, one from a native transformer op. */
+static bool concat_ok(const ttc_kir *k, const ttc_kop *op) {
+    int32_t n = op->p.concat.n, R = k->ts[op->out].rank;
+    if (!ttc_kir_target(k)->native_elementwise || n < 1 || n > CT_MAX_IN || R < 1 || R > 4 || op->p.concat.stacked)
+        return false;
+    if (op->epi.n > 0 && !ttc_native_epi_expr_ok(k, op)) return false;
+    bool fed = false;
+    for (int32_t i = 0; i < n; i++) {
+        if (op->in[i] < 0 || k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32 || k->ts[op->in[i]].rank != R) return false;
+        fed = fed || from_native(k, op->in[i], 4);
+    }
+    return fed;
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
+    if (op->kind == TTC_KOP_ATTENTION) {
+        /* rank 3 or 4 (one or two leading dims); a float32 or bool mask */
+        int32_t R = k->ts[op->out].rank, m = op->in[3];
+        for (int32_t i = 0; i < 3; i++)
+            if (k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32 || k->ts[op->in[i]].rank != R) return false;
+        if (m >= 0 && ((k->ts[m].dtype != TTC_DTYPE_FLOAT32 && k->ts[m].dtype != TTC_DTYPE_BOOL) || k->ts[m].rank > R))
+            return false;
+        return k->native && ttc_kir_target(k)->native_attn && (R == 3 || R == 4) && op->p.attn.group >= 1;
+    }
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
     if (op->kind == TTC_KOP_ELEMENTWISE) {
         int budget = 64;
-        return native_ew_ok(k, op, &budget);
+        return native_ew_ok(k, op, &budget) || (k->native && elementwise_ok(k, op));
     }
     if (op->kind == TTC_KOP_NORM) {   /* layer norms of image-shaped tensors (ConvNeXt's channels-last) */
         const ttc_et *x = &k->ts[op->in[0]];
         for (int i = 1; i < 3; i++)
             if (op->in[i] >= 0 && k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32) return false;
-        return k->native && ttc_kir_target(k)->native_ew && !op->p.norm.group && x->rank == 4 &&
-               x->dtype == TTC_DTYPE_FLOAT32 && op->p.norm.axis_from >= 0 && op->p.norm.axis_from < 4;
+        /* and of any rank where the transformer knob allows (BERT/GPT-2's layer norms between
+         * native GEMMs) */
+        bool image = ttc_kir_target(k)->native_ew && x->rank == 4;
+        return k->native && (image || ttc_kir_target(k)->native_norm) && !op->p.norm.group &&
+               x->dtype == TTC_DTYPE_FLOAT32 && op->p.norm.axis_from >= 0 && op->p.norm.axis_from < x->rank;
     }
     if (op->kind == TTC_KOP_POOL) {   /* max / average; of the adaptive pools the global average */
         const ttc_et *x = &k->ts[op->in[0]], *o = &k->ts[op->out];
@@ -169,6 +244,56 @@ static ttc_status pool_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+static ttc_status concat_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->out].rank, n = op->p.concat.n, D = op->p.concat.dim;
+    ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+    ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+    for (int32_t i = 0; i < CT_MAX_IN; i++) {
+        int32_t t = op->in[i < n ? i : 0];   /* unused slots repeat the first input (never read) */
+        ARG(TTC_ARG_BUF, t, 0, 0, 0);
+        ARG(TTC_ARG_OFF, t, 0, 0, 0);
+    }
+    for (int32_t d = R - 4; d < R; d++) {
+        if (d < 0) ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        else ARG(TTC_ARG_DIM, op->out, d, 0, 0);
+    }
+    for (int32_t i = 0; i < CT_MAX_IN; i++) {
+        if (i < n) ARG(TTC_ARG_DIM, op->in[i], D, 0, 0);
+        else ARG(TTC_ARG_INT, 0, 0, 0, 0);
+        for (int32_t d = R - 4; d < R; d++) {
+            if (d < 0 || i >= n) ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            else ARG(TTC_ARG_STRIDE, op->in[i], d, R, 0);
+        }
+    }
+    return TTC_OK;
+}
+
+static ttc_status attn_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->out].rank;
+    const int32_t ts[5] = {op->in[0], op->in[1], op->in[2], op->out, op->in[3]};
+    for (int i = 0; i < 5; i++) {
+        if (ts[i] < 0) {
+            ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            continue;
+        }
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    if (R == 4) ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
+    else ARG(TTC_ARG_INT, 0, 0, 0, 1);
+    ARG(TTC_ARG_DIM, op->out, R - 3, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[1], R - 2, 0, 0);
+    const int32_t st[4] = {op->in[0], op->in[1], op->in[2], op->in[3]};
+    for (int i = 0; i < 4; i++)   /* four strides each: rank 3 has no d0 (stride 0) */
+        for (int32_t d = R - 4; d < R; d++) {
+            if (st[i] < 0 || d < 0) ARG(TTC_ARG_INT, 0, 0, 0, 0);
+            else ARG(TTC_ARG_STRIDE, st[i], d, R, 0);
+        }
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_) {
     int32_t before = ks->n_args;
@@ -191,6 +316,12 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         ARG(TTC_ARG_INT, 0, 0, 0, hw);
         ARG(TTC_ARG_INT, 0, 0, 0, hb);
         ks->native = NATIVE_NORM;
+    } else if (op->kind == TTC_KOP_ATTENTION) {
+        TTC_TRY(attn_args(k, op, ks));
+        ks->native = NATIVE_ATTN;
+    } else if (op->kind == TTC_KOP_CONCAT) {
+        TTC_TRY(concat_args(k, op, ks));
+        ks->native = NATIVE_CAT;
     } else if (op->kind == TTC_KOP_ELEMENTWISE) {   /* only the epilogue, evaluated into the output */
         ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
         ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
@@ -249,6 +380,30 @@ static void epilogue(const native_call *c, void *const *ptrs, float *y) {
     if (c->epi.on) ttc_native_epi_apply(&c->epi, ptrs, y);
 }
 
+/* out (dense, dims od) = the inputs one after another along dim D (all padded to rank 4) */
+static void concat_run(const native_call *c, void *const *ptrs, float *out) {
+    const int64_t *v = c->v, *od = v + CT_ODIMS;
+    int64_t at = 0, D = c->cat_dim;
+    for (int32_t i = 0; i < c->cat_n; i++) {
+        const float *x = (const float *)ptrs[1 + i] + v[CT_X + 2 * i + 1];
+        const int64_t *in = v + CT_IN + 5 * i, len = in[0], *st = in + 1;
+        int64_t dims[4] = {od[0], od[1], od[2], od[3]};
+        dims[D] = len;
+        int64_t os[4] = {od[1] * od[2] * od[3], od[2] * od[3], od[3], 1};
+        for (int64_t a = 0; a < dims[0]; a++)
+            for (int64_t b = 0; b < dims[1]; b++)
+                for (int64_t r = 0; r < dims[2]; r++) {
+                    int64_t idx[4] = {a, b, r, 0};
+                    idx[D] += at;
+                    float *o = out + idx[0] * os[0] + idx[1] * os[1] + idx[2] * os[2] + idx[3];
+                    const float *xr = x + a * st[0] + b * st[1] + r * st[2];
+                    if (st[3] == 1) memcpy(o, xr, sizeof(float) * (size_t)dims[3]);
+                    else for (int64_t j = 0; j < dims[3]; j++) o[j] = xr[j * st[3]];
+                }
+        at += len;
+    }
+}
+
 static void native_run(void *arg, void *const *ptrs) {
     const native_call *c = arg;
     const int64_t *v = c->v;
@@ -261,6 +416,22 @@ static void native_run(void *arg, void *const *ptrs) {
             ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
                              C + b * M * N, N);
         epilogue(c, ptrs, C);
+        return;
+    }
+    if (c->kind == NATIVE_CAT) {
+        float *o = (float *)m0 + v[CT_OOFF];
+        concat_run(c, ptrs, o);
+        epilogue(c, ptrs, o);
+        return;
+    }
+    if (c->kind == NATIVE_ATTN) {
+        float *o = (float *)ptrs[3] + v[AT_OOFF];
+        const void *mask = NULL;   /* with a mask, ptrs[4] (the scratch comes after it) */
+        if (c->scratch_slot == 5)
+            mask = (const char *)ptrs[4] + v[AT_MOFF] * (c->mask_bool ? 1 : (int64_t)sizeof(float));
+        ttc_native_attention(&c->attn, (const float *)m0 + v[AT_QOFF], (const float *)ptrs[1] + v[AT_KOFF],
+                             (const float *)ptrs[2] + v[AT_VOFF], mask, c->mask_bool, o, ptrs[c->scratch_slot]);
+        epilogue(c, ptrs, o);
         return;
     }
     if (c->kind == NATIVE_NORM) {
@@ -284,7 +455,7 @@ static void native_run(void *arg, void *const *ptrs) {
         return;
     }
     const float *x = (const float *)m0 + v[CA_XOFF], *w = (const float *)ptrs[1] + v[CA_WOFF];
-    float *y = (float *)ptrs[2] + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[3];
+    float *y = (float *)ptrs[2] + v[CA_YOFF], *col = conv_is_1x1(v) ? NULL : ptrs[c->scratch_slot];
     int64_t G = v[CA_G], C = v[CA_C], OC = v[CA_OC], ICG = C / G, OCG = OC / G;
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
@@ -314,13 +485,39 @@ static void native_run(void *arg, void *const *ptrs) {
     epilogue(c, ptrs, y);
 }
 
+/* The attention call's shape from its arguments (attn_args' layout) and the op. */
+static void attn_shape(const ttc_kop *op, const int64_t *a, ttc_native_attn_shape *s) {
+    memset(s, 0, sizeof *s);
+    s->d0 = a[AT_D0];
+    s->d1 = a[AT_D1];
+    s->l = a[AT_L];
+    s->s = a[AT_S];
+    s->e = op->p.attn.e;
+    s->ev = op->p.attn.ev;
+    s->group = op->p.attn.group;
+    s->causal = op->p.attn.causal;
+    s->scale = (float)op->p.attn.scale;
+    for (int i = 0; i < 4; i++) {
+        s->qs[i] = a[AT_QS + i];
+        s->ks[i] = a[AT_KS + i];
+        s->vs[i] = a[AT_VS + i];
+        s->ms[i] = a[AT_MS + i];
+    }
+}
+
 size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
     size_t most = 0;
     for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
         const ttc_kspec *ks = &e->cg.kernels[ki];
-        if (ks->native != NATIVE_CONV || p->skip[ki]) continue;
+        if (p->skip[ki]) continue;
         const int64_t *a = p->argv[ki];
-        if (conv_is_1x1(a)) continue;
+        if (ks->native == NATIVE_ATTN) {
+            ttc_native_attn_shape sh;
+            attn_shape(&e->k->ops[ks->op], a, &sh);
+            size_t n = ttc_native_attn_scratch(&sh) * sizeof(float);
+            if (n > most) most = n;
+        }
+        if (ks->native != NATIVE_CONV || conv_is_1x1(a)) continue;
         size_t n = (size_t)(a[CA_C] / a[CA_G] * a[CA_KH] * a[CA_KW] * a[CA_OH] * a[CA_OW]) * sizeof(float);
         if (n > most) most = n;
     }
@@ -338,14 +535,25 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.owner = e;
     c.ki = ki;
     c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
-    for (int32_t a = 0; a < ks->n_native_args && a < CA_COUNT; a++) c.v[a] = p->argv[ki][a];
+    for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4 : 3;
+    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
+                   : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : 3;
     if (c.kind == NATIVE_NORM) c.eps = (float)op->p.norm.eps;
-    for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2 (, 4, 6) in every layout */
+    if (c.kind == NATIVE_CAT) {
+        c.cat_n = op->p.concat.n;
+        c.cat_dim = op->p.concat.dim + 4 - e->k->ts[op->out].rank;
+    }
+    for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2, 4, ... in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
-    if (c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) {
-        if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no scratch buffer", op->name);
+    if (c.kind == NATIVE_ATTN) {
+        attn_shape(op, c.v, &c.attn);
+        c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
+    }
+    c.scratch_slot = -1;
+    if ((c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN) {
+        if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native %s: no scratch buffer", op->name);
+        c.scratch_slot = (int8_t)n_bufs;
         bufs[n_bufs++] = scratch;
     }
     if (ks->native_post) {

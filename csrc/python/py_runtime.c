@@ -5,6 +5,7 @@
 #include "../backend/blas.h"
 #include "../common/status.h"
 #include "../engine/native_conv_dnnl.h"
+#include "../engine/native_math.h"
 #include "../codegen/codegen.h"
 
 PyObject *ttc_py_device_dict(const ttc_target *d) {
@@ -67,8 +68,11 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     if (s == TTC_OK && t.native) dnnl = ttc_dnnl_available();
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
-    return Py_BuildValue("{s:O,s:s,s:s,s:s}", "available", t.native ? Py_True : Py_False, "library", ttc_blas_library(),
-                         "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library", ttc_dnnl_library());
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O}", "available", t.native ? Py_True : Py_False, "library",
+                         ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
+                         ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
+                         "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
+                         t.native && t.native_norm ? Py_True : Py_False);
 }
 
 /* Whether execute on the default device passes host memory in place (the target's
@@ -130,7 +134,11 @@ static PyMethodDef runtime_methods[] = {
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
      "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not), "
      "conv (what runs native convolutions now: 'onednn', 'blas' = im2col + sgemm, '' = none; "
-     "TORCHTRT_C_NATIVE_CONV=blas skips oneDNN), conv_library (oneDNN's version, or why not)."},
+     "TORCHTRT_C_NATIVE_CONV=blas skips oneDNN), conv_library (oneDNN's version, or why not), epi_math (native "
+     "epilogues take exp/erf/tanh/GELU/sigmoid/SiLU steps; TORCHTRT_C_NATIVE_EPI_MATH=0: those stay OpenCL), "
+     "math_isa (the instruction set of those loops: avx512, avx2, baseline), attention (float32 attention runs "
+     "as a native call: BLAS + C softmax; TORCHTRT_C_NATIVE_ATTN=0: the OpenCL kernel), layer_norm (float32 layer "
+     "norm as a native call; TORCHTRT_C_NATIVE_NORM=0: the OpenCL kernel)."},
     {"host_in_place", py_host_in_place, METH_NOARGS,
      "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},

@@ -3,7 +3,7 @@ case built twice: fused into the native call (the default) and with TORCHTRT_C_N
 OpenCL kernel after the call, read when the engine is built). Cases: bias (a broadcast leaf,
 stride 0 along rows), BN scale/shift, relu, clamp/hardtanh (max/min), hardswish, division,
 residual adds (dense leaves, and a broadcast residual), batched matmuls, odd sizes, batch > 1, and
-an epilogue with tanh (not cheap: stays an OpenCL kernel). Kernel descriptions say which way each ran
+an epilogue with tanh (stays an OpenCL kernel with TORCHTRT_C_NATIVE_EPI_MATH=0). Kernel descriptions say which way each ran
 ("+cl-epilogue"). Where the device has no native path the cases still compare with torch.
 Tolerance: fp32 atol = rtol = 1e-4 (operands scaled for O(1) outputs)."""
 import numpy as np
@@ -93,6 +93,9 @@ def test_bmm_broadcast_residual_div_hardswish(monkeypatch):
 
 
 def test_tanh_keeps_opencl_epilogue(monkeypatch):
+    """With TORCHTRT_C_NATIVE_EPI_MATH=0 a tanh step is not cheap (the default takes it into
+    the call: tests/device/test_native_epi_math.py)."""
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_EPI_MATH", "0")
     x, w = rand(5, 12, seed=8), rand(10, 12, seed=9) / 12 ** 0.5
     ref = torch.tanh(x @ w.t())
 

@@ -16,13 +16,16 @@ import torchtrt_c
 import torchtrt_c._C as C
 from convtest import rand
 
-OFF = {"TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0"}
+# the transformer rules (any rank) too: TORCHTRT_C_NATIVE_NORM / _ELEMENTWISE
+OFF = {"TORCHTRT_C_NATIVE_EW": "0", "TORCHTRT_C_NATIVE_POOL": "0", "TORCHTRT_C_NATIVE_NORM": "0",
+       "TORCHTRT_C_NATIVE_ELEMENTWISE": "0"}
 
 
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
     for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_CONV", "TORCHTRT_C_NATIVE_EPI",
-              "TORCHTRT_C_NATIVE_POST", "TORCHTRT_C_NATIVE_EW", "TORCHTRT_C_NATIVE_POOL"):
+              "TORCHTRT_C_NATIVE_POST", "TORCHTRT_C_NATIVE_EW", "TORCHTRT_C_NATIVE_POOL", "TORCHTRT_C_NATIVE_NORM",
+              "TORCHTRT_C_NATIVE_ELEMENTWISE"):
         monkeypatch.delenv(v, raising=False)
 
 
