@@ -89,8 +89,11 @@ def check(shape, act, monkeypatch, bias=True, residual=False, res_before_act=Fal
         e = C.Engine.build(conv_graph(x, w, b, s, p, gr, ref.shape, act, r, res_before_act), name="post", cache_dir="")
         ks = e.info()["kernels"]
         conv = [kd for kd in ks if "conv2d" in kd]
+        # ReLU/clamp/hardswish/hardsigmoid stay in C (oneDNN turns NaN into the bound): only
+        # the bias is a post-op then
+        fused = act in ("silu", "sigmoid", "tanh") or bias
         if dnnl and act != "none" or (dnnl and bias):
-            assert len(conv) == 1 and ("+post" in conv[0]) == (post == "1"), ks
+            assert len(conv) == 1 and ("+post" in conv[0]) == (post == "1" and fused), ks
             if post == "1":
                 assert not any("+cl-epilogue" in kd for kd in ks), ks
         for conv_lib in ("dnnl", "blas"):
@@ -130,3 +133,24 @@ def test_residual(act, before, monkeypatch):
 @pytest.mark.parametrize("act", ["silu", "relu6"])
 def test_refused_shape(act, monkeypatch):
     check(SHAPES["refused"], act, monkeypatch)
+
+
+@pytest.mark.parametrize("act", ["relu", "relu6", "hardswish", "hardsigmoid", "silu", "sigmoid"])
+def test_nan_pixel_kept(act, monkeypatch):
+    """A NaN input pixel gives NaN wherever torch gives NaN, with post-ops on (through oneDNN
+    where it is available, BLAS otherwise): oneDNN's ReLU/clip kernels would turn it into 0."""
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_POST", "1")
+    xs, oc, k, s, p, gr = SHAPES["3x3"]
+    x = rand(*xs, seed=1)
+    x[0, 0, 1, 2] = float("nan")
+    w = rand(oc, xs[1] // gr, k, k, seed=2)
+    b = rand(oc, seed=3)
+    with torch.no_grad():
+        ref = ACTS[act][1](F.conv2d(x, w, b, s, p, 1, gr))
+    e = C.Engine.build(conv_graph(x, w, b, s, p, gr, ref.shape, act, None, False), name="nan", cache_dir="")
+    out = np.zeros(tuple(ref.shape), np.float32)
+    e.execute([x.numpy()], [out])
+    want = np.isnan(ref.numpy())
+    assert want.any()
+    assert (np.isnan(out) == want).all(), f"{act}: NaN at {int(np.isnan(out).sum())} places, torch {int(want.sum())}"
+    assert np.allclose(out[~want], ref.numpy()[~want], rtol=1e-4, atol=1e-4)
