@@ -560,9 +560,11 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
         c.post = ttc_native_post_plan(e->k, op, &c.pp);
         if (!c.post) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no post-op plan at launch", op->name);
         TTC_TRY(ttc_native_epi_bind_from(e, p, ki, &c.epi, bufs, &n_bufs, b, c.pp.split));
-        int32_t bl = c.pp.bias_leaf;
+        int32_t bl = c.pp.bias_leaf < 0 ? 0 : c.pp.bias_leaf;  /* -1 (no bias): nothing below reads it */
         /* the plan checked the bias tensor's dims; its values must lie at off + channel */
         const int64_t *st = c.epi.strides[bl], *od = c.epi.dims;
+        if (c.pp.dnnl.bias && c.pp.bias_leaf < 0)
+            return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: a bias post-op without its tensor", op->name);
         if (c.pp.dnnl.bias && !c.epi.dense[bl] &&
             !((st[1] == 1 || od[1] == 1) && (st[0] == 0 || od[0] == 1) && (st[2] == 0 || od[2] == 1) &&
               (st[3] == 0 || od[3] == 1)))
