@@ -36,6 +36,8 @@ static bool native_disabled(void) {
 
 bool ttc_target_cuda_interop(void) { return !env_is("TORCHTRT_C_CUDA_INTEROP", "0"); }
 
+bool ttc_target_native_conv_blas(void) { return env_is("TORCHTRT_C_NATIVE_CONV", "blas"); }
+
 static void decisions_default(ttc_target *t) {
     t->gemm_tile = -1;
     t->conv_ksplit_cap = 32;

@@ -105,6 +105,10 @@ bool ttc_target_keep_binaries(const ttc_target *facts);
 /* Whether memory may be shared with CUDA (TORCHTRT_C_CUDA_INTEROP is not 0): asked by the
  * backend per (device, CUDA device) pair outside any engine, hence a function of its own. */
 bool ttc_target_cuda_interop(void);
+/* Whether native convolutions take im2col + the BLAS instead of oneDNN
+ * (TORCHTRT_C_NATIVE_CONV=blas). Read again on every call, not fixed in the target: tests and
+ * bench/cpu_ab.py switch it between calls of one engine. */
+bool ttc_target_native_conv_blas(void);
 /* The defaults for code that runs without a device (conversion and codegen tests): a CPU
  * target with no knob set. */
 const ttc_target *ttc_target_defaults(void);

@@ -10,9 +10,6 @@
 
 #include "../kernels/kernels.h"
 #include "codegen_impl.h"
-/* ttc_native_op_ok, ttc_codegen_native: the native GEMM/convolution specs live with their
- * launch in the engine */
-#include "../engine/native_ops.h"
 
 const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_CPU, 0, 0, 0, 0, 0, 1},        {TTC_GEMM_CPU, 4, 0, 0, 0, 0, 1},       {TTC_GEMM_CPU, 16, 0, 0, 0, 0, 1},
@@ -213,7 +210,8 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     return TTC_OK;
 }
 
-static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec *ks, bool gpu, const ttc_spelling *sp) {
+static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec *ks, bool gpu, const ttc_spelling *sp,
+                         const ttc_codegen_native_ops *native) {
     const ttc_kop *op = &k->ops[oi];
     const ttc_kind_row *row = ttc_codegen_kind_row(op->kind);
     if (!row || !row->gen)
@@ -230,7 +228,7 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
             gdim(ks, 0, op->out, 0, k->ts[op->out].rank, 1, 0);
             ks->work_dims = 1;
         }
-        if (row->native && k->native && ttc_native_op_ok(k, op)) s = ttc_codegen_native(src, k, op, ks, g.P, g.A_);
+        if (row->native && k->native && native && native->op_ok(k, op)) s = native->gen(src, k, op, ks, g.P, g.A_);
         else s = row->gen(&g);
         if (s == TTC_OK && src->oom) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);
         if (s == TTC_OK) {
@@ -255,6 +253,11 @@ ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out) {
 }
 
 ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spelling *sp, ttc_codegen *out) {
+    return ttc_codegen_run_native(k, gpu, sp, NULL, out);
+}
+
+ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling *sp, const ttc_codegen_native_ops *native,
+                                  ttc_codegen *out) {
     memset(out, 0, sizeof *out);
     if (!sp) sp = ttc_spelling_opencl();
     ttc_sbuf src = {0};
@@ -283,7 +286,7 @@ ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spellin
         size_t head = src.len;
         ttc_sbuf_printf(&src, "\n/* %s: %s */\n", ks->name, k->ops[i].name);
         size_t start = src.len, cut = 0;
-        ttc_status s = gen_op(&src, k, i, ks, gpu, sp);
+        ttc_status s = gen_op(&src, k, i, ks, gpu, sp, native);
         if (s == TTC_OK && dedupe) s = ttc_codegen_dedupe_add(&dd, &src, start, ks, &cut);
         if (s != TTC_OK) { ttc_codegen_dedupe_free(&dd); ttc_sbuf_free(&src); ttc_codegen_free(out); return s; }
         if (cut) src.len = head;   /* a copy of ks->name's kernel: launch that one */

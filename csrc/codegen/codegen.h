@@ -43,8 +43,9 @@ typedef struct ttc_kspec {
     ttc_gdim g[3];
     int32_t work_dims;
     bool use_local;           /* pass local sizes (tiled GPU kernels) */
-    /* native GEMM/convolution (engine/native_ops.h): the first n_native_args arguments are the
-     * native call's, the rest the OpenCL epilogue kernel's, launched only when native_epi */
+    /* native GEMM/convolution (ttc_codegen_native_ops below): the first n_native_args
+     * arguments are the native call's, the rest the OpenCL epilogue kernel's, launched only
+     * when native_epi */
     int8_t native;
     bool native_epi;
     bool native_post;         /* the epilogue starts with oneDNN post-ops (engine/native_post.h) */
@@ -106,6 +107,20 @@ const ttc_spelling *ttc_spelling_opencl(void);
 ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out);
 /* The same with another spelling table (NULL: OpenCL C). */
 ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spelling *sp, ttc_codegen *out);
+
+/* Native library calls in place of OpenCL kernels (kinds whose row says native, in an engine
+ * with k->native). The layer that launches them (engine/native_ops.c) owns their argument
+ * layout and hands both functions down, so that no include runs from codegen/ up to engine/.
+ * op_ok: whether op runs natively; gen: its kernel spec (the first n_native_args arguments)
+ * and the OpenCL text of its epilogue, P/A_ the store function's parameters and call list. */
+typedef struct ttc_codegen_native_ops {
+    bool (*op_ok)(const ttc_kir *k, const ttc_kop *op);
+    ttc_status (*gen)(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
+                      const char *A_);
+} ttc_codegen_native_ops;
+/* ttc_codegen_run_spelled with native calls (native NULL: every op an OpenCL kernel). */
+ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling *sp, const ttc_codegen_native_ops *native,
+                                  ttc_codegen *out);
 void ttc_codegen_free(ttc_codegen *cg);
 
 /* ---- kernel parameters and their arguments, written together ----

@@ -6,6 +6,7 @@
 
 #include "../convert/convert.h"
 #include "native_conv_dnnl.h"
+#include "native_ops.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
     ttc_engine_options o = {"engine", NULL, false, 3, NULL, false, false};
@@ -146,7 +147,7 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     /* half arithmetic where the target allows it and the device computes in half: probed once
      * per device, and only for fp16 engines (the probe is a program build; see codegen_expr.c) */
     e->k->half_compute = e->k->fp16 && e->tg.half_compute && ttc_device_half_compute(e->dev);
-    TTC_TRY(ttc_codegen_run(e->k, e->tg.is_gpu, &e->cg));
+    TTC_TRY(ttc_codegen_run_native(e->k, e->tg.is_gpu, NULL, &ttc_native_codegen_ops, &e->cg));
     pf->codegen_s = ttc_now_s() - t;
     pf->kernels = e->cg.n_kernels;
     pf->unique_kernels = e->cg.n_unique;

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../backend/target.h"
+
 #if defined(__has_include)
 #if __has_include(<oneapi/dnnl/dnnl.h>)
 #include <oneapi/dnnl/dnnl.h>
@@ -23,10 +25,7 @@
 #endif
 #endif
 
-static bool env_blas(void) {
-    const char *v = getenv("TORCHTRT_C_NATIVE_CONV");
-    return v && !strcmp(v, "blas");
-}
+static bool env_blas(void) { return ttc_target_native_conv_blas(); }
 
 #ifndef TTC_HAVE_DNNL
 

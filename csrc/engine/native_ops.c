@@ -345,6 +345,8 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     return TTC_OK;
 }
 
+const ttc_codegen_native_ops ttc_native_codegen_ops = {ttc_native_op_ok, ttc_codegen_native};
+
 /* Column matrix of image n, group g: col[(ic*KH + kh)*KW + kw][oh*OW + ow] (zero padding). */
 static void im2col(const float *x, float *col, const int64_t *v, int64_t ic0, int64_t icg) {
     int64_t H = v[CA_H], W = v[CA_W_], OH = v[CA_OH], OW = v[CA_OW], KH = v[CA_KH], KW = v[CA_KW];

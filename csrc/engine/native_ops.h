@@ -8,7 +8,7 @@
  * then runs as a small OpenCL kernel reading that result in place: the remaining arguments
  * are that kernel's. Ops without an epilogue launch only the native call.
  *
- *   if (k->native && ttc_native_op_ok(k, op)) TTC_TRY(ttc_codegen_native(src, k, op, ks, P, A_));
+ *   TTC_TRY(ttc_codegen_run_native(k, gpu, NULL, &ttc_native_codegen_ops, &cg));   // codegen calls back
  *   ...
  *   if (ks->native) TTC_TRY(ttc_native_launch(e, p, ki, q, &bufs, scratch, NULL));
  */
@@ -23,6 +23,8 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op);
 /* The kernel spec (and epilogue kernel source) of a native op; P/A_ as for other kinds. */
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_);
+/* The two above as the code generator takes them (codegen/codegen.h). */
+extern const ttc_codegen_native_ops ttc_native_codegen_ops;
 /* Scratch bytes the native kernels of plan p need (im2col buffers), 0 when none. */
 size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p);
 /* Enqueues kernel ki's native call on q (ev: its event, when not NULL). */

@@ -190,6 +190,13 @@ static void test_target_knobs(void) {
     const char *knobs[] = {"TORCHTRT_C_CUDA_INTEROP", "TORCHTRT_C_BATCH_LAUNCH", "TORCHTRT_C_NATIVE_EPI",
                            "TORCHTRT_C_NATIVE_POOL"};
     for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) unsetenv(knobs[i]);
+    /* TORCHTRT_C_NATIVE_CONV is read per call (engines switch library between calls) */
+    CHECK(!ttc_target_native_conv_blas(), "oneDNN unless asked");
+    setenv("TORCHTRT_C_NATIVE_CONV", "blas", 1);
+    CHECK(ttc_target_native_conv_blas(), "TORCHTRT_C_NATIVE_CONV=blas seen at once");
+    setenv("TORCHTRT_C_NATIVE_CONV", "dnnl", 1);
+    CHECK(!ttc_target_native_conv_blas(), "any other value: oneDNN");
+    unsetenv("TORCHTRT_C_NATIVE_CONV");
     const ttc_target *dflt = ttc_target_defaults();
     CHECK(dflt->cuda_interop && dflt->native_epi && dflt->native_pool && !dflt->batch_launch, "device-less defaults");
 }
