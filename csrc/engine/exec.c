@@ -190,6 +190,24 @@ ttc_status ttc_exec_plan_for(ttc_engine *e, const void *const *inputs, const siz
     return TTC_OK;
 }
 
+static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return na && nb && x < y + nb && y < x + na;
+}
+
+/* Whether output o's memory [p, p + n) overlaps an input's or an earlier output's. In place it
+ * would be written while kernels still read the input (a caller passing the same array as
+ * input and output): such an output gets the context's own buffer and is read back after the
+ * last kernel. */
+static bool aliases(const void *p, size_t n, const void *const *in, const size_t *in_bytes, int32_t n_in,
+                    const void *const *out, const size_t *out_bytes, int32_t o) {
+    for (int32_t i = 0; i < n_in; i++)
+        if (overlap(p, n, in[i], in_bytes[i])) return true;
+    for (int32_t i = 0; i < o; i++)
+        if (overlap(p, n, out[i], out_bytes[i])) return true;
+    return false;
+}
+
 ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const size_t *in_bytes,
                               const int64_t (*in_shapes)[TTC_MAX_RANK], void *const *outputs,
                               const size_t *out_bytes) {
@@ -226,7 +244,8 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     }
     for (int32_t i = 0; i < e->n_out && s == TTC_OK; i++) {
         size_t n = out_bytes[i];
-        if (host_ptr && n && (uintptr_t)outputs[i] % ttc_dtype_size(e->outs[i].dtype) == 0) {
+        if (host_ptr && n && (uintptr_t)outputs[i] % ttc_dtype_size(e->outs[i].dtype) == 0 &&
+            !aliases(outputs[i], n, inputs, in_bytes, e->n_in, (const void *const *)outputs, out_bytes, i)) {
             s = ttc_buf_wrap_host(e->dev, outputs[i], n, false, e->outs[i].name, &out_mem[i]);
         } else {
             s = ensure_buf(e, &x->dev_out[i], n, e->outs[i].name);
