@@ -61,6 +61,14 @@ def _time_us(fn, runs):
     return ts
 
 
+def _loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
 def _stats(ts):
     ts = sorted(ts)
     q = lambda p: ts[min(len(ts) - 1, int(p * len(ts)))]  # noqa: E731
@@ -183,6 +191,7 @@ def main(argv=None):
     else:
         cuda_rows = []
     acc_ts = {name: [] for name, _ in rows + cuda_rows}
+    load0 = _loadavg()  # absolute times follow the machine's load: report it with them
     for _, fn in rows:  # warm up
         _time_us(fn, 50)
     # round robin, one call of each row per round: load from other processes hits all rows alike
@@ -205,7 +214,8 @@ def main(argv=None):
     dev = torchtrt_c._C.default_device() if hasattr(torchtrt_c._C, "default_device") else None
 
     print(f"# per-call overhead: {args.model}, input {tuple(x.shape)}, {args.runs} runs"
-          + (f", device {dev}" if dev is not None else ""))
+          + (f", device {dev}" if dev is not None else "")
+          + f", load average {load0} at the start, {_loadavg()} at the end")
     print(f"{'path':40s} {'median us':>10s} {'p10':>8s} {'p90':>8s} {'x execute':>10s}")
     base = _stats(acc_ts["Engine.execute"])[0]
     for name, _ in rows:
