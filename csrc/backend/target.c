@@ -118,6 +118,15 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     }
     if ((v = env("TORCHTRT_C_CONV_DB")) && (!strcmp(v, "0") || !strcmp(v, "1"))) t.conv_double_buffer = v[0] == '1';
     t.conv_cpu_ocb8 = env_is("TORCHTRT_C_CONV_CPU", "ocb8");
+    /* oneDNN's matmul for GEMMs with constant weights by default: faster than OpenBLAS 0.3.21
+     * on the zoo's linears (bench/cpu_gemm.py); blas/dnnl for A/B runs and tests */
+    t.native_gemm = TTC_NATIVE_GEMM_AUTO;
+    if ((v = env("TORCHTRT_C_NATIVE_GEMM")) != NULL) {
+        if (!strcmp(v, "blas")) t.native_gemm = TTC_NATIVE_GEMM_BLAS;
+        else if (!strcmp(v, "dnnl")) t.native_gemm = TTC_NATIVE_GEMM_DNNL;
+        else if (strcmp(v, "auto"))
+            return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_NATIVE_GEMM=%s: expected blas, auto or dnnl", v);
+    }
     t.dedupe_kernels = !env_is("TORCHTRT_C_DEDUPE_KERNELS", "0");
     t.cuda_launch = !env_is("TORCHTRT_C_CUDA_LAUNCH", "0");
     /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device

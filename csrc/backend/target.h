@@ -60,6 +60,8 @@ typedef struct ttc_target {
     bool native_ew;               /* image-shaped float32 elementwise ops between native ops and
                                    * layer norms run as native calls too (engine/native_ops.c;
                                    * NATIVE_EW=0: no) */
+    int32_t native_gemm;          /* library of native float32 GEMMs (TTC_NATIVE_GEMM_*;
+                                   * NATIVE_GEMM=blas|auto|dnnl, engine/native_gemm_dnnl.h) */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
     bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */
@@ -92,6 +94,11 @@ typedef struct ttc_target {
                                    * NVIDIA target; false elsewhere: no tensor cores) */
     bool tf32_conv;               /* fp32 convolutions may (allow_tf32_conv on NVIDIA) */
 } ttc_target;
+
+/* Which library runs native GEMMs: OpenBLAS always; oneDNN's matmul where the weights are an
+ * engine constant (reordered once), OpenBLAS for products of two activations; oneDNN for
+ * every one. oneDNN where it loads, else OpenBLAS. */
+enum { TTC_NATIVE_GEMM_BLAS = 0, TTC_NATIVE_GEMM_AUTO = 1, TTC_NATIVE_GEMM_DNNL = 2 };
 
 typedef struct ttc_device ttc_device;
 

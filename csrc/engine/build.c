@@ -6,6 +6,7 @@
 
 #include "../convert/convert.h"
 #include "native_conv_dnnl.h"
+#include "native_gemm_dnnl.h"
 #include "native_ops.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
@@ -238,6 +239,7 @@ void ttc_engine_free(ttc_engine *e) {
     if (!e) return;
     ttc_engine_pool_free(e);
     ttc_dnnl_forget(e);
+    ttc_dnnl_gemm_forget(e);
     for (int32_t i = 0; i < e->n_plans; i++)
         if (--e->plans[i]->refs == 0) ttc_plan_free(e->plans[i]);
     if (e->const_mem && e->k)

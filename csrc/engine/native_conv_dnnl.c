@@ -43,6 +43,8 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
     return false;
 }
 void ttc_dnnl_forget(const void *owner) { (void)owner; }
+void *ttc_dnnl_cpu_engine(void) { return NULL; }
+void *ttc_dnnl_sym(const char *name) { (void)name; return NULL; }
 
 #else
 
@@ -62,10 +64,11 @@ DNNL_FNS(DECL)
 
 static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t dnnl_eng;
+static void *dnnl_handle;
 static char dnnl_desc[160];
 
 static void dnnl_load(void) {
-    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    void *h = dnnl_handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(dnnl_desc, sizeof dnnl_desc, "oneDNN not found (apt-get install libdnnl2)");
         return;
@@ -93,6 +96,15 @@ bool ttc_dnnl_available(void) {
 const char *ttc_dnnl_library(void) {
     pthread_once(&dnnl_once, dnnl_load);
     return dnnl_desc;
+}
+
+void *ttc_dnnl_cpu_engine(void) {
+    pthread_once(&dnnl_once, dnnl_load);
+    return dnnl_eng;
+}
+
+void *ttc_dnnl_sym(const char *name) {
+    return ttc_dnnl_cpu_engine() ? dlsym(dnnl_handle, name) : NULL;
 }
 
 /* One convolution of one engine kernel at one shape: the primitive, the reorders around it

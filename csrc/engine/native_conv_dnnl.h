@@ -52,5 +52,10 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
                         bool w_const, float *y, const ttc_dnnl_post *post, const float *bias, bool *post_done);
 /* Drops every primitive and weight copy kept for owner (call when it is freed). */
 void ttc_dnnl_forget(const void *owner);
+/* The loaded library for the other oneDNN users (native_gemm_dnnl.c): its CPU engine
+ * (a dnnl_engine_t, NULL where it did not load, whatever TORCHTRT_C_NATIVE_CONV says) and an
+ * entry point by name. */
+void *ttc_dnnl_cpu_engine(void);
+void *ttc_dnnl_sym(const char *name);
 
 #endif

@@ -9,6 +9,7 @@
 #include "native_attn.h"
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
+#include "native_gemm_dnnl.h"
 #include "native_norm.h"
 #include "native_pool.h"
 #include "native_post.h"
@@ -44,7 +45,9 @@ typedef struct native_call {
     ttc_native_post pp;
     int32_t kind;
     bool trans_b;
-    bool w_const;             /* convolution weights are an engine constant (oneDNN keeps its copy) */
+    bool w_const;             /* the weights (convolution) or B (GEMM) are an engine constant
+                               * (oneDNN keeps its reordered copy) */
+    bool gemm_dnnl;           /* the GEMM goes to oneDNN's matmul first (target.native_gemm) */
     int32_t ki;
     const void *owner;        /* the engine, for the oneDNN cache */
     ttc_native_attn_shape attn;
@@ -413,10 +416,20 @@ static void native_run(void *arg, void *const *ptrs) {
     if (c->kind == NATIVE_GEMM) {
         const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)ptrs[1] + v[GA_BOFF];
         float *C = (float *)ptrs[2] + v[GA_COFF];
-        int64_t M = v[GA_M], N = v[GA_N], K = v[GA_K];
-        for (int64_t b = 0; b < v[GA_BATCH]; b++)
-            ttc_blas_sgemm(c->trans_b, M, N, K, A + b * v[GA_SA], K, B + b * v[GA_SB], c->trans_b ? K : N,
-                             C + b * M * N, N);
+        int64_t M = v[GA_M], N = v[GA_N], K = v[GA_K], batch = v[GA_BATCH];
+        /* a shared B under dense A rows (a linear over [batch, seq, K]) is one GEMM of
+         * batch * M rows: one call, and one shape for oneDNN's kept primitive */
+        if (batch > 1 && v[GA_SB] == 0 && v[GA_SA] == M * K) {
+            M *= batch;
+            batch = 1;
+        }
+        ttc_dnnl_gemm_shape gs = {M, N, K, c->trans_b};
+        for (int64_t b = 0; b < batch; b++) {
+            const float *Ab = A + b * v[GA_SA], *Bb = B + b * v[GA_SB];
+            if (c->gemm_dnnl && ttc_dnnl_gemm(c->owner, c->ki, &gs, Ab, Bb, c->w_const && v[GA_SB] == 0, C + b * M * N))
+                continue;
+            ttc_blas_sgemm(c->trans_b, M, N, K, Ab, K, Bb, c->trans_b ? K : N, C + b * M * N, N);
+        }
         epilogue(c, ptrs, C);
         return;
     }
@@ -536,7 +549,12 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.trans_b = op->kind == TTC_KOP_GEMM && op->p.gemm.trans_b;
     c.owner = e;
     c.ki = ki;
-    c.w_const = op->kind == TTC_KOP_CONV2D && p->res[op->in[1]].root == TTC_ROOT_CONST;
+    c.w_const = (op->kind == TTC_KOP_CONV2D || op->kind == TTC_KOP_GEMM) && p->res[op->in[1]].root == TTC_ROOT_CONST;
+    if (c.kind == NATIVE_GEMM) {
+        int32_t lib = ttc_kir_target(e->k)->native_gemm;
+        c.gemm_dnnl = (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && c.w_const)) &&
+                      ttc_dnnl_gemm_available();
+    }
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4

@@ -5,6 +5,7 @@
 #include "../backend/blas.h"
 #include "../common/status.h"
 #include "../engine/native_conv_dnnl.h"
+#include "../engine/native_gemm_dnnl.h"
 #include "../engine/native_math.h"
 #include "../codegen/codegen.h"
 
@@ -61,18 +62,22 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     ttc_device *d;
     ttc_target t;
     ttc_status s;
-    bool dnnl = false;
+    bool dnnl = false, gemm_dnnl = false;
     Py_BEGIN_ALLOW_THREADS
     s = ttc_device_select(NULL, &d);
     if (s == TTC_OK) s = ttc_target_make(d, &t);
     if (s == TTC_OK && t.native) dnnl = ttc_dnnl_available();
+    if (s == TTC_OK && t.native) gemm_dnnl = t.native_gemm != TTC_NATIVE_GEMM_BLAS && ttc_dnnl_gemm_available();
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O}", "available", t.native ? Py_True : Py_False, "library",
+    /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
-                         t.native && t.native_norm ? Py_True : Py_False);
+                         t.native && t.native_norm ? Py_True : Py_False, "gemm",
+                         !t.native ? "" : gemm_dnnl ? "onednn" : "blas", "gemm_onednn_calls",
+                         (long long)ttc_dnnl_gemm_calls());
 }
 
 /* Whether execute on the default device passes host memory in place (the target's

@@ -1,0 +1,200 @@
+/* GEMMs through oneDNN's matmul as native kernels (engine/native_gemm_dnnl.h).
+ *
+ * Why: on this CPU oneDNN's matmul with its weights reordered into the blocked layout it
+ * prefers ran the transformer and ConvNeXt linears 5-45% faster than OpenBLAS 0.3.21's sgemm
+ * on one core (bench/cpu_gemm.py, RESULTS.md "CPU GEMM libraries"); OpenBLAS stays the path
+ * where the library is missing or refuses a shape.
+ *
+ * The library is the one native_conv_dnnl.c loads; its entry points are looked up here by name
+ * (typed from the header's prototypes), so a machine without libdnnl-dev builds the stubs. */
+#include "native_gemm_dnnl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "native_conv_dnnl.h"
+
+#if defined(__has_include)
+#if __has_include(<oneapi/dnnl/dnnl.h>)
+#include <oneapi/dnnl/dnnl.h>
+#define TTC_HAVE_DNNL_GEMM 1
+#endif
+#endif
+
+#ifndef TTC_HAVE_DNNL_GEMM
+
+bool ttc_dnnl_gemm_available(void) { return false; }
+bool ttc_dnnl_gemm(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, const float *A, const float *B,
+                   bool b_const, float *C) {
+    (void)owner, (void)ki, (void)s, (void)A, (void)B, (void)b_const, (void)C;
+    return false;
+}
+void ttc_dnnl_gemm_forget(const void *owner) { (void)owner; }
+int64_t ttc_dnnl_gemm_calls(void) { return 0; }
+
+#else
+
+#define GEMM_FNS(X)                                                                                                  \
+    X(dnnl_stream_create) X(dnnl_stream_wait) X(dnnl_stream_destroy) X(dnnl_memory_desc_init_by_tag)                \
+    X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy) X(dnnl_memory_set_data_handle)          \
+    X(dnnl_matmul_desc_init) X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_query_md)                          \
+    X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_create)                   \
+    X(dnnl_primitive_execute) X(dnnl_primitive_destroy)
+
+#define DECL(f) static __typeof__(&f) g_##f;
+GEMM_FNS(DECL)
+#undef DECL
+
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t g_eng;
+
+static void gemm_load(void) {
+    dnnl_engine_t eng = ttc_dnnl_cpu_engine();
+    bool ok = eng != NULL;
+#define LOAD(f) ok = ok && (g_##f = (__typeof__(&f))ttc_dnnl_sym(#f)) != NULL;
+    GEMM_FNS(LOAD)
+#undef LOAD
+    g_eng = ok ? eng : NULL;
+}
+
+bool ttc_dnnl_gemm_available(void) {
+    pthread_once(&gemm_once, gemm_load);
+    return g_eng != NULL;
+}
+
+/* One GEMM of one engine kernel at one shape: the primitive and, for constant weights in a
+ * layout other than theirs, the reordered copy (m_wei) and the reorder that fills it. */
+typedef struct dgemm {
+    struct dgemm *next;
+    const void *owner;
+    int32_t ki;
+    ttc_dnnl_gemm_shape s;
+    bool packed;              /* B is constant: reordered once into the primitive's layout */
+    bool ok;                  /* false: oneDNN refused; the caller takes OpenBLAS */
+    bool wei_ready;
+    const float *wkey;        /* the weights the kept copy came from */
+    pthread_mutex_t lock;     /* one call at a time: the memories' handles are set per call */
+    dnnl_stream_t stream;
+    dnnl_primitive_t mm, r_wei;
+    dnnl_memory_t m_a, m_b, m_c, m_wei;
+} dgemm;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static dgemm *cache;
+static int64_t n_calls;
+
+int64_t ttc_dnnl_gemm_calls(void) { return __atomic_load_n(&n_calls, __ATOMIC_RELAXED); }
+
+static void dgemm_free(dgemm *d) {
+    if (d->mm) g_dnnl_primitive_destroy(d->mm);
+    if (d->r_wei) g_dnnl_primitive_destroy(d->r_wei);
+    dnnl_memory_t ms[] = {d->m_a, d->m_b, d->m_c, d->m_wei};
+    for (size_t i = 0; i < 4; i++)
+        if (ms[i]) g_dnnl_memory_destroy(ms[i]);
+    if (d->stream) g_dnnl_stream_destroy(d->stream);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static bool dgemm_build(dgemm *d) {
+    const ttc_dnnl_gemm_shape *s = &d->s;
+    if (s->m < 1 || s->n < 1 || s->k < 1) return false;
+    dnnl_dims_t ad = {s->m, s->k}, bd = {s->k, s->n}, cd = {s->m, s->n};
+    dnnl_memory_desc_t ua, ub, uc, wb;
+    /* B as [K,N]: row-major, or (trans_b) [N,K] read column-major */
+    if (g_dnnl_memory_desc_init_by_tag(&ua, 2, ad, dnnl_f32, dnnl_ab) != dnnl_success ||
+        g_dnnl_memory_desc_init_by_tag(&ub, 2, bd, dnnl_f32, s->trans_b ? dnnl_ba : dnnl_ab) != dnnl_success ||
+        g_dnnl_memory_desc_init_by_tag(&uc, 2, cd, dnnl_f32, dnnl_ab) != dnnl_success ||
+        g_dnnl_memory_desc_init_by_tag(&wb, 2, bd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+        return false;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    if (g_dnnl_matmul_desc_init(&md, &ua, d->packed ? &wb : &ub, NULL, &uc) != dnnl_success ||
+        g_dnnl_primitive_desc_create(&pd, &md, NULL, g_eng, NULL) != dnnl_success)
+        return false;
+    dnnl_memory_desc_t pw = *g_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    bool ok = g_dnnl_primitive_create(&d->mm, pd) == dnnl_success;
+    g_dnnl_primitive_desc_destroy(pd);
+    ok = ok && g_dnnl_stream_create(&d->stream, g_eng, dnnl_stream_default_flags) == dnnl_success &&
+         g_dnnl_memory_create(&d->m_a, &ua, g_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+         g_dnnl_memory_create(&d->m_b, &ub, g_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+         g_dnnl_memory_create(&d->m_c, &uc, g_eng, DNNL_MEMORY_NONE) == dnnl_success;
+    if (!ok || !d->packed || g_dnnl_memory_desc_equal(&ub, &pw)) return ok;
+    dnnl_primitive_desc_t rpd = NULL;
+    if (g_dnnl_reorder_primitive_desc_create(&rpd, &ub, g_eng, &pw, g_eng, NULL) != dnnl_success) return false;
+    ok = g_dnnl_primitive_create(&d->r_wei, rpd) == dnnl_success &&
+         g_dnnl_memory_create(&d->m_wei, &pw, g_eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
+    g_dnnl_primitive_desc_destroy(rpd);
+    return ok;
+}
+
+/* The entry of (owner, ki, shape, packed), made on first use; NULL only when out of memory. */
+static dgemm *dgemm_get(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, bool packed) {
+    pthread_mutex_lock(&cache_lock);
+    dgemm *d = cache;
+    while (d && !(d->owner == owner && d->ki == ki && d->packed == packed && d->s.m == s->m && d->s.n == s->n &&
+                  d->s.k == s->k && d->s.trans_b == s->trans_b))
+        d = d->next;
+    if (!d && (d = calloc(1, sizeof *d)) != NULL) {
+        d->owner = owner;
+        d->ki = ki;
+        d->s = *s;
+        d->packed = packed;
+        pthread_mutex_init(&d->lock, NULL);
+        d->ok = dgemm_build(d);
+        d->next = cache;
+        cache = d;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return d;
+}
+
+static bool run2(dgemm *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1, dnnl_memory_t m1) {
+    dnnl_exec_arg_t args[2] = {{a0, m0}, {a1, m1}};
+    return g_dnnl_primitive_execute(p, d->stream, 2, args) == dnnl_success;
+}
+
+bool ttc_dnnl_gemm(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, const float *A, const float *B,
+                   bool b_const, float *C) {
+    if (!ttc_dnnl_gemm_available()) return false;
+    dgemm *d = dgemm_get(owner, ki, s, b_const);
+    if (!d || !d->ok) return false;
+    pthread_mutex_lock(&d->lock);
+    bool ok = g_dnnl_memory_set_data_handle(d->m_a, (void *)A) == dnnl_success &&
+              g_dnnl_memory_set_data_handle(d->m_b, (void *)B) == dnnl_success &&
+              g_dnnl_memory_set_data_handle(d->m_c, C) == dnnl_success;
+    if (ok && d->r_wei && !(d->wei_ready && d->wkey == B)) {
+        ok = run2(d, d->r_wei, DNNL_ARG_FROM, d->m_b, DNNL_ARG_TO, d->m_wei);
+        d->wei_ready = ok;
+        d->wkey = B;
+    }
+    if (ok) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, d->m_a}, {DNNL_ARG_WEIGHTS, d->r_wei ? d->m_wei : d->m_b},
+                                   {DNNL_ARG_DST, d->m_c}};
+        ok = g_dnnl_primitive_execute(d->mm, d->stream, 3, args) == dnnl_success;
+    }
+    ok = ok && g_dnnl_stream_wait(d->stream) == dnnl_success;
+    if (!ok) d->wei_ready = false;
+    pthread_mutex_unlock(&d->lock);
+    if (ok) __atomic_add_fetch(&n_calls, 1, __ATOMIC_RELAXED);
+    return ok;
+}
+
+void ttc_dnnl_gemm_forget(const void *owner) {
+    /* entries exist only once the library loaded: no load here */
+    pthread_mutex_lock(&cache_lock);
+    dgemm **pp = &cache;
+    while (*pp) {
+        dgemm *d = *pp;
+        if (d->owner == owner) {
+            *pp = d->next;
+            dgemm_free(d);
+        } else {
+            pp = &d->next;
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+}
+
+#endif
