@@ -53,6 +53,10 @@ VARIANTS = {
     "norm-opencl": ({"TORCHTRT_C_NATIVE_NORM": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # elementwise ops between native calls as OpenCL kernels (decided at build)
     "elem-opencl": ({"TORCHTRT_C_NATIVE_ELEMENTWISE": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # native GEMMs: OpenBLAS sgemm for all (the end of session 6), oneDNN's matmul for all
+    # (decided at build; "new" is the default: oneDNN where the weights are constant)
+    "gemm-blas": ({"TORCHTRT_C_NATIVE_GEMM": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    "gemm-dnnl": ({"TORCHTRT_C_NATIVE_GEMM": "dnnl"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
 }
 
 
