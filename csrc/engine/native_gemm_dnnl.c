@@ -113,8 +113,9 @@ static bool dgemm_build(dgemm *d) {
     if (g_dnnl_matmul_desc_init(&md, &ua, d->packed ? &wb : &ub, NULL, &uc) != dnnl_success ||
         g_dnnl_primitive_desc_create(&pd, &md, NULL, g_eng, NULL) != dnnl_success)
         return false;
-    dnnl_memory_desc_t pw = *g_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    bool ok = g_dnnl_primitive_create(&d->mm, pd) == dnnl_success;
+    const dnnl_memory_desc_t *qw = g_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t pw = qw ? *qw : ub;
+    bool ok = qw && g_dnnl_primitive_create(&d->mm, pd) == dnnl_success;
     g_dnnl_primitive_desc_destroy(pd);
     ok = ok && g_dnnl_stream_create(&d->stream, g_eng, dnnl_stream_default_flags) == dnnl_success &&
          g_dnnl_memory_create(&d->m_a, &ua, g_eng, DNNL_MEMORY_NONE) == dnnl_success &&
@@ -129,14 +130,23 @@ static bool dgemm_build(dgemm *d) {
     return ok;
 }
 
-/* The entry of (owner, ki, shape, packed), made on first use; NULL only when out of memory. */
+/* Shapes kept per engine kernel: with a dynamic batch or sequence each M is a primitive and,
+ * packed, a copy of the weights; past this many the kernel's new shapes take OpenBLAS. */
+enum { MAX_SHAPES_PER_KERNEL = 8 };
+
+/* The entry of (owner, ki, shape, packed), made on first use; NULL when out of memory or the
+ * kernel has its MAX_SHAPES_PER_KERNEL already. */
 static dgemm *dgemm_get(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, bool packed) {
     pthread_mutex_lock(&cache_lock);
     dgemm *d = cache;
-    while (d && !(d->owner == owner && d->ki == ki && d->packed == packed && d->s.m == s->m && d->s.n == s->n &&
-                  d->s.k == s->k && d->s.trans_b == s->trans_b))
-        d = d->next;
-    if (!d && (d = calloc(1, sizeof *d)) != NULL) {
+    int32_t same_kernel = 0;
+    for (; d; d = d->next) {
+        if (d->owner != owner || d->ki != ki) continue;
+        if (d->packed == packed && d->s.m == s->m && d->s.n == s->n && d->s.k == s->k && d->s.trans_b == s->trans_b)
+            break;
+        same_kernel++;
+    }
+    if (!d && same_kernel < MAX_SHAPES_PER_KERNEL && (d = calloc(1, sizeof *d)) != NULL) {
         d->owner = owner;
         d->ki = ki;
         d->s = *s;

@@ -175,3 +175,22 @@ def test_threads_share_engine(monkeypatch):
     for t in ts:
         t.join()
     assert len(errs) == 15 and max(errs) < 1e-3, errs
+
+
+def test_dynamic_rows_capped(monkeypatch):
+    """A dynamic row count is a primitive (and a weight copy) per shape: the first 8 shapes of
+    a kernel go through oneDNN, later ones through OpenBLAS; every result stays right."""
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", "auto")
+    torch.manual_seed(0)
+    m = torch.nn.Linear(19, 7).eval()
+    inp = torchtrt_c.Input(min_shape=(1, 19), opt_shape=(8, 19), max_shape=(40, 19))
+    trt = torchtrt_c.compile(m, inputs=[inp], min_block_size=1)
+    before = calls()
+    rows = [1, 3, 17, 2, 5, 8, 13, 21, 34, 39, 40, 3, 17]   # 11 distinct shapes, two repeated
+    for r in rows:
+        x = torch.randn(r, 19)
+        with torch.no_grad():
+            assert_close(trt(x), m(x), TOL, TOL, f"{r} rows")
+    if gemm_lib() == "onednn":
+        # the repeats (3, 17) are among the first 8 shapes: oneDNN again
+        assert calls() - before == 10, calls() - before
