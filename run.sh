@@ -34,8 +34,8 @@ install_system() {
             || { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0 >/dev/null; } \
             || echo "run.sh: could not install OpenBLAS (libopenblas0); CPU engines will use the OpenCL kernels" >&2
     fi
-    # oneDNN: CPU engines run float32 convolutions through it (dlopen'ed, built against its header:
-    # without the library, im2col + OpenBLAS; see README).
+    # oneDNN: CPU engines run float32 convolutions and constant-weight GEMMs through it (dlopen'ed,
+    # built against its header: without the library, im2col + OpenBLAS / OpenBLAS; see README).
     if ! { ldconfig -p | grep -q libdnnl.so.2 && [ -e /usr/include/oneapi/dnnl/dnnl.h ]; } && command -v apt-get >/dev/null; then
         need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdnnl-dev >/dev/null \
             || { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdnnl-dev >/dev/null; } \
