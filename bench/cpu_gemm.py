@@ -2,8 +2,8 @@
 MKL or oneDNN inside torch) against the libraries a CPU engine can call as native kernels:
 OpenBLAS cblas_sgemm as the engine calls it (row-major, B as [K,N] or, trans_b, [N,K]) and
 oneDNN 2.x matmul (libdnnl.so.2, the one native_conv_dnnl.c loads) with the weights reordered
-once into the layout the primitive asks for ("dnnl") and, for comparison, read as they lie
-("dnnl-plain"). The shapes are the zoo's linears: BERT/GPT-2 (768 wide, 3072 MLP), the
+once into the layout the primitive asks for ("dnnl packed") and, for comparison, read as they lie
+("dnnl plain"), and BLIS's CBLAS sgemm where libblis.so.4 is installed. The shapes are the zoo's linears: BERT/GPT-2 (768 wide, 3072 MLP), the
 Llama-style model (GQA: k/v 768->256, MLP 2048) and ConvNeXt-T's pointwise MLPs, at batch 1 and 8.
 Also the "kernel table shows GEMM GFLOP/s beside torch.mm" item of issue 14.
 
@@ -56,6 +56,21 @@ class OpenBLAS:
         N = c.shape[1]
         self.lib.cblas_sgemm(101, 111, 112 if trans_b else 111, M, N, K, 1.0, a.ctypes.data, K, w.ctypes.data,
                              K if trans_b else N, 0.0, c.ctypes.data, N)
+
+
+class BLIS(OpenBLAS):
+    """BLIS 0.9 (Debian libblis4-pthread) through its CBLAS layer, when installed."""
+
+    def __init__(self):
+        self.lib = ct.CDLL("libblis.so.4")
+        f = self.lib.cblas_sgemm
+        f.restype = None
+        f.argtypes = [ct.c_int] * 6 + [ct.c_float, ct.c_void_p, ct.c_int, ct.c_void_p, ct.c_int, ct.c_float,
+                                       ct.c_void_p, ct.c_int]
+        self.lib.bli_thread_set_num_threads.argtypes = [ct.c_long]
+
+    def threads(self, n):
+        self.lib.bli_thread_set_num_threads(n)
 
 
 # oneDNN 2.6 C API constants (oneapi/dnnl/dnnl_types.h)
@@ -155,13 +170,20 @@ def main():
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     blas, dnnl = OpenBLAS(), OneDNN()
-    print(f"torch {torch.__version__}, oneDNN {dnnl.version}, load average {' '.join(load)}")
-    print("| shape | B | M x K x N | thr | torch GF/s | OpenBLAS | dnnl packed | dnnl plain | best/torch |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    try:
+        blis = BLIS()
+    except OSError:   # not installed: the column says "-"
+        blis = None
+    print(f"torch {torch.__version__}, oneDNN {dnnl.version}, BLIS {'yes' if blis else 'no'}, "
+          f"load average {' '.join(load)}")
+    print("| shape | B | M x K x N | thr | torch GF/s | OpenBLAS | BLIS | dnnl packed | dnnl plain | best/torch |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for th in [int(t) for t in a.threads.split(",")]:
         torch.set_num_threads(th)
         blas.threads(th)
         dnnl.threads(th)
+        if blis:
+            blis.threads(th)
         for b in [int(x) for x in a.batch.split(",")]:
             for group in a.shapes.split(","):
                 for name, m1, K, N, lay in SHAPES[group]:
@@ -172,7 +194,7 @@ def main():
                     wt = w.t().contiguous() if lay == "kn" else w   # the layout the model holds
                     bias = torch.zeros(N)
                     an, wn = x.numpy(), wt.numpy()
-                    outs = {k: np.empty((M, N), np.float32) for k in ("blas", "dnnl", "plain")}
+                    outs = {k: np.empty((M, N), np.float32) for k in ("blas", "blis", "dnnl", "plain")}
                     if lay == "kn":
                         ftorch = lambda: torch.addmm(bias, x, wt)  # noqa: E731
                     else:
@@ -180,7 +202,11 @@ def main():
                     fns = {"torch": ftorch,
                            "blas": lambda: blas.gemm(an, wn, outs["blas"], lay == "nk"),
                            "dnnl": dnnl.matmul(an, wn, outs["dnnl"], lay == "nk", True),
+                           "blis": (lambda: blis.gemm(an, wn, outs["blis"], lay == "nk")) if blis else None,
                            "plain": dnnl.matmul(an, wn, outs["plain"], lay == "nk", False)}
+                    fns = {k: f for k, f in fns.items() if f is not None}
+                    if not blis:
+                        del outs["blis"]
                     for f in fns.values():
                         f()
                     if a.check:
@@ -194,8 +220,9 @@ def main():
                         for k, f in fns.items():
                             res[k].append(timed(f, runs))
                     gf = {k: 2 * M * N * K / statistics.median(v) / 1e9 for k, v in res.items()}
-                    best = max(gf["blas"], gf["dnnl"], gf["plain"])
-                    print(f"| {name} | {b} | {M}x{K}x{N} | {th} | {gf['torch']:.0f} | {gf['blas']:.0f} | "
+                    best = max(v for k, v in gf.items() if k != "torch")
+                    bl = f"{gf['blis']:.0f}" if "blis" in gf else "-"
+                    print(f"| {name} | {b} | {M}x{K}x{N} | {th} | {gf['torch']:.0f} | {gf['blas']:.0f} | {bl} | "
                           f"{gf['dnnl']:.0f} | {gf['plain']:.0f} | {best / gf['torch']:.2f} |", flush=True)
     with open("/proc/loadavg") as f:
         print(f"load average at the end: {' '.join(f.read().split()[:3])}")
