@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
 import sys
 
@@ -21,6 +22,7 @@ import torch
 from torchtrt_c._input import Input
 from torchtrt_c.dynamo.lowering import get_decompositions
 from torchtrt_c.dynamo.lowering._decompositions import infer_single_symbolic_size
+from torchtrt_c.dynamo.lowering._local_decomp import decompose_locally
 
 log = logging.getLogger("torchtrt_c")
 
@@ -189,7 +191,12 @@ def kwarg_order(ep: torch.export.ExportedProgram, kwarg_inputs: dict) -> dict:
 def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
     from torchtrt_c.dynamo.lowering._decompositions_spatial import retarget_upsample_defaults
     retarget_upsample_defaults(ep.graph_module, keep)
-    ep = ep.run_decompositions(get_decompositions(keep=keep, decompose=decompose))
+    table = get_decompositions(keep=keep, decompose=decompose)
+    # Node by node where possible: torch's whole-program re-trace costs as much as capture.
+    local = None
+    if os.environ.get("TORCHTRT_C_LOCAL_DECOMPOSITIONS", "1") != "0":
+        local = decompose_locally(ep, table)
+    ep = local if local is not None else ep.run_decompositions(table)
     fold_weight_computations(ep)
     unflatten_matmuls(ep.graph_module)
     infer_single_symbolic_size(ep.graph_module)
