@@ -179,11 +179,108 @@ def _piece_key(node, flat, where):
     return tuple(parts)
 
 
+class _NeedTrace(Exception):
+    """The recorder met something only make_fx handles (a tensor it did not see made)."""
+
+
+class _Tape:
+    """A piece recorded op by op: a Graph whose placeholders are the piece's tensor inputs,
+    each op a node with its fake result as meta['val']. Tensors are known by identity."""
+
+    def __init__(self, vals):
+        self.g = torch.fx.Graph()
+        self.known = {}  # id(tensor) -> (node, tensor): the tensor is kept alive with its id
+        for i, v in enumerate(vals):
+            ph = self.g.placeholder(f"in{i}")
+            ph.meta["val"] = v
+            self.known[id(v)] = (ph, v)
+
+    def node_of(self, a):
+        if isinstance(a, torch.Tensor):
+            hit = self.known.get(id(a))
+            if hit is None or hit[1] is not a:
+                raise _NeedTrace("an untracked tensor")
+            return hit[0]
+        if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise _NeedTrace("a symbolic value")
+        return a
+
+    def record(self, func, args, kwargs, out):
+        if not any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
+            # a metadata query (prim.device, sym_size on static shapes): its value is a constant
+            return out
+        node = self.g.call_function(func, pytree.tree_map(self.node_of, tuple(args)),
+                                    pytree.tree_map(self.node_of, dict(kwargs)))
+        node.meta["val"] = out
+        if isinstance(out, torch.Tensor):
+            self.known[id(out)] = (node, out)
+        elif isinstance(out, (tuple, list)):
+            for i, o in enumerate(out):
+                if isinstance(o, torch.Tensor):
+                    gi = self.g.call_function(operator.getitem, (node, i))
+                    gi.meta["val"] = o
+                    self.known[id(o)] = (gi, o)
+        elif out is not None:
+            raise _NeedTrace(f"{func} returns {type(out).__name__}")
+        return out
+
+    def finish(self, out):
+        self.g.output(pytree.tree_map(self.node_of, out))
+        return self.g
+
+
+def _record_piece(piece, vals, post):
+    """piece(*vals) recorded with a torch-function mode (a Python decomposition: every ATen op
+    it calls is one node, composite or not) or a dispatch mode (a C++ composite kernel: the
+    ops it dispatches). A fraction of make_fx's cost (no tracer, proxies, GraphModule)."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    tape = _Tape(vals)
+
+    # No exception may leave a mode's handler: under a C++ kernel it would abort the process.
+    # A problem is noted and the recording given up after the piece has run.
+    failed = []
+
+    def note(func, args, kwargs, out):
+        if not failed:
+            try:
+                tape.record(func, args, kwargs, out)
+            except _NeedTrace as ex:
+                failed.append(str(ex))
+        return out
+
+    class Dispatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            return note(func, args, kwargs, func(*args, **kwargs))
+
+    class Function(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if isinstance(func, torch._ops.OpOverload):
+                return note(func, args, kwargs, out)
+            for o in pytree.tree_leaves(out):  # x.shape, x.dim(): fine; a tensor made unseen: not
+                if isinstance(o, torch.Tensor) and not failed:
+                    try:
+                        tape.node_of(o)
+                    except _NeedTrace as ex:
+                        failed.append(f"{func} makes a tensor")
+            return out
+
+    with (Dispatch() if post else Function()):
+        out = piece(*vals)
+    if failed:
+        raise _NeedTrace(failed[0])
+    return tape.finish(out)
+
+
 def _trace_piece(fn, node, fake_mode, cache):
-    """fn applied to node's inputs, traced into a small GraphModule whose placeholders are
-    node's tensor inputs in flattened order. A Python decomposition is traced pre-dispatch, so
-    that the composite ops it calls stay whole (and are looked at again); a C++ composite
-    kernel only post-dispatch (pre-dispatch records the op itself again)."""
+    """fn applied to node's inputs, traced into a small Graph whose placeholders are node's
+    tensor inputs in flattened order. A Python decomposition is traced pre-dispatch, so that
+    the composite ops it calls stay whole (and are looked at again); a C++ composite kernel
+    only post-dispatch (pre-dispatch records the op itself again). Recorded directly where
+    possible, else by make_fx."""
     from torch.fx.experimental.proxy_tensor import make_fx
     flat, spec = pytree.tree_flatten((node.args, node.kwargs))
     where = [i for i, a in enumerate(flat) if isinstance(a, torch.fx.Node)]
@@ -193,6 +290,14 @@ def _trace_piece(fn, node, fake_mode, cache):
     key = _piece_key(node, flat, set(where))
     if key is not None and key in cache:
         return cache[key], [flat[i] for i in where]
+    # Values of different nodes may be one fake tensor (a cached piece's values serve each of
+    # its uses); tracers know tensors by identity, so each input gets an object of its own.
+    owner = {}
+    for j, v in enumerate(vals):
+        if owner.setdefault(id(v), flat[where[j]]) is not flat[where[j]]:
+            with fake_mode:
+                vals[j] = v.detach()
+            owner[id(vals[j])] = flat[where[j]]
 
     def piece(*ts):
         fa = list(flat)
@@ -204,24 +309,29 @@ def _trace_piece(fn, node, fake_mode, cache):
             raise _Unsupported(f"no decomposition of {node.target} for these arguments")
         return out
 
+    post = _composite_kernel(fn)
     with fake_mode:
-        gm = make_fx(piece, pre_dispatch=not _composite_kernel(fn))(*vals)
+        try:
+            graph = _record_piece(piece, vals, post)
+        except _NeedTrace as ex:
+            log.debug("decompositions: %s traced by make_fx (%s)", node.target, ex)
+            graph = make_fx(piece, pre_dispatch=not post)(*vals).graph
     if key is not None:
-        cache[key] = gm
-    return gm, [flat[i] for i in where]
+        cache[key] = graph
+    return graph, [flat[i] for i in where]
 
 
-def _splice(g, node, piece_gm, inputs, depth, depths):
-    """Replaces node by piece_gm's nodes (inserted before it). Returns the new call nodes."""
+def _splice(g, node, piece, inputs, depth, depths):
+    """Replaces node by the piece's nodes (inserted before it). Returns the new call nodes."""
     env = {}
-    phs = [n for n in piece_gm.graph.nodes if n.op == "placeholder"]
+    phs = [n for n in piece.nodes if n.op == "placeholder"]
     for ph, inp in zip(phs, inputs):
         env[ph] = inp
     keep_meta = {k: v for k, v in node.meta.items() if k not in ("val", "tensor_meta")}
     created = []
     out = None
     with g.inserting_before(node):
-        for n in piece_gm.graph.nodes:
+        for n in piece.nodes:
             if n.op == "placeholder":
                 continue
             if n.op == "output":
