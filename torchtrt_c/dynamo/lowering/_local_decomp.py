@@ -530,6 +530,11 @@ def decompose_locally(ep: torch.export.ExportedProgram, table):
     except _Unsupported as ex:
         log.debug("decompositions: torch's re-trace (%s)", ex)
         return None
+    except Exception as ex:  # noqa: BLE001 - torch internals differ between releases: the
+        # re-trace gives the same program, only slower (ep is untouched until here)
+        log.info("decompositions: torch's re-trace (the node-by-node path failed: %s: %s)",
+                 type(ex).__name__, ex)
+        return None
     for spec, name in zip(ep.graph_signature.output_specs, outs):
         if name is not None:
             spec.arg = type(spec.arg)(name=name)
