@@ -21,8 +21,9 @@ static int32_t root_of(const ttc_kir *k, int32_t t) {
 static bool reads_any_layout(const ttc_kir *k, const ttc_kspec *ks, const ttc_kop *op, int32_t a, int32_t t) {
     if (!ks->native || ks->native_epi) return false;
     if (a == 0 && ks->native == LAYOUT_CONV && op->in[0] == t) return true;
-    if (a == 0 && ks->native == LAYOUT_POOL && op->in[0] == t && op->p.pool.kind == TTC_POOL_ADAPTIVE_AVG &&
-        k->ts[t].rank == 4)
+    /* a max pool reads NHWC when it writes NHWC too (settled in ttc_native_layout_plan) */
+    if (a == 0 && ks->native == LAYOUT_POOL && op->in[0] == t && k->ts[t].rank == 4 &&
+        (op->p.pool.kind == TTC_POOL_ADAPTIVE_AVG || op->p.pool.kind == TTC_POOL_MAX))
         return true;
     if (t == op->out) return true;   /* its own output: written in the stored order */
     if (a < ks->n_native_args + 1) return false;
@@ -45,7 +46,9 @@ ttc_status ttc_native_layout_plan(ttc_engine *e) {
         const ttc_kspec *ks = &e->cg.kernels[ki];
         const ttc_kop *op = &k->ops[ks->op];
         const ttc_et *o = &k->ts[op->out];
-        if (!ks->native || ks->native_epi || (ks->native != LAYOUT_CONV && ks->native != LAYOUT_EW)) continue;
+        bool max_pool = ks->native == LAYOUT_POOL && op->p.pool.kind == TTC_POOL_MAX;
+        if (!ks->native || ks->native_epi || (ks->native != LAYOUT_CONV && ks->native != LAYOUT_EW && !max_pool))
+            continue;
         if (o->kind != TTC_ET_INTER || o->binding >= 0 || o->rank != 4 || o->dtype != TTC_DTYPE_FLOAT32) continue;
         /* one pixel: both layouts are the same bytes; nothing to gain */
         if (o->dims[2].sym < 0 && o->dims[3].sym < 0 && o->dims[2].add * o->dims[3].add == 1) continue;
@@ -61,6 +64,20 @@ ttc_status ttc_native_layout_plan(ttc_engine *e) {
             if (ks->args[a].kind != TTC_ARG_BUF) continue;
             int32_t t = ks->args[a].t, r = root_of(k, t);
             if (r >= 0 && cand[r] && (t != r || !reads_any_layout(k, ks, op, a, t))) cand[r] = 0;
+        }
+    }
+    /* 3. a max pool (ResNet's stem) keeps its input's layout: both NHWC or both NCHW */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
+            const ttc_kspec *ks = &e->cg.kernels[ki];
+            const ttc_kop *op = &k->ops[ks->op];
+            if (ks->native != LAYOUT_POOL || op->p.pool.kind != TTC_POOL_MAX) continue;
+            int32_t in = op->in[0];
+            if (in >= 0 && k->ts[in].kind != TTC_ET_VIEW && cand[in] == cand[op->out]) continue;
+            changed = changed || cand[op->out] || (in >= 0 && cand[root_of(k, in)]);
+            cand[op->out] = 0;
+            if (in >= 0) cand[root_of(k, in)] = 0;
         }
     }
     int32_t n = 0;
@@ -129,6 +146,26 @@ void ttc_nhwc_to_nchw(const float *x, float *y, int64_t n, int64_t c, int64_t hw
 
 void ttc_nchw_to_nhwc(const float *x, float *y, int64_t n, int64_t c, int64_t hw) {
     for (int64_t i = 0; i < n; i++) transpose(x + i * hw * c, y + i * hw * c, c, hw);
+}
+
+void ttc_nhwc_max_pool(const ttc_native_pool_shape *s, int64_t n, int64_t c, const float *x, float *y) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t oh = 0; oh < s->oh; oh++)
+            for (int64_t ow = 0; ow < s->ow; ow++) {
+                float *yr = y + ((i * s->oh + oh) * s->ow + ow) * c;
+                for (int64_t j = 0; j < c; j++) yr[j] = -__builtin_inff();
+                for (int64_t kh = 0; kh < s->kh; kh++) {
+                    int64_t h = oh * s->sh - s->ph + kh * s->dh;
+                    if (h < 0 || h >= s->h) continue;
+                    for (int64_t kw = 0; kw < s->kw; kw++) {
+                        int64_t w = ow * s->sw - s->pw + kw * s->dw;
+                        if (w < 0 || w >= s->w) continue;
+                        const float *xr = x + ((i * s->h + h) * s->w + w) * c;
+                        /* NaN wins, as in native_pool.c and torch */
+                        for (int64_t j = 0; j < c; j++) yr[j] = (xr[j] > yr[j] || xr[j] != xr[j]) ? xr[j] : yr[j];
+                    }
+                }
+            }
 }
 
 void ttc_nhwc_global_avg(const float *x, float *y, int64_t n, int64_t hw, int64_t c) {

@@ -473,17 +473,17 @@ static void native_run(void *arg, void *const *ptrs) {
         return;
     }
     if (c->kind == NATIVE_POOL) {
-        if (c->x_nhwc) {   /* a global average (native_layout.c allows no other pool of NHWC) */
-            float *y = (float *)ptrs[1] + v[PA_YOFF];
-            int64_t ch = c->chans > 0 ? c->chans : 1;
-            ttc_nhwc_global_avg((const float *)m0 + v[PA_XOFF], y, v[PA_PLANES] / ch, v[PA_H] * v[PA_W], ch);
-            epilogue(c, ptrs, y);
-            return;
-        }
         ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
                                     v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
                                     v[PA_CP], v[PA_DIV]};
         float *y = (float *)ptrs[1] + v[PA_YOFF];
+        if (c->x_nhwc) {   /* a max pool NHWC -> NHWC or a global average (native_layout.c) */
+            int64_t ch = c->chans > 0 ? c->chans : 1;
+            if (c->y_nhwc) ttc_nhwc_max_pool(&ps, v[PA_PLANES] / ch, ch, (const float *)m0 + v[PA_XOFF], y);
+            else ttc_nhwc_global_avg((const float *)m0 + v[PA_XOFF], y, v[PA_PLANES] / ch, v[PA_H] * v[PA_W], ch);
+            epilogue(c, ptrs, y);
+            return;
+        }
         ttc_native_pool(&ps, (const float *)m0 + v[PA_XOFF], y);
         epilogue(c, ptrs, y);
         return;
@@ -611,7 +611,7 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     }
     if (c.kind == NATIVE_CONV || c.kind == NATIVE_POOL) {
         c.x_nhwc = ttc_native_nhwc(e, op->in[0]);
-        c.y_nhwc = c.kind == NATIVE_CONV && ttc_native_nhwc(e, op->out);
+        c.y_nhwc = ttc_native_nhwc(e, op->out);
         c.chans = p->res[op->in[0]].shape[1];
     }
     c.scratch_slot = -1;
