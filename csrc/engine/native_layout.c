@@ -15,6 +15,14 @@ static int32_t root_of(const ttc_kir *k, int32_t t) {
     return t;
 }
 
+/* A rank-4 permute of a tensor itself (not of another view): ConvNeXt's depthwise result seen
+ * channels-last by its layer norm, which over a NHWC tensor is a plain copy. */
+static bool permute_of_root(const ttc_kir *k, int32_t t) {
+    const ttc_et *v = &k->ts[t];
+    return v->kind == TTC_ET_VIEW && v->vkind == TTC_VIEW_PERMUTE && v->rank == 4 && v->base >= 0 &&
+           k->ts[v->base].kind != TTC_ET_VIEW;
+}
+
 /* Whether a native call of kernel ks reads tensor t at argument a in its stored layout: a
  * convolution's or global average pool's input, or a leaf of an epilogue evaluated in C whose
  * dims are the output's (a broadcast leaf is read through strides that the layout would change). */
@@ -27,6 +35,7 @@ static bool reads_any_layout(const ttc_kir *k, const ttc_kspec *ks, const ttc_ko
         return true;
     if (t == op->out) return true;   /* its own output: written in the stored order */
     if (a < ks->n_native_args + 1) return false;
+    /* a leaf read through a permute of a kept tensor: strides from the stored layout (ttc_native_layout_epi) */
     for (int32_t l = 0; l < op->epi.n_leaves; l++)
         if (op->epi.leaves[l] == t)
             return ttc_dims_eq(k->ts[t].rank, k->ts[t].dims, k->ts[op->out].rank, k->ts[op->out].dims);
@@ -56,14 +65,15 @@ ttc_status ttc_native_layout_plan(ttc_engine *e) {
     }
     /* 2. ... and read only by native calls that take either layout, never through a view */
     for (int32_t t = 0; t < k->n_ts; t++)
-        if (k->ts[t].kind == TTC_ET_VIEW) cand[root_of(k, t)] = 0;
+        if (k->ts[t].kind == TTC_ET_VIEW && !permute_of_root(k, t)) cand[root_of(k, t)] = 0;
     for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
         const ttc_kspec *ks = &e->cg.kernels[ki];
         const ttc_kop *op = &k->ops[ks->op];
         for (int32_t a = 0; a < ks->n_args; a++) {
             if (ks->args[a].kind != TTC_ARG_BUF) continue;
             int32_t t = ks->args[a].t, r = root_of(k, t);
-            if (r >= 0 && cand[r] && (t != r || !reads_any_layout(k, ks, op, a, t))) cand[r] = 0;
+            bool direct = t == r || (permute_of_root(k, t) && a >= ks->n_native_args + 1);
+            if (r >= 0 && cand[r] && (!direct || !reads_any_layout(k, ks, op, a, t))) cand[r] = 0;
         }
     }
     /* 3. a max pool (ResNet's stem) keeps its input's layout: both NHWC or both NCHW */
@@ -94,7 +104,7 @@ ttc_status ttc_native_layout_plan(ttc_engine *e) {
 void ttc_native_layout_epi(const ttc_engine *e, const ttc_kop *op, ttc_native_epi *epi) {
     if (!e->nhwc || epi->rank != 4) return;
     bool out_nhwc = ttc_native_nhwc(e, op->out), any = out_nhwc;
-    for (int32_t l = 0; l < epi->n_leaves; l++) any = any || ttc_native_nhwc(e, op->epi.leaves[l]);
+    for (int32_t l = 0; l < epi->n_leaves; l++) any = any || ttc_native_nhwc(e, root_of(e->k, op->epi.leaves[l]));
     if (!any) return;
     const int64_t *d = epi->dims;
     /* iteration order: the output's stored order */
@@ -106,7 +116,19 @@ void ttc_native_layout_epi(const ttc_engine *e, const ttc_kop *op, ttc_native_ep
     for (int32_t i = 2; i >= 0; i--) cs[i] = cs[i + 1] * pd[i + 1];
     for (int32_t l = 0; l < epi->n_leaves; l++) {
         int64_t s[4];   /* the leaf's strides by logical dim, in its stored layout */
-        if (ttc_native_nhwc(e, op->epi.leaves[l])) {   /* the plan checked: dims are the output's */
+        int32_t t = op->epi.leaves[l];
+        if (t != root_of(e->k, t) && ttc_native_nhwc(e, root_of(e->k, t))) {
+            /* a permute of a NHWC tensor (the plan allows no other view of one): dim i of the
+             * leaf is dim perm[i] of the tensor, whose dims follow from the output's */
+            const int32_t *pm = e->k->ts[t].perm;
+            int64_t rd[4], rs[4];
+            for (int32_t i = 0; i < 4; i++) rd[pm[i]] = d[i];
+            rs[0] = rd[1] * rd[2] * rd[3];
+            rs[1] = 1;
+            rs[2] = rd[3] * rd[1];
+            rs[3] = rd[1];
+            for (int32_t i = 0; i < 4; i++) s[i] = rs[pm[i]];
+        } else if (ttc_native_nhwc(e, t)) {   /* the plan checked: dims are the output's */
             s[0] = d[1] * d[2] * d[3];
             s[1] = 1;
             s[2] = d[3] * d[1];

@@ -103,6 +103,27 @@ class Leaves(nn.Module):
         return a, self.c(b) * 0.5, F.adaptive_avg_pool2d(b, (2, 3))
 
 
+class ConvNeXt(nn.Module):
+    """Two ConvNeXt blocks (depthwise 7x7 -> permute -> LayerNorm -> linear -> GELU -> linear ->
+    layer scale -> permute back + residual) and a 2x2 stride 2 downsampling convolution: the
+    depthwise results are read through a permute (a plain copy when they are NHWC)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.dw = nn.ModuleList(nn.Conv2d(c, c, 7, padding=3, groups=c) for _ in range(2))
+        self.norm = nn.ModuleList(nn.LayerNorm(c, eps=1e-6) for _ in range(2))
+        self.fc1 = nn.ModuleList(nn.Linear(c, 2 * c) for _ in range(2))
+        self.fc2 = nn.ModuleList(nn.Linear(2 * c, c) for _ in range(2))
+        self.gamma = nn.Parameter(torch.rand(2, c) + 0.5)
+        self.down = nn.Conv2d(c, 2 * c, 2, stride=2)
+
+    def forward(self, x):
+        for i in range(2):
+            y = self.fc2[i](F.gelu(self.fc1[i](self.norm[i](self.dw[i](x).permute(0, 2, 3, 1)))))
+            x = x + (self.gamma[i] * y).permute(0, 3, 1, 2)
+        return self.down(x)
+
+
 def run(m, x, monkeypatch, build_env, run_env):
     for k, v in build_env.items():
         monkeypatch.setenv(k, v)
@@ -186,3 +207,13 @@ def test_outputs_and_opencl_readers_stay_nchw(monkeypatch):
     ks = check(Leaves(3), rand(2, 3, 10, 7, seed=4), monkeypatch)["nhwc"]
     # a (an engine output) and b (read by the OpenCL pool) are NCHW; nothing else is a candidate
     assert not kept(ks), ks
+
+
+@pytest.mark.parametrize("batch,hw", [(1, (9, 7)), (3, (8, 11))])
+def test_convnext_blocks(batch, hw, monkeypatch):
+    torch.manual_seed(4)
+    ks = check(ConvNeXt(12), rand(batch, 12, *hw, seed=5), monkeypatch)["nhwc"]
+    if onednn():
+        convs = [kd for kd in ks if "conv2d:" in kd]
+        # both depthwise results (read through the permute) and the first residual sum
+        assert sum("+nhwc-out" in kd for kd in convs) == 2 and "+nhwc-in" in convs[-1], ks
