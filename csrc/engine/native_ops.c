@@ -16,6 +16,7 @@
 #include "native_post.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7 };
+_Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
