@@ -51,6 +51,9 @@ VARIANTS = {
     "attn-opencl": ({"TORCHTRT_C_NATIVE_ATTN": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # layer norm as the OpenCL kernel (decided at build)
     "norm-opencl": ({"TORCHTRT_C_NATIVE_NORM": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # every activation NCHW: oneDNN reorders around each convolution (decided at build; the end
+    # of session 6)
+    "nchw": ({"TORCHTRT_C_NATIVE_LAYOUT": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # elementwise ops between native calls as OpenCL kernels (decided at build)
     "elem-opencl": ({"TORCHTRT_C_NATIVE_ELEMENTWISE": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # native GEMMs: OpenBLAS sgemm for all (the end of session 6), oneDNN's matmul for all
@@ -131,7 +134,8 @@ def main():
                         engines[key] = C.Engine.deserialize(blob, cache_dir="")
                     ks = engines[key].info()["kernels"]
                     print(f"  build env {dict(key)}: {len(ks)} kernels, {sum('(native)' in k for k in ks)} native, "
-                          f"{sum('+cl-epilogue' in k for k in ks)} with an OpenCL epilogue")
+                          f"{sum('+cl-epilogue' in k for k in ks)} with an OpenCL epilogue, "
+                          f"{sum('+nhwc-out' in k for k in ks)} writing NHWC")
             fns = {"eager": (lambda: model(*ins), {})}
             for v in names:
                 e = engines[tuple(sorted(VARIANTS[v][0].items()))]

@@ -97,6 +97,8 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.native_post = t.native && !env_is("TORCHTRT_C_NATIVE_POST", "0");
     /* elementwise ops fed by native ops, and layer norms, without an OpenCL hand-over (=0: OpenCL kernels) */
     t.native_ew = t.native && !env_is("TORCHTRT_C_NATIVE_EW", "0");
+    /* activations kept channels-last between native convolutions (=0: NCHW, reorders in each call) */
+    t.native_layout = t.native && !env_is("TORCHTRT_C_NATIVE_LAYOUT", "0");
     t.keep_binaries = ttc_target_keep_binaries(&t);
     /* inputs/outputs over host memory with no map (CPU devices whose probe says so) */
     t.host_in_place = t.host_memory && !env_is("TORCHTRT_C_HOST_IN_PLACE", "0") && ttc_device_host_in_place(d);

@@ -7,6 +7,7 @@
 #include "../convert/convert.h"
 #include "native_conv_dnnl.h"
 #include "native_gemm_dnnl.h"
+#include "native_layout.h"
 #include "native_ops.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
@@ -169,6 +170,7 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     TTC_TRY(upload_consts(e));
     pf->consts_s = ttc_now_s() - t;
     TTC_TRY(make_bindings(e));
+    TTC_TRY(ttc_native_layout_plan(e));
     e->kdesc = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(char *));
     if (!e->kdesc) return TTC_ERR_NOMEM;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
@@ -177,9 +179,12 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
          * ("+cl-epilogue": the epilogue runs as its own OpenCL kernel after the native call;
          * "+post": it starts with oneDNN post-ops) */
         const ttc_kspec *ks = &e->cg.kernels[i];
-        e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
+        /* "+nhwc-in" / "+nhwc-out": reads / writes a tensor kept channels-last (native_layout.h) */
+        bool nin = ks->native && ttc_native_nhwc(e, op->in[0]), nout = ks->native && ttc_native_nhwc(e, op->out);
+        e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s%s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
                                  ks->native ? " (native)" : "", ks->native && ks->native_epi ? " +cl-epilogue" : "",
-                                 ks->native && ks->native_post ? " +post" : "");
+                                 ks->native && ks->native_post ? " +post" : "", nin ? " +nhwc-in" : "",
+                                 nout ? " +nhwc-out" : "");
     }
     return TTC_OK;
 }
@@ -250,6 +255,7 @@ void ttc_engine_free(ttc_engine *e) {
     if (e->kdesc)
         for (int32_t i = 0; i < e->cg.n_kernels; i++) free(e->kdesc[i]);
     free(e->kdesc);
+    free(e->nhwc);
     ttc_codegen_free(&e->cg);
     for (int32_t i = 0; e->ins && i < e->n_in; i++) free(e->ins[i].name);
     for (int32_t i = 0; e->outs && i < e->n_out; i++) free(e->outs[i].name);

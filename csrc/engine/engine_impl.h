@@ -73,6 +73,8 @@ struct ttc_engine {
     int32_t *stored_tiles;    /* deserialising: tile per kernel op, applied instead of tuning */
     int32_t n_stored_tiles;
     char **kdesc;
+    uint8_t *nhwc;            /* per tensor id: stored channels-last (engine/native_layout.h), or NULL */
+    int32_t n_nhwc;
     ttc_build_profile prof;  /* build.c / tune.c fill it while building */
     pthread_mutex_t lock;
     ttc_plan *plans[TTC_PLAN_CACHE];

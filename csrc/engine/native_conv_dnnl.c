@@ -2,9 +2,11 @@
  *
  * Why: im2col + OpenBLAS sgemm runs ResNet's 3x3 convolutions far below the cores' peak (the
  * GEMMs are short and wide: 64 rows by 3136 columns at 56x56), while oneDNN's direct
- * convolution on its blocked layouts is what torch eager uses on the CPU. Activations stay NCHW
- * in the engine (its OpenCL kernels read them), so each call reorders the input into the
- * primitive's layout and the result back; weights are reordered once per engine.
+ * convolution on its blocked layouts is what torch eager uses on the CPU. Activations that
+ * OpenCL kernels or the engine's caller read are NCHW, so such a call reorders the input into
+ * the primitive's layout and the result back; between native convolutions the engine keeps
+ * them NHWC (engine/native_layout.h), and the primitive is asked for NHWC on that side, with
+ * no reorder. Weights are reordered once per engine.
  *
  * The header is only needed to build: the library itself is dlopen'ed, and without the header
  * (a machine without libdnnl-dev) every call answers "unavailable". */
@@ -56,7 +58,7 @@ void *ttc_dnnl_sym(const char *name) { (void)name; return NULL; }
     X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create)            \
     X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_version)                  \
     X(dnnl_primitive_attr_create) X(dnnl_primitive_attr_destroy) X(dnnl_primitive_attr_set_post_ops)                \
-    X(dnnl_post_ops_create) X(dnnl_post_ops_destroy) X(dnnl_post_ops_append_eltwise)
+    X(dnnl_post_ops_create) X(dnnl_post_ops_destroy) X(dnnl_post_ops_append_eltwise) X(dnnl_primitive_desc_query)
 
 #define DECL(f) static __typeof__(&f) p_##f;
 DNNL_FNS(DECL)
@@ -189,6 +191,40 @@ static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
     return ok;
 }
 
+/* The convolution's primitive descriptor for src/weights/dst descriptions ax/aw/ay, with the
+ * post-ops first and, where oneDNN refuses them, without (the caller applies them); NULL where
+ * oneDNN refuses the shape. ub: the bias description, when the primitive takes one. */
+static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, const dnnl_memory_desc_t *ax,
+                                     const dnnl_memory_desc_t *aw, const dnnl_memory_desc_t *ay, int64_t prh,
+                                     int64_t prw, dnnl_memory_desc_t *ub) {
+    const ttc_dnnl_conv_shape *s = &d->s;
+    dnnl_dims_t st = {s->sh, s->sw}, dl = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw}, pr = {prh, prw};
+    dnnl_convolution_desc_t cd;
+    dnnl_dims_t bd = {s->oc};
+    dnnl_primitive_desc_t pd = NULL;
+    for (int with = post != NULL; with >= 0 && !pd; with--) {
+        bool bias = with && post->bias;
+        dnnl_primitive_attr_t attr = NULL;
+        if (bias && p_dnnl_memory_desc_init_by_tag(ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) continue;
+        if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto, ax, aw,
+                                                         bias ? ub : NULL, ay, st, dl, pl, pr) != dnnl_success)
+            return NULL;
+        if (with && !post_attr(post, &attr)) continue;
+        if (p_dnnl_primitive_desc_create(&pd, &cd, attr, dnnl_eng, NULL) != dnnl_success) pd = NULL;
+        if (attr) p_dnnl_primitive_attr_destroy(attr);
+        d->post_in = pd && with;
+        d->bias_in = pd && bias;
+    }
+    return pd;
+}
+
+/* A reference or GEMM-based (im2col) implementation: slower than reordering around a direct one. */
+static bool slow_impl(dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    if (p_dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return false;
+    return !strncmp(impl, "ref", 3) || !strncmp(impl, "gemm", 4);
+}
+
 static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     const ttc_dnnl_conv_shape *s = &d->s;
     /* the bottom/right padding that yields torch's output size (floor division may drop rows) */
@@ -202,32 +238,29 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
         memcpy(wd, w4, sizeof w4);
     }
     int wr = s->g == 1 ? 4 : 5;
-    dnnl_memory_desc_t ux, uw, uy, ax, aw, ay;
-    if (p_dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, dnnl_nchw) != dnnl_success ||
-        p_dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, dnnl_nchw) != dnnl_success ||
+    dnnl_memory_desc_t ux, uw, uy, ax, aw, ay, ub;
+    if (p_dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, s->x_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
+        p_dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, s->y_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
         p_dnnl_memory_desc_init_by_tag(&uw, wr, wd, dnnl_f32, s->g == 1 ? dnnl_oihw : dnnl_goihw) != dnnl_success ||
-        p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-        p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
         p_dnnl_memory_desc_init_by_tag(&aw, wr, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
         return false;
-    dnnl_dims_t st = {s->sh, s->sw}, dl = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw}, pr = {prh, prw};
-    dnnl_convolution_desc_t cd;
-    dnnl_memory_desc_t ub;
-    dnnl_dims_t bd = {s->oc};
-    /* with post-ops first; where oneDNN refuses them, without (the caller applies them) */
+    /* A side kept NHWC is asked for as it is (oneDNN's NHWC kernels, no reorder); an NCHW side
+     * lets the primitive choose. Where that request gets only a reference or GEMM-based kernel,
+     * the primitive chooses both sides (reorders around it, as for NCHW). */
     dnnl_primitive_desc_t pd = NULL;
-    for (int with = post != NULL; with >= 0 && !pd; with--) {
-        bool bias = with && post->bias;
-        dnnl_primitive_attr_t attr = NULL;
-        if (bias && p_dnnl_memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) continue;
-        if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto, &ax,
-                                                         &aw, bias ? &ub : NULL, &ay, st, dl, pl, pr) != dnnl_success)
+    for (int pass = s->x_nhwc || s->y_nhwc ? 0 : 1; pass < 2 && !pd; pass++) {
+        if (p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+            p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
             return false;
-        if (with && !post_attr(post, &attr)) continue;
-        if (p_dnnl_primitive_desc_create(&pd, &cd, attr, dnnl_eng, NULL) != dnnl_success) pd = NULL;
-        if (attr) p_dnnl_primitive_attr_destroy(attr);
-        d->post_in = pd && with;
-        d->bias_in = pd && bias;
+        if (pass == 0) {
+            if (s->x_nhwc) ax = ux;
+            if (s->y_nhwc) ay = uy;
+        }
+        pd = conv_pd(d, post, &ax, &aw, &ay, prh, prw, &ub);
+        if (pd && pass == 0 && slow_impl(pd)) {
+            p_dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        }
     }
     if (!pd) return false;
     dnnl_memory_desc_t px = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);

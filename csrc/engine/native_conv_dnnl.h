@@ -18,6 +18,9 @@
 
 typedef struct ttc_dnnl_conv_shape {
     int64_t n, c, h, w, oc, oh, ow, g, kh, kw, sh, sw, ph, pw, dh, dw;   /* torch's meaning (dilation 1 = none) */
+    /* 1: x / y are stored NHWC (engine/native_layout.h: kept channels-last between native
+     * convolutions), 0: NCHW */
+    int64_t x_nhwc, y_nhwc;
 } ttc_dnnl_conv_shape;
 
 /* What a convolution's epilogue begins with, done inside the oneDNN primitive (post-ops,
@@ -40,7 +43,7 @@ typedef struct ttc_dnnl_post {
 bool ttc_dnnl_available(void);
 /* "oneDNN <version>" when loaded, else why not. */
 const char *ttc_dnnl_library(void);
-/* y[n,oc,oh,ow] = conv(x[n,c,h,w], w[oc,c/g,kh,kw]) (NCHW, contiguous) as kernel ki of the
+/* y[n,oc,oh,ow] = conv(x[n,c,h,w], w[oc,c/g,kh,kw]) (contiguous, NCHW or NHWC as s says) as kernel ki of the
  * engine `owner`. w_const: w never changes for this owner, so its reordered copy is kept.
  * Returns false (nothing written) where oneDNN is unavailable or refuses the shape. */
 bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,

@@ -10,11 +10,13 @@
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
 #include "native_gemm_dnnl.h"
+#include "native_layout.h"
 #include "native_norm.h"
 #include "native_pool.h"
 #include "native_post.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7 };
+_Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -54,6 +56,8 @@ typedef struct native_call {
     bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
     int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
+    bool x_nhwc, y_nhwc;      /* convolution / pool: input / output stored NHWC (native_layout.h) */
+    int64_t chans;            /* pool with x_nhwc: channels */
     int64_t v[NATIVE_MAX_ARGS];
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
@@ -381,6 +385,15 @@ static bool conv_is_1x1(const int64_t *v) {
     return v[CA_KH] == 1 && v[CA_KW] == 1 && v[CA_SH] == 1 && v[CA_SW] == 1 && v[CA_PH] == 0 && v[CA_PW] == 0;
 }
 
+/* Scratch floats of the im2col path: the column matrix (not for 1x1), then one image of x and
+ * one of y in NCHW where they are stored NHWC. */
+static int64_t conv_scratch(const int64_t *v, bool x_nhwc, bool y_nhwc) {
+    int64_t n = conv_is_1x1(v) ? 0 : v[CA_C] / v[CA_G] * v[CA_KH] * v[CA_KW] * v[CA_OH] * v[CA_OW];
+    if (x_nhwc) n += v[CA_C] * v[CA_H] * v[CA_W_];
+    if (y_nhwc) n += v[CA_OC] * v[CA_OH] * v[CA_OW];
+    return n;
+}
+
 static void epilogue(const native_call *c, void *const *ptrs, float *y) {
     if (c->epi.on) ttc_native_epi_apply(&c->epi, ptrs, y);
 }
@@ -465,6 +478,13 @@ static void native_run(void *arg, void *const *ptrs) {
                                     v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
                                     v[PA_CP], v[PA_DIV]};
         float *y = (float *)ptrs[1] + v[PA_YOFF];
+        if (c->x_nhwc) {   /* a max pool NHWC -> NHWC or a global average (native_layout.c) */
+            int64_t ch = c->chans > 0 ? c->chans : 1;
+            if (c->y_nhwc) ttc_nhwc_max_pool(&ps, v[PA_PLANES] / ch, ch, (const float *)m0 + v[PA_XOFF], y);
+            else ttc_nhwc_global_avg((const float *)m0 + v[PA_XOFF], y, v[PA_PLANES] / ch, v[PA_H] * v[PA_W], ch);
+            epilogue(c, ptrs, y);
+            return;
+        }
         ttc_native_pool(&ps, (const float *)m0 + v[PA_XOFF], y);
         epilogue(c, ptrs, y);
         return;
@@ -475,28 +495,47 @@ static void native_run(void *arg, void *const *ptrs) {
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
     ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
-                              v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW]};
+                              v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW], c->x_nhwc, c->y_nhwc};
     const float *bias = c->post && c->pp.dnnl.bias
                             ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
                             : NULL;
     bool post_done = false;
     if (ttc_dnnl_conv_post(c->owner, c->ki, &ds, x, w, c->w_const, y, c->post ? &c->pp.dnnl : NULL, bias,
                            &post_done)) {
-        if (c->post && !post_done) ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
+        if (c->post && !post_done) {
+            if (c->y_nhwc) ttc_native_post_ref_nhwc(&c->pp.dnnl, bias, y, v[CA_N] * OHW, OC);
+            else ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
+        }
         epilogue(c, ptrs, y);
         return;
     }
-    for (int64_t n = 0; n < v[CA_N]; n++)
+    /* tensors kept NHWC go through one NCHW image at a time in the scratch after the columns */
+    float *tx = NULL, *ty = NULL;
+    if (c->x_nhwc || c->y_nhwc) {
+        tx = (float *)ptrs[c->scratch_slot] + conv_scratch(v, false, false);
+        ty = tx + (c->x_nhwc ? C * HW : 0);
+    }
+    for (int64_t n = 0; n < v[CA_N]; n++) {
+        const float *xn = x + n * C * HW;
+        float *yn = c->y_nhwc ? ty : y + n * OC * OHW;
+        if (c->x_nhwc) {
+            ttc_nhwc_to_nchw(xn, tx, 1, C, HW);
+            xn = tx;
+        }
         for (int64_t g = 0; g < G; g++) {
-            const float *xn = x + n * C * HW;
             const float *bm = xn + g * ICG * HW;
             if (!direct) {
                 im2col(xn, col, v, g * ICG, ICG);
                 bm = col;
             }
-            ttc_blas_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, y + (n * OC + g * OCG) * OHW, OHW);
+            ttc_blas_sgemm(false, OCG, OHW, KK, w + g * OCG * KK, KK, bm, OHW, yn + g * OCG * OHW, OHW);
         }
-    if (c->post) ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
+        if (c->y_nhwc) {
+            if (c->post) ttc_native_post_ref(&c->pp.dnnl, bias, yn, 1, OC, OHW);
+            ttc_nchw_to_nhwc(yn, y + n * OC * OHW, 1, OC, OHW);
+        }
+    }
+    if (c->post && !c->y_nhwc) ttc_native_post_ref(&c->pp.dnnl, bias, y, v[CA_N], OC, OHW);
     epilogue(c, ptrs, y);
 }
 
@@ -532,8 +571,9 @@ size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
             size_t n = ttc_native_attn_scratch(&sh) * sizeof(float);
             if (n > most) most = n;
         }
-        if (ks->native != NATIVE_CONV || conv_is_1x1(a)) continue;
-        size_t n = (size_t)(a[CA_C] / a[CA_G] * a[CA_KH] * a[CA_KW] * a[CA_OH] * a[CA_OW]) * sizeof(float);
+        if (ks->native != NATIVE_CONV) continue;
+        const ttc_kop *op = &e->k->ops[ks->op];
+        size_t n = (size_t)conv_scratch(a, ttc_native_nhwc(e, op->in[0]), ttc_native_nhwc(e, op->out)) * sizeof(float);
         if (n > most) most = n;
     }
     return most;
@@ -570,8 +610,13 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
         attn_shape(op, c.v, &c.attn);
         c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
     }
+    if (c.kind == NATIVE_CONV || c.kind == NATIVE_POOL) {
+        c.x_nhwc = ttc_native_nhwc(e, op->in[0]);
+        c.y_nhwc = ttc_native_nhwc(e, op->out);
+        c.chans = p->res[op->in[0]].shape[1];
+    }
     c.scratch_slot = -1;
-    if ((c.kind == NATIVE_CONV && !conv_is_1x1(c.v)) || c.kind == NATIVE_ATTN) {
+    if ((c.kind == NATIVE_CONV && conv_scratch(c.v, c.x_nhwc, c.y_nhwc) > 0) || c.kind == NATIVE_ATTN) {
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native %s: no scratch buffer", op->name);
         c.scratch_slot = (int8_t)n_bufs;
         bufs[n_bufs++] = scratch;
@@ -595,6 +640,8 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     } else if (op->epi.n > 0 && !ks->native_epi) {
         TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
     }
+    /* after the bias checks above, which read the logical strides */
+    if (ks->native_post || (op->epi.n > 0 && !ks->native_epi)) ttc_native_layout_epi(e, op, &c.epi);
     char what[160];
     snprintf(what, sizeof what, "%s: %s", ks->name, op->name ? op->name : "");
     return ttc_queue_host_task(q, native_run, &c, sizeof c, bufs, n_bufs, what, ev);

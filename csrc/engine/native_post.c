@@ -130,3 +130,12 @@ void ttc_native_post_ref(const ttc_dnnl_post *post, const float *bias, float *y,
             }
         }
 }
+
+void ttc_native_post_ref_nhwc(const ttc_dnnl_post *post, const float *bias, float *y, int64_t rows, int64_t oc) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < oc; c++) {
+            float x = y[r * oc + c] + (post->bias ? bias[c] : 0.0f);
+            for (int32_t a = 0; a < post->n_act; a++) x = act_ref(post->act[a], post->alpha[a], post->beta[a], x);
+            y[r * oc + c] = x;
+        }
+}

@@ -32,5 +32,7 @@ typedef struct ttc_native_post {
 bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *pp);
 /* The post-ops in plain C over y [n, oc, hw] (NCHW), for the calls oneDNN did not run. */
 void ttc_native_post_ref(const ttc_dnnl_post *post, const float *bias, float *y, int64_t n, int64_t oc, int64_t hw);
+/* The same over y [rows, oc] (NHWC: rows = n * h * w). */
+void ttc_native_post_ref_nhwc(const ttc_dnnl_post *post, const float *bias, float *y, int64_t rows, int64_t oc);
 
 #endif
