@@ -617,6 +617,17 @@ ttc_status ttc_convert_norm(ttc_conv_ctx *cx, const ttc_node *n) {
         if (!ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_tensor(cx, n, 2, &w));
         if (!ttc_cx_is_none(cx, n, 3)) TTC_TRY(ttc_cx_tensor(cx, n, 3, &b));
         TTC_TRY(ttc_cx_float(cx, n, 4, &eps));
+    } else if (n->op == TTC_OP_RMS_NORM) {  /* rms_norm(x, normalized_shape, w, eps) */
+        const int64_t *ns;
+        int32_t nn;
+        TTC_TRY(ttc_cx_ints(cx, n, 1, &ns, &nn));
+        from = R - nn;
+        if (from < 0) return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: normalized_shape longer than the input", nname(n));
+        if (!ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_tensor(cx, n, 2, &w));
+        /* eps None: torch takes the input dtype's machine epsilon */
+        if (ttc_cx_is_none(cx, n, 3))
+            eps = k->ts[x].dtype == TTC_DTYPE_FLOAT16 ? 0x1p-10 : k->ts[x].dtype == TTC_DTYPE_BFLOAT16 ? 0x1p-7 : 0x1p-23;
+        else TTC_TRY(ttc_cx_float(cx, n, 3, &eps));
     } else if (n->op == TTC_OP_GROUP_NORM) {  /* group_norm(x, G, w, b, eps, cudnn) */
         TTC_TRY(ttc_cx_int(cx, n, 1, &groups));
         if (!ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_tensor(cx, n, 2, &w));
@@ -643,6 +654,7 @@ ttc_status ttc_convert_norm(ttc_conv_ctx *cx, const ttc_node *n) {
     op->p.norm.group = group;
     op->p.norm.groups = (int32_t)groups;
     op->p.norm.axis_from = from;
+    op->p.norm.rms = n->op == TTC_OP_RMS_NORM;
     return ttc_cx_set_output(cx, n, 0, op->out);
 }
 

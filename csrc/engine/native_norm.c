@@ -24,16 +24,19 @@ static float sq8(const float *x, int64_t n, float mean) {
 }
 
 void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps,
-                           float *y) {
+                           bool rms, float *y) {
     if (n <= 0) return;
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        /* summed around the row's first value: rows far from 0 (mean 1e3, values within a
-         * few units) keep their digits, where a plain float sum lost 4e-4 of the mean */
-        float x0 = xr[0], mean = 0.0f;
-        for (int64_t j = 0; j < n; j++) mean += xr[j] - x0;   /* scalar: the shift is what counts */
-        mean = x0 + mean / (float)n;
+        float mean = 0.0f;
+        if (!rms) {
+            /* summed around the row's first value: rows far from 0 (mean 1e3, values within a
+             * few units) keep their digits, where a plain float sum lost 4e-4 of the mean */
+            float x0 = xr[0];
+            for (int64_t j = 0; j < n; j++) mean += xr[j] - x0;   /* scalar: the shift is what counts */
+            mean = x0 + mean / (float)n;
+        }
         float rstd = 1.0f / sqrtf(sq8(xr, n, mean) / (float)n + eps);
         for (int64_t j = 0; j < n; j++) {
             float v = (xr[j] - mean) * rstd;

@@ -3,15 +3,17 @@
  * channels-last LayerNorm sits between its native depthwise convolution and native linear
  * layers, 23 OpenCL kernels (each a launch and two hand-overs on PoCL). Same arithmetic as
  * kernels/norm.cl: two-pass mean and variance per row, 1/sqrt(var + eps), then the affine.
+ * rms: the RMS norm (Llama's; passes/fuse_rms_norm.c), the mean taken as 0.
  *
- *   ttc_native_layer_norm(x, w, b, rows, n, eps, y);   // w, b: NULL when absent
+ *   ttc_native_layer_norm(x, w, b, rows, n, eps, false, y);   // w, b: NULL when absent
  */
 #ifndef TTC_ENGINE_NATIVE_NORM_H
 #define TTC_ENGINE_NATIVE_NORM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps,
-                           float *y);
+                           bool rms, float *y);
 
 #endif

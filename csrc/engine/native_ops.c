@@ -44,6 +44,7 @@ typedef struct native_call {
     ttc_native_epi epi;       /* epilogue applied here (epi.on), else by an OpenCL kernel or none */
     bool post;                /* the epilogue starts with pp's post-ops (bias: leaf pp.bias_leaf) */
     float eps;                /* layer norm */
+    bool rms;                 /* the layer norm is an RMS norm */
     ttc_native_post pp;
     int32_t kind;
     bool trans_b;
@@ -465,7 +466,8 @@ static void native_run(void *arg, void *const *ptrs) {
     if (c->kind == NATIVE_NORM) {
         float *y = (float *)ptrs[3] + v[NA_YOFF];
         ttc_native_layer_norm((const float *)m0 + v[NA_XOFF], v[NA_HAS_W] ? (const float *)ptrs[1] + v[NA_WOFF] : NULL,
-                              v[NA_HAS_B] ? (const float *)ptrs[2] + v[NA_BOFF] : NULL, v[NA_ROWS], v[NA_N], c->eps, y);
+                              v[NA_HAS_B] ? (const float *)ptrs[2] + v[NA_BOFF] : NULL, v[NA_ROWS], v[NA_N], c->eps, c->rms,
+                              y);
         epilogue(c, ptrs, y);
         return;
     }
@@ -599,7 +601,10 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
                    : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : 3;
-    if (c.kind == NATIVE_NORM) c.eps = (float)op->p.norm.eps;
+    if (c.kind == NATIVE_NORM) {
+        c.eps = (float)op->p.norm.eps;
+        c.rms = op->p.norm.rms;
+    }
     if (c.kind == NATIVE_CAT) {
         c.cat_n = op->p.concat.n;
         c.cat_dim = op->p.concat.dim + 4 - e->k->ts[op->out].rank;

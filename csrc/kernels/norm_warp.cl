@@ -5,7 +5,7 @@
  * 21 us on BERT-base b32's 4096 rows of 768 on the H100. Rows as in norm.cl (N elements,
  * affine per element); two-pass variance, statistics in float. No early return: the
  * emulated shuffles hold work-group barriers, so a warp past the last row runs idle.
- * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW HAS_W HAS_B GROUP EPS RPW. */
+ * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW HAS_W HAS_B GROUP RMS EPS RPW. */
 __kernel __attribute__((reqd_work_group_size(32 * RPW, 1, 1)))
 void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __global const TW *Bs,
            int offB, int N, int rows, int HW, int CG, int G EPI_PARAMS) {
@@ -13,12 +13,16 @@ void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __gl
     int lane = ttc_lane(), r = get_group_id(0) * RPW + ttc_warp();
     bool live = r < rows;
     int base = (live ? r : 0) * N;
+#if RMS   /* RMS norm: the mean square, around 0 */
+    float mean = 0.0f;
+#else
     float s = 0.0f;
     if (live)
         for (int j = lane; j < N; j += 32) s += LDX(X, offX + base + j);
 #pragma unroll
     for (int m = 16; m > 0; m >>= 1) s += ttc_shfl_xor(s, m, scr);
     float mean = s / (float)N;
+#endif
     float v = 0.0f;
     if (live)
         for (int j = lane; j < N; j += 32) { float d = LDX(X, offX + base + j) - mean; v += d * d; }

@@ -166,7 +166,8 @@ typedef struct ttc_kop {
         struct { int32_t stride[2], pad[2], dil[2], groups, ocb, k[2], ksplit, mma; } conv;
         struct { ttc_reduce_kind kind; uint32_t mask; int64_t correction; bool keepdim; } red;
         struct { int32_t dim; bool log; } softmax;
-        struct { int32_t groups; int32_t axis_from; double eps; bool group; } norm; /* in: x, w, b */
+        /* in: x, w, b; rms: x * rsqrt(mean(x^2) + eps) (no mean subtracted, no b) */
+        struct { int32_t groups; int32_t axis_from; double eps; bool group, rms; } norm;
         struct { ttc_pool_kind kind; int32_t k[2], stride[2], pad[2], dil[2]; bool ceil, count_pad;
                  int64_t divisor; } pool;
         struct { int32_t dim; int32_t mode; } gather;  /* mode 0: index_select/embedding rows */

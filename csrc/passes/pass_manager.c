@@ -33,6 +33,7 @@ static const struct { const char *name; ttc_pass_fn fn; bool on; } default_pipel
     {"fuse_linear", ttc_pass_fuse_linear, true},
     {"remove_flatten_linear", ttc_pass_remove_flatten_linear, false},
     {"fold_batch_norm", ttc_pass_fold_batch_norm, true},
+    {"fuse_rms_norm", ttc_pass_fuse_rms_norm, true},
     {"cse", ttc_pass_cse, true},
     {"dce", ttc_pass_dce, true},
 };

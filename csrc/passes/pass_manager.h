@@ -72,6 +72,7 @@ ttc_status ttc_pass_unpack_log_softmax(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_fuse_linear(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_remove_flatten_linear(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_fold_batch_norm(ttc_graph *g, void *ctx, bool *changed);
+ttc_status ttc_pass_fuse_rms_norm(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_cse(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_dce(ttc_graph *g, void *ctx, bool *changed);
 

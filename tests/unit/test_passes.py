@@ -285,3 +285,49 @@ def test_python_pass_and_errors():
         g.lower(dump=3)
     with pytest.raises(TypeError):
         _C.lower("not a graph")
+
+
+_RMS = """graph(%x : Float(3, 5, 7), %w : Float(7)):
+  %two : float = prim.Constant[value=2.]()
+  %dims : int[] = prim.Constant[value=[-1]]()
+  %t : bool = prim.Constant[value=true]()
+  %none : NoneType = prim.Constant()
+  %eps : float = prim.Constant[value=1e-06]()
+  %one : int = prim.Constant[value=1]()
+  %p : Float(3, 5, 7) = {square}
+  %m : Float(3, 5, 1) = aten.mean.dim(%p, %dims, %t, %none)
+  %a : Float(3, 5, 1) = aten.add.Tensor(%m, %eps, %one)
+  %r : Float(3, 5, 1) = aten.rsqrt.default(%a)
+  %y : Float(3, 5, 7) = aten.mul.Tensor({xr})
+  %z : Float(3, 5, 7) = aten.mul.Tensor({wy})
+  return ({out})
+"""
+
+
+@pytest.mark.parametrize("square,xr,wy", [
+    ("aten.pow.Tensor_Scalar(%x, %two)", "%x, %r", "%w, %y"),   # transformers' LlamaRMSNorm
+    ("aten.mul.Tensor(%x, %x)", "%r, %x", "%y, %w"),
+])
+def test_fuse_rms_norm(square, xr, wy):
+    text = _RMS.format(square=square, xr=xr, wy=wy, out="%z")
+    before, after, changed = run_one_pass(text, "fuse_rms_norm")
+    assert changed and [o for o in ops(after) if o != "prim.ListConstruct"] == ["aten.rms_norm.default"], ops(after)
+    check_same_results(before, after)
+
+
+def test_fuse_rms_norm_without_weight_and_not_when_shared():
+    # the weight's mul is not a weight (a full tensor): the norm without weight, the mul stays
+    text = _RMS.format(square="aten.pow.Tensor_Scalar(%x, %two)", xr="%x, %r", wy="%y, %x", out="%z")
+    before, after, changed = run_one_pass(text, "fuse_rms_norm")
+    assert changed and ops(after) == ["aten.rms_norm.default", "aten.mul.Tensor"], ops(after)
+    check_same_results(before, after)
+    # the mean square is an output too: nothing fused
+    text = _RMS.format(square="aten.pow.Tensor_Scalar(%x, %two)", xr="%x, %r", wy="%w, %y", out="%z, %m")
+    before, after, changed = run_one_pass(text, "fuse_rms_norm")
+    assert not changed and "aten.rms_norm.default" not in ops(after)
+    # a mean over another dim is no RMS norm
+    text = _RMS.format(square="aten.pow.Tensor_Scalar(%x, %two)", xr="%x, %r", wy="%w, %y", out="%z")
+    text = text.replace("value=[-1]", "value=[1]").replace("%m : Float(3, 5, 1)", "%m : Float(3, 1, 7)")
+    text = text.replace("%a : Float(3, 5, 1)", "%a : Float(3, 1, 7)").replace("%r : Float(3, 5, 1)", "%r : Float(3, 1, 7)")
+    before, after, changed = run_one_pass(text, "fuse_rms_norm")
+    assert not changed
