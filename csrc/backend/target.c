@@ -52,6 +52,7 @@ static void decisions_default(ttc_target *t) {
     t->native_epi_math = true;
     t->native_attn = true;
     t->native_norm = true;
+    t->step_threads = 1;
     t->native_elementwise = true;
     t->cuda_interop = t->native_epi = t->native_pool = true;
 }
@@ -90,6 +91,12 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.native_attn = !env_is("TORCHTRT_C_NATIVE_ATTN", "0");
     /* layer norm likewise (=0: the OpenCL kernel) */
     t.native_norm = !env_is("TORCHTRT_C_NATIVE_NORM", "0");
+    /* the C steps of native calls (norms, epilogues, softmax, pooling) on this many threads,
+     * the calling PoCL worker included: online CPUs, at most 16 (TORCHTRT_C_STEP_THREADS=1:
+     * one thread; steps under engine/step_threads.h's grain stay on one anyway) */
+    const char *st = env("TORCHTRT_C_STEP_THREADS");
+    long nst = st ? strtol(st, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    t.step_threads = nst < 1 ? 1 : nst > 16 ? 16 : (int32_t)nst;
     /* float32 elementwise ops reading a native GEMM/attention/norm result (copies of permuted
      * views, q/k/v splits, RMS norm scaling) as native calls (=0: OpenCL kernels) */
     t.native_elementwise = !env_is("TORCHTRT_C_NATIVE_ELEMENTWISE", "0");

@@ -11,6 +11,7 @@
 
 #include "../backend/blas.h"
 #include "native_math.h"
+#include "step_threads.h"
 
 /* Operand m (rows x cols, strides rs/cs) as a row-major matrix the BLAS takes: itself with
  * leading dimension rs where its rows are dense and do not overlap, else packed into pack. */
@@ -26,8 +27,20 @@ static const float *as_matrix(const float *m, int64_t rows, int64_t cols, int64_
     return pack;
 }
 
+/* Scores of this many floats at most are computed before their softmax (1 MB: they stay in
+ * L2), so that the softmax of all those rows is one job for the step threads. */
+enum { ATTN_CHUNK_FLOATS = 1 << 18 };
+
+/* (batch, head) pairs per chunk. */
+static int64_t chunk_heads(const ttc_native_attn_shape *s) {
+    int64_t per = s->l * s->s, all = s->d0 * s->d1;
+    int64_t c = per > 0 ? ATTN_CHUNK_FLOATS / per : all;
+    return c < 1 ? 1 : c > all ? (all > 0 ? all : 1) : c;
+}
+
 size_t ttc_native_attn_scratch(const ttc_native_attn_shape *s) {
-    return (size_t)(s->l * s->s + s->l * s->e + s->s * s->e + s->s * s->ev + s->l);
+    int64_t c = chunk_heads(s);
+    return (size_t)(c * s->l * s->s + s->l * s->e + s->s * s->e + s->s * s->ev + c * s->l);
 }
 
 /* Row i of the scores: scale, mask, causal cut, then exp(x - max) in place; returns 1 / sum
@@ -59,33 +72,56 @@ static float softmax_row(float *x, int64_t n, int64_t i, const ttc_native_attn_s
     return sum > 0.0f ? 1.0f / sum : 0.0f;
 }
 
+typedef struct softmax_job {
+    const ttc_native_attn_shape *s;
+    int64_t h0;              /* the chunk's first (batch, head) pair */
+    float *sc, *inv;
+    const void *mask;
+    bool mask_bool;
+} softmax_job;
+
+/* Rows [r0, r1) of a chunk's scores (row r: pair h0 + r / l, query r % l). */
+static void softmax_rows(void *arg, int64_t r0, int64_t r1) {
+    const softmax_job *j = arg;
+    const ttc_native_attn_shape *s = j->s;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t t = r / s->l, i = r % s->l, hh = j->h0 + t;
+        int64_t mrow = (hh / s->d1) * s->ms[0] + (hh % s->d1) * s->ms[1] + i * s->ms[2];
+        const float *mf = j->mask && !j->mask_bool ? (const float *)j->mask + mrow : NULL;
+        const uint8_t *mb = j->mask && j->mask_bool ? (const uint8_t *)j->mask + mrow : NULL;
+        j->inv[r] = softmax_row(j->sc + r * s->s, s->s, i, s, mf, mb);
+    }
+}
+
 void ttc_native_attention(const ttc_native_attn_shape *s, const float *q, const float *k, const float *v,
                           const void *mask, bool mask_bool, float *out, float *scratch) {
     int64_t L = s->l, S = s->s, E = s->e, EV = s->ev, G = s->group > 0 ? s->group : 1;
-    float *sc = scratch, *qp = sc + L * S, *kp = qp + L * E, *vp = kp + S * E, *inv = vp + S * EV;
-    for (int64_t b0 = 0; b0 < s->d0; b0++)
-        for (int64_t h = 0; h < s->d1; h++) {
-            float *o = out + (b0 * s->d1 + h) * L * EV;
-            if (L <= 0 || EV <= 0) continue;
-            if (S <= 0) {   /* no keys: every row is "all masked" */
-                memset(o, 0, sizeof(float) * (size_t)(L * EV));
-                continue;
-            }
-            int64_t lq, lk, lv;
+    int64_t H = s->d0 * s->d1, C = chunk_heads(s);
+    float *sc = scratch, *qp = sc + C * L * S, *kp = qp + L * E, *vp = kp + S * E, *inv = vp + S * EV;
+    if (L <= 0 || EV <= 0) return;
+    if (S <= 0) {   /* no keys: every row is "all masked" */
+        memset(out, 0, sizeof(float) * (size_t)(H * L * EV));
+        return;
+    }
+    for (int64_t h0 = 0; h0 < H; h0 += C) {
+        int64_t hc = H - h0 < C ? H - h0 : C;
+        for (int64_t t = 0; t < hc; t++) {
+            int64_t b0 = (h0 + t) / s->d1, h = (h0 + t) % s->d1, lq, lk;
             const float *Q = as_matrix(q + b0 * s->qs[0] + h * s->qs[1], L, E, s->qs[2], s->qs[3], qp, &lq);
             const float *K = as_matrix(k + b0 * s->ks[0] + (h / G) * s->ks[1], S, E, s->ks[2], s->ks[3], kp, &lk);
+            ttc_blas_sgemm(true, L, S, E, Q, lq, K, lk, sc + t * L * S, S);
+        }
+        softmax_job j = {s, h0, sc, inv, mask, mask_bool};
+        ttc_steps_for(s->threads, hc * L, ttc_steps_grain(4 * S), softmax_rows, &j);
+        for (int64_t t = 0; t < hc; t++) {
+            int64_t b0 = (h0 + t) / s->d1, h = (h0 + t) % s->d1, lv;
+            float *o = out + (h0 + t) * L * EV;
             const float *V = as_matrix(v + b0 * s->vs[0] + (h / G) * s->vs[1], S, EV, s->vs[2], s->vs[3], vp, &lv);
-            ttc_blas_sgemm(true, L, S, E, Q, lq, K, lk, sc, S);
-            int64_t mbase = b0 * s->ms[0] + h * s->ms[1];
+            ttc_blas_sgemm(false, L, EV, S, sc + t * L * S, S, V, lv, o, EV);
             for (int64_t i = 0; i < L; i++) {
-                const float *mf = mask && !mask_bool ? (const float *)mask + mbase + i * s->ms[2] : NULL;
-                const uint8_t *mb = mask && mask_bool ? (const uint8_t *)mask + mbase + i * s->ms[2] : NULL;
-                inv[i] = softmax_row(sc + i * S, S, i, s, mf, mb);
-            }
-            ttc_blas_sgemm(false, L, EV, S, sc, S, V, lv, o, EV);
-            for (int64_t i = 0; i < L; i++) {
-                float *r = o + i * EV, f = inv[i];
+                float *r = o + i * EV, f = inv[t * L + i];
                 for (int64_t c = 0; c < EV; c++) r[c] *= f;
             }
         }
+    }
 }

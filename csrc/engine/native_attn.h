@@ -2,7 +2,8 @@
  * Scaled dot-product attention as a native host task (engine/native_ops.c makes the call):
  * per (batch, head) the scores Q K^T through the BLAS, scale, mask and causal cut, a softmax
  * whose exp runs through native_math.h's vectorised loops, and P V through the BLAS, scaled
- * by each row's 1 / sum.
+ * by each row's 1 / sum. Heads go in chunks whose scores fill about 1 MB, so that the softmax
+ * of a chunk's rows is split among the step threads (the BLAS threads itself).
  *
  * The OpenCL attention kernel (codegen_data.c) computes one query row per work-item with an
  * online softmax: on PoCL it ran BERT-base's attention at ~17 GFLOP/s, a sixth of the BLAS,
@@ -30,6 +31,7 @@ typedef struct ttc_native_attn_shape {
     /* element strides over (d0, d1, row, column); k/v's d1 stride is per k/v head, a mask's
      * are 0 where it broadcasts */
     int64_t qs[4], ks[4], vs[4], ms[4];
+    int32_t threads;         /* the softmax rows split among this many (engine/step_threads.h) */
 } ttc_native_attn_shape;
 
 /* Floats of scratch one call needs (scores and packed operands). */

@@ -5,6 +5,7 @@
 #endif
 #include "native_epi.h"
 #include "native_math.h"
+#include "step_threads.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,7 @@ ttc_status ttc_native_epi_bind_from(const ttc_engine *e, const ttc_plan *p, int3
     if (!live_nodes(&op->epi, start, &epi->live, &epi->live_leaves))
         return ttc_fail(TTC_ERR_INTERNAL, "native epilogue of %s: node %d cannot start it", op->name, (int)start);
     epi->start = start;
+    epi->threads = ttc_kir_target(e->k)->step_threads;
     const ttc_res *out = &p->res[op->out];
     epi->on = start != op->epi.root;   /* else the library computed all of it */
     epi->expr = &op->epi;
@@ -268,15 +270,25 @@ static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv
     }
 }
 
-void ttc_native_epi_apply(const ttc_native_epi *ep, void *const *mems, float *y) {
+typedef struct epi_job {
+    const ttc_native_epi *ep;
+    void *const *mems;
+    float *y;
+} epi_job;
+
+/* Tiles [t0, t1) of the output (ttc_steps_for's part). */
+static void apply_tiles(void *arg, int64_t t0, int64_t t1) {
+    const epi_job *j = arg;
+    const ttc_native_epi *ep = j->ep;
     const ttc_expr *e = ep->expr;
+    float *y = j->y;
     float v[EPI_MAX_NODES][EPI_TILE], lv[TTC_EXPR_MAX_LEAVES][EPI_TILE];
     memset(v, 0, sizeof(float) * EPI_TILE * (size_t)e->n);   /* the lanes past a last short tile */
     memset(lv, 0, sizeof lv);
     int64_t idx[TTC_MAX_RANK] = {0};
     bool need_idx = false;
     for (int32_t l = 0; l < ep->n_leaves; l++) need_idx = need_idx || ((ep->live_leaves >> l & 1) && !ep->dense[l]);
-    for (int64_t lin0 = 0; lin0 < ep->n; lin0 += EPI_TILE) {
+    for (int64_t lin0 = t0 * EPI_TILE; lin0 < ep->n && lin0 < t1 * EPI_TILE; lin0 += EPI_TILE) {
         int32_t cnt = (int32_t)(ep->n - lin0 < EPI_TILE ? ep->n - lin0 : EPI_TILE);
         if (need_idx) {
             int64_t rem = lin0;
@@ -286,8 +298,15 @@ void ttc_native_epi_apply(const ttc_native_epi *ep, void *const *mems, float *y)
             }
         }
         for (int32_t l = 0; l < ep->n_leaves; l++)
-            if (ep->live_leaves >> l & 1) gather(ep, l, (const float *)mems[ep->slot[l]], idx, lin0, cnt, lv[l]);
+            if (ep->live_leaves >> l & 1) gather(ep, l, (const float *)j->mems[ep->slot[l]], idx, lin0, cnt, lv[l]);
         eval_tile(ep, v, lv, y + lin0, cnt);
         memcpy(y + lin0, v[e->root], sizeof(float) * (size_t)cnt);
     }
+}
+
+void ttc_native_epi_apply(const ttc_native_epi *ep, void *const *mems, float *y) {
+    epi_job j = {ep, mems, y};
+    int64_t tiles = (ep->n + EPI_TILE - 1) / EPI_TILE;
+    /* a tile costs about one pass per node over it */
+    ttc_steps_for(ep->threads, tiles, ttc_steps_grain(EPI_TILE * (1 + ep->expr->n / 4)), apply_tiles, &j);
 }

@@ -34,6 +34,7 @@ typedef struct ttc_native_epi {
      * only the nodes in `live` (bit i: node i) are evaluated, leaves in `live_leaves` gathered */
     int32_t start;
     uint32_t live, live_leaves;
+    int32_t threads;          /* the target's step_threads (tiles split among them when many) */
 } ttc_native_epi;
 
 /* Codegen: whether op's epilogue runs inside the native call. store_args: the store function's

@@ -6,6 +6,8 @@
 
 #include <math.h>
 
+#include "step_threads.h"
+
 /* Sum of (x - mean)^2, the same way. */
 static float sq8(const float *x, int64_t n, float mean) {
     float acc[8] = {0};
@@ -23,26 +25,43 @@ static float sq8(const float *x, int64_t n, float mean) {
     return s;
 }
 
-void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps,
-                           bool rms, float *y) {
-    if (n <= 0) return;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
+typedef struct norm_job {
+    const float *x, *w, *b;
+    int64_t n;
+    float eps;
+    bool rms;
+    float *y;
+} norm_job;
+
+/* Rows [r0, r1) (ttc_steps_for's part). */
+static void norm_rows(void *arg, int64_t r0, int64_t r1) {
+    const norm_job *j = arg;
+    int64_t n = j->n;
+    const float *w = j->w, *b = j->b;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = j->x + r * n;
+        float *yr = j->y + r * n;
         float mean = 0.0f;
-        if (!rms) {
+        if (!j->rms) {
             /* summed around the row's first value: rows far from 0 (mean 1e3, values within a
              * few units) keep their digits, where a plain float sum lost 4e-4 of the mean */
             float x0 = xr[0];
-            for (int64_t j = 0; j < n; j++) mean += xr[j] - x0;   /* scalar: the shift is what counts */
+            for (int64_t c = 0; c < n; c++) mean += xr[c] - x0;   /* scalar: the shift is what counts */
             mean = x0 + mean / (float)n;
         }
-        float rstd = 1.0f / sqrtf(sq8(xr, n, mean) / (float)n + eps);
-        for (int64_t j = 0; j < n; j++) {
-            float v = (xr[j] - mean) * rstd;
-            if (w) v *= w[j];
-            if (b) v += b[j];
-            yr[j] = v;
+        float rstd = 1.0f / sqrtf(sq8(xr, n, mean) / (float)n + j->eps);
+        for (int64_t c = 0; c < n; c++) {
+            float v = (xr[c] - mean) * rstd;
+            if (w) v *= w[c];
+            if (b) v += b[c];
+            yr[c] = v;
         }
     }
+}
+
+void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps,
+                           bool rms, int32_t threads, float *y) {
+    if (n <= 0) return;
+    norm_job j = {x, w, b, n, eps, rms, y};
+    ttc_steps_for(threads, rows, ttc_steps_grain(2 * n), norm_rows, &j);
 }

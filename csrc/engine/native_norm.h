@@ -5,7 +5,9 @@
  * kernels/norm.cl: two-pass mean and variance per row, 1/sqrt(var + eps), then the affine.
  * rms: the RMS norm (Llama's; passes/fuse_rms_norm.c), the mean taken as 0.
  *
- *   ttc_native_layer_norm(x, w, b, rows, n, eps, false, y);   // w, b: NULL when absent
+ * Rows are split among `threads` threads (engine/step_threads.h) when there are enough.
+ *
+ *   ttc_native_layer_norm(x, w, b, rows, n, eps, false, threads, y);   // w, b: NULL when absent
  */
 #ifndef TTC_ENGINE_NATIVE_NORM_H
 #define TTC_ENGINE_NATIVE_NORM_H
@@ -14,6 +16,6 @@
 #include <stdint.h>
 
 void ttc_native_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps,
-                           bool rms, float *y);
+                           bool rms, int32_t threads, float *y);
 
 #endif

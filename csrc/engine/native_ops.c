@@ -45,6 +45,7 @@ typedef struct native_call {
     bool post;                /* the epilogue starts with pp's post-ops (bias: leaf pp.bias_leaf) */
     float eps;                /* layer norm */
     bool rms;                 /* the layer norm is an RMS norm */
+    int32_t threads;          /* the target's step_threads (norms, pooling, softmax) */
     ttc_native_post pp;
     int32_t kind;
     bool trans_b;
@@ -467,7 +468,7 @@ static void native_run(void *arg, void *const *ptrs) {
         float *y = (float *)ptrs[3] + v[NA_YOFF];
         ttc_native_layer_norm((const float *)m0 + v[NA_XOFF], v[NA_HAS_W] ? (const float *)ptrs[1] + v[NA_WOFF] : NULL,
                               v[NA_HAS_B] ? (const float *)ptrs[2] + v[NA_BOFF] : NULL, v[NA_ROWS], v[NA_N], c->eps, c->rms,
-                              y);
+                              c->threads, y);
         epilogue(c, ptrs, y);
         return;
     }
@@ -478,7 +479,7 @@ static void native_run(void *arg, void *const *ptrs) {
     if (c->kind == NATIVE_POOL) {
         ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
                                     v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
-                                    v[PA_CP], v[PA_DIV]};
+                                    v[PA_CP], v[PA_DIV], c->threads};
         float *y = (float *)ptrs[1] + v[PA_YOFF];
         if (c->x_nhwc) {   /* a max pool NHWC -> NHWC or a global average (native_layout.c) */
             int64_t ch = c->chans > 0 ? c->chans : 1;
@@ -591,6 +592,7 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.trans_b = op->kind == TTC_KOP_GEMM && op->p.gemm.trans_b;
     c.owner = e;
     c.ki = ki;
+    c.threads = ttc_kir_target(e->k)->step_threads;
     c.w_const = (op->kind == TTC_KOP_CONV2D || op->kind == TTC_KOP_GEMM) && p->res[op->in[1]].root == TTC_ROOT_CONST;
     if (c.kind == NATIVE_GEMM) {
         int32_t lib = ttc_kir_target(e->k)->native_gemm;
@@ -613,6 +615,7 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
     if (c.kind == NATIVE_ATTN) {
         attn_shape(op, c.v, &c.attn);
+        c.attn.threads = c.threads;
         c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
     }
     if (c.kind == NATIVE_CONV || c.kind == NATIVE_POOL) {

@@ -1,6 +1,8 @@
 /* Native 2-D pooling (engine/native_pool.h). */
 #include "native_pool.h"
 
+#include "step_threads.h"
+
 /* Max over the windows of output columns [lo, hi) of one output row, every tap inside the
  * image (no checks): row by row of the window, so the inner loop runs along ow. */
 static void max_interior(const ttc_native_pool_shape *s, const float *xp, float *yr, int64_t hs, int64_t lo,
@@ -58,14 +60,11 @@ static void pool_row(const ttc_native_pool_shape *s, const float *xp, float *yr,
     }
 }
 
-/* Global average (SE blocks, classifier heads): one sum per plane, eight partial sums so that
- * the loop vectorises. */
-static bool global_avg(const ttc_native_pool_shape *s, const float *x, float *y) {
-    if (!(s->avg && s->oh == 1 && s->ow == 1 && s->kh == s->h && s->kw == s->w && s->ph == 0 && s->pw == 0 &&
-          s->divisor == 0 && s->h * s->w > 0))
-        return false;
+/* Global average (SE blocks, classifier heads) of planes [p0, p1): one sum per plane, eight
+ * partial sums so that the loop vectorises. */
+static void global_avg(const ttc_native_pool_shape *s, const float *x, float *y, int64_t p0, int64_t p1) {
     int64_t n = s->h * s->w;
-    for (int64_t p = 0; p < s->planes; p++) {
+    for (int64_t p = p0; p < p1; p++) {
         const float *xp = x + p * n;
         float acc[8] = {0};
         int64_t i = 0;
@@ -75,11 +74,34 @@ static bool global_avg(const ttc_native_pool_shape *s, const float *x, float *y)
         for (; i < n; i++) sum += xp[i];
         y[p] = sum / (float)n;
     }
-    return true;
+}
+
+static bool is_global_avg(const ttc_native_pool_shape *s) {
+    return s->avg && s->oh == 1 && s->ow == 1 && s->kh == s->h && s->kw == s->w && s->ph == 0 && s->pw == 0 &&
+           s->divisor == 0 && s->h * s->w > 0;
+}
+
+typedef struct pool_job {
+    const ttc_native_pool_shape *s;
+    const float *x;
+    float *y;
+} pool_job;
+
+static void pool_planes(void *arg, int64_t p0, int64_t p1) {
+    const pool_job *j = arg;
+    const ttc_native_pool_shape *s = j->s;
+    if (is_global_avg(s)) {
+        global_avg(s, j->x, j->y, p0, p1);
+        return;
+    }
+    for (int64_t p = p0; p < p1; p++)
+        for (int64_t oh = 0; oh < s->oh; oh++)
+            pool_row(s, j->x + p * s->h * s->w, j->y + (p * s->oh + oh) * s->ow, oh);
 }
 
 void ttc_native_pool(const ttc_native_pool_shape *s, const float *x, float *y) {
-    if (global_avg(s, x, y)) return;
-    for (int64_t p = 0; p < s->planes; p++)
-        for (int64_t oh = 0; oh < s->oh; oh++) pool_row(s, x + p * s->h * s->w, y + (p * s->oh + oh) * s->ow, oh);
+    pool_job j = {s, x, y};
+    /* a plane reads its input once per window tap (about h*w for a global average) */
+    int64_t per = is_global_avg(s) ? s->h * s->w : s->oh * s->ow * s->kh * s->kw;
+    ttc_steps_for(s->threads, s->planes, ttc_steps_grain(per), pool_planes, &j);
 }

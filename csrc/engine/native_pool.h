@@ -16,6 +16,7 @@
 typedef struct ttc_native_pool_shape {
     int64_t planes, h, w, oh, ow;        /* x [planes, h, w] -> y [planes, oh, ow], dense */
     int64_t avg, kh, kw, sh, sw, ph, pw, dh, dw, count_pad, divisor;   /* avg: 0 max, 1 average */
+    int32_t threads;                     /* planes split among this many (engine/step_threads.h) */
 } ttc_native_pool_shape;
 
 void ttc_native_pool(const ttc_native_pool_shape *s, const float *x, float *y);

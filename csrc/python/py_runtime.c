@@ -7,6 +7,7 @@
 #include "../engine/native_conv_dnnl.h"
 #include "../engine/native_gemm_dnnl.h"
 #include "../engine/native_math.h"
+#include "../engine/step_threads.h"
 #include "../codegen/codegen.h"
 
 PyObject *ttc_py_device_dict(const ttc_target *d) {
@@ -71,13 +72,13 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L}", "available", t.native ? Py_True : Py_False, "library",
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
                          t.native && t.native_norm ? Py_True : Py_False, "gemm",
                          !t.native ? "" : gemm_dnnl ? "onednn" : "blas", "gemm_onednn_calls",
-                         (long long)ttc_dnnl_gemm_calls());
+                         (long long)ttc_dnnl_gemm_calls(), "step_threads", (int)t.step_threads);
 }
 
 /* Whether execute on the default device passes host memory in place (the target's
@@ -134,7 +135,15 @@ static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
     return list;
 }
 
+/* How many C steps of native calls ran on more than one thread (engine/step_threads.h). */
+static PyObject *py_step_parallel_jobs(PyObject *m, PyObject *unused) {
+    return PyLong_FromLongLong((long long)ttc_steps_parallel_jobs());
+}
+
 static PyMethodDef runtime_methods[] = {
+    {"step_parallel_jobs", py_step_parallel_jobs, METH_NOARGS,
+     "step_parallel_jobs() -> int: C steps of native calls (norms, epilogues, softmax, pooling) this process "
+     "split among more than one thread so far (TORCHTRT_C_STEP_THREADS, engine/step_threads.h)."},
     {"native_cpu", py_native_cpu, METH_NOARGS,
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
      "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not), "
@@ -143,7 +152,8 @@ static PyMethodDef runtime_methods[] = {
      "epilogues take exp/erf/tanh/GELU/sigmoid/SiLU steps; TORCHTRT_C_NATIVE_EPI_MATH=0: those stay OpenCL), "
      "math_isa (the instruction set of those loops: avx512, avx2, baseline), attention (float32 attention runs "
      "as a native call: BLAS + C softmax; TORCHTRT_C_NATIVE_ATTN=0: the OpenCL kernel), layer_norm (float32 layer "
-     "norm as a native call; TORCHTRT_C_NATIVE_NORM=0: the OpenCL kernel)."},
+     "norm as a native call; TORCHTRT_C_NATIVE_NORM=0: the OpenCL kernel), step_threads (threads the C steps "
+     "of native calls use where big enough; TORCHTRT_C_STEP_THREADS, default the online CPUs)."},
     {"host_in_place", py_host_in_place, METH_NOARGS,
      "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},

@@ -1,0 +1,36 @@
+/*
+ * A small persistent thread pool for the C steps of native calls (norms, epilogues, softmax,
+ * pooling): a native call runs on one PoCL worker thread while the machine has more cores, and
+ * between the library's GEMMs/convolutions the other cores sat idle. Work is cut into `parts`
+ * contiguous ranges of [0, n) (the caller takes the first, pool threads the others); every item
+ * is computed by the same code whatever the cut, so results do not depend on the thread count.
+ * One job at a time: a call that finds the pool busy (another engine's queue) runs serially.
+ * Workers are started on first use and stay; they sleep on a condition variable between jobs.
+ *
+ *   ttc_steps_for(threads, rows, grain, row_fn, &ctx);   // row_fn(&ctx, lo, hi) on [lo, hi)
+ */
+#ifndef TTC_ENGINE_STEP_THREADS_H
+#define TTC_ENGINE_STEP_THREADS_H
+
+#include <stdint.h>
+
+enum { TTC_STEP_MAX_THREADS = 16 };
+/* Elements a part should have at least (about 10-20 us of a simple step on one core): steps
+ * smaller than two of these stay on the calling thread. */
+enum { TTC_STEP_GRAIN_ELEMS = 32768 };
+
+typedef void (*ttc_step_fn)(void *ctx, int64_t lo, int64_t hi);
+
+/* fn over [0, n) on up to `threads` threads (the caller included), at least `grain` items
+ * (>= 1) a part; threads <= 1 or n < 2 * grain: fn(ctx, 0, n) here. */
+void ttc_steps_for(int32_t threads, int64_t n, int64_t grain, ttc_step_fn fn, void *ctx);
+
+/* Jobs this process split among more than one thread so far (tests, profiles). */
+int64_t ttc_steps_parallel_jobs(void);
+
+/* Items a part needs so that it holds TTC_STEP_GRAIN_ELEMS elements of per_item each. */
+static inline int64_t ttc_steps_grain(int64_t per_item) {
+    return per_item >= TTC_STEP_GRAIN_ELEMS ? 1 : TTC_STEP_GRAIN_ELEMS / (per_item > 0 ? per_item : 1);
+}
+
+#endif
