@@ -25,7 +25,8 @@ import torchtrt_c._C as C  # noqa: E402
 
 # name: (environment while compiling, environment while running). TORCHTRT_C_NATIVE_EPI is
 # read when an engine is built (one module per distinct build environment),
-# TORCHTRT_C_NATIVE_CONV on every call.
+# TORCHTRT_C_NATIVE_CONV on every call. A third element names lowering passes turned off (a second
+# compile of the model).
 VARIANTS = {
     # im2col + BLAS convolutions (depthwise ones OpenCL kernels), OpenCL epilogues
     "session4": ({"TORCHTRT_C_NATIVE_EPI": "0", "TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
@@ -60,7 +61,28 @@ VARIANTS = {
     # (decided at build; "new" is the default: oneDNN where the weights are constant)
     "gemm-blas": ({"TORCHTRT_C_NATIVE_GEMM": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     "gemm-dnnl": ({"TORCHTRT_C_NATIVE_GEMM": "dnnl"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # the C steps of native calls (norms, epilogues, softmax, pools) on one thread (decided at build)
+    "steps1": ({"TORCHTRT_C_STEP_THREADS": "1"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # RMS norms left as pow/mean/add/rsqrt/mul (lowering pass fuse_rms_norm off: a second compile)
+    "rms-unfused": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_rms_norm",)),
+    # both: the C steps as before this session's cpusteps work
+    "before-steps": ({"TORCHTRT_C_STEP_THREADS": "1"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_rms_norm",)),
 }
+
+
+def compile_without(model, ins, disabled):
+    """torchtrt_c.compile with the named lowering passes off (the compiler's lower() wrapped)."""
+    from torchtrt_c.dynamo import _compiler
+    orig = _compiler.lower
+
+    def lower(imp, settings, progress):
+        progress.phase("lowering")
+        progress.profile.add_passes(imp.graph.lower(disabled=list(disabled)))
+    _compiler.lower = lower
+    try:
+        return torchtrt_c.compile(copy.deepcopy(model), inputs=list(ins), min_block_size=1)
+    finally:
+        _compiler.lower = orig
 
 
 class env:
@@ -121,24 +143,32 @@ def main():
             if len(ems) != 1 or any(d.sym for _, _, ds in ems[0].engine_meta.outputs for d in ds):
                 print(f"{name}: {len(ems)} engines (or dynamic outputs); this tool needs exactly one static engine")
                 continue
-            blob = bytes(ems[0].engine.numpy())
+            blobs = {(): bytes(ems[0].engine.numpy())}
+            for v in names:
+                dis = tuple(VARIANTS[v][2]) if len(VARIANTS[v]) > 2 else ()
+                if dis not in blobs:
+                    other = [m for m in compile_without(model, ins, dis).modules() if hasattr(m, "engine_meta")]
+                    blobs[dis] = bytes(other[0].engine.numpy())
             meta = ems[0].engine_meta
             xs = [t.contiguous().numpy() for t in ins]
             outs = [np.empty([d.add for d in ds], dtype=getattr(np, dt)) for _, dt, ds in meta.outputs]
             # one engine per distinct build environment (deserialising re-runs the code generator)
             engines = {}
+            def key_of(v):
+                return (tuple(sorted(VARIANTS[v][0].items())), tuple(VARIANTS[v][2]) if len(VARIANTS[v]) > 2 else ())
             for v in names:
-                key = tuple(sorted(VARIANTS[v][0].items()))
+                key = key_of(v)
                 if key not in engines:
                     with env(VARIANTS[v][0]):
-                        engines[key] = C.Engine.deserialize(blob, cache_dir="")
+                        engines[key] = C.Engine.deserialize(blobs[key[1]], cache_dir="")
                     ks = engines[key].info()["kernels"]
-                    print(f"  build env {dict(key)}: {len(ks)} kernels, {sum('(native)' in k for k in ks)} native, "
+                    print(f"  build env {dict(key[0])}{' passes off ' + ','.join(key[1]) if key[1] else ''}: "
+                          f"{len(ks)} kernels, {sum('(native)' in k for k in ks)} native, "
                           f"{sum('+cl-epilogue' in k for k in ks)} with an OpenCL epilogue, "
                           f"{sum('+nhwc-out' in k for k in ks)} writing NHWC")
             fns = {"eager": (lambda: model(*ins), {})}
             for v in names:
-                e = engines[tuple(sorted(VARIANTS[v][0].items()))]
+                e = engines[key_of(v)]
                 fns[v] = ((lambda e=e: e.execute(xs, outs)), VARIANTS[v][1])
             for f, e in fns.values():
                 with env(e):

@@ -4,50 +4,56 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+/* A job is cut into chunks that the caller and the workers take in turn (an atomic counter):
+ * a worker that wakes late (the machine is shared, or the BLAS's threads still spin) finds
+ * the chunks taken and the caller has done them, instead of the caller waiting for it. */
 static struct {
     pthread_mutex_t submit;   /* held by the one caller whose job the pool runs */
     pthread_mutex_t m;
     pthread_cond_t go, done;
     int32_t started;          /* workers running (each waits for jobs) */
-    uint64_t gen;             /* job number: a worker runs each job once */
+    uint64_t gen;             /* job number: a worker joins each job at most once */
+    bool open;                /* the job takes workers still */
+    int32_t busy;             /* workers inside the job */
     ttc_step_fn fn;
     void *ctx;
-    int64_t n;
-    int32_t parts, pending;   /* parts of the job; parts 1.. not finished yet */
+    int64_t n, chunk, next;   /* items, items a chunk, first item not taken (atomic) */
+    int64_t parallel_jobs;
     uint64_t born[TTC_STEP_MAX_THREADS];   /* gen when worker i started (its first job is the next) */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, NULL, NULL, 0, 0, 0, {0}};
-
-static int64_t parallel_jobs;   /* written under pool.m */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 int64_t ttc_steps_parallel_jobs(void) {
     pthread_mutex_lock(&pool.m);
-    int64_t n = parallel_jobs;
+    int64_t n = pool.parallel_jobs;
     pthread_mutex_unlock(&pool.m);
     return n;
 }
 
-static void part_range(int64_t n, int32_t parts, int32_t i, int64_t *lo, int64_t *hi) {
-    *lo = n * i / parts;
-    *hi = n * (i + 1) / parts;
+/* Takes chunks until none is left. */
+static void take_chunks(ttc_step_fn fn, void *ctx, int64_t n, int64_t chunk) {
+    for (;;) {
+        int64_t lo = __atomic_fetch_add(&pool.next, chunk, __ATOMIC_RELAXED);
+        if (lo >= n) return;
+        fn(ctx, lo, lo + chunk < n ? lo + chunk : n);
+    }
 }
 
 static void *worker(void *arg) {
-    int32_t me = (int32_t)(intptr_t)arg;   /* part index this worker takes (1..) */
+    int32_t me = (int32_t)(intptr_t)arg;
     pthread_mutex_lock(&pool.m);
     uint64_t seen = pool.born[me];
     for (;;) {
         while (pool.gen == seen) pthread_cond_wait(&pool.go, &pool.m);
         seen = pool.gen;
-        if (me >= pool.parts) continue;
+        if (!pool.open) continue;
+        pool.busy++;
         ttc_step_fn fn = pool.fn;
         void *ctx = pool.ctx;
-        int64_t lo, hi;
-        part_range(pool.n, pool.parts, me, &lo, &hi);
+        int64_t n = pool.n, chunk = pool.chunk;
         pthread_mutex_unlock(&pool.m);
-        fn(ctx, lo, hi);
+        take_chunks(fn, ctx, n, chunk);
         pthread_mutex_lock(&pool.m);
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+        if (--pool.busy == 0) pthread_cond_signal(&pool.done);
     }
     return NULL;
 }
@@ -60,7 +66,8 @@ static void after_fork_child(void) {
     pthread_cond_init(&pool.go, NULL);
     pthread_cond_init(&pool.done, NULL);
     pool.started = 0;
-    pool.pending = 0;
+    pool.busy = 0;
+    pool.open = false;
 }
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
@@ -76,7 +83,7 @@ static int32_t start_workers(int32_t want) {
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         int rc = pthread_create(&t, &at, worker, (void *)(intptr_t)(pool.started + 1));
         pthread_attr_destroy(&at);
-        if (rc) break;   /* no more threads: the job takes fewer parts */
+        if (rc) break;   /* no more threads: the job takes fewer */
         pool.started++;
     }
     return pool.started;
@@ -85,7 +92,7 @@ static int32_t start_workers(int32_t want) {
 void ttc_steps_for(int32_t threads, int64_t n, int64_t grain, ttc_step_fn fn, void *ctx) {
     if (grain < 1) grain = 1;
     int64_t parts = n / grain;
-    if (threads > TTC_STEP_MAX_THREADS) threads = TTC_STEP_MAX_THREADS;   /* born[] has room for it */
+    if (threads > TTC_STEP_MAX_THREADS) threads = TTC_STEP_MAX_THREADS;   /* born[] has room for them */
     if (parts > threads) parts = threads;
     if (parts < 2 || pthread_mutex_trylock(&pool.submit)) {
         if (n > 0) fn(ctx, 0, n);
@@ -93,28 +100,29 @@ void ttc_steps_for(int32_t threads, int64_t n, int64_t grain, ttc_step_fn fn, vo
     }
     pthread_once(&fork_once, fork_hook);
     pthread_mutex_lock(&pool.m);
-    int32_t workers = start_workers((int32_t)parts - 1);
-    if (workers + 1 < parts) parts = workers + 1;
-    if (parts < 2) {
+    if (start_workers((int32_t)parts - 1) < 1) {
         pthread_mutex_unlock(&pool.m);
         pthread_mutex_unlock(&pool.submit);
         fn(ctx, 0, n);
         return;
     }
+    /* four chunks a thread: a late thread costs at most about a quarter of its share */
+    int64_t chunk = n / (parts * 4);
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
-    pool.parts = (int32_t)parts;
-    pool.pending = (int32_t)parts - 1;
+    pool.chunk = chunk > grain / 2 ? chunk : (grain + 1) / 2;
+    __atomic_store_n(&pool.next, 0, __ATOMIC_RELAXED);
+    pool.open = true;
+    pool.busy = 0;
     pool.gen++;
-    parallel_jobs++;
+    pool.parallel_jobs++;
     pthread_cond_broadcast(&pool.go);
     pthread_mutex_unlock(&pool.m);
-    int64_t lo, hi;
-    part_range(n, (int32_t)parts, 0, &lo, &hi);
-    fn(ctx, lo, hi);
+    take_chunks(fn, ctx, n, pool.chunk);
     pthread_mutex_lock(&pool.m);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.m);
+    pool.open = false;
+    while (pool.busy > 0) pthread_cond_wait(&pool.done, &pool.m);
     pthread_mutex_unlock(&pool.m);
     pthread_mutex_unlock(&pool.submit);
 }

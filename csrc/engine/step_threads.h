@@ -1,9 +1,10 @@
 /*
  * A small persistent thread pool for the C steps of native calls (norms, epilogues, softmax,
  * pooling): a native call runs on one PoCL worker thread while the machine has more cores, and
- * between the library's GEMMs/convolutions the other cores sat idle. Work is cut into `parts`
- * contiguous ranges of [0, n) (the caller takes the first, pool threads the others); every item
- * is computed by the same code whatever the cut, so results do not depend on the thread count.
+ * between the library's GEMMs/convolutions the other cores sat idle. [0, n) is cut into chunks
+ * (four a thread) that the caller and the pool's threads take in turn, so a thread that wakes
+ * late costs little; every item is computed by the same code whatever the cut, so results do
+ * not depend on the thread count.
  * One job at a time: a call that finds the pool busy (another engine's queue) runs serially.
  * Workers are started on first use and stay; they sleep on a condition variable between jobs.
  *
