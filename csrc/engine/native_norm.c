@@ -8,6 +8,18 @@
 
 #include "step_threads.h"
 
+/* Sum of (x - x0) in eight partial sums, so that the loop vectorises (one scalar chain of
+ * adds held BERT b8's layer norm at 1 ms for 1M values). */
+static float sum8(const float *x, int64_t n, float x0) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += x[i + j] - x0;
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += x[i] - x0;
+    return s;
+}
+
 /* Sum of (x - mean)^2, the same way. */
 static float sq8(const float *x, int64_t n, float mean) {
     float acc[8] = {0};
@@ -46,8 +58,7 @@ static void norm_rows(void *arg, int64_t r0, int64_t r1) {
             /* summed around the row's first value: rows far from 0 (mean 1e3, values within a
              * few units) keep their digits, where a plain float sum lost 4e-4 of the mean */
             float x0 = xr[0];
-            for (int64_t c = 0; c < n; c++) mean += xr[c] - x0;   /* scalar: the shift is what counts */
-            mean = x0 + mean / (float)n;
+            mean = x0 + sum8(xr, n, x0) / (float)n;
         }
         float rstd = 1.0f / sqrtf(sq8(xr, n, mean) / (float)n + j->eps);
         for (int64_t c = 0; c < n; c++) {
