@@ -166,6 +166,12 @@ CASES[A + "native_layer_norm.default"] = [
     Case(lambda: [rand(3, 5, 33), [33], Const(rand(33, seed=1)), Const(rand(33, seed=2)), 1e-5], tol=1e-4, keep=[0]),
     Case(lambda: [rand(2, 7, 9), [9], None, None, 1e-5], tol=1e-4, keep=[0]),
 ]
+CASES[A + "rms_norm.default"] = [
+    Case(lambda: [rand(3, 5, 33), [33], Const(rand(33, seed=1)), 1e-6], tol=1e-4),
+    Case(lambda: [rand(2, 7), [7], None, None], tol=1e-4),
+    Case(lambda: [rand(2, 3, 5, 9), [9], Const(rand(9, seed=2)), 1e-5], tol=1e-4),
+    Case(lambda: [rand(3, 13), [13], Const(rand(13, seed=3)), 1e-6], tol=1e-4, dynamic=DYN),
+]
 CASES[A + "group_norm.default"] = [
     Case(lambda: [rand(2, 6, 5, 7), 3, Const(rand(6, seed=3)), Const(rand(6, seed=4)), 1e-5, True], tol=1e-4),
     Case(lambda: [rand(1, 4, 9), 2, None, None, 1e-5, True], tol=1e-4),

@@ -35,6 +35,10 @@ def _compile(m, cache, inputs=None, **kw):
                 engine_cache_dir=str(cache))
     opts.update(kw)
     gm = torchtrt_c.compile(m, inputs=inputs or [torch.randn(3, 12)], **opts)
+    # entries are written behind the compile: the next compile's preload reads the index file
+    # the write leaves, so wait for it (on a loaded machine it can lag the next compile)
+    from torchtrt_c.dynamo._compiler import wait_engine_cache_writes
+    wait_engine_cache_writes()
     return gm, gm._torchtrt_c_profile
 
 
