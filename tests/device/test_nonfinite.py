@@ -160,6 +160,8 @@ CASES += [
     ("aten.layer_norm.default", lambda: [nf(5, 16, seed=21, frac=0.05), [16], None, None, 1e-5, False], {}),
     ("aten.native_layer_norm.default", lambda: [one_nan(5, 16, seed=22), [16], Const(torch.rand(16)),
                                                 Const(torch.rand(16)), 1e-5], {"keep": [0]}),
+    ("aten.rms_norm.default", lambda: [one_nan(5, 16, seed=60), [16], Const(torch.rand(16)), 1e-6], {}),
+    ("aten.rms_norm.default", lambda: [nf(5, 16, seed=61, frac=0.05), [16], None, None], {}),
     ("aten.group_norm.default", lambda: [one_nan(2, 6, 4, 4, seed=23), 3, Const(torch.rand(6)), Const(torch.rand(6)),
                                          1e-5, False], {}),
     ("aten.native_group_norm.default", lambda: [one_nan(2, 6, 4, 4, seed=24), Const(torch.rand(6)),
