@@ -16,6 +16,7 @@ import torch
 
 # bench name -> (library, model name, {size: constructor kwargs for that input size})
 _SPECS = {
+    "tv_resnet18": ("torchvision", "resnet18", {}),
     "tv_resnet50": ("torchvision", "resnet50", {}),
     "tv_mobilenet_v2": ("torchvision", "mobilenet_v2", {}),
     "tv_mobilenet_v3_large": ("torchvision", "mobilenet_v3_large", {}),
