@@ -69,21 +69,5 @@ ttc_status ttc_gen_conv_mma(const ttc_kgen *g) {
                           "ICG", v[4], "OCG", v[5], "KH", v[6], "KW", v[7], "SH", v[8], "SW", v[9], "PH", v[10],
                           "PW", v[11], "DH", v[12], "DW", v[13], "KP", v[14], "MT", v[15], "BM", v[16], "BN", v[17],
                           "WM", v[18], "WN", v[19], "STAGES", v[20], "KSPLIT", v[21], "KSL", ksl, NULL};
-    ttc_kparams p;
-    ttc_kp_init(&p, k, ks, false);
-    ttc_codegen_conv_params(&p, op, op->in[2]);
-    ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 1, -S, "NB_");  /* batch */
-    ttc_status s = ttc_codegen_template_checked(src, "conv2d_mma", defs, &p);
-    ttc_kp_free(&p);
-    TTC_TRY(s);
-    /* dim 0: ceil(N*OH*OW / BN) work-groups of nt (the output holds S*N images: divide by
-     * S * OC * BN), dim 1: G * MT, dim 2: S */
-    ttc_codegen_gdim(ks, 0, op->out, 0, 4, (int32_t)(S * OC * c[1]), nt);
-    ks->g[0].mul = nt;
-    ttc_codegen_gdim(ks, 1, op->out, 0, 0, 1, 1);
-    ks->g[1].mul = (int32_t)(G * MT);
-    ttc_codegen_gdim(ks, 2, op->out, 0, 0, 1, 1);
-    ks->g[2].mul = (int32_t)S;
-    ks->use_local = true;
-    return TTC_OK;
+    return ttc_codegen_conv_splitk(src, k, ks, op, "conv2d_mma", defs, S, OC, (int32_t)c[1], nt, G * MT);
 }

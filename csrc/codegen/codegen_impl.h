@@ -41,6 +41,12 @@ void ttc_codegen_loader(ttc_sbuf *src, const ttc_spelling *sp, const char *name,
 /* codegen_ops.c: the parameters every convolution template starts with: X, offX, W, offW, H,
  * Wd, OH, OW (w: the weight tensor the kernel reads). */
 void ttc_codegen_conv_params(ttc_kparams *p, const ttc_kop *op, int32_t w);
+/* The split-K implicit-GEMM convolutions (conv2d_igemm, conv2d_mma): template `tmpl` with
+ * defs, parameters = conv params (weights op->in[2]) + the batch NB_ (S images per split), and
+ * the grid: dim 0 ceil(N*OH*OW / tile_n) work-groups of nt, dim 1 groups, dim 2 S. */
+ttc_status ttc_codegen_conv_splitk(ttc_sbuf *src, const ttc_kir *k, ttc_kspec *ks, const ttc_kop *op, const char *tmpl,
+                                   const char *const *defs, int64_t S, int64_t OC, int32_t tile_n, int32_t nt,
+                                   int64_t groups);
 /* CPU convolution (codegen_conv_cpu.c): enabled unless TORCHTRT_C_CONV_CPU=ocb8. */
 bool ttc_conv_cpu_enabled(const ttc_kir *k);
 /* Whether TORCHTRT_C_KERNELS=gpu asks for the GPU kernel families on any device. */

@@ -94,20 +94,27 @@ static ttc_status gen_conv_igemm(const ttc_kgen *g) {
                           "OCG4", v[6], "MT", v[7], "KH", v[8], "KW", v[9], "SH", v[10], "SW", v[11], "PH", v[12],
                           "PW", v[13], "DH", v[14], "DW", v[15], "PW1", v[16], "TM", v[17], "TN", v[18], "TK", v[19],
                           "RM", v[20], "RN", v[21], "KBLK", v[22], "DB", v[23], NULL};
+    TTC_TRY(ttc_codegen_conv_splitk(src, k, ks, op, "conv2d_igemm", defs, S, OC, c[1], nt, G * MT));
+    ttc_sbuf_printf(src, "#undef LDX\n#undef LDW4\n");
+    return TTC_OK;
+}
+
+ttc_status ttc_codegen_conv_splitk(ttc_sbuf *src, const ttc_kir *k, ttc_kspec *ks, const ttc_kop *op, const char *tmpl,
+                                   const char *const *defs, int64_t S, int64_t OC, int32_t tile_n, int32_t nt,
+                                   int64_t groups) {
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
     ttc_codegen_conv_params(&p, op, op->in[2]);
     ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 1, -S, "NB_");  /* batch */
-    ttc_status s = ttc_codegen_template_checked(src, "conv2d_igemm", defs, &p);
+    ttc_status s = ttc_codegen_template_checked(src, tmpl, defs, &p);
     ttc_kp_free(&p);
     TTC_TRY(s);
-    ttc_sbuf_printf(src, "#undef LDX\n#undef LDW4\n");
-    /* dim 0: ceil(N*OH*OW / TN) work-groups of nt = S*N*OC*OH*OW * nt / (S * OC * TN),
-     * rounded up to nt; dim 1: G * MT; dim 2: S */
-    ttc_codegen_gdim(ks, 0, op->out, 0, 4, (int32_t)(S * OC * c[1]), nt);
+    /* dim 0: ceil(N*OH*OW / tile_n) work-groups of nt (the output holds S*N images: divide
+     * S*N*OC*OH*OW by S * OC * tile_n), rounded up to nt; dim 1: groups; dim 2: S */
+    ttc_codegen_gdim(ks, 0, op->out, 0, 4, (int32_t)(S * OC * tile_n), nt);
     ks->g[0].mul = nt;
     ttc_codegen_gdim(ks, 1, op->out, 0, 0, 1, 1);
-    ks->g[1].mul = (int32_t)(G * MT);
+    ks->g[1].mul = (int32_t)groups;
     ttc_codegen_gdim(ks, 2, op->out, 0, 0, 1, 1);
     ks->g[2].mul = (int32_t)S;
     ks->use_local = true;
