@@ -103,6 +103,13 @@ ttc_status ttc_convert_cat(ttc_conv_ctx *cx, const ttc_node *n) {
     }
     if (s == TTC_OK && nt == 0) s = ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: nothing to concatenate", nname(n));
     ttc_dtype od = ttc_cx_float_dtype(cx, ot->dtype);
+    /* cat([empty 1-d, x]) is x: what Hugging Face's KV cache does on its first update of every
+     * layer. No copy kernel then; consumers read x (a view where x is one). */
+    if (s == TTC_OK && !stack && nt == 1 && k->ts[ts[0]].dtype == od && k->ts[ts[0]].rank == R) {
+        int32_t only = ts[0];
+        free(ts);
+        return ttc_cx_set_output(cx, n, 0, only);
+    }
     int32_t cur = -1, i = 0;
     while (s == TTC_OK && i < nt) {
         int32_t ins[4], m = 0;

@@ -76,3 +76,40 @@ def test_multi_head_attention_path_without_copies():
     fn = lambda x: mha(x, x, x, need_weights=False)[0]  # noqa: E731
     x = rand(2, 9, 32, seed=5)
     _check(fn, (x,), copies=4, dynamic=True, more=((rand(3, 9, 32, seed=6),), (rand(1, 9, 32, seed=7),)))
+
+
+def _kv_cache_first_update(x):
+    # Hugging Face's DynamicLayer on its first update: cat of an empty 1-d tensor and the new keys
+    k = x.view(x.shape[0], x.shape[1], 3, 4).transpose(1, 2)
+    k = torch.cat([torch.tensor([], dtype=x.dtype), k], dim=-2)
+    return torch.nn.functional.scaled_dot_product_attention(k, k, k)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 12), (3, 7, 12), (1, 1, 12)])
+def test_cat_with_empty_is_the_other_input(shape):
+    # no concat kernel (attention does not take it as a prologue, so it used to be a copy)
+    x = rand(*shape, seed=4)
+    m, trt, kernels = _compile(_kv_cache_first_update, x)
+    with torch.no_grad():
+        assert_close(trt(x), m(x), 1e-5, 1e-5, "cat with an empty 1-d tensor")
+    assert not [d for d in kernels if "concat" in d], kernels
+
+
+def test_cat_with_empty_as_engine_output():
+    # the cat's result leaves the engine as a transposed view of a kernel's output
+    x = rand(2, 5, 12, seed=5)
+
+    def fn(x):
+        y = (x + 1).view(2, 5, 3, 4).transpose(1, 2)
+        return torch.cat([torch.tensor([]), y], dim=2)
+
+    m, trt, _ = _compile(fn, x)
+    with torch.no_grad():
+        out = trt(x)
+        assert_close(out, m(x), 1e-6, 1e-6, "cat with an empty 1-d tensor, engine output")
+    assert out.shape == (2, 3, 5, 4)
+
+
+def test_cat_with_empty_and_two_tensors_still_concatenates():
+    x = rand(2, 5, seed=6)
+    _check(lambda x: torch.cat([torch.tensor([]), x, x * 3], 1), (x,), copies=1)
