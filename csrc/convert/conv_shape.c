@@ -1,6 +1,6 @@
 /* Converters for shape ops. They make views (no kernels): reshape-like ops alias dense
  * tensors (a copy is inserted first when the input is a non-dense view, unless the reshape
- * only splits dims of a permuted dense tensor), permute/transpose, expand, slice and select
+ * only splits dims of a permuted or sliced dense tensor), permute/transpose, expand, slice and select
  * re-stride (a select or slice of a dense tensor's leading dim stays dense). Output dims always come from the IR types. */
 #include "converters.h"
 
@@ -17,6 +17,22 @@ static ttc_status view_out(ttc_conv_ctx *cx, const ttc_node *n, int32_t base, tt
     return TTC_OK;
 }
 
+/* Whether the reshape of a rank-xr tensor of dims xd to ot only splits dims: x dim d becomes
+ * output dims [first[d], first[d + 1]), at least one each. */
+static bool split_groups(const ttc_dim *xd, int32_t xr, const ttc_type *ot, int32_t *first) {
+    int32_t R = ot->rank, j = 0;
+    if (R <= xr || R > TTC_MAX_RANK) return false;
+    for (int32_t d = 0; d < xr; d++) {
+        first[d] = j;
+        if (j >= R) return false;
+        ttc_dim p = ot->dims[j++];
+        while (!ttc_dim_eq(p, xd[d]))
+            if (j >= R || !ttc_dim_mul(p, ot->dims[j++], &p)) return false;
+    }
+    first[xr] = R;
+    return j == R;
+}
+
 /* A reshape that only splits dims of a permuted view of a dense tensor (multi-head
  * attention's q.view(L, B*H, D).transpose(0, 1).view(B, H, L, D)) is the same permutation
  * of the dense tensor reshaped with those dims split: two views, no copy. *out = -1 where
@@ -27,20 +43,9 @@ static ttc_status split_of_permute(ttc_conv_ctx *cx, const ttc_node *n, int32_t 
     const ttc_et *xe = &k->ts[x];
     const ttc_type *ot = &n->outputs[0]->type;
     int32_t R = ot->rank, xr = xe->rank;
-    if (xe->kind != TTC_ET_VIEW || xe->vkind != TTC_VIEW_PERMUTE || !k->ts[xe->base].contig || R <= xr ||
-        R > TTC_MAX_RANK)
-        return TTC_OK;
-    /* x dim d becomes output dims [first[d], first[d + 1]), at least one each */
-    int32_t first[TTC_MAX_RANK + 1], j = 0;
-    for (int32_t d = 0; d < xr; d++) {
-        first[d] = j;
-        if (j >= R) return TTC_OK;
-        ttc_dim p = ot->dims[j++];
-        while (!ttc_dim_eq(p, xe->dims[d]))
-            if (j >= R || !ttc_dim_mul(p, ot->dims[j++], &p)) return TTC_OK;
-    }
-    if (j != R) return TTC_OK;
-    first[xr] = R;
+    if (xe->kind != TTC_ET_VIEW || xe->vkind != TTC_VIEW_PERMUTE || !k->ts[xe->base].contig) return TTC_OK;
+    int32_t first[TTC_MAX_RANK + 1];
+    if (!split_groups(xe->dims, xr, ot, first)) return TTC_OK;
     /* the dense base with each dim split as the x dim it is; at[d]: where x dim d's group
      * starts there (xe is not used after the views below: they may move k->ts) */
     int32_t base = xe->base, inv[TTC_MAX_RANK], at[TTC_MAX_RANK], m = 0;
@@ -61,6 +66,49 @@ static ttc_status split_of_permute(ttc_conv_ctx *cx, const ttc_node *n, int32_t 
     return TTC_OK;
 }
 
+static bool leading_ones(const ttc_et *t, int32_t d);
+
+/* A reshape that only splits dims of a unit-step slice of a dense tensor (GPT-2's fused q/k/v
+ * projection: c_attn(x).split(E, 2), then q.view(B, L, H, D)) is a slice of the dense tensor
+ * reshaped with the same splits, the sliced dim split as [its size / P, inner dims] where P,
+ * the product of the inner dims, divides the start and that size. *out = -1 otherwise. */
+static ttc_status split_of_slice(ttc_conv_ctx *cx, const ttc_node *n, int32_t x, int32_t *out) {
+    *out = -1;
+    ttc_kir *k = cx->k;
+    const ttc_et *xe = &k->ts[x];
+    const ttc_type *ot = &n->outputs[0]->type;
+    int32_t R = ot->rank, xr = xe->rank, vd = xe->vdim;
+    if (xe->kind != TTC_ET_VIEW || xe->vkind != TTC_VIEW_SLICE || xe->step != 1 || xe->start < 0 ||
+        !k->ts[xe->base].contig || k->ts[xe->base].rank != xr)
+        return TTC_OK;
+    int32_t first[TTC_MAX_RANK + 1];
+    if (!split_groups(xe->dims, xr, ot, first)) return TTC_OK;
+    int64_t P = 1;
+    for (int32_t i = first[vd] + 1; i < first[vd + 1]; i++) {
+        if (ot->dims[i].sym >= 0 || ot->dims[i].add < 1) return TTC_OK;
+        P *= ot->dims[i].add;
+    }
+    ttc_dim full = k->ts[xe->base].dims[vd];
+    if (full.sym >= 0 || full.add % P != 0 || xe->start % P != 0) return TTC_OK;
+    int32_t base = xe->base;
+    int64_t start = xe->start / P;
+    ttc_dim bd[TTC_MAX_RANK];
+    for (int32_t i = 0; i < R; i++) bd[i] = ot->dims[i];
+    bd[first[vd]] = ttc_dim_const(full.add / P);
+    int32_t split = ttc_kir_view(k, base, TTC_VIEW_RESHAPE, R, bd, n->outputs[0]->name);
+    if (split < 0) return TTC_ERR_NOMEM;
+    int32_t v = ttc_kir_view(k, split, TTC_VIEW_SLICE, R, ot->dims, n->outputs[0]->name);
+    if (v < 0) return TTC_ERR_NOMEM;
+    ttc_et *t = &k->ts[v];
+    t->vdim = first[vd];
+    t->start = start;
+    t->end = TTC_SLICE_END_FROM_TYPE;   /* the typed dim says how many */
+    t->step = 1;
+    t->contig = leading_ones(&k->ts[split], first[vd]);
+    *out = v;
+    return TTC_OK;
+}
+
 /* Whether the dims of t before dim d are all 1: a select or unit-step slice there keeps a
  * dense tensor dense (one block of its memory). */
 static bool leading_ones(const ttc_et *t, int32_t d) {
@@ -74,6 +122,7 @@ ttc_status ttc_convert_reshape(ttc_conv_ctx *cx, const ttc_node *n) {
     int32_t x, xc, v;
     TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
     TTC_TRY(split_of_permute(cx, n, x, &v));
+    if (v < 0) TTC_TRY(split_of_slice(cx, n, x, &v));
     if (v >= 0) return ttc_cx_set_output(cx, n, 0, v);
     TTC_TRY(ttc_cx_contiguous(cx, x, n->outputs[0]->name, &xc));
     TTC_TRY(view_out(cx, n, xc, TTC_VIEW_RESHAPE, NULL, &v));

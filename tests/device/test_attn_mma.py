@@ -199,3 +199,28 @@ def test_attn_mma_in_hf_model(arch, forced):
     got = (got.last_hidden_state if hasattr(got, "last_hidden_state") else got[0]).float()
     err = float((got - want).abs().max()) / float(want.abs().max())
     assert err <= 2e-2, f"{arch}: max error {err:.3g} relative to max |eager|"
+
+
+@pytest.mark.parametrize("shape,heads", [((2, 37, 384), 2), ((1, 9, 768), 4)])
+def test_attn_mma_reads_fused_qkv_views(shape, heads, forced):
+    """GPT-2's q/k/v: slices of one projection viewed as heads (csrc/convert/conv_shape.c's
+    split of a slice) reach the kernel as strided views, no copies (row stride 3E halves)."""
+    B, L, E3 = shape
+    E = E3 // 3
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            q, k, v = (x * 2).split(E, dim=2)
+            q, k, v = (t.view(B, L, heads, E // heads).transpose(1, 2) for t in (q, k, v))
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    x = rand(*shape, seed=12).half()
+    m = M().eval()
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={torch.float16})
+    eng = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="")
+    assert _uses_mma(eng), eng.info()["kernels"]
+    assert not [d for d in eng.info()["kernels"] if d.split()[1] == "elementwise:" and "mul" not in d], \
+        eng.info()["kernels"]
+    with torch.no_grad():
+        ref = m(x.float()).half()
+        assert_close(trt(x), ref, ATOL, RTOL, "fused q/k/v views into attn_mma")

@@ -113,3 +113,39 @@ def test_cat_with_empty_as_engine_output():
 def test_cat_with_empty_and_two_tensors_still_concatenates():
     x = rand(2, 5, seed=6)
     _check(lambda x: torch.cat([torch.tensor([]), x, x * 3], 1), (x,), copies=1)
+
+
+def _fused_qkv(x, heads, start=0):
+    # GPT-2's attention: one projection, split into q/k/v on the last dim, each viewed as heads
+    B, L, E3 = x.shape
+    E = E3 // 3
+    y = x * 2
+    q, k, v = y.split(E, dim=2)
+    q, k, v = (t.view(B, L, heads, E // heads).transpose(1, 2) for t in (q, k, v))
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+@pytest.mark.parametrize("shape,heads", [((2, 5, 48), 2), ((3, 7, 24), 4), ((1, 1, 96), 4)])
+def test_split_of_slice_is_a_view(shape, heads):
+    # the q/k/v head views are slices of the projection split as heads: no copy kernels left
+    x = rand(*shape, seed=7)
+    _check(lambda x: _fused_qkv(x, heads), (x,), copies=1)
+
+
+def test_split_of_slice_dynamic_rows():
+    x = rand(3, 6, 48, seed=8)
+    _check(lambda x: _fused_qkv(x, 4), (x,), copies=1, dynamic=True, more=((rand(1, 6, 48, seed=9),),))
+
+
+def test_split_of_misaligned_slice_still_copies():
+    # a slice starting inside a head (offset 3 of head dim 4) cannot be split as heads: a copy
+    x = rand(2, 5, 20, seed=10)
+    _check(lambda x: (x * 2)[:, :, 3:19].reshape(2, 5, 4, 4) + 1, (x,), copies=3)
+
+
+def test_split_of_slice_other_dim_and_negative_start():
+    x = rand(4, 6, 10, seed=11)
+    # the slice on dim 1 and the split of dim 2 (not the sliced one)
+    _check(lambda x: (x * 2)[:, 2:5].reshape(4, 3, 2, 5).transpose(1, 2) * 3, (x,), copies=2)
+    # a negative start (x[..., -6:]) keeps the copy path (and its answer)
+    _check(lambda x: (x * 2)[..., -6:].reshape(4, 6, 3, 2) + 1, (x,), copies=3)
