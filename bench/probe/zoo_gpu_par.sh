@@ -2,8 +2,10 @@
 # The real-model GPU zoo spread over every GPU of one host in one device command, optionally with
 # the GPU test suite on GPU 0 (SUITE=1). Run from the repository root on the GPU machine:
 #   SUITE=1 LIMIT=540 bash bench/probe/zoo_gpu_par.sh
-# Env: MODELS (default: the 10 real models of issue 12's zoo + "kernels" = the GEMM/conv kernel
-# tables vs cuBLAS/cuDNN), BATCHES (default 32,8), PRECISIONS (fp16,fp32), LIMIT (s, whole run).
+# Env: MODELS = comma list of name[:weight[:batches[:precisions[:noind]]]] (batches/precisions
+# with '/' between values; noind: skip Inductor), default: the 10 real models of issue 12's zoo
+# + "kernels" (the GEMM/conv kernel tables vs cuBLAS/cuDNN); BATCHES (default 32,8) and
+# PRECISIONS (fp16,fp32) where a model names none; LIMIT (s, whole run).
 # Each model is one bench/run.py process writing $OUT/<model>.json (+ .log); models go to GPUs
 # longest-first onto the least-loaded GPU (weights = rough minutes per row set). Afterwards
 # bench/report.py merges them into $OUT/zoo.md.
@@ -23,27 +25,31 @@ if [ "${SUITE:-0}" = 1 ] && [ "$NG" -gt 1 ]; then FIRST=1; fi
 # longest-first onto the least-loaded bench GPU
 ASSIGN=$(python3 - "$MODELS" "$FIRST" "$NG" <<'PY'
 import sys
-items = [(m.split(":")[0], float(m.split(":")[1]) if ":" in m else 2.0) for m in sys.argv[1].split(",") if m]
+items = [(m, float(m.split(":")[1]) if ":" in m else 2.0) for m in sys.argv[1].split(",") if m]
 first, ng = int(sys.argv[2]), int(sys.argv[3])
 load = {g: 0.0 for g in range(first, ng)}
 out = {g: [] for g in load}
 for name, w in sorted(items, key=lambda x: -x[1]):
     g = min(load, key=load.get); load[g] += w; out[g].append(name)
-print(" ".join(f"{g}={'+'.join(v)}" for g, v in out.items() if v))
+print(" ".join(f"{g}={'+'.join(v)}" for g, v in out.items() if v))  # specs hold no spaces
 PY
 )
 echo "assignment: $ASSIGN"
-bench_model() {  # GPU model
-    local g=$1 m=$2 left=$(( LIMIT - ($(date +%s) - T0) ))
+bench_model() {  # GPU name:weight:batches:precisions:noind
+    local g=$1 spec=$2 left=$(( LIMIT - ($(date +%s) - T0) ))
+    local m b p ni
+    IFS=: read -r m _ b p ni <<< "$spec"
+    b=${b:-${BATCHES:-32,8}}; p=${p:-${PRECISIONS:-fp16,fp32}}
     [ "$left" -le 30 ] && { echo "no time left for $m" >&2; return; }
     local args=(--models "$m")
     [ "$m" = kernels ] && args=(--models "" --kernels gemm,conv)
+    [ "$ni" = noind ] && args+=(--skip-inductor)
     CUDA_VISIBLE_DEVICES=$g TORCHTRT_C_DEVICE=gpu timeout --signal=INT --kill-after=5 "$left" \
-        python3 bench/run.py "${args[@]}" --batches "${BATCHES:-32,8}" --order batch \
-        --precisions "${PRECISIONS:-fp16,fp32}" --warm-batches "${WARM:-32}" --budget "${BUDGET:-0.3}" \
+        python3 bench/run.py "${args[@]}" --batches "${b//\//,}" --order batch \
+        --precisions "${p//\//,}" --warm-batches "${WARM:-32}" --budget "${BUDGET:-0.3}" \
         --min-runs 5 --max-runs 100 --row-budget 60 --deadline $(( left - 45 )) \
         --tag "gpu zoo par" --out "$O/$m.json" > "$O/$m.log" 2>&1
-    echo "$m on GPU $g rc=$? at $(( $(date +%s) - T0 )) s"
+    echo "$m ($b $p $ni) on GPU $g rc=$? at $(( $(date +%s) - T0 )) s"
 }
 for pair in $ASSIGN; do
     g=${pair%%=*}; ms=${pair#*=}
