@@ -111,13 +111,53 @@ static bool dims_product(const ttc_dim *d, int32_t r, ttc_dim *out) {
     return true;
 }
 
+/* Whether every user of v is a view op (reshape, permute, select...) and v leaves no graph. */
+static bool only_views_use(const ttc_value *v) {
+    if (v->n_users == 0) return false;
+    for (int32_t i = 0; i < v->n_users; i++) {
+        const ttc_op_info *info = ttc_op_info_get(v->users[i]->op);
+        if (!info || !(info->flags & TTC_OPF_VIEW)) return false;
+    }
+    return true;
+}
+
+/* The view of the linear's result y (dims in x's memory order) as the node's output: y
+ * itself, or the permutation x had (see ttc_convert_linear). */
+static ttc_status linear_out(ttc_conv_ctx *cx, const ttc_node *n, int32_t y, const int32_t *perm, int32_t pr) {
+    ttc_kir *k = cx->k;
+    if (pr > 0) {
+        const ttc_type *ot = &n->outputs[0]->type;
+        int32_t v = ttc_kir_view(k, y, TTC_VIEW_PERMUTE, ot->rank, ot->dims, n->outputs[0]->name);
+        if (v < 0) return TTC_ERR_NOMEM;
+        memcpy(k->ts[v].perm, perm, sizeof(int32_t) * (size_t)pr);
+        y = v;
+    }
+    return ttc_cx_set_output(cx, n, 0, y);
+}
+
 /* linear(x, w[N, K], bias?) ; matmul(a, b) for the shapes that map to one GEMM */
 ttc_status ttc_convert_linear(ttc_conv_ctx *cx, const ttc_node *n) {
     ttc_kir *k = cx->k;
     int32_t x, w, oi;
     TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
     TTC_TRY(ttc_cx_tensor(cx, n, 1, &w));
-    const ttc_type *ot = &n->outputs[0]->type;
+    ttc_type bt = n->outputs[0]->type;
+    const ttc_type *ot = &bt;
+    /* x a permutation of a dense tensor that keeps the last dim (nn.MultiheadAttention with
+     * batch_first transposes x before its in-projection): rows are independent, so the GEMM
+     * runs on the dense tensor and its result takes the same permutation, a view, where the
+     * input used to be copied */
+    int32_t perm[TTC_MAX_RANK], pr = 0;
+    if (only_views_use(n->outputs[0])) {   /* else consumers that fuse into the GEMM would not */
+        const ttc_et *xe = &k->ts[x];
+        if (xe->kind == TTC_ET_VIEW && xe->vkind == TTC_VIEW_PERMUTE && xe->rank >= 2 && xe->rank == bt.rank &&
+            xe->perm[xe->rank - 1] == xe->rank - 1 && k->ts[xe->base].contig && k->ts[xe->base].rank == xe->rank) {
+            pr = xe->rank;
+            memcpy(perm, xe->perm, sizeof(int32_t) * (size_t)pr);
+            for (int32_t d = 0; d < pr; d++) bt.dims[perm[d]] = n->outputs[0]->type.dims[d];
+            x = xe->base;
+        }
+    }
     int32_t xr = k->ts[x].rank;
     ttc_dim rows;
     int32_t wc;
@@ -129,7 +169,7 @@ ttc_status ttc_convert_linear(ttc_conv_ctx *cx, const ttc_node *n) {
         int32_t bias = -1;
         if (n->n_inputs > 2 && !ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_tensor(cx, n, 2, &bias));
         if (bias >= 0) TTC_TRY(add_bias(cx, oi, bias, 1.0, 1.0));
-        return finish(cx, n, oi);
+        return linear_out(cx, n, k->ops[oi].out, perm, pr);
     }
     int32_t x2;
     TTC_TRY(flatten_rows(cx, x, &rows, &x2));
@@ -146,7 +186,7 @@ ttc_status ttc_convert_linear(ttc_conv_ctx *cx, const ttc_node *n) {
         y = ttc_kir_view(k, y, TTC_VIEW_RESHAPE, ot->rank, ot->dims, n->outputs[0]->name);
         if (y < 0) return TTC_ERR_NOMEM;
     }
-    return ttc_cx_set_output(cx, n, 0, y);
+    return linear_out(cx, n, y, perm, pr);
 }
 
 ttc_status ttc_convert_matmul(ttc_conv_ctx *cx, const ttc_node *n) {

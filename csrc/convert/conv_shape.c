@@ -1,6 +1,6 @@
 /* Converters for shape ops. They make views (no kernels): reshape-like ops alias dense
  * tensors (a copy is inserted first when the input is a non-dense view, unless the reshape
- * only splits dims of a permuted or sliced dense tensor), permute/transpose, expand, slice and select
+ * only splits dims or drops size-1 dims of permutes/selects/slices of a dense tensor), permute/transpose, expand, slice and select
  * re-stride (a select or slice of a dense tensor's leading dim stays dense). Output dims always come from the IR types. */
 #include "converters.h"
 
@@ -17,13 +17,15 @@ static ttc_status view_out(ttc_conv_ctx *cx, const ttc_node *n, int32_t base, tt
     return TTC_OK;
 }
 
-/* Whether the reshape of a rank-xr tensor of dims xd to ot only splits dims: x dim d becomes
- * output dims [first[d], first[d + 1]), at least one each. */
+/* Whether the reshape of a rank-xr tensor of dims xd to ot only splits dims and drops dims of
+ * size 1: x dim d becomes output dims [first[d], first[d + 1]) (none for a dropped dim). */
 static bool split_groups(const ttc_dim *xd, int32_t xr, const ttc_type *ot, int32_t *first) {
     int32_t R = ot->rank, j = 0;
-    if (R <= xr || R > TTC_MAX_RANK) return false;
+    if (R > TTC_MAX_RANK) return false;
     for (int32_t d = 0; d < xr; d++) {
         first[d] = j;
+        bool one = xd[d].sym < 0 && xd[d].add == 1;
+        if (one && (j >= R || ot->dims[j].sym >= 0 || ot->dims[j].add != 1)) continue;   /* dropped */
         if (j >= R) return false;
         ttc_dim p = ot->dims[j++];
         while (!ttc_dim_eq(p, xd[d]))
@@ -33,78 +35,94 @@ static bool split_groups(const ttc_dim *xd, int32_t xr, const ttc_type *ot, int3
     return j == R;
 }
 
-/* A reshape that only splits dims of a permuted view of a dense tensor (multi-head
- * attention's q.view(L, B*H, D).transpose(0, 1).view(B, H, L, D)) is the same permutation
- * of the dense tensor reshaped with those dims split: two views, no copy. *out = -1 where
- * the reshape is not such a split (merging or dropping dims of a permuted view needs a copy). */
-static ttc_status split_of_permute(ttc_conv_ctx *cx, const ttc_node *n, int32_t x, int32_t *out) {
-    *out = -1;
-    ttc_kir *k = cx->k;
-    const ttc_et *xe = &k->ts[x];
-    const ttc_type *ot = &n->outputs[0]->type;
-    int32_t R = ot->rank, xr = xe->rank;
-    if (xe->kind != TTC_ET_VIEW || xe->vkind != TTC_VIEW_PERMUTE || !k->ts[xe->base].contig) return TTC_OK;
-    int32_t first[TTC_MAX_RANK + 1];
-    if (!split_groups(xe->dims, xr, ot, first)) return TTC_OK;
-    /* the dense base with each dim split as the x dim it is; at[d]: where x dim d's group
-     * starts there (xe is not used after the views below: they may move k->ts) */
-    int32_t base = xe->base, inv[TTC_MAX_RANK], at[TTC_MAX_RANK], m = 0;
-    for (int32_t d = 0; d < xr; d++) inv[xe->perm[d]] = d;
-    ttc_dim bd[TTC_MAX_RANK];
-    for (int32_t b = 0; b < xr; b++) {
-        int32_t d = inv[b];
-        at[d] = m;
-        for (int32_t i = first[d]; i < first[d + 1]; i++) bd[m++] = ot->dims[i];
-    }
-    int32_t split = ttc_kir_view(k, base, TTC_VIEW_RESHAPE, R, bd, n->outputs[0]->name);
-    if (split < 0) return TTC_ERR_NOMEM;
-    int32_t v = ttc_kir_view(k, split, TTC_VIEW_PERMUTE, R, ot->dims, n->outputs[0]->name);
-    if (v < 0) return TTC_ERR_NOMEM;
-    for (int32_t d = 0; d < xr; d++)
-        for (int32_t i = first[d]; i < first[d + 1]; i++) k->ts[v].perm[i] = at[d] + (i - first[d]);
-    *out = v;
-    return TTC_OK;
-}
-
 static bool leading_ones(const ttc_et *t, int32_t d);
 
-/* A reshape that only splits dims of a unit-step slice of a dense tensor (GPT-2's fused q/k/v
- * projection: c_attn(x).split(E, 2), then q.view(B, L, H, D)) is a slice of the dense tensor
- * reshaped with the same splits, the sliced dim split as [its size / P, inner dims] where P,
- * the product of the inner dims, divides the start and that size. *out = -1 otherwise. */
-static ttc_status split_of_slice(ttc_conv_ctx *cx, const ttc_node *n, int32_t x, int32_t *out) {
+/* A view of x with its dims split (and size-1 dims dropped) as `first` groups them into the
+ * R dims od, pushed down x's chain of permutes, selects and unit-step slices to the dense
+ * tensor at its root, which is reshaped there: no copy. Multi-head attention's q/k/v paths
+ * are such chains (torchvision's ViT: select of a permuted projection viewed as heads;
+ * GPT-2: c_attn(x).split(E, 2) viewed as heads). *out = -1 where a view on the way does not
+ * allow it (an expand, a slice whose bounds cut an inner dim of the split). */
+static ttc_status split_down(ttc_kir *k, int32_t x, const ttc_dim *od, int32_t R, const int32_t *first,
+                             const char *name, int32_t depth, int32_t *out) {
     *out = -1;
-    ttc_kir *k = cx->k;
-    const ttc_et *xe = &k->ts[x];
-    const ttc_type *ot = &n->outputs[0]->type;
-    int32_t R = ot->rank, xr = xe->rank, vd = xe->vdim;
-    if (xe->kind != TTC_ET_VIEW || xe->vkind != TTC_VIEW_SLICE || xe->step != 1 || xe->start < 0 ||
-        !k->ts[xe->base].contig || k->ts[xe->base].rank != xr)
+    if (k->ts[x].contig) {
+        int32_t v = ttc_kir_view(k, x, TTC_VIEW_RESHAPE, R, od, name);
+        if (v < 0) return TTC_ERR_NOMEM;
+        *out = v;
         return TTC_OK;
-    int32_t first[TTC_MAX_RANK + 1];
-    if (!split_groups(xe->dims, xr, ot, first)) return TTC_OK;
-    int64_t P = 1;
-    for (int32_t i = first[vd] + 1; i < first[vd + 1]; i++) {
-        if (ot->dims[i].sym >= 0 || ot->dims[i].add < 1) return TTC_OK;
-        P *= ot->dims[i].add;
     }
-    ttc_dim full = k->ts[xe->base].dims[vd];
-    if (full.sym >= 0 || full.add % P != 0 || xe->start % P != 0) return TTC_OK;
-    int32_t base = xe->base;
-    int64_t start = xe->start / P;
-    ttc_dim bd[TTC_MAX_RANK];
-    for (int32_t i = 0; i < R; i++) bd[i] = ot->dims[i];
-    bd[first[vd]] = ttc_dim_const(full.add / P);
-    int32_t split = ttc_kir_view(k, base, TTC_VIEW_RESHAPE, R, bd, n->outputs[0]->name);
-    if (split < 0) return TTC_ERR_NOMEM;
-    int32_t v = ttc_kir_view(k, split, TTC_VIEW_SLICE, R, ot->dims, n->outputs[0]->name);
-    if (v < 0) return TTC_ERR_NOMEM;
-    ttc_et *t = &k->ts[v];
-    t->vdim = first[vd];
-    t->start = start;
-    t->end = TTC_SLICE_END_FROM_TYPE;   /* the typed dim says how many */
-    t->step = 1;
-    t->contig = leading_ones(&k->ts[split], first[vd]);
+    if (k->ts[x].kind != TTC_ET_VIEW || depth > 2 * TTC_MAX_RANK) return TTC_OK;
+    /* copies of what is needed: the views made below may move k->ts */
+    ttc_et xe = k->ts[x];
+    int32_t b = xe.base, br = k->ts[b].rank, xr = xe.rank, vd = xe.vdim, m = 0;
+    ttc_dim bd[TTC_MAX_RANK + 1], full = k->ts[b].dims[vd < 0 ? 0 : vd];
+    int32_t bfirst[TTC_MAX_RANK + 2], at[TTC_MAX_RANK], sb = -1, v = -1;
+    switch (xe.vkind) {
+    case TTC_VIEW_PERMUTE: {
+        if (br != xr) return TTC_OK;
+        int32_t inv[TTC_MAX_RANK];
+        for (int32_t d = 0; d < xr; d++) inv[xe.perm[d]] = d;
+        for (int32_t bb = 0; bb < br; bb++) {
+            int32_t d = inv[bb];
+            bfirst[bb] = at[d] = m;
+            for (int32_t i = first[d]; i < first[d + 1]; i++) bd[m++] = od[i];
+        }
+        bfirst[br] = m;
+        TTC_TRY(split_down(k, b, bd, m, bfirst, name, depth + 1, &sb));
+        if (sb < 0) return TTC_OK;
+        v = ttc_kir_view(k, sb, TTC_VIEW_PERMUTE, R, od, name);
+        if (v < 0) return TTC_ERR_NOMEM;
+        for (int32_t d = 0; d < xr; d++)
+            for (int32_t i = first[d]; i < first[d + 1]; i++) k->ts[v].perm[i] = at[d] + (i - first[d]);
+        break;
+    }
+    case TTC_VIEW_SELECT: {
+        if (br != xr + 1 || R + 1 > TTC_MAX_RANK) return TTC_OK;
+        int32_t sel = 0;
+        for (int32_t bb = 0; bb < br; bb++) {
+            bfirst[bb] = m;
+            if (bb == vd) { sel = m; bd[m++] = full; continue; }
+            int32_t d = bb < vd ? bb : bb - 1;
+            for (int32_t i = first[d]; i < first[d + 1]; i++) bd[m++] = od[i];
+        }
+        bfirst[br] = m;
+        TTC_TRY(split_down(k, b, bd, m, bfirst, name, depth + 1, &sb));
+        if (sb < 0) return TTC_OK;
+        v = ttc_kir_view(k, sb, TTC_VIEW_SELECT, R, od, name);
+        if (v < 0) return TTC_ERR_NOMEM;
+        k->ts[v].vdim = sel;
+        k->ts[v].start = xe.start;
+        k->ts[v].contig = k->ts[sb].contig && leading_ones(&k->ts[sb], sel);
+        break;
+    }
+    case TTC_VIEW_SLICE: {
+        /* the sliced dim splits as [its base size / P, inner dims], P (their product) dividing
+         * the start and the base size */
+        if (br != xr || xe.step != 1 || xe.start < 0 || first[vd + 1] <= first[vd] || full.sym >= 0) return TTC_OK;
+        int64_t P = 1;
+        for (int32_t i = first[vd] + 1; i < first[vd + 1]; i++) {
+            if (od[i].sym >= 0 || od[i].add < 1) return TTC_OK;
+            P *= od[i].add;
+        }
+        if (full.add % P != 0 || xe.start % P != 0) return TTC_OK;
+        for (int32_t i = 0; i < R; i++) bd[i] = od[i];
+        bd[first[vd]] = ttc_dim_const(full.add / P);
+        TTC_TRY(split_down(k, b, bd, R, first, name, depth + 1, &sb));
+        if (sb < 0) return TTC_OK;
+        v = ttc_kir_view(k, sb, TTC_VIEW_SLICE, R, od, name);
+        if (v < 0) return TTC_ERR_NOMEM;
+        ttc_et *t = &k->ts[v];
+        t->vdim = first[vd];
+        t->start = xe.start / P;
+        t->end = TTC_SLICE_END_FROM_TYPE;   /* the typed dim says how many */
+        t->step = 1;
+        t->contig = k->ts[sb].contig && leading_ones(&k->ts[sb], first[vd]);
+        break;
+    }
+    default:
+        return TTC_OK;
+    }
     *out = v;
     return TTC_OK;
 }
@@ -121,8 +139,11 @@ static bool leading_ones(const ttc_et *t, int32_t d) {
 ttc_status ttc_convert_reshape(ttc_conv_ctx *cx, const ttc_node *n) {
     int32_t x, xc, v;
     TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
-    TTC_TRY(split_of_permute(cx, n, x, &v));
-    if (v < 0) TTC_TRY(split_of_slice(cx, n, x, &v));
+    int32_t first[TTC_MAX_RANK + 1];
+    v = -1;
+    if (!cx->k->ts[x].contig && split_groups(cx->k->ts[x].dims, cx->k->ts[x].rank, &n->outputs[0]->type, first))
+        TTC_TRY(split_down(cx->k, x, n->outputs[0]->type.dims, n->outputs[0]->type.rank, first, n->outputs[0]->name, 0,
+                           &v));
     if (v >= 0) return ttc_cx_set_output(cx, n, 0, v);
     TTC_TRY(ttc_cx_contiguous(cx, x, n->outputs[0]->name, &xc));
     TTC_TRY(view_out(cx, n, xc, TTC_VIEW_RESHAPE, NULL, &v));
