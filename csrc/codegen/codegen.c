@@ -31,6 +31,12 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     /* ... TF32 (float operands, bk in floats) */
     {TTC_GEMM_TF32, 128, 128, 16, 2, 4, 3},  {TTC_GEMM_TF32, 128, 64, 16, 2, 2, 3},  {TTC_GEMM_TF32, 64, 64, 16, 2, 2, 4},
     {TTC_GEMM_TF32, 64, 128, 16, 2, 2, 3},   {TTC_GEMM_TF32, 32, 64, 16, 1, 2, 4},
+    /* from an H100 sweep (bench/RESULTS.md, session 8): the 128x128 tile above with its copies
+     * through L1 (cp.async.ca: 1.1-1.36x on 4096^3 and the transformer shapes) and the grid
+     * rasterised by 8 tile rows; 192x128 (4096 x 768 in 132 tiles); TF32 128x128 in 4 warps of
+     * 64x64 (1.33x on a 4096^3 mm) */
+    {TTC_GEMM_TC, 128, 128, 32, 2, 4, 3, 8, 1}, {TTC_GEMM_TC, 192, 128, 32, 4, 2, 2, 8},
+    {TTC_GEMM_TF32, 128, 128, 16, 2, 2, 3, 8},
 };
 
 const char *ttc_cl_storage_type(ttc_dtype d) {
@@ -153,9 +159,9 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     bool piped = t.family == TTC_GEMM_TC || t.family == TTC_GEMM_TF32;
     /* the pipelined tensor-core kernels are written against the PTX prelude */
     if (piped) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
-    char v[6][8];
-    int16_t tv[6] = {t.bm, t.bn, t.bk, t.tm, t.tn, t.kw > 1 ? t.kw : 1};
-    for (int i = 0; i < 6; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
+    char v[8][8];
+    int16_t tv[8] = {t.bm, t.bn, t.bk, t.tm, t.tn, t.kw > 1 ? t.kw : 1, t.gm, t.fl};
+    for (int i = 0; i < 8; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
     ttc_codegen_loader(src, g->sp, "LDA", a->dtype, false);
     ttc_codegen_loader(src, g->sp, "LDA8", a->dtype, true);
     ttc_codegen_loader(src, g->sp, "LDB", b->dtype, false);
@@ -165,7 +171,7 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
                           "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4], "KW", v[5],
                           "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
                           "UNROLL", gpu ? "_Pragma(\"unroll\")" : "",
-                          "STAGES", v[5], "TF32", t.family == TTC_GEMM_TF32 ? "1" : "0", NULL};
+                          "STAGES", v[5], "TF32", t.family == TTC_GEMM_TF32 ? "1" : "0", "GM", v[6], "FL", v[7], NULL};
     /* A, offA, B, offB, M, N, K and the batch strides (0: a 2-D operand every batch shares) */
     int32_t ra = a->rank, rb = b->rank;
     ttc_kparams p;

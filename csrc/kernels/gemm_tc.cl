@@ -19,8 +19,15 @@
  * 16-byte copy with zero fill past the edges; anything else (odd extents, float operands of a
  * half kernel) is loaded element by element, zero-filled, converted and stored synchronously
  * into the same stage: any M, N, K.
+ * GM > 0 rasterises the grid in groups of GM tile rows: consecutive work-groups (the order the
+ * hardware starts them) walk down GM rows of M tiles before moving along N, so that the
+ * work-groups resident at once share A rows and B columns in L2 instead of each wave reading
+ * all of B again (worth 1-2% on the H100 at 4096^3: L2 misses were not what limited it).
+ * FL & 1: the async copies go through L1 (cp.async.ca) instead of around it (.cg): 1.1-1.36x on
+ * the H100 (bench/RESULTS.md), though each work-group's rows are its own; measured, not
+ * explained.
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
- * STAGES TF32 (local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48 KiB). */
+ * STAGES TF32 GM FL (local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48 KiB). */
 #define NTH (32 * TM * TN)
 #define WTM (BM / TM)
 #define WTN (BN / TN)
@@ -132,9 +139,14 @@ TTC_INL uint4 TC_CHUNKF(__global const float *p, int i, int lim, bool vec) {
 #define TC_SYNC(dst, X, idx, lim, vecf) *(dst) = TC_CHUNK(X, (idx), (lim));
 #define TC_PUTF(dst, X, idx, lim, vec, vecf) *(dst) = TC_CHUNKF(X, (idx), (lim), (vecf));
 #endif
+#if FL & 1
+#define TC_CPASYNC ttc_cp_async16_zfill_ca
+#else
+#define TC_CPASYNC ttc_cp_async16_zfill
+#endif
 #ifdef TTC_PTX
 #define TC_PUT(dst, X, idx, lim, vec, vecf)                                                        \
-    if (vec) ttc_cp_async16_zfill((dst), (lim) > 0 ? (__global const void *)(X + (idx)) : (__global const void *)X, \
+    if (vec) TC_CPASYNC((dst), (lim) > 0 ? (__global const void *)(X + (idx)) : (__global const void *)X, \
                                   (lim) > 0 ? 16 : 0);                                             \
     else TC_SYNC(dst, X, idx, lim, vecf)
 #else
@@ -165,7 +177,14 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
     __local const ushort *hB = (__local const ushort *)smB;
     int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
     int wm = warp / TN, wn = warp % TN, g = lane >> 2, t = lane & 3;
-    int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN, b = get_group_id(2);
+#if GM
+    int nnt = get_num_groups(0), nmt = get_num_groups(1);
+    int pid = get_group_id(1) * nnt + get_group_id(0), gw = GM * nnt, fm = pid / gw * GM;
+    int gsz = min(nmt - fm, GM), mt = fm + pid % gw % gsz, nt = pid % gw / gsz;
+#else
+    int mt = get_group_id(1), nt = get_group_id(0);
+#endif
+    int m0 = mt * BM, n0 = nt * BN, b = get_group_id(2);
     int oA = offA + b * sAb, oB = offB + b * sBb;
 #if A_F32
     __global const float *Ab = (__global const float *)A + oA;
@@ -359,6 +378,7 @@ TC_UNROLL
 #undef TC_SYNC
 #undef TC_PUTA
 #undef TC_PUTB
+#undef TC_CPASYNC
 #undef TC_CHUNK
 #undef TC_CHUNKF
 #undef TC_SW

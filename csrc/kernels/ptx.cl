@@ -112,6 +112,11 @@ TTC_INL void ttc_cp_async16_zfill(__local void *dst, __global const void *src, i
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(TTC_SMEM(dst)), "l"(src), "r"(valid_bytes)
                  : "memory");
 }
+/* the same through L1 (.ca) */
+TTC_INL void ttc_cp_async16_zfill_ca(__local void *dst, __global const void *src, int valid_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(TTC_SMEM(dst)), "l"(src), "r"(valid_bytes)
+                 : "memory");
+}
 TTC_INL void ttc_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 #define TTC_CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
 
@@ -216,6 +221,9 @@ TTC_INL void ttc_cp_async16_zfill(__local void *dst, __global const void *src, i
     __local uchar *d = (__local uchar *)dst;
     __global const uchar *s = (__global const uchar *)src;
     for (int i = 0; i < 16; i++) d[i] = i < valid_bytes ? s[i] : (uchar)0;
+}
+TTC_INL void ttc_cp_async16_zfill_ca(__local void *dst, __global const void *src, int valid_bytes) {
+    ttc_cp_async16_zfill(dst, src, valid_bytes);
 }
 TTC_INL void ttc_cp_async_commit(void) {}
 #define TTC_CP_ASYNC_WAIT(n) ((void)0)

@@ -127,8 +127,9 @@ static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
     if (!list) return NULL;
     for (int32_t i = 0; i < TTC_GEMM_TILES; i++) {
         const ttc_gemm_tile *t = &ttc_gemm_tiles[i];
-        PyObject *d = Py_BuildValue("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i}", "index", i, "family", family[t->family],
-                                    "bm", t->bm, "bn", t->bn, "bk", t->bk, "tm", t->tm, "tn", t->tn, "kw", t->kw);
+        PyObject *d = Py_BuildValue("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "index", i, "family", family[t->family],
+                                    "bm", t->bm, "bn", t->bn, "bk", t->bk, "tm", t->tm, "tn", t->tn, "kw", t->kw,
+                                    "gm", t->gm, "fl", t->fl);
         if (!d) { Py_DECREF(list); return NULL; }
         PyList_SET_ITEM(list, i, d);
     }

@@ -6,9 +6,10 @@ Every candidate is forced with TORCHTRT_C_GEMM_TILE=<index> (read from _C.gemm_t
 NVIDIA they run the PTX instructions (cp.async pipeline, ldmatrix, mma.sync); elsewhere (PoCL in
 CI) the PTX prelude's emulation with the same per-lane semantics, where each distinct kernel
 costs PoCL 10-20 s to compile: the default run covers the smallest and the largest tile of each
-family, the slow run every tile. Shapes are odd (partial tiles in M, N and K, K not a multiple
-of the 16-byte chunk: the synchronous zero-filling loads) and aligned (the async copies on the
-GPU), with several k slices so that the stages rotate.
+family, the slow run every tile; the rasterised grid (tiles with gm > 0, the default among
+them) runs on more tile rows than one group holds. Shapes are odd (partial tiles in M, N and K,
+K not a multiple of the 16-byte chunk: the synchronous zero-filling loads) and aligned (the
+async copies on the GPU), with several k slices so that the stages rotate.
 Tolerances: half operands 2e-2 (rounded to half, fp32 accumulation, half output); TF32 1e-4
 against the product of the operands rounded to TF32 (nearest, ties away: what ttc_tf32 does)
 computed in float64 (only the fp32 summation differs), which fails when the operands are not
@@ -25,6 +26,8 @@ from convtest import DTYPES, assert_close, rand
 TILES = C.gemm_tiles()
 TC = [t["index"] for t in TILES if t["family"] == "tc"]
 TF32 = [t["index"] for t in TILES if t["family"] == "tf32"]
+# tiles whose grid is rasterised in groups of gm tile rows
+GM = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("gm", 0) > 0]
 
 
 def _nvidia():
@@ -179,6 +182,31 @@ def test_tf32_mm_linear_bmm(monkeypatch, tile):
                             epi=lambda t: torch.relu(t + bias)))
     # the data tells TF32 from fp32 apart: a kernel that skipped the rounding would fail above
     assert max(gaps) > 5e-4, f"TF32 and fp32 products differ by only {max(gaps):.3g}"
+
+
+@pytest.mark.parametrize("fam", ["tc", "tf32"])
+def test_rasterised_grid_places_every_tile(monkeypatch, fam):
+    """A gm-rasterised tile (the smallest of the family) on a grid of gm + 1 tile rows, the last
+    partial (two groups, the second short) by 3 tile columns, the last partial, over a batch of
+    2: every output block computed once and stored at its place."""
+    tiles = [i for i in GM if TILES[i]["family"] == fam]
+    if not tiles:
+        pytest.skip(f"no rasterised {fam} tile")
+    tile = _by_size(tiles)[0]
+    t = TILES[tile]
+    m, n, k = (t["gm"] + 1) * t["bm"] - 5, 2 * t["bn"] + 7, 40
+    _force(monkeypatch, tile)
+    dtype = torch.float16 if fam == "tc" else torch.float32
+    a, b = _scaled(2, m, k, seed=50, dtype=dtype), rand(2, k, n, seed=51).to(dtype)
+    refs = [torch.bmm(a.float(), b.float()).to(dtype)]
+    e = _engine([a, b], lambda g, ids, ots: [g.add_node("aten.bmm.default", ids, [ots[0]])[0]], refs,
+                precision="fp16" if fam == "tc" else "fp32", tf32=fam == "tf32")
+    assert set(e.info()["tiles"].values()) == {tile}
+    (got,) = _run(e, [a, b], refs)
+    if fam == "tc":
+        assert_close(got, refs[0].float(), 2e-2, 2e-2, f"tc tile {tile} rasterised bmm {m}x{n}x{k}")
+    else:
+        _check_tf32(got, a, b, f"tf32 tile {tile} rasterised bmm {m}x{n}x{k}")
 
 
 def test_tf32_tiles_need_the_policy(monkeypatch):
