@@ -29,9 +29,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests")
 import torchtrt_c._C as C  # noqa: E402
 from convtest import DTYPES  # noqa: E402
 
-# 4096^3, then BERT-base / GPT-2 / ViT-B linear layers at batch 32 x 128 tokens, then batch 1
+# 4096^3, then BERT-base / GPT-2 linear layers at batch 32 x 128 tokens, ViT-B/16's MLP at batch
+# 32 x 197 tokens, then batch 1
 SHAPES = [(4096, 4096, 4096), (4096, 768, 768), (4096, 2304, 768), (4096, 3072, 768), (4096, 768, 3072),
-          (128, 768, 768)]
+          (6304, 3072, 768), (6304, 768, 3072), (128, 768, 768)]
 
 
 def _engine(m, n, k, dtype, linear, precision, tf32):
