@@ -32,7 +32,7 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_TF32, 128, 128, 16, 2, 4, 3},  {TTC_GEMM_TF32, 128, 64, 16, 2, 2, 3},  {TTC_GEMM_TF32, 64, 64, 16, 2, 2, 4},
     {TTC_GEMM_TF32, 64, 128, 16, 2, 2, 3},   {TTC_GEMM_TF32, 32, 64, 16, 1, 2, 4},
     /* from an H100 sweep (bench/RESULTS.md, session 8): the 128x128 tile above with its copies
-     * through L1 (cp.async.ca: 1.1-1.36x on 4096^3 and the transformer shapes) and the grid
+     * through L1 (cp.async.ca: 1.05-1.36x on 4096^3 and the transformer shapes) and the grid
      * rasterised by 8 tile rows; 192x128 (4096 x 768 in 132 tiles); TF32 128x128 in 4 warps of
      * 64x64 (1.33x on a 4096^3 mm) */
     {TTC_GEMM_TC, 128, 128, 32, 2, 4, 3, 8, 1}, {TTC_GEMM_TC, 192, 128, 32, 4, 2, 2, 8},

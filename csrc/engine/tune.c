@@ -278,7 +278,7 @@ static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, i
      * at 128 x 768 x 768 the k-split MMA tile 16 and then the 64x64 tile; TF32 alike, the
      * 64x64 tile best at 128 x 768 x 768. Session 8's sweep (same shapes, M = 6304 too): the
      * 128x128 tile with its copies through L1 beat every other tile on every shape but one
-     * (4096 x 2304 x 768: 2% behind 192x128), 1.1-1.36x the plain one; TF32 4-warp 128x128
+     * (4096 x 2304 x 768: 2% behind 192x128), 1.05-1.36x the plain one; TF32 4-warp 128x128
      * tiles 1.33x on a 4096^3 mm (row-major B), even with 34 on linear layers. */
     if (tc) {
         if (gemm_wgs(TC_128x128_L1, B, M, N) >= cu) return TC_128x128_L1;

@@ -23,7 +23,7 @@
  * hardware starts them) walk down GM rows of M tiles before moving along N, so that the
  * work-groups resident at once share A rows and B columns in L2 instead of each wave reading
  * all of B again (worth 1-2% on the H100 at 4096^3: L2 misses were not what limited it).
- * FL & 1: the async copies go through L1 (cp.async.ca) instead of around it (.cg): 1.1-1.36x on
+ * FL & 1: the async copies go through L1 (cp.async.ca) instead of around it (.cg): 1.05-1.36x on
  * the H100 (bench/RESULTS.md), though each work-group's rows are its own; measured, not
  * explained.
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
