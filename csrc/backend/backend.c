@@ -135,6 +135,10 @@ bool ttc_device_half_compute(ttc_device *d) { return probed(d, &d->half_probed, 
 bool ttc_device_host_in_place(ttc_device *d) {
     return probed(d, &d->in_place_probed, &d->in_place_ok, d->be->probe_host_in_place);
 }
+ttc_device *ttc_device_caller_thread(ttc_device *d) {
+    return d && d->be->caller_thread ? d->be->caller_thread(d) : NULL;
+}
+
 bool ttc_device_uuid(ttc_device *d, unsigned char uuid[16]) {
     memset(uuid, 0, 16);
     return d->be->device_uuid && d->be->device_uuid(d, uuid);

@@ -57,6 +57,13 @@ bool ttc_device_host_in_place(ttc_device *d);
  * device with the same GPU under another API (CUDA). Never fails: false is "unknown". */
 bool ttc_device_uuid(ttc_device *d, unsigned char uuid[16]);
 
+/* A companion of d whose queues run each launch to completion on the thread that enqueues it,
+ * with no hand-over to the device's worker threads, or NULL where there is none (d itself
+ * when d is one). It shares d's buffers (and the context programs are made in) but builds
+ * programs of its own. On PoCL: the basic device beside the pthread one (backend/opencl/
+ * device.c). Small engines run there (engine/exec.c); ttc_queue_hold is a no-op on it. */
+ttc_device *ttc_device_caller_thread(ttc_device *d);
+
 /* ---- buffers ---- */
 /* n bytes of device memory (n == 0: 16 bytes, so that empty tensors have a buffer);
  * init: n bytes copied in, or NULL. what names the buffer in error messages. */

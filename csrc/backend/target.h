@@ -90,6 +90,13 @@ typedef struct ttc_target {
     bool batch_launch;            /* an execution's launches held until all are enqueued
                                    * (ttc_queue_hold): CPU devices, BATCH_LAUNCH=0/1 overrides */
     bool cuda_interop;            /* memory shared with CUDA where the device can (CUDA_INTEROP=0: no) */
+    int32_t caller_thread;        /* engines run on the device's caller-thread companion
+                                   * (backend.h, ttc_device_caller_thread): 0 never
+                                   * (CALLER_THREAD=0), 1 small engines (default), 2 every
+                                   * engine without native steps (=all, for tests) */
+    int64_t caller_thread_items;  /* "small": at most this many work-items over all of an
+                                   * engine's launches at its largest shapes
+                                   * (CALLER_THREAD_ITEMS=N) */
     bool native_epi;              /* cheap epilogues inside native calls (NATIVE_EPI=0: no) */
     bool native_pool;             /* max/average pooling as native calls (NATIVE_POOL=0: no) */
     /* ---- the engine's compile settings (engine options, set by the engine builder) ---- */

@@ -71,11 +71,11 @@ static ttc_status make_bindings(ttc_engine *e) {
  * ttc_program_build_parts): kernels go to parts largest first, each to the part with the
  * least source so far (the build time follows the source), and keep their order within a
  * part; every part starts with the common header. */
-static ttc_status build_program(ttc_engine *e) {
+static ttc_status build_program(ttc_engine *e, ttc_device *dev) {
     const ttc_codegen *cg = &e->cg;
     int32_t np = e->tg.build_threads < cg->n_chunks ? e->tg.build_threads : cg->n_chunks;
     if (np <= 1)
-        return ttc_program_build(e->dev, cg->source, e->options, e->cache_dir_opt, &e->prog);
+        return ttc_program_build(dev, cg->source, e->options, e->cache_dir_opt, &e->prog);
     int32_t nc = cg->n_chunks;
     int32_t *part_of = ttc_calloc((size_t)nc, sizeof(int32_t)), *order = ttc_calloc((size_t)nc, sizeof(int32_t));
     size_t *load = ttc_calloc((size_t)np, sizeof(size_t));
@@ -114,7 +114,7 @@ static ttc_status build_program(ttc_engine *e) {
             parts[p].src = src[p].data;
         }
     }
-    if (s == TTC_OK) s = ttc_program_build_parts(e->dev, parts, np, e->options, e->cache_dir_opt, e->tg.build_threads, &e->prog);
+    if (s == TTC_OK) s = ttc_program_build_parts(dev, parts, np, e->options, e->cache_dir_opt, e->tg.build_threads, &e->prog);
     if (s == TTC_OK) e->prof.programs = np;
     for (int32_t p = 0; src && p < np; p++) ttc_sbuf_free(&src[p]);
     free(src);
@@ -158,12 +158,21 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     e->options = ttc_strdup(TTC_PROGRAM_OPTIONS);
     ttc_status s = TTC_ERR_BUILD;
     pf->programs = 1;
-    /* a stored binary is only valid for exactly the source we generate now */
+    /* small engines run on the device's caller-thread companion: their program is its own */
+    ttc_exec_choose_thread(e);
+    ttc_device *pdev = e->cdev ? e->cdev : e->dev;
+    /* a stored binary is only valid for exactly the source we generate now (and the device
+     * it was built for: the other one rejects it, and the source is built) */
     if (bin && bin_len && (!e->stored_source || strcmp(e->stored_source, e->cg.source) == 0)) {
-        s = ttc_program_from_binary(e->dev, bin, bin_len, e->options, &e->prog);
+        s = ttc_program_from_binary(pdev, bin, bin_len, e->options, &e->prog);
         if (s != TTC_OK) ttc_clear_error();
     }
-    if (s != TTC_OK) TTC_TRY(build_program(e));
+    if (s != TTC_OK && e->cdev) {
+        /* the companion failing to build is no reason to fail: the device builds it */
+        s = build_program(e, e->cdev);
+        if (s != TTC_OK) { ttc_clear_error(); e->cdev = NULL; }
+    }
+    if (s != TTC_OK) TTC_TRY(build_program(e, e->dev));
     pf->program_origin = ttc_program_origin(e->prog);
     pf->program_s = ttc_now_s() - t;
     t = ttc_now_s();
@@ -296,6 +305,10 @@ const char *ttc_engine_compute(const ttc_engine *e) {
     return e->k->half_compute ? "float16 (half arithmetic)" : "float16 (float arithmetic)";
 }
 const ttc_build_profile *ttc_engine_build_profile(const ttc_engine *e) { return &e->prof; }
+bool ttc_engine_caller_thread(const ttc_engine *e, int64_t *items) {
+    if (items) *items = e->launch_items;
+    return e->cdev != NULL;
+}
 bool ttc_engine_program_from_cache(const ttc_engine *e) { return strcmp(ttc_program_origin(e->prog), "compiled") != 0; }
 
 size_t ttc_engine_const_bytes(const ttc_engine *e) { return e->const_bytes; }

@@ -59,6 +59,10 @@ struct ttc_engine {
     ttc_kir *k;
     ttc_codegen cg;
     ttc_program *prog;
+    /* small engines: the device's caller-thread companion (exec.c, ttc_exec_choose_thread):
+     * the program is built for it and every execution context queues there; NULL otherwise */
+    ttc_device *cdev;
+    int64_t launch_items;     /* work-items of all launches at the largest shapes (-1: not counted) */
     char *options;
     char *cache_dir_opt;     /* program cache directory option (NULL: default) */
     bool fp16;
@@ -135,6 +139,10 @@ ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx 
  * bin/bin_len: a stored program binary to try first (may be NULL). */
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len);
 void ttc_engine_pool_free(ttc_engine *e);
+/* exec.c: whether e runs on its device's caller-thread companion (target.caller_thread): sets
+ * e->cdev for small engines without native steps (after codegen, before the program build,
+ * which is then for e->cdev; build.c falls back to e->dev where that build fails). */
+void ttc_exec_choose_thread(ttc_engine *e);
 /* tune.c: picks GEMM tiles when optimization_level >= 3 (after fusion, before codegen). */
 ttc_status ttc_engine_tune(ttc_engine *e);
 ttc_status ttc_engine_new_for_load(const ttc_engine_options *o, ttc_engine **out);

@@ -36,7 +36,7 @@ ttc_status ttc_exec_ctx_new(ttc_engine *e, bool profiling, ttc_exec_ctx **out) {
         ttc_exec_ctx_free(x);
         return TTC_ERR_NOMEM;
     }
-    ttc_status s = ttc_queue_new(e->dev, profiling, &x->q);
+    ttc_status s = ttc_queue_new(e->cdev ? e->cdev : e->dev, profiling, &x->q);
     bool flag = false;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) flag = flag || ttc_kspec_has_errflag(&e->cg.kernels[i]);
     x->in_place = e->tg.host_in_place;
@@ -49,6 +49,46 @@ ttc_status ttc_exec_ctx_new(ttc_engine *e, bool profiling, ttc_exec_ctx **out) {
     if (s != TTC_OK) { ttc_exec_ctx_free(x); return s; }
     *out = x;
     return TTC_OK;
+}
+
+/* Work-items of all of e's launches at shapes sv (-1: a plan for sv could not be made). */
+static int64_t launch_items(const ttc_engine *e, const int64_t *sv) {
+    ttc_plan *p;
+    if (ttc_plan_make(e->k, &e->cg, sv, &p) != TTC_OK) { ttc_clear_error(); return -1; }
+    int64_t n = 0;
+    for (int32_t i = 0; i < e->cg.n_kernels; i++) {
+        if (p->skip[i]) continue;
+        int64_t w = 1;
+        for (int32_t d = 0; d < e->cg.kernels[i].work_dims; d++) w *= (int64_t)p->gws[i][d];
+        n += w;
+    }
+    ttc_plan_free(p);
+    return n;
+}
+
+/* PoCL's pthread device hands every command to its worker threads: a 10-kernel engine of tiny
+ * kernels pays 40-90 us a call in hand-overs and wake-ups for 15 us of kernels. On the
+ * caller-thread companion the same launches run one after the other inside the enqueue calls
+ * (no hand-over, no wake-up), but on one core: only engines whose launches are small at their
+ * largest shapes go there, and none with native steps (library calls that thread on their own
+ * and that the companion's queue would run one core short). */
+void ttc_exec_choose_thread(ttc_engine *e) {
+    ttc_device *cdev = e->tg.caller_thread ? ttc_device_caller_thread(e->dev) : NULL;
+    e->launch_items = -1;
+    if (!cdev || cdev == e->dev || e->cg.n_kernels == 0) return;
+    for (int32_t i = 0; i < e->cg.n_kernels; i++)
+        if (e->cg.kernels[i].native) return;
+    int64_t sv[64];
+    bool bounded = e->k->n_syms <= 64;
+    for (int32_t i = 0; bounded && i < e->k->n_syms; i++) {
+        /* an unbounded (or absurd) range is not small */
+        bounded = e->k->syms[i].max <= ((int64_t)1 << 31);
+        sv[i] = e->k->syms[i].max;
+    }
+    if (bounded) e->launch_items = launch_items(e, sv);
+    if (e->tg.caller_thread == 1 && (e->launch_items < 0 || e->launch_items > e->tg.caller_thread_items))
+        return;
+    e->cdev = cdev;
 }
 
 static ttc_status ctx_take(ttc_engine *e, ttc_exec_ctx **out) {
@@ -139,7 +179,7 @@ ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx 
     const ttc_exec_bufs b = {in_mem, out_mem, e->const_mem, x->arena, x->errf};
     /* held until the caller's wait where the enqueuing thread shares the cores with the
      * device's workers (backend.h, ttc_queue_hold); one launch has nothing to hold back */
-    if (e->tg.batch_launch && e->cg.n_kernels > 1) TTC_TRY(ttc_queue_hold(x->q));
+    if (e->tg.batch_launch && e->cg.n_kernels > 1 && !e->cdev) TTC_TRY(ttc_queue_hold(x->q));
     for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
         if (ev) ev[ki] = NULL;
         if (p->skip[ki]) continue;

@@ -56,6 +56,10 @@ typedef struct ttc_cl_device {
     cl_platform_id platform_id;
     cl_device_id id;
     cl_context context;       /* created on first use (under base.lock), shared by every engine */
+    /* PoCL's basic device beside its pthread one (device.c): not listed, it shares its
+     * owner's context (buffers, programs' context) and runs each launch on the enqueuing
+     * thread; backend.h, ttc_device_caller_thread */
+    struct ttc_cl_device *caller, *owner;
 } ttc_cl_device;
 
 typedef struct ttc_cl_buf { ttc_buf base; cl_mem m; } ttc_cl_buf;
@@ -75,6 +79,7 @@ static inline cl_program ttc_cl_prog(ttc_program *p) { return ((ttc_cl_program *
 ttc_status ttc_cl_devices(ttc_device *const **devs, int32_t *n);
 ttc_status ttc_cl_device_context(ttc_cl_device *d, cl_context *out);
 bool ttc_cl_device_uuid(ttc_device *d, unsigned char uuid[16]);   /* cl_khr_device_uuid */
+ttc_device *ttc_cl_device_caller_thread(ttc_device *d);            /* PoCL basic beside pthread */
 /* program.c */
 ttc_status ttc_cl_program_build(ttc_device *d, const char *src, const char *options, const char *cache_dir,
                                 ttc_program **out);

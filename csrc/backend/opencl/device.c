@@ -86,7 +86,104 @@ static void str_info_dev(cl_device_id d, cl_device_info what, char *buf, size_t 
     buf[cap - 1] = 0;
 }
 
+/* The facts of device id of platform p (index: its place in the device list, -1 unlisted). */
+static void fill_device(ttc_cl_device *d, cl_platform_id p, cl_device_id id, int32_t index) {
+    memset(d, 0, sizeof *d);
+    ttc_target *f = &d->base.facts;
+    d->base.be = &ttc_opencl_backend;
+    f->backend = ttc_opencl_backend.name;
+    f->index = index;
+    d->platform_id = p;
+    d->id = id;
+    if (TTC_CL(GetPlatformInfo)(p, CL_PLATFORM_NAME, sizeof f->platform - 1, f->platform, NULL))
+        f->platform[0] = 0;
+    str_info_dev(id, CL_DEVICE_NAME, f->name, sizeof f->name);
+    str_info_dev(id, CL_DEVICE_VENDOR, f->vendor, sizeof f->vendor);
+    str_info_dev(id, CL_DEVICE_VERSION, f->version, sizeof f->version);
+    str_info_dev(id, CL_DRIVER_VERSION, f->driver, sizeof f->driver);
+    cl_device_type t = 0;
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_TYPE, sizeof t, &t, NULL);
+    f->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    f->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
+    f->kind = f->is_gpu ? TTC_DEVICE_GPU : f->is_cpu ? TTC_DEVICE_CPU : TTC_DEVICE_OTHER;
+    f->nvidia = strstr(f->vendor, "NVIDIA") || strstr(f->platform, "NVIDIA");
+    /* CPU devices compute on host memory: buffers over the caller's memory copy nothing */
+    f->host_memory = f->is_cpu;
+    cl_uint cu = 0, align = 0;
+    size_t wg = 0;
+    cl_ulong lm = 0, gm = 0, ma = 0;
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gm, &gm, NULL);
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ma, &ma, NULL);
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
+    f->compute_units = cu;
+    f->max_work_group = wg;
+    f->local_mem = lm;
+    f->global_mem = gm;
+    f->max_alloc = ma;
+    f->mem_align_bits = align;
+    cl_device_exec_capabilities caps = 0;
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL);
+    f->host_tasks = (caps & CL_EXEC_NATIVE_KERNEL) != 0;
+    size_t elen = 0;
+    TTC_CL(GetDeviceInfo)(id, CL_DEVICE_EXTENSIONS, 0, NULL, &elen);
+    char *ext = calloc(elen + 1, 1);
+    if (ext && TTC_CL(GetDeviceInfo)(id, CL_DEVICE_EXTENSIONS, elen, ext, NULL) == CL_SUCCESS)
+        f->fp16 = f->fp16_advertised = strstr(ext, "cl_khr_fp16") != NULL;
+    free(ext);
+    /* NVIDIA's OpenCL computes in half without advertising cl_khr_fp16. */
+    if (f->is_gpu && strstr(f->vendor, "NVIDIA")) f->fp16 = true;
+    char cver[64];
+    str_info_dev(id, CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver);
+    f->lang2 = strstr(cver, "OpenCL C 2") || strstr(cver, "OpenCL C 3");
+    pthread_mutex_init(&d->base.lock, NULL);
+}
+
+/* PoCL's pthread device runs every command on its worker threads: a 10-kernel engine of tiny
+ * kernels spends 40-90 us handing commands between them (bench/RESULTS.md, issue 13 item 4).
+ * Its basic device runs each launch on the thread that enqueues it, with no hand-over (10 such
+ * kernels: 16 us). PoCL offers basic only when POCL_DEVICES names it, read once when PoCL
+ * starts, so it is asked for here, before the first OpenCL call, unless the user chose
+ * PoCL's devices or TORCHTRT_C_CALLER_THREAD=0. The basic device is then not listed: it
+ * becomes the pthread device's caller-thread companion (ttc_device_caller_thread). */
+static bool asked_pocl_basic;
+
+static void ask_pocl_basic(void) {
+    const char *v = getenv("TORCHTRT_C_CALLER_THREAD");
+    if (getenv("POCL_DEVICES") || (v && !strcmp(v, "0"))) return;
+    asked_pocl_basic = setenv("POCL_DEVICES", "pthread basic", 0) == 0;
+}
+
+static bool is_pocl(const ttc_target *f) { return strstr(f->platform, "Portable Computing Language") != NULL; }
+
+/* Pairs each listed PoCL pthread device with its platform's basic device (unlisted). */
+static void pair_pocl_basic(cl_platform_id *ps, cl_uint np) {
+    for (int32_t i = 0; i < n_devices; i++) {
+        ttc_cl_device *d = &devices[i];
+        if (!is_pocl(&d->base.facts) || strncmp(d->base.facts.name, "pthread", 7)) continue;
+        for (cl_uint p = 0; p < np && !d->caller; p++) {
+            if (ps[p] != d->platform_id) continue;
+            cl_device_id ids[8];
+            cl_uint nd = 0;
+            if (TTC_CL(GetDeviceIDs)(ps[p], CL_DEVICE_TYPE_ALL, 8, ids, &nd) != CL_SUCCESS) continue;
+            for (cl_uint k = 0; k < nd && k < 8 && !d->caller; k++) {
+                char name[64];
+                str_info_dev(ids[k], CL_DEVICE_NAME, name, sizeof name);
+                if (strncmp(name, "basic", 5)) continue;
+                ttc_cl_device *c = calloc(1, sizeof *c);
+                if (!c) return;
+                fill_device(c, ps[p], ids[k], -1);
+                c->owner = d;
+                d->caller = c;
+            }
+        }
+    }
+}
+
 static void discover(void) {
+    ask_pocl_basic();
     if (ttc_cl_load() != TTC_OK) {
         snprintf(discover_msg, sizeof discover_msg, "%s", ttc_last_error());
         discover_status = TTC_ERR_DEVICE;
@@ -115,62 +212,18 @@ static void discover(void) {
         devices = grown;
         TTC_CL(GetDeviceIDs)(ps[p], CL_DEVICE_TYPE_ALL, nd, ds, NULL);
         for (cl_uint i = 0; i < nd; i++) {
-            ttc_cl_device *d = &devices[n_devices];
-            memset(d, 0, sizeof *d);
-            ttc_target *f = &d->base.facts;
-            d->base.be = &ttc_opencl_backend;
-            f->backend = ttc_opencl_backend.name;
-            f->index = n_devices;
-            d->platform_id = ps[p];
-            d->id = ds[i];
-            if (TTC_CL(GetPlatformInfo)(ps[p], CL_PLATFORM_NAME, sizeof f->platform - 1, f->platform, NULL))
-                f->platform[0] = 0;
-            str_info_dev(ds[i], CL_DEVICE_NAME, f->name, sizeof f->name);
-            str_info_dev(ds[i], CL_DEVICE_VENDOR, f->vendor, sizeof f->vendor);
-            str_info_dev(ds[i], CL_DEVICE_VERSION, f->version, sizeof f->version);
-            str_info_dev(ds[i], CL_DRIVER_VERSION, f->driver, sizeof f->driver);
-            cl_device_type t = 0;
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_TYPE, sizeof t, &t, NULL);
-            f->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
-            f->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
-            f->kind = f->is_gpu ? TTC_DEVICE_GPU : f->is_cpu ? TTC_DEVICE_CPU : TTC_DEVICE_OTHER;
-            f->nvidia = strstr(f->vendor, "NVIDIA") || strstr(f->platform, "NVIDIA");
-            /* CPU devices compute on host memory: buffers over the caller's memory copy nothing */
-            f->host_memory = f->is_cpu;
-            cl_uint cu = 0, align = 0;
-            size_t wg = 0;
-            cl_ulong lm = 0, gm = 0, ma = 0;
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gm, &gm, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ma, &ma, NULL);
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
-            f->compute_units = cu;
-            f->max_work_group = wg;
-            f->local_mem = lm;
-            f->global_mem = gm;
-            f->max_alloc = ma;
-            f->mem_align_bits = align;
-            cl_device_exec_capabilities caps = 0;
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL);
-            f->host_tasks = (caps & CL_EXEC_NATIVE_KERNEL) != 0;
-            size_t elen = 0;
-            TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXTENSIONS, 0, NULL, &elen);
-            char *ext = calloc(elen + 1, 1);
-            if (ext && TTC_CL(GetDeviceInfo)(ds[i], CL_DEVICE_EXTENSIONS, elen, ext, NULL) == CL_SUCCESS)
-                f->fp16 = f->fp16_advertised = strstr(ext, "cl_khr_fp16") != NULL;
-            free(ext);
-            /* NVIDIA's OpenCL computes in half without advertising cl_khr_fp16. */
-            if (f->is_gpu && strstr(f->vendor, "NVIDIA")) f->fp16 = true;
-            char cver[64];
-            str_info_dev(ds[i], CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver);
-            f->lang2 = strstr(cver, "OpenCL C 2") || strstr(cver, "OpenCL C 3");
-            pthread_mutex_init(&d->base.lock, NULL);
+            fill_device(&devices[n_devices], ps[p], ds[i], n_devices);
+            const ttc_target *f = &devices[n_devices].base.facts;
+            /* the basic device we asked PoCL for is a companion, not a device of its own */
+            if (asked_pocl_basic && is_pocl(f) && !strncmp(f->name, "basic", 5)) {
+                pthread_mutex_destroy(&devices[n_devices].base.lock);
+                continue;
+            }
             n_devices++;
         }
         free(ds);
     }
+    if (asked_pocl_basic) pair_pocl_basic(ps, np);
     free(ps);
     device_ptrs = calloc((size_t)n_devices + 1, sizeof *device_ptrs);
     if (!device_ptrs) n_devices = 0;
@@ -196,11 +249,13 @@ ttc_status ttc_cl_devices(ttc_device *const **devs, int32_t *n) {
 }
 
 ttc_status ttc_cl_device_context(ttc_cl_device *d, cl_context *out) {
+    if (d->owner) d = d->owner;   /* a caller-thread companion works in its owner's context */
     pthread_mutex_lock(&d->base.lock);
     if (!d->context) {
         cl_int err = CL_SUCCESS;
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform_id, 0};
-        d->context = TTC_CL(CreateContext)(props, 1, &d->id, NULL, NULL, &err);
+        cl_device_id ids[2] = {d->id, d->caller ? d->caller->id : NULL};
+        d->context = TTC_CL(CreateContext)(props, d->caller ? 2 : 1, ids, NULL, NULL, &err);
         if (!d->context || err != CL_SUCCESS) {
             d->context = NULL;
             pthread_mutex_unlock(&d->base.lock);
@@ -219,4 +274,9 @@ bool ttc_cl_device_uuid(ttc_device *dev, unsigned char uuid[16]) {
     /* drivers without the extension may answer the query with anything */
     if (!strstr(exts, "cl_khr_device_uuid")) return false;
     return TTC_CL(GetDeviceInfo)(d->id, 0x106A /* CL_DEVICE_UUID_KHR */, 16, uuid, NULL) == CL_SUCCESS;
+}
+
+ttc_device *ttc_cl_device_caller_thread(ttc_device *dev) {
+    ttc_cl_device *d = ttc_cl_dev(dev);
+    return d->caller ? &d->caller->base : d->owner ? dev : NULL;
 }

@@ -144,6 +144,10 @@ static void cl_queue_free(ttc_queue *q) {
  * launch after the hold waits for keeps the workers asleep until the whole sequence is there. */
 static ttc_status cl_queue_hold(ttc_queue *q) {
     ttc_cl_queue *cq = (ttc_cl_queue *)q;
+    /* a caller-thread device runs a launch when its wait list is complete, inside the call
+     * that completes it: clSetUserEventStatus would run them under the event's own lock
+     * (PoCL 3.1 deadlocks there), and there are no workers to keep asleep anyway */
+    if (ttc_cl_dev(q->dev)->owner) return TTC_OK;
     if (cq->gate && !cq->gate_used) return TTC_OK;
     TTC_TRY(ttc_cl_queue_submit(q));
     cl_context ctx;
@@ -224,6 +228,7 @@ const ttc_backend_iface ttc_opencl_backend = {
     .probe_host_tasks = ttc_cl_probe_host_tasks,
     .probe_host_in_place = ttc_cl_probe_host_in_place,
     .device_uuid = ttc_cl_device_uuid,
+    .caller_thread = ttc_cl_device_caller_thread,
     .buf_alloc = cl_buf_alloc,
     .buf_wrap_host = cl_buf_wrap_host,
     .buf_import = ttc_cl_buf_import,

@@ -107,21 +107,34 @@ static void cache_write(const char *dir, uint64_t key, uint64_t check, const uns
     free(tmp);
 }
 
-static ttc_status fetch_binary(cl_program p, unsigned char **bin, size_t *len) {
-    size_t sz = 0;
-    cl_int err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL);
+/* The binary of p for device id. A program made from source has one binary slot per device
+ * of its context (two where PoCL's caller-thread companion shares it: device.c), built or not. */
+static ttc_status fetch_binary(cl_program p, cl_device_id id, unsigned char **bin, size_t *len) {
+    *bin = NULL; *len = 0;
+    cl_uint nd = 0;
+    cl_int err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL);
+    if (err != CL_SUCCESS || nd == 0 || nd > 16)
+        return ttc_fail_cl(err != CL_SUCCESS ? err : CL_INVALID_VALUE, "clGetProgramInfo(CL_PROGRAM_NUM_DEVICES) failed: %s",
+                           ttc_cl_error_name(err != CL_SUCCESS ? err : CL_INVALID_VALUE));
+    cl_device_id ids[16];
+    size_t sz[16] = {0};
+    unsigned char *bins[16] = {0};
+    err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_DEVICES, nd * sizeof ids[0], ids, NULL);
+    if (err == CL_SUCCESS) err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_BINARY_SIZES, nd * sizeof sz[0], sz, NULL);
     if (err != CL_SUCCESS)
         return ttc_fail_cl(err, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES) failed: %s", ttc_cl_error_name(err));
-    *bin = NULL; *len = 0;
-    if (sz == 0) return TTC_OK;
-    unsigned char *b = ttc_malloc(sz);
+    cl_uint at = 0;
+    while (at < nd && ids[at] != id) at++;
+    if (at == nd || sz[at] == 0) return TTC_OK;
+    unsigned char *b = ttc_malloc(sz[at]);
     if (!b) return TTC_ERR_NOMEM;
-    err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_BINARIES, sizeof b, &b, NULL);
+    bins[at] = b;   /* NULL slots: binaries not wanted */
+    err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_BINARIES, nd * sizeof bins[0], bins, NULL);
     if (err != CL_SUCCESS) {
         free(b);
         return ttc_fail_cl(err, "clGetProgramInfo(CL_PROGRAM_BINARIES) failed: %s", ttc_cl_error_name(err));
     }
-    *bin = b; *len = sz;
+    *bin = b; *len = sz[at];
     return TTC_OK;
 }
 
@@ -224,7 +237,7 @@ ttc_status ttc_cl_program_build(ttc_device *dev, const char *src, const char *op
     ttc_cl_program *w = wrap(d, p);
     if (!w) { free(dir); return TTC_ERR_NOMEM; }
     if (!ttc_target_keep_binaries(&dev->facts)) { free(dir); *out = &w->base; return TTC_OK; }
-    s = fetch_binary(p, &w->base.binary, &w->base.binary_len);
+    s = fetch_binary(p, d->id, &w->base.binary, &w->base.binary_len);
     if (s != TTC_OK) { ttc_cl_program_free(&w->base); free(dir); return s; }
     if (dir && w->base.binary) cache_write(dir, key, check, w->base.binary, w->base.binary_len);
     free(dir);
