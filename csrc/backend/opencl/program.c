@@ -123,8 +123,13 @@ static ttc_status fetch_binary(cl_program p, cl_device_id id, unsigned char **bi
     if (err == CL_SUCCESS) err = TTC_CL(GetProgramInfo)(p, CL_PROGRAM_BINARY_SIZES, nd * sizeof sz[0], sz, NULL);
     if (err != CL_SUCCESS)
         return ttc_fail_cl(err, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES) failed: %s", ttc_cl_error_name(err));
-    cl_uint at = 0;
+    cl_uint at = 0, filled = 0, last = 0;
     while (at < nd && ids[at] != id) at++;
+    for (cl_uint i = 0; i < nd; i++)
+        if (sz[i]) { filled++; last = i; }
+    /* our programs are built for one device; PoCL 3.1 reports that binary in the first slot
+     * whichever device of the context it was built for */
+    if ((at == nd || sz[at] == 0) && filled == 1) at = last;
     if (at == nd || sz[at] == 0) return TTC_OK;
     unsigned char *b = ttc_malloc(sz[at]);
     if (!b) return TTC_ERR_NOMEM;
