@@ -6,8 +6,10 @@
 
 Prints median microseconds per call (and p10-p90) of:
   module        the compiled module called end to end (a one-engine module: straight to the
-                runtime; else fx GraphModule -> EngineModule -> op), and the same through its
-                fx graph with the engine's launches not held (as before issue 13's item 4)
+                runtime; else fx GraphModule -> EngineModule -> op); for a small engine on
+                PoCL's caller thread, the same on PoCL's worker threads (launches held, as in
+                session 7); and through its fx graph on the workers with launches not held
+                (as before issue 13's item 4)
   op            torch.ops.torchtrt_c.execute_engine(inputs, blob, meta) (torch dispatcher)
   op impl       the op's Python body without the dispatcher (runtime._execute.run_engine, which
                 EngineModule calls directly in plain eager mode)
@@ -109,37 +111,53 @@ def main(argv=None):
     dtypes = [_execute.dtype_name(x.dtype)]
 
     rows = [("module", lambda: trt(x))]
-    # the same module as before issue 13's overhead work: through its fx graph (no one-engine
-    # shortcut) and on an engine whose launches are not held (TORCHTRT_C_BATCH_LAUNCH=0); the
-    # switch costs two dict stores per call
+    # the same module on the engine as it was before: on PoCL's worker threads, launches held
+    # (TORCHTRT_C_CALLER_THREAD=0: session 7), and as before issue 13's overhead work, through
+    # its fx graph (no one-engine shortcut) with launches not held (TORCHTRT_C_BATCH_LAUNCH=0
+    # too: session 5); the switch costs two dict stores per call
     direct = trt.__dict__.get("_ttc_direct_plan")
     plan = _execute._PLANS.get(acc.meta)
+    eng_w = eng_nb = None
     if direct is not None and plan is not None:
         import os
-        old_env = os.environ.get("TORCHTRT_C_BATCH_LAUNCH")
-        os.environ["TORCHTRT_C_BATCH_LAUNCH"] = "0"
-        eng_nb = torchtrt_c._C.Engine.deserialize(acc.engine.numpy().tobytes())
-        if old_env is None:
-            del os.environ["TORCHTRT_C_BATCH_LAUNCH"]
-        else:
-            os.environ["TORCHTRT_C_BATCH_LAUNCH"] = old_env
 
-        def before():
-            trt.__dict__["_ttc_direct_plan"], plan.engine = (trt._code, None), eng_nb
+        def load_with(**knobs):
+            old = {k: os.environ.get(k) for k in knobs}
+            os.environ.update(knobs)
             try:
-                return trt(x)
+                return torchtrt_c._C.Engine.deserialize(acc.engine.numpy().tobytes())
             finally:
-                trt.__dict__["_ttc_direct_plan"], plan.engine = direct, eng
+                for k, v in old.items():
+                    if v is None:
+                        del os.environ[k]
+                    else:
+                        os.environ[k] = v
 
-        rows.append(("module, fx graph + launches not held", before))
+        eng_w = load_with(TORCHTRT_C_CALLER_THREAD="0")
+        eng_nb = load_with(TORCHTRT_C_CALLER_THREAD="0", TORCHTRT_C_BATCH_LAUNCH="0")
+
+        def on(engine, fx):
+            def call():
+                trt.__dict__["_ttc_direct_plan"], plan.engine = (trt._code, None) if fx else direct, engine
+                try:
+                    return trt(x)
+                finally:
+                    trt.__dict__["_ttc_direct_plan"], plan.engine = direct, eng
+            return call
+
+        if eng.info().get("caller_thread"):
+            rows.append(("module, PoCL workers (session 7)", on(eng_w, False)))
+        rows.append(("module, fx graph + launches not held", on(eng_nb, True)))
     rows.append(("op (dispatcher)", lambda: op(xin, acc.engine, acc.meta)))
     if impl is not None:
         rows.append(("op impl (no dispatcher)", lambda: impl(xin, acc.engine, acc.meta)))
     rows += [
         ("Engine.execute", lambda: eng.execute(np_in, np_out)),
     ]
-    if direct is not None and plan is not None:
-        rows.append(("Engine.execute, launches not held", lambda: eng_nb.execute(np_in, np_out)))
+    if eng_w is not None and eng.info().get("caller_thread"):
+        rows.append(("Engine.execute, PoCL workers", lambda: eng_w.execute(np_in, np_out)))
+    if eng_nb is not None:
+        rows.append(("Engine.execute, workers, not held", lambda: eng_nb.execute(np_in, np_out)))
     rows += [
         ("  meta lookup (from_json)", lambda: EngineMeta.from_json(acc.meta)),
     ]
@@ -228,11 +246,17 @@ def main(argv=None):
         kern = sum(ms for _, ms in eng.profile(np_in, runs=20)) * 1e3
         print(f"{'kernels (Engine.profile sum)':40s} {kern:10.1f}")
         mod = _stats(acc_ts["module"])[0]
+        where = "the caller's thread" if eng.info().get("caller_thread") else "the device's queue"
         print(f"per-call overhead: module - kernels {mod - kern:.1f} us, "
-              f"Engine.execute - kernels {base - kern:.1f} us ({eng.info()['n_kernels']} kernels)")
+              f"Engine.execute - kernels {base - kern:.1f} us ({eng.info()['n_kernels']} kernels on {where})")
+        if "module, PoCL workers (session 7)" in acc_ts:
+            kern_w = sum(ms for _, ms in eng_w.profile(np_in, runs=20)) * 1e3
+            old = _stats(acc_ts["module, PoCL workers (session 7)"])[0]
+            print(f"  on PoCL's workers (session 7): kernels {kern_w:.1f} us, module - kernels {old - kern_w:.1f} us")
         if "module, fx graph + launches not held" in acc_ts:
+            kern_w = sum(ms for _, ms in eng_nb.profile(np_in, runs=20)) * 1e3
             old = _stats(acc_ts["module, fx graph + launches not held"])[0]
-            print(f"  as before (fx graph, launches not held): module - kernels {old - kern:.1f} us")
+            print(f"  as in session 5 (fx graph, workers, launches not held): module - kernels {old - kern_w:.1f} us")
 
 
 if __name__ == "__main__":

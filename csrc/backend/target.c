@@ -177,7 +177,7 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.caller_thread = ttc_device_caller_thread(d) == NULL ? 0 : env_is("TORCHTRT_C_CALLER_THREAD", "0") ? 0
                       : env_is("TORCHTRT_C_CALLER_THREAD", "all") ? 2 : 1;
     v = env("TORCHTRT_C_CALLER_THREAD_ITEMS");
-    t.caller_thread_items = v ? strtoll(v, NULL, 10) : 16384;
+    t.caller_thread_items = v ? strtoll(v, NULL, 10) : 32768;
     /* epilogues inside native calls, native pooling: on unless turned off (A/B runs) */
     t.native_epi = !env_is("TORCHTRT_C_NATIVE_EPI", "0") && !env_is("TORCHTRT_C_NATIVE_EPI", "off") &&
                    !env_is("TORCHTRT_C_NATIVE_EPI", "false");

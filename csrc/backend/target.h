@@ -94,9 +94,9 @@ typedef struct ttc_target {
                                    * (backend.h, ttc_device_caller_thread): 0 never
                                    * (CALLER_THREAD=0), 1 small engines (default), 2 every
                                    * engine without native steps (=all, for tests) */
-    int64_t caller_thread_items;  /* "small": at most this many work-items over all of an
-                                   * engine's launches at its largest shapes
-                                   * (CALLER_THREAD_ITEMS=N) */
+    int64_t caller_thread_items;  /* "small": at most this size (per launch the larger of its
+                                   * work-items and its tensors' elements, summed) at the
+                                   * engine's largest shapes (CALLER_THREAD_ITEMS=N) */
     bool native_epi;              /* cheap epilogues inside native calls (NATIVE_EPI=0: no) */
     bool native_pool;             /* max/average pooling as native calls (NATIVE_POOL=0: no) */
     /* ---- the engine's compile settings (engine options, set by the engine builder) ---- */

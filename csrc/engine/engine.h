@@ -70,7 +70,7 @@ int32_t ttc_engine_n_tuned(const ttc_engine *e);
 int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i);
 bool ttc_engine_program_from_cache(const ttc_engine *e);
 /* Whether e runs on its device's caller-thread companion (small engines; engine_impl.h);
- * items: the work-items of its launches at its largest shapes (-1: not counted). */
+ * items: the size of its launches at its largest shapes (exec.c, launch_size; -1: not counted). */
 bool ttc_engine_caller_thread(const ttc_engine *e, int64_t *items);
 /* Where the engine's build went: seconds per step, and what the program build and the GEMM
  * tuning did (candidates timed vs choices read from the tuning cache). */

@@ -62,7 +62,7 @@ struct ttc_engine {
     /* small engines: the device's caller-thread companion (exec.c, ttc_exec_choose_thread):
      * the program is built for it and every execution context queues there; NULL otherwise */
     ttc_device *cdev;
-    int64_t launch_items;     /* work-items of all launches at the largest shapes (-1: not counted) */
+    int64_t launch_items;     /* size of all launches at the largest shapes (exec.c, launch_size; -1: not counted) */
     char *options;
     char *cache_dir_opt;     /* program cache directory option (NULL: default) */
     bool fp16;

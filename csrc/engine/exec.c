@@ -51,16 +51,21 @@ ttc_status ttc_exec_ctx_new(ttc_engine *e, bool profiling, ttc_exec_ctx **out) {
     return TTC_OK;
 }
 
-/* Work-items of all of e's launches at shapes sv (-1: a plan for sv could not be made). */
-static int64_t launch_items(const ttc_engine *e, const int64_t *sv) {
+/* The size of all of e's launches at shapes sv: per launch the larger of its work-items and
+ * the elements of the tensors it takes (a row kernel does a row's work per item), summed
+ * (-1: a plan for sv could not be made). */
+static int64_t launch_size(const ttc_engine *e, const int64_t *sv) {
     ttc_plan *p;
     if (ttc_plan_make(e->k, &e->cg, sv, &p) != TTC_OK) { ttc_clear_error(); return -1; }
     int64_t n = 0;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
         if (p->skip[i]) continue;
-        int64_t w = 1;
-        for (int32_t d = 0; d < e->cg.kernels[i].work_dims; d++) w *= (int64_t)p->gws[i][d];
-        n += w;
+        const ttc_kspec *ks = &e->cg.kernels[i];
+        int64_t w = 1, elems = 0;
+        for (int32_t d = 0; d < ks->work_dims; d++) w *= (int64_t)p->gws[i][d];
+        for (int32_t a = ks->n_native_args; a < ks->n_args; a++)
+            if (ks->args[a].kind == TTC_ARG_BUF) elems += p->res[p->argv[i][a]].numel;
+        n += w > elems ? w : elems;
     }
     ttc_plan_free(p);
     return n;
@@ -70,7 +75,8 @@ static int64_t launch_items(const ttc_engine *e, const int64_t *sv) {
  * kernels pays 40-90 us a call in hand-overs and wake-ups for 15 us of kernels. On the
  * caller-thread companion the same launches run one after the other inside the enqueue calls
  * (no hand-over, no wake-up), but on one core: only engines whose launches are small at their
- * largest shapes go there, and none with native steps (library calls that thread on their own
+ * largest shapes (launch_size: bench/caller_thread_ab.py measured where the worker threads
+ * start to pay) go there, and none with native steps (library calls that thread on their own
  * and that the companion's queue would run one core short). */
 void ttc_exec_choose_thread(ttc_engine *e) {
     ttc_device *cdev = e->tg.caller_thread ? ttc_device_caller_thread(e->dev) : NULL;
@@ -85,7 +91,7 @@ void ttc_exec_choose_thread(ttc_engine *e) {
         bounded = e->k->syms[i].max <= ((int64_t)1 << 31);
         sv[i] = e->k->syms[i].max;
     }
-    if (bounded) e->launch_items = launch_items(e, sv);
+    if (bounded) e->launch_items = launch_size(e, sv);
     if (e->tg.caller_thread == 1 && (e->launch_items < 0 || e->launch_items > e->tg.caller_thread_items))
         return;
     e->cdev = cdev;
