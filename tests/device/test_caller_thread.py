@@ -189,3 +189,15 @@ def test_compiled_module_end_to_end(companion):
     trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
     for i in range(3):  # the first call loads the engine, later ones reuse its context
         assert_close(trt(x), _want(m, x), 1e-5, 1e-5, f"compiled chain, 4x63, call {i}")
+
+
+def test_children_do_not_inherit_pocl_devices(companion):
+    """POCL_DEVICES is set only while PoCL starts: a child process (which may use PoCL without
+    torchtrt_c, or start torchtrt_c itself) sees the environment the user gave."""
+    import os
+    import subprocess
+    import sys
+    before = os.environ.get("POCL_DEVICES")  # Python's copy, taken at start-up
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('POCL_DEVICES'))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(before), f"the child saw POCL_DEVICES={out!r}"

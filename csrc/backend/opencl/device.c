@@ -224,6 +224,9 @@ static void discover(void) {
         free(ds);
     }
     if (asked_pocl_basic) pair_pocl_basic(ps, np);
+    /* PoCL has read it by now; child processes inherit the C environment, and one that did
+     * not start through here would list the basic device as a device of its own */
+    if (asked_pocl_basic) unsetenv("POCL_DEVICES");
     free(ps);
     device_ptrs = calloc((size_t)n_devices + 1, sizeof *device_ptrs);
     if (!device_ptrs) n_devices = 0;
