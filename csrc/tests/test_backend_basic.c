@@ -287,6 +287,62 @@ static void test_buf_import_answers(void) {
     ttc_clear_error();
 }
 
+/* The caller-thread companion (PoCL's basic device, when the device has one): not listed, its
+ * own companion, works on buffers made for its owner, runs a launch before the enqueue returns
+ * (host memory in place: seen with no wait), and a hold on its queue is a no-op (held launches
+ * would deadlock there). */
+static void test_caller_thread_companion(void) {
+    ttc_device *d = dev();
+    if (!d) return;
+    ttc_device *c = ttc_device_caller_thread(d);
+    if (!c) { printf("  (no caller-thread companion on %s)\n", ttc_device_facts(d)->name); return; }
+    CHECK(c != d && ttc_device_caller_thread(c) == c, "a companion is its own companion");
+    ttc_device *const *ds;
+    int32_t n;
+    CHECK_OK(ttc_device_list(&ds, &n));
+    for (int32_t i = 0; i < n; i++) CHECK(ds[i] != c, "the companion is listed as device %d", i);
+    ttc_program *p = NULL;
+    const char *src = "__kernel void inc(__global int *x, int v) { x[get_global_id(0)] += v; }\n";
+    CHECK_OK(ttc_program_build(c, src, "", "", &p));
+    if (!p) return;
+    ttc_queue *q = NULL;
+    ttc_kernel *k = NULL;
+    ttc_buf *b = NULL;
+    int h[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, r[9] = {0};
+    CHECK_OK(ttc_queue_new(c, false, &q));
+    CHECK_OK(ttc_kernel_new(p, "inc", &k));
+    CHECK_OK(ttc_buf_alloc(d, sizeof h, h, "owner's buffer", &b));   /* made for the owner */
+    CHECK_OK(ttc_kernel_set_buf(k, 0, b));
+    CHECK_OK(ttc_kernel_set_i32(k, 1, 10));
+    size_t gws = 9;
+    CHECK_OK(ttc_queue_hold(q));   /* a no-op: the launch below must not wait for anything */
+    CHECK_OK(ttc_queue_launch(q, k, 1, &gws, NULL, NULL));
+    CHECK_OK(ttc_queue_finish(q));
+    CHECK_OK(ttc_buf_read(q, b, 0, sizeof r, r, true));
+    for (int i = 0; i < 9; i++) CHECK(r[i] == h[i] + 10, "element %d: %d", i, r[i]);
+    /* the owner's queue sees what the companion wrote */
+    ttc_queue *qd = NULL;
+    CHECK_OK(ttc_queue_new(d, false, &qd));
+    CHECK_OK(ttc_buf_read(qd, b, 0, sizeof r, r, true));
+    CHECK(r[0] == 11 && r[8] == 19, "owner's view: %d %d", r[0], r[8]);
+    if (ttc_device_host_in_place(d)) {
+        int host[9] = {0};
+        ttc_buf *w = NULL;
+        CHECK_OK(ttc_buf_wrap_host(d, host, sizeof host, false, "host", &w));
+        CHECK_OK(ttc_kernel_set_buf(k, 0, w));
+        CHECK_OK(ttc_kernel_set_i32(k, 1, 1));
+        CHECK_OK(ttc_queue_launch(q, k, 1, &gws, NULL, NULL));
+        CHECK(__atomic_load_n(&host[8], __ATOMIC_SEQ_CST) == 1, "the launch had not run when the enqueue returned");
+        CHECK_OK(ttc_queue_finish(q));
+        ttc_buf_free(w);
+    }
+    ttc_queue_free(qd);
+    ttc_buf_free(b);
+    ttc_kernel_free(k);
+    ttc_queue_free(q);
+    ttc_program_free(p);
+}
+
 TEST_MAIN(test_devices_listed, test_device_error_names_code, test_buffer_roundtrip, test_host_task,
           test_build_error_log, test_program_cache, test_target_knobs, test_queue_hold,
-          test_buf_import_answers)
+          test_buf_import_answers, test_caller_thread_companion)
