@@ -13,7 +13,9 @@ first call (where it compiles); torchtrt_c's is torchtrt_c.compile (engines buil
 compiled). --warm also times torchtrt_c's second compile in the same process.
 Models: hf_bert / hf_gpt2 / hf_llama (bench/hf_models.py), tv_* / timm_* (vision_models.py),
 or a tests/zoo.py name (resnet18, bert_base, ...); name:tiny for the small configuration.
-Env passes through, e.g. TORCHTRT_C_BUILD_THREADS=1 to build programs one at a time.
+Env passes through, e.g. TORCHTRT_C_BUILD_THREADS=1 to build programs one at a time, or
+TORCHTRT_C_TUNE=full (every GEMM candidate timed, as before the shortlist) for the tuning A/B;
+TORCHTRT_C_KERNELS=gpu runs the GPU kernel families (and their tuning) on a CPU device.
 """
 from __future__ import annotations
 
@@ -185,6 +187,17 @@ def main(argv=None):
         print(f"| {r['model']} | {r['batch']} | {r['precision']} | {c:.2f} | {fmt(i, '{:.2f}')} | "
               f"{fmt(None if i is None else c / i, '{:.2f}')} | {fmt(r.get('ttc_compile_warm_s'), '{:.2f}')} | "
               f"{fmt(r.get('ttc_ms'), '{:.3f}')} | {fmt(r.get('inductor_ms'), '{:.3f}')} |")
+    # tuning and program counts (issue 15: TORCHTRT_C_TUNE=full vs the default fast shortlist)
+    print("\n| model | GEMMs | shapes timed | candidates timed | from tuning cache | left to heuristic (cap) | "
+          "tune s | programs compiled (tuning's included) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "error" in r:
+            continue
+        p = r["ttc_cold_profile"]
+        t = p["engine_totals"]
+        print(f"| {r['model']} | {t['gemms']} | {t['tune_timed']} | {t['tune_candidates']} | {t['tune_cached']} | "
+              f"{t.get('tune_capped', 0)} | {t['tune_s']:.2f} | {p['programs'].get('compiled', '')} |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"command": " ".join(sys.argv), "env": {k: v for k, v in os.environ.items()
