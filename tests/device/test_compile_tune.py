@@ -108,13 +108,17 @@ def test_tuning_cache_keeps_modes_apart(gpu_kernels, tmp_path):
     assert fast2["tune_timed"] == 0 and fast2["tune_cached"] == 4, fast2
 
 
-def test_cap_leaves_the_smaller_shapes_to_the_heuristic(gpu_kernels):
-    """TORCHTRT_C_TUNE_MAX=1: only the biggest shape is timed, the other two keep the
-    heuristic's tile (counted as capped); full ignores the cap."""
+def test_cap_leaves_the_smaller_shapes_to_the_heuristic(gpu_kernels, tmp_path):
+    """TORCHTRT_C_TUNE_MAX=1: only the shape with the most FLOPs is timed (40 x 40, which two
+    GEMMs share: more than 40 x 72 or 72 x 40 alone), the other two keep the heuristic's tile
+    (counted as capped); full ignores the cap."""
     _simt_candidates()
     x = torch.randn(2, 11, 40)
     capped = _compile("fast", gpu_kernels, x, cap=1)
     assert capped["tune_timed"] == 1 and capped["tune_capped"] == 2, capped
+    (tf,) = list(tmp_path.rglob("tuning-v1.txt"))
+    (line,) = tf.read_text().splitlines()
+    assert line.split("\t")[0].endswith(",40,40|fast"), line
     full = _compile("full", gpu_kernels, x, cap=1)
     assert full["tune_timed"] == 3 and full["tune_capped"] == 0, full
 
