@@ -13,7 +13,9 @@ first call (where it compiles); torchtrt_c's is torchtrt_c.compile (engines buil
 compiled). --warm also times torchtrt_c's second compile in the same process.
 Models: hf_bert / hf_gpt2 / hf_llama (bench/hf_models.py), tv_* / timm_* (vision_models.py),
 or a tests/zoo.py name (resnet18, bert_base, ...); name:tiny for the small configuration.
-Env passes through, e.g. TORCHTRT_C_BUILD_THREADS=1 to build programs one at a time.
+Env passes through, e.g. TORCHTRT_C_BUILD_THREADS=1 to build programs one at a time, or
+TORCHTRT_C_TUNE=full (every GEMM candidate timed, as before the shortlist) for the tuning A/B;
+TORCHTRT_C_KERNELS=gpu runs the GPU kernel families (and their tuning) on a CPU device.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import argparse
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,7 +78,7 @@ def _child(spec, args):
             sync()
             torch._dynamo.reset()
         torchtrt_c.compile(tiny, inputs=[tx], min_block_size=1,
-                           engine_cache_dir=tempfile.mkdtemp(prefix="ttc-cold-warmup-"))(tx)
+                           engine_cache_dir=tempfile.mkdtemp(prefix="ttc-cold-warmup-", dir=args.tmp))(tx)
         if not args.no_inductor:
             md, xd = copy.deepcopy(m).to(tdev), x.to(tdev)
             t = time.perf_counter()
@@ -89,7 +92,7 @@ def _child(spec, args):
             torch._dynamo.reset()
     prec = {torch.float16} if args.precision == "fp16" else {torch.float32}
     opts = dict(inputs=[x], enabled_precisions=prec, min_block_size=1, cache_built_engines=True,
-                reuse_cached_engines=True, engine_cache_dir=tempfile.mkdtemp(prefix="ttc-cold-engines-"))
+                reuse_cached_engines=True, engine_cache_dir=tempfile.mkdtemp(prefix="ttc-cold-engines-", dir=args.tmp))
     if args.optimization_level is not None:
         opts["optimization_level"] = args.optimization_level
     t = time.perf_counter()
@@ -137,7 +140,10 @@ def main(argv=None):
     ap.add_argument("--time-runs", type=int, default=0,
                     help="also time this many calls of each compiled module (median ms; 0: no)")
     ap.add_argument("--out", default=None, help="results JSON")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep each model's cache directories (default: removed after it; ~0.5 GB for GPT-2)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--tmp", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         row = _child(args.child, args)
@@ -156,7 +162,7 @@ def main(argv=None):
             env["CUDA_CACHE_PATH"] = os.path.join(tmp, "nvcache")
         out = os.path.join(tmp, "row.json")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", spec, "--out", out, "--batch", str(args.batch),
-               "--precision", args.precision]
+               "--precision", args.precision, "--tmp", tmp]
         for flag in ("no_inductor", "warm", "check"):
             if getattr(args, flag):
                 cmd.append("--" + flag.replace("_", "-"))
@@ -173,6 +179,8 @@ def main(argv=None):
         with open(out) as f:
             row = json.load(f)
         row["process_s"] = time.perf_counter() - t
+        if not args.keep:  # the child has exited: its engine cache writes are on disk
+            shutil.rmtree(tmp, ignore_errors=True)
         rows.append(row)
     print("\n| model | batch | prec | ttc cold s | inductor s | ttc/inductor | ttc warm s | ttc ms | inductor ms |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -185,6 +193,17 @@ def main(argv=None):
         print(f"| {r['model']} | {r['batch']} | {r['precision']} | {c:.2f} | {fmt(i, '{:.2f}')} | "
               f"{fmt(None if i is None else c / i, '{:.2f}')} | {fmt(r.get('ttc_compile_warm_s'), '{:.2f}')} | "
               f"{fmt(r.get('ttc_ms'), '{:.3f}')} | {fmt(r.get('inductor_ms'), '{:.3f}')} |")
+    # tuning and program counts (issue 15: TORCHTRT_C_TUNE=full vs the default fast shortlist)
+    print("\n| model | GEMMs | shapes timed | candidates timed | from tuning cache | left to heuristic (cap) | "
+          "tune s | programs compiled (tuning's included) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "error" in r:
+            continue
+        p = r["ttc_cold_profile"]
+        t = p["engine_totals"]
+        print(f"| {r['model']} | {t['gemms']} | {t['tune_timed']} | {t['tune_candidates']} | {t['tune_cached']} | "
+              f"{t.get('tune_capped', 0)} | {t['tune_s']:.2f} | {p['programs'].get('compiled', '')} |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"command": " ".join(sys.argv), "env": {k: v for k, v in os.environ.items()

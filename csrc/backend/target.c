@@ -46,6 +46,8 @@ static void decisions_default(ttc_target *t) {
     t->conv_double_buffer = -1;
     t->dedupe_kernels = true;
     t->tune_threads = 1;
+    t->tune_mode = TTC_TUNE_FAST;
+    t->tune_max = 16;
     t->cuda_launch = true;
     t->attn_mma = -1;
     t->build_threads = 1;
@@ -155,6 +157,20 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     v = env("TORCHTRT_C_TUNE_THREADS");
     long n = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     t.tune_threads = n < 1 ? 1 : n > 16 ? 16 : (int32_t)n;
+    if ((v = env("TORCHTRT_C_TUNE"))) {
+        if (!strcmp(v, "fast")) t.tune_mode = TTC_TUNE_FAST;
+        else if (!strcmp(v, "full")) t.tune_mode = TTC_TUNE_FULL;
+        else if (!strcmp(v, "heuristic")) t.tune_mode = TTC_TUNE_HEURISTIC;
+        else return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_TUNE=%s: expected fast, full or heuristic", v);
+    }
+    /* 16 shapes: ResNet-50's 13 timed GEMM shapes all fit; EfficientNet-B0 at b32 has more */
+    if ((v = env("TORCHTRT_C_TUNE_MAX"))) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x < 0 || x > 100000)
+            return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_TUNE_MAX=%s: expected a count (0: no cap)", v);
+        t.tune_max = (int32_t)x;
+    }
     /* engine programs built in parts by this many threads: on GPUs online CPUs, at most 16
      * (H100, ResNet-50 fp16: the program step 12.6 s as one program, 10.1 s as 16 parts; the
      * driver seems to compile about one program at a time per process, so more threads buy

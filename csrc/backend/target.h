@@ -80,6 +80,8 @@ typedef struct ttc_target {
     bool conv_cpu_ocb8;           /* CPU convolutions: the 8-channel blocked kernel */
     bool dedupe_kernels;          /* identical kernel bodies compiled once */
     int32_t tune_threads;         /* threads preparing tuning candidates (1..16) */
+    int32_t tune_mode;            /* TTC_TUNE_*: which GEMM candidates optimization_level 3 times */
+    int32_t tune_max;             /* fast tuning: most GEMM shapes timed per engine (0: no cap) */
     bool cuda_launch;             /* CUDA tensors: the program's PTX launched through the CUDA driver on
                                    * torch's stream (engine/exec_cuda.h; CUDA_LAUNCH=0: the shared-memory path) */
     int32_t attn_mma;             /* fp16 attention on tensor cores (attn_mma.cl): -1 choose (NVIDIA),
@@ -109,6 +111,11 @@ typedef struct ttc_target {
  * engine constant (reordered once), OpenBLAS for products of two activations; oneDNN for
  * every one. oneDNN where it loads, else OpenBLAS. */
 enum { TTC_NATIVE_GEMM_BLAS = 0, TTC_NATIVE_GEMM_AUTO = 1, TTC_NATIVE_GEMM_DNNL = 2 };
+/* GEMM tuning at optimization_level 3 (TORCHTRT_C_TUNE): fast (the default) times the
+ * heuristic's shortlist of the biggest tune_max shapes per engine (engine/tune.c); full every
+ * candidate of the device's families for every shape (as before: A/B runs); heuristic times
+ * nothing (the choice of levels 0-2). */
+enum { TTC_TUNE_FAST = 0, TTC_TUNE_FULL = 1, TTC_TUNE_HEURISTIC = 2 };
 
 typedef struct ttc_device ttc_device;
 

@@ -81,6 +81,7 @@ typedef struct ttc_build_profile {
     int32_t programs;                 /* program builds of the engine itself (tuning's aside) */
     const char *program_origin;       /* "compiled", "cache" (on-disk binary), "blob" (stored binary) */
     int32_t gemms, tune_cached, tune_timed, tune_candidates;
+    int32_t tune_capped;              /* GEMM shapes left to the heuristic by the per-engine cap */
 } ttc_build_profile;
 const ttc_build_profile *ttc_engine_build_profile(const ttc_engine *e);
 /* How the engine computes: "float32", "float16 (half arithmetic)" (half loads, stores and

@@ -2,12 +2,17 @@
  * - TORCHTRT_C_GEMM_TILE=<index> forces one for every GEMM (tests use it to run the GPU
  *   kernel families on the CPU device; the tensor-core family needs NVIDIA and fp16 inputs);
  *   TORCHTRT_C_KERNELS=gpu makes any device choose among the GPU families;
- * - optimization_level >= 3: each candidate of the device's families is timed on the device
- *   at the symbols' opt values, as a one-kernel program of its own built and launched through
- *   the backend (no engine) on fixed pseudo-random data, and the fastest kept.
- *   Choices are remembered in a persistent tuning cache (tuning-v1.txt in the program cache
- *   directory: "key<TAB>choice" lines, the key naming the device, driver and problem) and
- *   stored in the engine (serialised with it);
+ * - optimization_level >= 3: candidates are timed on the device at the symbols' opt values,
+ *   each as a one-kernel program of its own built and launched through the backend (no
+ *   engine) on fixed pseudo-random data, and the fastest kept. Which candidates
+ *   (TORCHTRT_C_TUNE): fast (default) the heuristic's shortlist (gemm_shortlist: at most 6,
+ *   none when it has one), for the TORCHTRT_C_TUNE_MAX (16) shapes of the engine with the most
+ *   FLOPs; full every candidate of the device's families for every shape (the behaviour
+ *   before; A/B runs); heuristic none. A shape is timed once per engine however many GEMMs
+ *   have it. Choices are remembered in a persistent tuning cache (tuning-v1.txt in the program
+ *   cache directory: "key<TAB>choice" lines, the key naming the device, driver, the GEMM
+ *   kernels' code and the problem; "|fast" marks a shortlist's choice, which a full tuning
+ *   does not read) and stored in the engine (serialised with it);
  * - otherwise a heuristic by device and shape (gemm_default).
  * Families by device: CPU devices the CPU kernel; GPUs the register-blocked SIMT kernel, and
  * on NVIDIA, for half x half GEMMs and every GEMM of fp16 engines, the tensor-core kernels
@@ -17,6 +22,7 @@
  * (tests), but only NVIDIA targets choose them. */
 #include "engine_impl.h"
 #include "native_ops.h"
+#include "../kernels/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,12 +271,11 @@ static int64_t gemm_wgs(int32_t tile, int64_t B, int64_t M, int64_t N) {
 enum { TC_128x128 = 26, TC_64x64 = 30, TF32_128x128 = 34, TF32_128x64 = 35, TF32_64x64 = 36, TF32_32x64 = 38,
        TC_128x128_L1 = 39, TF32_128x128_4W = 41 };
 
-static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
+static int32_t gemm_default_cu(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N, int64_t cu) {
     if (!gpu_family(e)) return 0;
     bool tc = gemm_candidate(e, op, TC_128x128);
     bool tf32 = gemm_candidate(e, op, TF32_128x128);
     if (M <= 16) return tc ? 16 : 17;
-    int64_t cu = e->tg.compute_units > 0 ? e->tg.compute_units : 1;
     /* Pipelined tiles, from a sweep of every candidate on an H100 (bench/gemm_tc.py: 4096^3 and
      * the BERT/GPT-2/ViT-B linear layers at 32 x 128 tokens, 4096 x {768, 2304, 3072} x {768,
      * 3072}, and 128 x 768 x 768): 128x128 (8 warps, 3 stages) won or came within 4% of the
@@ -300,6 +305,51 @@ static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, i
     return w >= (cu + 1) / 2 ? 19 : 17;
 }
 
+static int32_t gemm_default(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N) {
+    return gemm_default_cu(e, op, B, M, N, e->tg.compute_units > 0 ? e->tg.compute_units : 1);
+}
+
+/* The candidates worth timing where the heuristic may be wrong (TORCHTRT_C_TUNE=fast, the
+ * default), default first, at most TUNE_SHORTLIST: the default's rule is a ladder of
+ * thresholds on work-groups per compute unit, and its sweeps put the winner at the rung it
+ * picks or a neighbouring one; so the rungs it picks with a quarter, half, twice and four
+ * times the compute units (and across the M <= 16 rule), then the default's same-size
+ * variants (k depth, stages, warp layout). Tiles the ladder never reaches from this shape
+ * (a 128x128 tile over a 128 x 768 problem, SIMT where tensor cores run) are those the sweeps
+ * ranked far behind: not timed. CPU kernels: all (three, cheap). */
+enum { TUNE_SHORTLIST = 6 };
+
+static int32_t shortlist_add(const ttc_engine *e, const ttc_kop *op, int32_t *out, int32_t n, int32_t c) {
+    if (n >= TUNE_SHORTLIST || !gemm_candidate(e, op, c)) return n;
+    for (int32_t j = 0; j < n; j++)
+        if (out[j] == c) return n;
+    out[n] = c;
+    return n + 1;
+}
+
+static int32_t gemm_shortlist(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N, int32_t def,
+                              int32_t out[TUNE_SHORTLIST]) {
+    int32_t n = 0;
+    out[n++] = def;
+    if (!gpu_family(e)) {
+        for (int32_t c = 0; c < TTC_GEMM_TILES; c++) n = shortlist_add(e, op, out, n, c);
+        return n;
+    }
+    int64_t cu = e->tg.compute_units > 0 ? e->tg.compute_units : 1;
+    static const int64_t scale[4][2] = {{1, 2}, {2, 1}, {1, 4}, {4, 1}};   /* cu * a / b */
+    for (int32_t j = 0; j < 4; j++) {
+        int64_t c2 = cu * scale[j][0] / scale[j][1];
+        n = shortlist_add(e, op, out, n, gemm_default_cu(e, op, B, M, N, c2 < 1 ? 1 : c2));
+    }
+    if (M <= 32) n = shortlist_add(e, op, out, n, gemm_default_cu(e, op, B, M <= 16 ? 17 : 16, N, cu));
+    const ttc_gemm_tile *d = &ttc_gemm_tiles[def];
+    for (int32_t c = 0; c < TTC_GEMM_TILES; c++) {
+        const ttc_gemm_tile *t = &ttc_gemm_tiles[c];
+        if (t->family == d->family && t->bm == d->bm && t->bn == d->bn) n = shortlist_add(e, op, out, n, c);
+    }
+    return n;
+}
+
 /* The target's forced GEMM candidate (TORCHTRT_C_GEMM_TILE): -1 when none. */
 static ttc_status forced_tile(const ttc_engine *e, int32_t *out) {
     *out = e->tg.gemm_tile;
@@ -309,27 +359,92 @@ static ttc_status forced_tile(const ttc_engine *e, int32_t *out) {
     return TTC_OK;
 }
 
+/* What identifies the GEMM kernels' code in the tuning cache's keys: the candidate table and
+ * the GEMM templates (gemm*.cl), so that a changed kernel or tile is timed again instead of a
+ * choice made for the old code being read back. */
+static uint64_t gemm_code_hash(void) {
+    uint64_t h = ttc_hash64(ttc_gemm_tiles, sizeof ttc_gemm_tiles, 15);
+    for (int i = 0; i < ttc_kernel_source_count; i++)
+        if (!strncmp(ttc_kernel_sources[i].name, "gemm", 4))
+            h = ttc_hash64(ttc_kernel_sources[i].source, strlen(ttc_kernel_sources[i].source), h);
+    return h;
+}
+
+/* One GEMM shape that no tuning cache answered: timed once for every GEMM of the engine with
+ * the same key (the first of them is `oi`). */
+typedef struct tune_job {
+    int32_t oi, def, choice;
+    bool stored;              /* timed, and its choice written to the tuning cache */
+    int64_t B, M, N;
+    double flops;             /* over every GEMM of the engine with this key */
+    char *key;
+} tune_job;
+
+static int job_by_flops(const void *a, const void *b) {
+    double x = ((const tune_job *)a)->flops, y = ((const tune_job *)b)->flops;
+    if (x != y) return x < y ? 1 : -1;
+    return ((const tune_job *)a)->oi - ((const tune_job *)b)->oi;  /* stable across runs */
+}
+
+/* Times job j's candidates (mode fast: the shortlist; full: every candidate of the device's
+ * families); the default first, kept unless another is clearly faster. The choice lands in
+ * j->choice (the default when nothing could be timed); true when something was timed. */
+static bool tune_time(ttc_engine *e, tune_job *j, const int64_t *sv, bool full) {
+    const ttc_kop *op = &e->k->ops[j->oi];
+    int32_t tiles[TTC_GEMM_TILES];
+    int32_t nt = 0;
+    if (full) {
+        tiles[nt++] = j->def;
+        for (int32_t c = 0; c < TTC_GEMM_TILES; c++)
+            if (c != j->def && gemm_candidate(e, op, c)) tiles[nt++] = c;
+    } else {
+        nt = gemm_shortlist(e, op, j->B, j->M, j->N, j->def, tiles);
+    }
+    j->choice = j->def;
+    if (nt < 2) return false;  /* the heuristic is sure: nothing to compare */
+    cand cs[TTC_GEMM_TILES];
+    for (int32_t c = 0; c < nt; c++) cs[c] = (cand){.e = e, .oi = j->oi, .tile = tiles[c], .sv = sv};
+    e->prof.tune_timed++;
+    e->prof.tune_candidates += nt;
+    cands_prepare(e, cs, nt);
+    double best = 1e30;
+    for (int32_t c = 0; c < nt; c++) {
+        double t = cand_time(&cs[c]);
+        if (c == 0) best = t;
+        else if (t < best * 0.97) { best = t; j->choice = cs[c].tile; }
+    }
+    return best < 1e30;
+}
+
 ttc_status ttc_engine_tune(ttc_engine *e) {
     ttc_kir *k = e->k;
     int64_t sv[64];
     int32_t forced;
     TTC_TRY(forced_tile(e, &forced));
     for (int32_t i = 0; i < k->n_syms && i < 64; i++) sv[i] = k->syms[i].opt;
-    bool tuning = e->opt_level >= 3 && k->n_syms <= 64 && forced < 0;
+    int32_t mode = e->tg.tune_mode;
+    bool full = mode == TTC_TUNE_FULL;
+    bool tuning = e->opt_level >= 3 && k->n_syms <= 64 && forced < 0 && mode != TTC_TUNE_HEURISTIC;
     char *path = NULL;
     bool have_path = false;
+    uint64_t code = 0;
+    tune_job *jobs = NULL;
+    int32_t *job_of = NULL;   /* op -> its job (-1: none) */
+    int32_t n_jobs = 0;
+    ttc_status st = TTC_OK;
+    /* 1. defaults, forced tiles and tuning-cache answers; the rest become jobs, one per key */
     for (int32_t i = 0; i < k->n_ops; i++) {
         ttc_kop *op = &k->ops[i];
         if (op->dead || op->kind != TTC_KOP_GEMM) continue;
         e->prof.gemms++;
         if (forced >= 0) {
             if (!gemm_runnable(e, op, forced)) {
-                free(path);
-                return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: %s (%s on %s)", forced,
-                                ttc_gemm_tiles[forced].family == TTC_GEMM_TF32
-                                    ? "the TF32 GEMM needs float32 inputs of an fp32 engine built with tf32_matmul"
-                                    : "the tensor-core GEMM needs float16 inputs or an fp16 engine (raw-PTX tiles: an NVIDIA device)",
-                                op->name ? op->name : "gemm", e->tg.name);
+                st = ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: %s (%s on %s)", forced,
+                              ttc_gemm_tiles[forced].family == TTC_GEMM_TF32
+                                  ? "the TF32 GEMM needs float32 inputs of an fp32 engine built with tf32_matmul"
+                                  : "the tensor-core GEMM needs float16 inputs or an fp16 engine (raw-PTX tiles: an NVIDIA device)",
+                              op->name ? op->name : "gemm", e->tg.name);
+                goto done;
             }
             op->tile = forced;
             continue;
@@ -341,44 +456,81 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
         int32_t def = gemm_default(e, op, B, M, N);
         op->tile = def;
         if (!tuning || (k->native && ttc_native_op_ok(k, op))) continue;  /* native: no tile to choose */
-        if (!have_path) { path = tuning_path(e); have_path = true; }
-        /* "gemm5": the fifth table, with the L1-copy and rasterised tiles (choices made among fewer
-         * candidates are not read) */
-        /* "|tf32": the TF32 policy widens the candidates (and changes the answer's precision) */
-        char *key = ttc_strfmt("%s|%s|%s|gemm5|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld%s", e->tg.platform, e->tg.name,
-                               e->tg.driver, op->p.gemm.trans_b, ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype),
-                               a->rank, b->rank, (long long)B, (long long)M, (long long)N, (long long)K,
-                               e->tg.tf32_matmul && !k->fp16 ? "|tf32" : "");
-        if (!key) { free(path); return TTC_ERR_NOMEM; }
-        int32_t choice = cache_lookup(path, key);
-        if (choice >= 0 && !gemm_candidate(e, op, choice)) choice = -1;
-        if (choice >= 0) e->prof.tune_cached++;
-        if (choice < 0) {
-            /* the default first: it is kept unless another is clearly faster */
-            cand cs[TTC_GEMM_TILES];
-            int32_t nc = 0;
-            for (int32_t c = -1; c < TTC_GEMM_TILES; c++) {
-                int32_t tile = c < 0 ? def : c;
-                if (c >= 0 && (c == def || !gemm_candidate(e, &k->ops[i], c))) continue;
-                cs[nc++] = (cand){.e = e, .oi = i, .tile = tile, .sv = sv};
-            }
-            e->prof.tune_timed++;
-            e->prof.tune_candidates += nc;
-            cands_prepare(e, cs, nc);
-            double best = 1e30;
-            choice = def;
-            for (int32_t c = 0; c < nc; c++) {
-                double t = cand_time(&cs[c]);
-                if (c == 0) best = t;
-                else if (t < best * 0.97) { best = t; choice = cs[c].tile; }
-            }
-            if (best < 1e30) cache_store(path, key, choice);
+        if (!have_path) { path = tuning_path(e); have_path = true; code = gemm_code_hash(); }
+        if (!job_of) {
+            job_of = ttc_malloc((size_t)k->n_ops * sizeof(int32_t));
+            jobs = ttc_calloc((size_t)k->n_ops, sizeof(tune_job));
+            if (!job_of || !jobs) { st = TTC_ERR_NOMEM; goto done; }
+            for (int32_t x = 0; x < k->n_ops; x++) job_of[x] = -1;
         }
-        op = &k->ops[i];
-        op->tile = choice;
-        e->n_tuned++;
-        free(key);
+        /* "gemm5": the fifth table, with the L1-copy and rasterised tiles; then the code's hash */
+        /* "|tf32": the TF32 policy widens the candidates (and changes the answer's precision) */
+        char *key = ttc_strfmt("%s|%s|%s|gemm5|%016llx|tb%d|%s|%s|%d,%d|%lld,%lld,%lld,%lld%s", e->tg.platform,
+                               e->tg.name, e->tg.driver, (unsigned long long)code, op->p.gemm.trans_b,
+                               ttc_dtype_name(a->dtype), ttc_dtype_name(b->dtype), a->rank, b->rank, (long long)B,
+                               (long long)M, (long long)N, (long long)K, e->tg.tf32_matmul && !k->fp16 ? "|tf32" : "");
+        if (!key) { st = TTC_ERR_NOMEM; goto done; }
+        double flops = 2.0 * (double)B * (double)M * (double)N * (double)K;
+        for (int32_t x = 0; x < n_jobs; x++)
+            if (!strcmp(jobs[x].key, key)) { job_of[i] = x; jobs[x].flops += flops; break; }
+        if (job_of[i] >= 0) { free(key); continue; }
+        /* a choice among every candidate answers both modes; a shortlist's only fast ones */
+        int32_t choice = cache_lookup(path, key);
+        if (choice < 0 && !full) {
+            char *fk = ttc_strfmt("%s|fast", key);
+            if (!fk) { free(key); st = TTC_ERR_NOMEM; goto done; }
+            choice = cache_lookup(path, fk);
+            free(fk);
+        }
+        if (choice >= 0 && !gemm_candidate(e, op, choice)) choice = -1;
+        if (choice >= 0) {
+            e->prof.tune_cached++;
+            op->tile = choice;
+            e->n_tuned++;
+            free(key);
+            continue;
+        }
+        job_of[i] = n_jobs;
+        jobs[n_jobs++] = (tune_job){.oi = i, .def = def, .choice = def, .B = B, .M = M, .N = N,
+                                    .flops = flops, .key = key};
     }
+    /* 2. the jobs, the biggest GEMMs first; fast mode times at most tune_max shapes per engine
+     * (the rest keep the heuristic's choice: EfficientNet-B0 at b32 has dozens of shapes) */
+    if (n_jobs > 0) {
+        tune_job *sorted = ttc_malloc((size_t)n_jobs * sizeof(tune_job));
+        if (!sorted) { st = TTC_ERR_NOMEM; goto done; }
+        memcpy(sorted, jobs, (size_t)n_jobs * sizeof(tune_job));
+        qsort(sorted, (size_t)n_jobs, sizeof(tune_job), job_by_flops);
+        int32_t cap = full || e->tg.tune_max <= 0 ? n_jobs : e->tg.tune_max;
+        for (int32_t x = 0; x < n_jobs; x++) {
+            tune_job *j = &sorted[x];
+            if (x >= cap) { e->prof.tune_capped++; continue; }
+            if (tune_time(e, j, sv, full)) {
+                char *sk = full ? ttc_strfmt("%s", j->key) : ttc_strfmt("%s|fast", j->key);
+                if (sk) cache_store(path, sk, j->choice);
+                free(sk);
+                j->stored = true;
+            }
+            tune_job *orig = &jobs[job_of[j->oi]];
+            orig->choice = j->choice;
+            orig->stored = j->stored;
+        }
+        free(sorted);
+    }
+    /* 3. every GEMM of a timed job gets its choice; the first one counts as timed, the others
+     * as answered by the tuning cache (as a second build of the engine reads them all) */
+    for (int32_t i = 0; job_of && i < k->n_ops; i++) {
+        if (job_of[i] < 0) continue;
+        tune_job *j = &jobs[job_of[i]];
+        k->ops[i].tile = j->choice;
+        if (!j->stored) continue;
+        e->n_tuned++;
+        if (j->oi != i) e->prof.tune_cached++;
+    }
+done:
+    for (int32_t x = 0; x < n_jobs; x++) free(jobs[x].key);
+    free(jobs);
+    free(job_of);
     free(path);
-    return TTC_OK;
+    return st;
 }

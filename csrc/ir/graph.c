@@ -146,6 +146,10 @@ ttc_tensor_data *ttc_tensor_data_copy(const void *data, size_t nbytes) {
     return d;
 }
 
+bool ttc_tensor_data_core_owned(const ttc_tensor_data *d) {
+    return d && (d->release == free_owner || d->release == free) && d->owner == d->data;
+}
+
 ttc_tensor_data *ttc_tensor_data_ref(ttc_tensor_data *d) {
     if (d) __atomic_add_fetch(&d->refcount, 1, __ATOMIC_RELAXED);
     return d;

@@ -101,6 +101,9 @@ typedef struct ttc_tensor_data {
 ttc_tensor_data *ttc_tensor_data_wrap(void *data, size_t nbytes, void (*release)(void *), void *owner);
 ttc_tensor_data *ttc_tensor_data_copy(const void *data, size_t nbytes);
 ttc_tensor_data *ttc_tensor_data_ref(ttc_tensor_data *d);
+/* Whether d is memory the core allocated itself (a copy, or a buffer it made and handed over
+ * with free as the release) rather than a view of someone else's (torch's parameters). */
+bool ttc_tensor_data_core_owned(const ttc_tensor_data *d);
 void ttc_tensor_data_unref(ttc_tensor_data *d);
 
 /* ---- attributes (only prim.Constant carries `value`; passes may tag others) ---- */

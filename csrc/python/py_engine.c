@@ -471,12 +471,13 @@ static PyObject *e_info(PyObject *self, PyObject *unused) {
 
 static PyObject *e_build_profile(PyObject *self, PyObject *unused) {
     const ttc_build_profile *p = ttc_engine_build_profile(((EngineObject *)self)->e);
-    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:i,s:n,s:i,s:s,s:i,s:i,s:i,s:i}", "convert_s", p->convert_s,
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:i,s:n,s:i,s:s,s:i,s:i,s:i,s:i,s:i}", "convert_s", p->convert_s,
                          "fuse_s", p->fuse_s, "tune_s", p->tune_s, "codegen_s", p->codegen_s, "program_s", p->program_s,
                          "consts_s", p->consts_s, "kernels", p->kernels, "unique_kernels", p->unique_kernels,
                          "source_bytes", (Py_ssize_t)p->source_bytes, "programs", p->programs,
                          "program_origin", p->program_origin ? p->program_origin : "", "gemms", p->gemms,
-                         "tune_cached", p->tune_cached, "tune_timed", p->tune_timed, "tune_candidates", p->tune_candidates);
+                         "tune_cached", p->tune_cached, "tune_timed", p->tune_timed, "tune_candidates", p->tune_candidates,
+                         "tune_capped", p->tune_capped);
 }
 
 static PyObject *e_get_inputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, false); }
@@ -511,7 +512,8 @@ static PyMethodDef engine_methods[] = {
     {"build_profile", e_build_profile, METH_NOARGS,
      "build_profile() -> dict: seconds per build step (convert_s, fuse_s, tune_s, codegen_s, program_s, consts_s), "
      "kernels / unique_kernels, source_bytes, programs, program_origin (compiled, cache, blob), gemms, tune_cached, "
-     "tune_timed (GEMMs timed), tune_candidates (candidates timed)"},
+     "tune_timed (GEMMs timed), tune_candidates (candidates timed), tune_capped (GEMM shapes left to the heuristic "
+     "by TORCHTRT_C_TUNE_MAX)"},
     {"info", e_info, METH_NOARGS, "info() -> dict(kernels, n_kernels, fused, program_cached, peak_memory, const_bytes, source, tuned, tiles, compute, gpu_kernels, tf32, tf32_active)"},
     {NULL, NULL, 0, NULL},
 };

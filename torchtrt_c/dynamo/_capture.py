@@ -133,14 +133,23 @@ def _container_error(ex: Exception):
                  f"the class with torch.utils._pytree.register_pytree_node.{hint}")
 
 
-def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs) -> torch.export.ExportedProgram:
+def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None) -> torch.export.ExportedProgram:
+    """stack_traces: record each node's source stack (node.meta["stack_trace"]); None: only with
+    dynamic shapes, where an unsupported dim's error names the source line (_compiler._import).
+    Recording them is 15-20% of a transformer's capture (a symbolised traceback per node:
+    GPT-2 1.41 -> 1.15 s) and nothing else reads them."""
     args = tuple(i.example_tensor() for i in arg_inputs)
     kwargs = {k: v.example_tensor() for k, v in kwarg_inputs.items()}
     dynamic_shapes = dynamic_shapes_for(module, arg_inputs, kwarg_inputs)
+    if stack_traces is None:
+        stack_traces = dynamic_shapes is not None
     register_transformers_containers()
     was_training = module.training
     module.eval()
+    import torch.fx.config as fx_config
+    no_traces = fx_config.do_not_emit_stack_traces
     try:
+        fx_config.do_not_emit_stack_traces = no_traces or not stack_traces
         ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as ex:
         err = _container_error(ex) or _unflattenable_output(module, args, kwargs)
@@ -148,6 +157,7 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs) -> torch.export.E
             raise
         raise err from None
     finally:
+        fx_config.do_not_emit_stack_traces = no_traces
         module.train(was_training)
     return ep
 

@@ -495,7 +495,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         dev = resolve_device(settings.device)
         prehash = mc.Prehash(module, mc.context_text(arg_inputs, kwarg_inputs, settings, dev),
                              settings if settings.reuse_cached_engines else None, dev)
-    ep = capture(module, arg_inputs, kwarg_inputs)
+    ep = capture(module, arg_inputs, kwarg_inputs, stack_traces=True if settings.debug else None)
     kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
     mkey = None

@@ -81,7 +81,7 @@ class CompileProfile:
         tot = {k: 0.0 for k in BUILD_STEPS}
         cnt = {"engines": len(self.engines), "cache_hits": 0, "built": 0, "kernels": 0, "unique_kernels": 0,
                "programs_compiled": 0, "programs_cached": 0, "program_parts": 0, "gemms": 0, "tune_timed": 0,
-               "tune_candidates": 0, "tune_cached": 0}
+               "tune_candidates": 0, "tune_cached": 0, "tune_capped": 0}
         for e in self.engines:
             if e["source"].startswith(("engine cache", "module cache")):
                 cnt["cache_hits"] += 1
@@ -91,7 +91,8 @@ class CompileProfile:
             cnt["built"] += e["source"] == "built"
             for k in BUILD_STEPS:
                 tot[k] += b.get(k, 0.0)
-            for k in ("kernels", "unique_kernels", "gemms", "tune_timed", "tune_candidates", "tune_cached"):
+            for k in ("kernels", "unique_kernels", "gemms", "tune_timed", "tune_candidates", "tune_cached",
+                      "tune_capped"):
                 cnt[k] += b.get(k, 0)
             origin = b.get("program_origin")
             cnt["programs_compiled"] += origin == "compiled"
@@ -136,7 +137,9 @@ class CompileProfile:
                          f" program {b['program_origin']}"
                          + (f" ({b['programs']} parts built in parallel)" if b.get("programs", 1) > 1 else "")
                          + f"; GEMMs {b['gemms']}: {b['tune_cached']} from the tuning"
-                         f" cache, {b['tune_timed']} timed ({b['tune_candidates']} candidates)")
+                         f" cache, {b['tune_timed']} timed ({b['tune_candidates']} candidates)"
+                         + (f", {b['tune_capped']} shapes left to the heuristic (TORCHTRT_C_TUNE_MAX)"
+                            if b.get("tune_capped") else ""))
         mc = self.module_cache
         if mc:
             L.append(f"  module cache: {mc.get('result', '')}" + (
