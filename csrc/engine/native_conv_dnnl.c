@@ -227,9 +227,15 @@ static bool slow_impl(dnnl_primitive_desc_t pd) {
 
 static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     const ttc_dnnl_conv_shape *s = &d->s;
-    /* the bottom/right padding that yields torch's output size (floor division may drop rows) */
+    /* the bottom/right padding that yields torch's output size. Negative where floor division
+     * drops input rows (a 1x1 stride-2 convolution of an even image: ResNet's downsampling);
+     * oneDNN's size check divides with floor too, so 0 gives the same output size there
+     * (the shortfall is below one stride), where a negative one left those convolutions to
+     * im2col + sgemm at a sixth of the speed. */
     int64_t prh = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->h - s->ph;
     int64_t prw = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1 - s->w - s->pw;
+    prh = prh < 0 && prh > -s->sh ? 0 : prh;
+    prw = prw < 0 && prw > -s->sw ? 0 : prw;
     if (prh < 0 || prw < 0 || s->g < 1 || s->c % s->g || s->oc % s->g) return false;
     dnnl_dims_t xd = {s->n, s->c, s->h, s->w}, yd = {s->n, s->oc, s->oh, s->ow};
     dnnl_dims_t wd = {s->g, s->oc / s->g, s->c / s->g, s->kh, s->kw};
