@@ -11,7 +11,8 @@ torch.conv2d" item of issue 14.
 
     python bench/cpu_conv.py [--batch 1,8] [--shapes resnet,mobile,convnext] [--rounds 5]
 
-On a shared machine read the ratios (each round runs every variant back to back), not the
+Each round runs every variant back to back (the median of a few calls each); a variant's figure
+is its best round, the one least disturbed on a shared machine. There read the ratios, not the
 absolutes; the load average is printed first and last. torch's thread count is the cores'
 (torch.set_num_threads); oneDNN (libgomp) takes OMP_NUM_THREADS, default the cores too.
 """
@@ -98,8 +99,7 @@ def bench_shape(sh, batch, rounds):
         for _ in range(rounds):
             for kk, f in fns.items():
                 res[kk].append(f())
-    md = {kk: statistics.median(v) for kk, v in res.items()}
-    return flop, md
+    return flop, {kk: min(v) for kk, v in res.items()}
 
 
 def main():
