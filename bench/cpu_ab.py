@@ -38,6 +38,8 @@ VARIANTS = {
     "new-blas": ({}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
     # depthwise convolutions as OpenCL kernels (decided at build), the others through oneDNN
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # hardswish in C after the oneDNN convolution (bias still a post-op; the end of session 7)
+    "hswish-c": ({"TORCHTRT_C_NATIVE_POST_HSWISH": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # bias + activation in C (or an OpenCL kernel) after the oneDNN convolution, not as its post-ops
     "nopost": ({"TORCHTRT_C_NATIVE_POST": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # the end of session 5: no post-ops, no native elementwise ops, pools, norms, attention or
@@ -191,7 +193,9 @@ def main():
         ratios = "  ".join(f"{k}/eager {md[k] / md['eager']:.2f}" for k in names)
         if "inductor" in md:
             ratios += "  " + "  ".join(f"{k}/inductor {md[k] / md['inductor']:.2f}" for k in names)
-        pair = "".join(f"  {v}/{names[0]} {md[v] / md[names[0]]:.2f}" for v in names[1:])
+        best = {k: min(v) for k, v in res.items()}   # the quietest round of each: on a loaded machine
+        pair = "".join(f"  {v}/{names[0]} {md[v] / md[names[0]]:.2f} (best rounds {best[v] / best[names[0]]:.2f})"
+                       for v in names[1:])
         print(f"{name} batch {a.batch}: " + "  ".join(f"{k} {v:.1f} ms" for k, v in md.items()) + f"  | {ratios}{pair}"
               f"  (load {' '.join(open('/proc/loadavg').read().split()[:3])})", flush=True)
 
