@@ -40,6 +40,9 @@ VARIANTS = {
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # 3x3 stride-1 convolutions through oneDNN's direct kernels only, no Winograd (the end of session 7)
     "direct": ({"TORCHTRT_C_CONV_WINOGRAD": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # both of the above: the convolutions' kernels and post-ops as at the end of session 7
+    "s7conv": ({"TORCHTRT_C_CONV_WINOGRAD": "0", "TORCHTRT_C_NATIVE_POST_HSWISH": "0"},
+               {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # hardswish in C after the oneDNN convolution (bias still a post-op; the end of session 7)
     "hswish-c": ({"TORCHTRT_C_NATIVE_POST_HSWISH": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # bias + activation in C (or an OpenCL kernel) after the oneDNN convolution, not as its post-ops
