@@ -5,7 +5,10 @@ every call (TORCHTRT_C_NATIVE_CONV: oneDNN or im2col + OpenBLAS convolutions) or
 engine runs through Engine.execute on numpy arrays (no Python module overhead). On a shared
 machine read the ratios (each round runs every variant back to back), not the absolutes.
 
-    python bench/cpu_ab.py --models resnet18,hf_bert --batch 1 --rounds 7 [--runs 5]
+    python bench/cpu_ab.py --models resnet18,hf_bert --batch 1 --rounds 7 [--runs 5] [--inductor]
+
+--inductor adds torch.compile (Inductor, default options, compiled under inference_mode as
+bench/run.py does) to the round robin.
 """
 import argparse
 import copy
@@ -35,6 +38,13 @@ VARIANTS = {
     "new-blas": ({}, {"TORCHTRT_C_NATIVE_CONV": "blas"}),
     # depthwise convolutions as OpenCL kernels (decided at build), the others through oneDNN
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # 3x3 stride-1 convolutions through oneDNN's direct kernels only, no Winograd (the end of session 7)
+    "direct": ({"TORCHTRT_C_CONV_WINOGRAD": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # both of the above: the convolutions' kernels and post-ops as at the end of session 7
+    "s7conv": ({"TORCHTRT_C_CONV_WINOGRAD": "0", "TORCHTRT_C_NATIVE_POST_HSWISH": "0"},
+               {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # hardswish in C after the oneDNN convolution (bias still a post-op; the end of session 7)
+    "hswish-c": ({"TORCHTRT_C_NATIVE_POST_HSWISH": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # bias + activation in C (or an OpenCL kernel) after the oneDNN convolution, not as its post-ops
     "nopost": ({"TORCHTRT_C_NATIVE_POST": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # the end of session 5: no post-ops, no native elementwise ops, pools, norms, attention or
@@ -131,9 +141,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--runs", type=int, default=3, help="calls per variant per round (median taken)")
     ap.add_argument("--variants", default="session4,onednn,new")
+    ap.add_argument("--inductor", action="store_true", help="also torch.compile (Inductor) in the round robin")
     a = ap.parse_args()
     names = [v for v in a.variants.split(",") if v]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; native {C.native_cpu()}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; native {C.native_cpu()}; "
+          f"load {' '.join(open('/proc/loadavg').read().split()[:3])}")
     for name in a.models.split(","):
         model, x = build(name, a.batch)
         ins = x if isinstance(x, (tuple, list)) else (x,)
@@ -167,6 +179,10 @@ def main():
                           f"{sum('+cl-epilogue' in k for k in ks)} with an OpenCL epilogue, "
                           f"{sum('+nhwc-out' in k for k in ks)} writing NHWC")
             fns = {"eager": (lambda: model(*ins), {})}
+            if a.inductor:
+                ind = torch.compile(copy.deepcopy(model))
+                ind(*ins)
+                fns["inductor"] = (lambda: ind(*ins), {})
             for v in names:
                 e = engines[key_of(v)]
                 fns[v] = ((lambda e=e: e.execute(xs, outs)), VARIANTS[v][1])
@@ -180,9 +196,13 @@ def main():
                         res[k].append(timed(f, a.runs))
         md = {k: statistics.median(v) for k, v in res.items()}
         ratios = "  ".join(f"{k}/eager {md[k] / md['eager']:.2f}" for k in names)
-        pair = "".join(f"  {v}/{names[0]} {md[v] / md[names[0]]:.2f}" for v in names[1:])
-        print(f"{name} batch {a.batch}: " + "  ".join(f"{k} {v:.1f} ms" for k, v in md.items()) + f"  | {ratios}{pair}",
-              flush=True)
+        if "inductor" in md:
+            ratios += "  " + "  ".join(f"{k}/inductor {md[k] / md['inductor']:.2f}" for k in names)
+        best = {k: min(v) for k, v in res.items()}   # the quietest round of each: on a loaded machine
+        pair = "".join(f"  {v}/{names[0]} {md[v] / md[names[0]]:.2f} (best rounds {best[v] / best[names[0]]:.2f})"
+                       for v in names[1:])
+        print(f"{name} batch {a.batch}: " + "  ".join(f"{k} {v:.1f} ms" for k, v in md.items()) + f"  | {ratios}{pair}"
+              f"  (load {' '.join(open('/proc/loadavg').read().split()[:3])})", flush=True)
 
 
 if __name__ == "__main__":

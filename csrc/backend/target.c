@@ -104,6 +104,11 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.native_elementwise = !env_is("TORCHTRT_C_NATIVE_ELEMENTWISE", "0");
     /* bias + activation inside the oneDNN convolution (=0 for A/B runs: they run in C after it) */
     t.native_post = t.native && !env_is("TORCHTRT_C_NATIVE_POST", "0");
+    /* 3x3 stride-1 native convolutions through oneDNN's Winograd kernel where it has one (=0:
+     * its direct kernels only; engine/native_conv_dnnl.c) */
+    t.conv_winograd = t.native && !env_is("TORCHTRT_C_CONV_WINOGRAD", "0");
+    /* ... hardswish among them (=0: in C after it, as before session 8) */
+    t.native_post_hswish = t.native_post && !env_is("TORCHTRT_C_NATIVE_POST_HSWISH", "0");
     /* elementwise ops fed by native ops, and layer norms, without an OpenCL hand-over (=0: OpenCL kernels) */
     t.native_ew = t.native && !env_is("TORCHTRT_C_NATIVE_EW", "0");
     /* activations kept channels-last between native convolutions (=0: NCHW, reorders in each call) */

@@ -45,6 +45,7 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
     return false;
 }
 void ttc_dnnl_forget(const void *owner) { (void)owner; }
+int64_t ttc_dnnl_wino_primitives(void) { return 0; }
 void *ttc_dnnl_cpu_engine(void) { return NULL; }
 void *ttc_dnnl_sym(const char *name) { (void)name; return NULL; }
 
@@ -121,6 +122,8 @@ typedef struct dconv {
     bool post_in;             /* the primitive applies the post-ops (bias, activations) */
     bool bias_in;             /* ... and takes a bias argument */
     bool wei_ready;
+    bool wino;                /* the primitive is oneDNN's Winograd convolution */
+    float wmax;               /* wino: max |w| of the kept weights (NaN counts as inf) */
     pthread_mutex_t lock;     /* one call at a time: the memories' handles are set per call */
     dnnl_stream_t stream;
     dnnl_primitive_t conv, r_src, r_wei, r_dst;
@@ -129,6 +132,14 @@ typedef struct dconv {
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static dconv *cache;
+static int64_t wino_made;   /* under cache_lock */
+
+int64_t ttc_dnnl_wino_primitives(void) {
+    pthread_mutex_lock(&cache_lock);
+    int64_t n = wino_made;
+    pthread_mutex_unlock(&cache_lock);
+    return n;
+}
 
 static void dconv_free(dconv *d) {
     dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst};
@@ -194,9 +205,9 @@ static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
 /* The convolution's primitive descriptor for src/weights/dst descriptions ax/aw/ay, with the
  * post-ops first and, where oneDNN refuses them, without (the caller applies them); NULL where
  * oneDNN refuses the shape. ub: the bias description, when the primitive takes one. */
-static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, const dnnl_memory_desc_t *ax,
-                                     const dnnl_memory_desc_t *aw, const dnnl_memory_desc_t *ay, int64_t prh,
-                                     int64_t prw, dnnl_memory_desc_t *ub) {
+static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, dnnl_alg_kind_t alg,
+                                     const dnnl_memory_desc_t *ax, const dnnl_memory_desc_t *aw,
+                                     const dnnl_memory_desc_t *ay, int64_t prh, int64_t prw, dnnl_memory_desc_t *ub) {
     const ttc_dnnl_conv_shape *s = &d->s;
     dnnl_dims_t st = {s->sh, s->sw}, dl = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw}, pr = {prh, prw};
     dnnl_convolution_desc_t cd;
@@ -206,7 +217,7 @@ static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, const 
         bool bias = with && post->bias;
         dnnl_primitive_attr_t attr = NULL;
         if (bias && p_dnnl_memory_desc_init_by_tag(ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) continue;
-        if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto, ax, aw,
+        if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, ax, aw,
                                                          bias ? ub : NULL, ay, st, dl, pl, pr) != dnnl_success)
             return NULL;
         if (with && !post_attr(post, &attr)) continue;
@@ -227,9 +238,15 @@ static bool slow_impl(dnnl_primitive_desc_t pd) {
 
 static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     const ttc_dnnl_conv_shape *s = &d->s;
-    /* the bottom/right padding that yields torch's output size (floor division may drop rows) */
+    /* the bottom/right padding that yields torch's output size. Negative where floor division
+     * drops input rows (a 1x1 stride-2 convolution of an even image: ResNet's downsampling);
+     * oneDNN's size check divides with floor too, so 0 gives the same output size there
+     * (the shortfall is below one stride), where a negative one left those convolutions to
+     * im2col + sgemm at a sixth of the speed. */
     int64_t prh = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->h - s->ph;
     int64_t prw = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1 - s->w - s->pw;
+    prh = prh < 0 && prh > -s->sh ? 0 : prh;
+    prw = prw < 0 && prw > -s->sw ? 0 : prw;
     if (prh < 0 || prw < 0 || s->g < 1 || s->c % s->g || s->oc % s->g) return false;
     dnnl_dims_t xd = {s->n, s->c, s->h, s->w}, yd = {s->n, s->oc, s->oh, s->ow};
     dnnl_dims_t wd = {s->g, s->oc / s->g, s->c / s->g, s->kh, s->kw};
@@ -244,10 +261,24 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
         p_dnnl_memory_desc_init_by_tag(&uw, wr, wd, dnnl_f32, s->g == 1 ? dnnl_oihw : dnnl_goihw) != dnnl_success ||
         p_dnnl_memory_desc_init_by_tag(&aw, wr, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
         return false;
+    /* Winograd first where asked and the shape is one (3x3, stride 1): its kernel runs on the
+     * blocked layout it picks, with reorders around it, and still takes 0.4-0.7 of the direct
+     * NHWC kernel's time on ResNet's 3x3 convolutions here (bench/RESULTS.md, session 8). */
+    dnnl_primitive_desc_t pd = NULL;
+    if (s->wino && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 && s->dw == 1 && s->g == 1) {
+        if (p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+            p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+            return false;
+        pd = conv_pd(d, post, dnnl_convolution_winograd, &ax, &aw, &ay, prh, prw, &ub);
+        if (pd && slow_impl(pd)) {
+            p_dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        }
+        d->wino = pd != NULL;
+    }
     /* A side kept NHWC is asked for as it is (oneDNN's NHWC kernels, no reorder); an NCHW side
      * lets the primitive choose. Where that request gets only a reference or GEMM-based kernel,
      * the primitive chooses both sides (reorders around it, as for NCHW). */
-    dnnl_primitive_desc_t pd = NULL;
     for (int pass = s->x_nhwc || s->y_nhwc ? 0 : 1; pass < 2 && !pd; pass++) {
         if (p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
             p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
@@ -256,7 +287,7 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
             if (s->x_nhwc) ax = ux;
             if (s->y_nhwc) ay = uy;
         }
-        pd = conv_pd(d, post, &ax, &aw, &ay, prh, prw, &ub);
+        pd = conv_pd(d, post, dnnl_convolution_auto, &ax, &aw, &ay, prh, prw, &ub);
         if (pd && pass == 0 && slow_impl(pd)) {
             p_dnnl_primitive_desc_destroy(pd);
             pd = NULL;
@@ -293,11 +324,47 @@ static dconv *dconv_get(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
         d->s = *s;
         pthread_mutex_init(&d->lock, NULL);
         d->ok = dconv_build(d, post);
+        wino_made += d->ok && d->wino;
         d->next = cache;
         cache = d;
     }
     pthread_mutex_unlock(&cache_lock);
     return d;
+}
+
+/* max |p[i]| over n values, NaN counting as inf: 16 partial maxima so that the loop vectorises */
+static float abs_max(const float *p, int64_t n) {
+    float m[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            float a = __builtin_fabsf(p[i + j]);
+            a = a != a ? __builtin_inff() : a;
+            m[j] = a > m[j] ? a : m[j];
+        }
+    for (; i < n; i++) {
+        float a = __builtin_fabsf(p[i]);
+        a = a != a ? __builtin_inff() : a;
+        m[0] = a > m[0] ? a : m[0];
+    }
+    float r = 0.0f;
+    for (int j = 0; j < 16; j++) r = m[j] > r ? m[j] : r;
+    return r;
+}
+
+/* Whether Winograd gives what the direct convolution would for these operands. Its transforms
+ * mix a whole input tile into a whole output tile, so a NaN or inf pixel would spread to
+ * outputs whose windows never touch it (torch keeps NaN and inf to the windows:
+ * tests/device/test_nonfinite.py), and they grow values by up to ~1e4 on the way. So: every
+ * operand finite and |x| |w| (C/g kh kw) below 1e34, else this call runs the direct kernel.
+ * One read of x (a tenth of the convolution's time or less); w's bound is kept with its
+ * reordered copy when w is constant. Called under d->lock. */
+static bool wino_safe(dconv *d, const ttc_dnnl_conv_shape *s, const float *x, const float *w, bool w_const) {
+    int64_t nw = s->oc * (s->c / s->g) * s->kh * s->kw;
+    float wm = w_const && d->wei_ready && d->wkey == w ? d->wmax : abs_max(w, nw);
+    d->wmax = wm;
+    float xm = abs_max(x, s->n * s->c * s->h * s->w);
+    return xm * wm * (float)((s->c / s->g) * s->kh * s->kw) <= 1e34f;   /* false for inf and NaN */
 }
 
 bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
@@ -307,6 +374,12 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
     dconv *d = dconv_get(owner, ki, s, post);
     if (!d || !d->ok) return false;
     pthread_mutex_lock(&d->lock);
+    if (d->wino && !wino_safe(d, s, x, w, w_const)) {
+        pthread_mutex_unlock(&d->lock);
+        ttc_dnnl_conv_shape direct = *s;
+        direct.wino = 0;
+        return ttc_dnnl_conv_post(owner, ki, &direct, x, w, w_const, y, post, bias, post_done);
+    }
     bool ok = p_dnnl_memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
               p_dnnl_memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
               p_dnnl_memory_set_data_handle(d->m_y, y) == dnnl_success &&

@@ -21,6 +21,9 @@ typedef struct ttc_dnnl_conv_shape {
     /* 1: x / y are stored NHWC (engine/native_layout.h: kept channels-last between native
      * convolutions), 0: NCHW */
     int64_t x_nhwc, y_nhwc;
+    /* 1: a 3x3 stride-1 convolution asks for oneDNN's Winograd kernel first (F(4x4, 3x3) on its
+     * blocked layout, reorders from and to x's/y's around it; the target's conv_winograd) */
+    int64_t wino;
 } ttc_dnnl_conv_shape;
 
 /* What a convolution's epilogue begins with, done inside the oneDNN primitive (post-ops,
@@ -53,6 +56,8 @@ bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, 
  * caller applies it: ttc_native_post_ref). */
 bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
                         bool w_const, float *y, const ttc_dnnl_post *post, const float *bias, bool *post_done);
+/* Winograd convolution primitives this process made so far (tests, reports). */
+int64_t ttc_dnnl_wino_primitives(void);
 /* Drops every primitive and weight copy kept for owner (call when it is freed). */
 void ttc_dnnl_forget(const void *owner);
 /* The loaded library for the other oneDNN users (native_gemm_dnnl.c): its CPU engine

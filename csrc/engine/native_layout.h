@@ -34,7 +34,8 @@ void ttc_native_layout_epi(const ttc_engine *e, const ttc_kop *op, ttc_native_ep
 /* x [n, hw, c] -> y [n, c, hw] and back (the im2col path of a convolution on NHWC tensors). */
 void ttc_nhwc_to_nchw(const float *x, float *y, int64_t n, int64_t c, int64_t hw);
 void ttc_nchw_to_nhwc(const float *x, float *y, int64_t n, int64_t c, int64_t hw);
-/* Max pooling of x [n, h, w, c] into y [n, oh, ow, c] (s->planes unused). */
+/* Max pooling of x [n, h, w, c] into y [n, oh, ow, c] (s->planes unused), output rows split
+ * among s->threads (engine/step_threads.h). */
 void ttc_nhwc_max_pool(const ttc_native_pool_shape *s, int64_t n, int64_t c, const float *x, float *y);
 /* y[n, c] = mean over hw of x [n, hw, c] (a global average pool of an NHWC tensor). */
 void ttc_nhwc_global_avg(const float *x, float *y, int64_t n, int64_t hw, int64_t c);

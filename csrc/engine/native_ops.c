@@ -59,6 +59,7 @@ typedef struct native_call {
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
     int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
     bool x_nhwc, y_nhwc;      /* convolution / pool: input / output stored NHWC (native_layout.h) */
+    bool wino;                /* convolution: Winograd where oneDNN has it (target.conv_winograd) */
     int64_t chans;            /* pool with x_nhwc: channels */
     int64_t v[NATIVE_MAX_ARGS];
 } native_call;
@@ -498,7 +499,8 @@ static void native_run(void *arg, void *const *ptrs) {
     int64_t HW = v[CA_H] * v[CA_W_], OHW = v[CA_OH] * v[CA_OW], KK = ICG * v[CA_KH] * v[CA_KW];
     bool direct = conv_is_1x1(v);
     ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
-                              v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW], c->x_nhwc, c->y_nhwc};
+                              v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW], c->x_nhwc, c->y_nhwc,
+                              c->wino};
     const float *bias = c->post && c->pp.dnnl.bias
                             ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
                             : NULL;
@@ -593,6 +595,7 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     c.owner = e;
     c.ki = ki;
     c.threads = ttc_kir_target(e->k)->step_threads;
+    c.wino = ttc_kir_target(e->k)->conv_winograd;
     c.w_const = (op->kind == TTC_KOP_CONV2D || op->kind == TTC_KOP_GEMM) && p->res[op->in[1]].root == TTC_ROOT_CONST;
     if (c.kind == NATIVE_GEMM) {
         int32_t lib = ttc_kir_target(e->k)->native_gemm;

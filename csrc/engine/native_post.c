@@ -51,16 +51,22 @@ static bool push(ttc_dnnl_post *p, ttc_dnnl_act a, float alpha, float beta) {
 
 /* One activation step reading cur (node j, its only user): appended to p, *next = the node
  * that produces its value; false when j is not one. */
-static bool activation(const ttc_expr *e, int32_t cur, int32_t j, ttc_dnnl_post *p, int32_t *next) {
+static bool activation(const ttc_expr *e, int32_t cur, int32_t j, bool hswish_in, ttc_dnnl_post *p, int32_t *next) {
     const ttc_enode *nd = &e->nodes[j];
     ttc_dnnl_post save = *p;
     bool ok = true;
     *next = j;
     if (nd->dtype != TTC_DTYPE_FLOAT32) return false;
     switch (nd->op) {
-    /* ReLU, clamp/hardtanh/ReLU6, hardswish and hardsigmoid stay in C after oneDNN (native_epi):
-     * oneDNN 2.6's max/min-based kernels turn NaN into the bound (conv + ReLU with a NaN pixel
-     * gave 0 NaNs where torch gives 270: tests/device/test_nonfinite.py), and torch keeps NaN. */
+    /* ReLU, clamp/hardtanh/ReLU6 and hardsigmoid stay in C after oneDNN (native_epi): oneDNN
+     * 2.6's relu, clip and clip_v2 kernels take max/min, which turn NaN into the bound (conv +
+     * ReLU with a NaN pixel gave 0 NaNs where torch gives 270: tests/device/test_nonfinite.py);
+     * torch keeps NaN. Hardswish multiplies by x last, so NaN passes: done in oneDNN it saves a
+     * pass over the output in C (MobileNetV3's expansions). */
+    case TTC_EOP_HARDSWISH:
+        if (!hswish_in) return false;
+        ok = push(p, TTC_DNNL_HARDSWISH, 1.0f / 6.0f, 0.5f);   /* oneDNN 2.6 ignores both: fixed to these */
+        break;
     case TTC_EOP_SILU: ok = push(p, TTC_DNNL_SWISH, 1.0f, 0.0f); break;
     case TTC_EOP_SIGMOID: ok = push(p, TTC_DNNL_LOGISTIC, 0.0f, 0.0f); break;
     case TTC_EOP_TANH: ok = push(p, TTC_DNNL_TANH, 0.0f, 0.0f); break;
@@ -92,7 +98,8 @@ bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *
         j = only_user(e, cur);
     }
     int32_t next;
-    while (j >= 0 && activation(e, cur, j, &pp->dnnl, &next)) {
+    bool hswish_in = ttc_kir_target(k)->native_post_hswish;
+    while (j >= 0 && activation(e, cur, j, hswish_in, &pp->dnnl, &next)) {
         cur = next;
         j = only_user(e, cur);
     }

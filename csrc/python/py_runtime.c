@@ -1,6 +1,9 @@
 /* torchtrt_c._C.devices() / default_device(): the devices the backends see. */
 #include "binding.h"
 
+#include <string.h>
+#include <time.h>
+
 #include "../backend/backend.h"
 #include "../backend/blas.h"
 #include "../common/status.h"
@@ -72,13 +75,15 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i}", "available", t.native ? Py_True : Py_False, "library",
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
                          t.native && t.native_norm ? Py_True : Py_False, "gemm",
                          !t.native ? "" : gemm_dnnl ? "onednn" : "blas", "gemm_onednn_calls",
-                         (long long)ttc_dnnl_gemm_calls(), "step_threads", (int)t.step_threads);
+                         (long long)ttc_dnnl_gemm_calls(), "step_threads", (int)t.step_threads, "conv_winograd",
+                         t.native && t.conv_winograd ? Py_True : Py_False, "conv_winograd_primitives",
+                         (long long)ttc_dnnl_wino_primitives());
 }
 
 /* Whether execute on the default device passes host memory in place (the target's
@@ -141,10 +146,100 @@ static PyObject *py_step_parallel_jobs(PyObject *m, PyObject *unused) {
     return PyLong_FromLongLong((long long)ttc_steps_parallel_jobs());
 }
 
+/* native_conv(x, w, b, y, stride, padding, dilation, groups, nhwc, runs): one float32
+ * convolution through the engines' oneDNN path (engine/native_conv_dnnl.c, the primitive a native
+ * convolution kernel builds, with x and y stored NHWC when nhwc, as between native convolutions),
+ * run `runs` times after one warm-up call; the seconds of each call. For bench/cpu_conv.py's
+ * table beside torch.conv2d: an engine of one convolution would add the NCHW reorders at its
+ * boundary. Every call starts with fresh primitives (weights reordered in the warm-up). */
+static int conv_buf(ttc_py_state *st, PyObject *o, Py_buffer *b, int ndim, bool writable, const char *what) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    if (b->ndim != ndim || b->itemsize != 4 || !b->format || strcmp(b->format, "f")) {
+        PyErr_Format(st->InputError, "native_conv: %s must be a C-contiguous float32 array of rank %d", what, ndim);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_native_conv(PyObject *m, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "w", "b", "y", "stride", "padding", "dilation", "groups", "nhwc", "runs", "winograd",
+                             NULL};
+    ttc_py_state *st = ttc_py_state_of_module(m);
+    PyObject *ox, *ow, *ob, *oy;
+    Py_ssize_t sh, sw, ph, pw, dh = 1, dw = 1, g = 1, runs = 1;
+    int nhwc = 0, wino = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO(nn)(nn)|(nn)npnp", kwlist, &ox, &ow, &ob, &oy, &sh, &sw, &ph, &pw,
+                                     &dh, &dw, &g, &nhwc, &runs, &wino))
+        return NULL;
+    Py_buffer bx = {0}, bw = {0}, bb = {0}, by = {0};
+    PyObject *res = NULL;
+    bool has_b = ob != Py_None;
+    if (conv_buf(st, ox, &bx, 4, false, "x") || conv_buf(st, ow, &bw, 4, false, "w") ||
+        (has_b && conv_buf(st, ob, &bb, 1, false, "b")) || conv_buf(st, oy, &by, 4, true, "y"))
+        goto fail;
+    const Py_ssize_t *xs = bx.shape, *ws = bw.shape, *ys = by.shape;
+    ttc_dnnl_conv_shape s = {xs[0], nhwc ? xs[3] : xs[1], nhwc ? xs[1] : xs[2], nhwc ? xs[2] : xs[3],
+                             ws[0], nhwc ? ys[1] : ys[2], nhwc ? ys[2] : ys[3], g, ws[2], ws[3], sh, sw, ph, pw, dh, dw,
+                             nhwc, nhwc, wino};
+    int64_t ey[4] = {s.n, nhwc ? s.oh : s.oc, nhwc ? s.ow : s.oh, nhwc ? s.oc : s.ow};
+    bool shapes_ok = g >= 1 && s.c % g == 0 && s.oc % g == 0 && ws[1] == s.c / g && runs >= 1 && sh >= 1 && sw >= 1 &&
+                     dh >= 1 && dw >= 1 && s.oh == (s.h + 2 * ph - dh * (s.kh - 1) - 1) / sh + 1 &&
+                     s.ow == (s.w + 2 * pw - dw * (s.kw - 1) - 1) / sw + 1 && (!has_b || bb.shape[0] == s.oc);
+    for (int i = 0; i < 4; i++) shapes_ok = shapes_ok && ys[i] == ey[i];
+    if (!shapes_ok) {
+        PyErr_SetString(st->InputError, "native_conv: x, w, b, y, stride, padding, dilation and groups disagree");
+        goto fail;
+    }
+    if (!ttc_dnnl_available()) {
+        PyErr_Format(st->Error, "native_conv: oneDNN is not in use (%s)", ttc_dnnl_library());
+        goto fail;
+    }
+    static char owner;   /* a key of its own in the primitive cache */
+    ttc_dnnl_post post = {.bias = has_b};
+    double *t = PyMem_Calloc((size_t)runs, sizeof *t);
+    if (!t) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    bool ok = true, done = false;
+    Py_BEGIN_ALLOW_THREADS
+    ttc_dnnl_forget(&owner);
+    for (Py_ssize_t i = -1; i < runs && ok; i++) {
+        struct timespec a, z;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        ok = ttc_dnnl_conv_post(&owner, 0, &s, bx.buf, bw.buf, true, by.buf, has_b ? &post : NULL,
+                                has_b ? bb.buf : NULL, &done) && (!has_b || done);
+        clock_gettime(CLOCK_MONOTONIC, &z);
+        if (i >= 0) t[i] = (double)(z.tv_sec - a.tv_sec) + 1e-9 * (double)(z.tv_nsec - a.tv_nsec);
+    }
+    ttc_dnnl_forget(&owner);
+    Py_END_ALLOW_THREADS
+    if (!ok) {
+        PyErr_SetString(st->Error, "native_conv: oneDNN refused this convolution (or its bias post-op)");
+    } else if ((res = PyList_New(runs)) != NULL) {
+        for (Py_ssize_t i = 0; i < runs; i++) PyList_SET_ITEM(res, i, PyFloat_FromDouble(t[i]));
+    }
+    PyMem_Free(t);
+fail:
+    if (bx.obj) PyBuffer_Release(&bx);
+    if (bw.obj) PyBuffer_Release(&bw);
+    if (bb.obj) PyBuffer_Release(&bb);
+    if (by.obj) PyBuffer_Release(&by);
+    return res;
+}
+
 static PyMethodDef runtime_methods[] = {
     {"step_parallel_jobs", py_step_parallel_jobs, METH_NOARGS,
      "step_parallel_jobs() -> int: C steps of native calls (norms, epilogues, softmax, pooling) this process "
      "split among more than one thread so far (TORCHTRT_C_STEP_THREADS, engine/step_threads.h)."},
+    {"native_conv", (PyCFunction)(void (*)(void))py_native_conv, METH_VARARGS | METH_KEYWORDS,
+     "native_conv(x, w, b, y, stride, padding, dilation=(1, 1), groups=1, nhwc=False, runs=1, winograd=False) -> "
+     "list[float]: "
+     "one float32 convolution (+ bias b or None) through the engines' oneDNN path into y, x and y NCHW or, nhwc, "
+     "NHWC arrays; seconds of each of `runs` calls after a warm-up (bench/cpu_conv.py). winograd: a 3x3 stride-1 "
+     "convolution asks for oneDNN's Winograd kernel first, as engines do by default (TORCHTRT_C_CONV_WINOGRAD)."},
     {"native_cpu", py_native_cpu, METH_NOARGS,
      "native_cpu() -> dict: available (engines on the default device run float32 GEMM/convolution as native "
      "kernels through the CPU BLAS; TORCHTRT_C_NATIVE=0 turns it off), library (its description, or why not), "
@@ -154,7 +249,9 @@ static PyMethodDef runtime_methods[] = {
      "math_isa (the instruction set of those loops: avx512, avx2, baseline), attention (float32 attention runs "
      "as a native call: BLAS + C softmax; TORCHTRT_C_NATIVE_ATTN=0: the OpenCL kernel), layer_norm (float32 layer "
      "norm as a native call; TORCHTRT_C_NATIVE_NORM=0: the OpenCL kernel), step_threads (threads the C steps "
-     "of native calls use where big enough; TORCHTRT_C_STEP_THREADS, default the online CPUs)."},
+     "of native calls use where big enough; TORCHTRT_C_STEP_THREADS, default the online CPUs), conv_winograd (3x3 "
+     "stride-1 convolutions ask oneDNN for its Winograd kernel first; TORCHTRT_C_CONV_WINOGRAD=0: direct only), "
+     "conv_winograd_primitives (Winograd convolution primitives made in this process so far)."},
     {"host_in_place", py_host_in_place, METH_NOARGS,
      "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},

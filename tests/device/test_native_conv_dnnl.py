@@ -2,7 +2,8 @@
 same engines with TORCHTRT_C_NATIVE_CONV=blas (im2col + OpenBLAS, the path taken where oneDNN
 is missing). The knob is read on every call, so one engine is checked both ways. Cases: odd
 sizes, batch > 1, stride/padding/dilation/groups, 1x1 strided, shapes whose floor division drops
-input rows (bottom padding below zero: oneDNN refuses, im2col runs), a kernel as big as the
+input rows (ResNet's 1x1 stride-2 downsampling of an even image: computed bottom padding below
+zero, asked of oneDNN as 0, which its floor division accepts), a kernel as big as the
 image, two engines with the same shapes
 and different weights (the kept weights are per engine), dynamic batch (one primitive per
 shape), threads sharing an engine, engines freed and rebuilt.
@@ -164,3 +165,63 @@ def test_threads_share_engine():
     for t in ts:
         t.join()
     assert len(errs) == 12 and max(errs) == 0.0, errs
+
+
+# shapes whose floor division drops input rows/columns (the computed bottom/right padding is
+# negative): n, cin, cout, (h, w), k, stride, pad, groups
+FLOOR_DROPS = [
+    (2, 16, 24, (14, 14), 1, 2, 0, 1),    # ResNet's downsampling: 1x1 stride 2, even image
+    (1, 5, 7, (11, 15), 1, 3, 0, 1),      # stride 3, both sides short by different amounts
+    (3, 6, 9, (11, 10), 2, 3, 0, 1),      # 2x2 stride 3
+    (2, 12, 12, (12, 9), 3, 2, 0, 12),    # depthwise 3x3 stride 2, no padding
+    (1, 8, 8, (11, 10), 3, 4, 1, 1),      # stride 4 with padding (rows short by 1, columns not)
+]
+
+
+@pytest.mark.parametrize("case", FLOOR_DROPS, ids=lambda c: "x".join(map(str, c[:3])) + f"-k{c[4]}s{c[5]}p{c[6]}g{c[7]}")
+@pytest.mark.parametrize("nhwc", [True, False])
+def test_native_conv_floor_drops_rows(case, nhwc):
+    """oneDNN itself (the bench hook raises where it refuses, where an engine would silently take
+    im2col + sgemm) runs convolutions whose output size drops input rows, NHWC and NCHW."""
+    if not dnnl_on():
+        pytest.skip("oneDNN is not in use on this device")
+    n, cin, cout, (h, w), k, s, p, g = case
+    x = rand(n, cin, h, w, seed=cin)
+    wt = rand(cout, cin // g, k, k, seed=cout) / (cin // g * k * k) ** 0.5
+    b = rand(cout, seed=1)
+    ref = torch.nn.functional.conv2d(x, wt, b, s, p, 1, g)
+    oh, ow = ref.shape[2:]
+    xa = x.permute(0, 2, 3, 1).contiguous().numpy() if nhwc else x.numpy()
+    y = np.full((n, oh, ow, cout) if nhwc else (n, cout, oh, ow), np.nan, np.float32)
+    ts = C.native_conv(xa, wt.numpy(), b.numpy(), y, (s, s), (p, p), groups=g, nhwc=nhwc, runs=2)
+    assert len(ts) == 2 and all(t > 0 for t in ts), ts
+    out = torch.from_numpy(y).permute(0, 3, 1, 2) if nhwc else torch.from_numpy(y)
+    assert_close(out, ref, 1e-4, 1e-4, f"native_conv {case} nhwc={nhwc}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", FLOOR_DROPS, ids=lambda c: "x".join(map(str, c[:3])) + f"-k{c[4]}s{c[5]}p{c[6]}g{c[7]}")
+def test_conv_floor_drops_rows(case, mode, monkeypatch):
+    """The same shapes as engines (+ bias, ReLU, a residual) both ways."""
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+    n, cin, cout, hw, k, s, p, g = case
+    conv_case(n, cin, cout, hw, k, s, p, 1, g, bias=True, relu=True, residual=True, seed=cin + cout)
+
+
+def test_native_conv_bad_arguments():
+    if not dnnl_on():
+        pytest.skip("oneDNN is not in use on this device")
+    x = np.zeros((1, 4, 6, 6), np.float32)
+    w = np.zeros((8, 4, 3, 3), np.float32)
+    y = np.zeros((1, 8, 6, 6), np.float32)
+    C.native_conv(x, w, None, y, (1, 1), (1, 1))
+    with pytest.raises(torchtrt_c.InputError, match="disagree"):
+        C.native_conv(x, w, None, np.zeros((1, 8, 5, 6), np.float32), (1, 1), (1, 1))   # wrong output size
+    with pytest.raises(torchtrt_c.InputError, match="disagree"):
+        C.native_conv(x, w, np.zeros(7, np.float32), y, (1, 1), (1, 1))                 # bias of 7 for 8 channels
+    with pytest.raises(torchtrt_c.InputError, match="disagree"):
+        C.native_conv(x, w, None, y, (1, 1), (1, 1), groups=3)                           # 4 channels in 3 groups
+    with pytest.raises(torchtrt_c.InputError, match="float32"):
+        C.native_conv(x.astype(np.float64), w, None, y, (1, 1), (1, 1))
+    with pytest.raises(torchtrt_c.InputError, match="rank 4"):
+        C.native_conv(x[0], w, None, y, (1, 1), (1, 1))

@@ -1,7 +1,8 @@
 """Bias and activations as oneDNN post-ops of native convolutions (engine/native_post.c) against
 torch eager. Each case is built with the post-ops (the default: kernel descriptions end in
 "+post") and with TORCHTRT_C_NATIVE_POST=0 (bias + activation in C or an OpenCL kernel after
-the call, read when the engine is built), and run once more with TORCHTRT_C_NATIVE_CONV=blas at
+the call, read when the engine is built) and with TORCHTRT_C_NATIVE_POST_HSWISH=0 (hardswish in C
+after the bias post-op), and run once more with TORCHTRT_C_NATIVE_CONV=blas at
 execution (im2col + OpenBLAS, the post-ops applied in C: the path taken where oneDNN refuses a
 shape). Cases: every activation the plan maps (relu, ReLU6/hardtanh, clamp, SiLU, sigmoid,
 hardswish, hardsigmoid, tanh; GELU is decomposed before import), with and without bias, plain, depthwise and 1x1 on
@@ -40,7 +41,7 @@ SHAPES = {
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
     for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_CONV", "TORCHTRT_C_NATIVE_EPI",
-              "TORCHTRT_C_NATIVE_POST"):
+              "TORCHTRT_C_NATIVE_POST", "TORCHTRT_C_NATIVE_POST_HSWISH"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -84,14 +85,15 @@ def check(shape, act, monkeypatch, bias=True, residual=False, res_before_act=Fal
     inputs = [x.numpy()] + ([r.contiguous().numpy()] if r is not None else [])
     native = C.native_cpu()
     dnnl = native["available"] and native.get("conv") == "onednn"
-    for post in ("1", "0"):
+    for post, hswish in (("1", "1"), ("1", "0"), ("0", "1")):
         monkeypatch.setenv("TORCHTRT_C_NATIVE_POST", post)
+        monkeypatch.setenv("TORCHTRT_C_NATIVE_POST_HSWISH", hswish)
         e = C.Engine.build(conv_graph(x, w, b, s, p, gr, ref.shape, act, r, res_before_act), name="post", cache_dir="")
         ks = e.info()["kernels"]
         conv = [kd for kd in ks if "conv2d" in kd]
-        # ReLU/clamp/hardswish/hardsigmoid stay in C (oneDNN turns NaN into the bound): only
-        # the bias is a post-op then
-        fused = act in ("silu", "sigmoid", "tanh") or bias
+        # ReLU/clamp/hardsigmoid stay in C (oneDNN turns NaN into the bound): only the bias is
+        # a post-op then; hardswish is one unless NATIVE_POST_HSWISH=0
+        fused = act in ("silu", "sigmoid", "tanh") or bias or (act == "hardswish" and hswish == "1")
         if dnnl and act != "none" or (dnnl and bias):
             assert len(conv) == 1 and ("+post" in conv[0]) == (post == "1" and fused), ks
             if post == "1":
@@ -102,7 +104,7 @@ def check(shape, act, monkeypatch, bias=True, residual=False, res_before_act=Fal
             e.execute(inputs, [out])
             err = np.abs(out - ref.numpy())
             lim = 1e-4 + 1e-4 * np.abs(ref.numpy())
-            assert (err <= lim).all(), (f"NATIVE_POST={post} NATIVE_CONV={conv_lib} {act}: max abs error "
+            assert (err <= lim).all(), (f"NATIVE_POST={post} HSWISH={hswish} NATIVE_CONV={conv_lib} {act}: max abs error "
                                         f"{err.max()} at {np.unravel_index(err.argmax(), err.shape)}")
         monkeypatch.delenv("TORCHTRT_C_NATIVE_CONV")
 
@@ -118,7 +120,7 @@ def test_squeeze_excite_1x1(act, monkeypatch):
     check(SHAPES["se1x1"], act, monkeypatch)
 
 
-@pytest.mark.parametrize("act", ["none", "silu", "relu6"])
+@pytest.mark.parametrize("act", ["none", "silu", "relu6", "hardswish"])
 def test_no_bias(act, monkeypatch):
     check(SHAPES["3x3"], act, monkeypatch, bias=False)
 
@@ -154,3 +156,27 @@ def test_nan_pixel_kept(act, monkeypatch):
     assert want.any()
     assert (np.isnan(out) == want).all(), f"{act}: NaN at {int(np.isnan(out).sum())} places, torch {int(want.sum())}"
     assert np.allclose(out[~want], ref.numpy()[~want], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["hardswish", "silu", "relu"])
+def test_infinite_pixel(act, monkeypatch):
+    """An infinite input pixel gives +-inf and NaN (inf - inf) in the convolution's output; the
+    activation as a post-op keeps torch's NaN / +inf / -inf positions (hardswish(-inf) is NaN,
+    hardswish(inf) inf) and its finite values."""
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_POST", "1")
+    xs, oc, k, s, p, gr = SHAPES["3x3"]
+    x = rand(*xs, seed=5)
+    x[0, 1, 2, 3] = float("inf")
+    x[-1, 0, 4, 1] = -float("inf")
+    w = rand(oc, xs[1] // gr, k, k, seed=6)
+    b = rand(oc, seed=7)
+    with torch.no_grad():
+        ref = ACTS[act][1](F.conv2d(x, w, b, s, p, 1, gr)).numpy()
+    e = C.Engine.build(conv_graph(x, w, b, s, p, gr, ref.shape, act, None, False), name="inf", cache_dir="")
+    out = np.zeros(ref.shape, np.float32)
+    e.execute([x.numpy()], [out])
+    for what, f in (("NaN", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf)):
+        assert (f(out) == f(ref)).all(), f"{act}: {what} at {int(f(out).sum())} places, torch {int(f(ref).sum())}"
+    fin = np.isfinite(ref)
+    assert np.isnan(ref).any() and np.isinf(ref).any() or act == "relu"
+    assert np.allclose(out[fin], ref[fin], rtol=1e-4, atol=1e-4)
