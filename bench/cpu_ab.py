@@ -71,6 +71,8 @@ VARIANTS = {
     "steps1": ({"TORCHTRT_C_STEP_THREADS": "1"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # RMS norms left as pow/mean/add/rsqrt/mul (lowering pass fuse_rms_norm off: a second compile)
     "rms-unfused": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_rms_norm",)),
+    # GPT-2's tanh GELU left as its eight ops (lowering pass fuse_gelu_tanh off: a second compile)
+    "gelu-unfused": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_gelu_tanh",)),
     # both: the C steps as before this session's cpusteps work
     "before-steps": ({"TORCHTRT_C_STEP_THREADS": "1"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_rms_norm",)),
 }

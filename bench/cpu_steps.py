@@ -69,6 +69,15 @@ def attention_qkv(g, L, x, const, shape, causal=True):
                                                                             L(False)], [T((B, H, S, D // H))])[0]
 
 
+def attention_gqa(g, L, x, const, shape):
+    """Llama's grouped-query attention: 12 query heads over k/v of 4 heads (here the first 4
+    heads of x), causal."""
+    B, H, S, E = shape
+    (kv,) = g.add_node("aten.slice.Tensor", [x, L(1), L(0), L(H // 3), L(1)], [T((B, H // 3, S, E))])
+    return g.add_node("aten.scaled_dot_product_attention.default", [x, kv, kv, L(None), L(0.0), L(True), L(None),
+                                                                    L(True)], [T(shape)])[0]
+
+
 def global_pool(g, L, x, const, shape):
     return g.add_node("aten.adaptive_avg_pool2d.default", [x, L([1, 1])], [T(shape[:2] + (1, 1))])[0]
 
@@ -84,6 +93,8 @@ STEPS = {  # name: (builder, input shape, output shape)
     "attention_b8": (attention, (8, 12, 128, 64), (8, 12, 128, 64)),
     "attention_gpt2_b1": (attention_qkv, (1, 128, 2304), (1, 12, 128, 64)),
     "attention_gpt2_b8": (attention_qkv, (8, 128, 2304), (8, 12, 128, 64)),
+    "attention_gqa_b1": (attention_gqa, (1, 12, 128, 64), (1, 12, 128, 64)),
+    "attention_gqa_b8": (attention_gqa, (8, 12, 128, 64), (8, 12, 128, 64)),
     "global_pool_b8": (global_pool, (8, 1280, 7, 7), (8, 1280)),
 }
 

@@ -178,3 +178,17 @@ def test_step_pool_same_bits(monkeypatch):
     assert np.isfinite(outs["own"]).all()
     diff = outs["omp"] != outs["own"]
     assert not diff.any(), f"{int(diff.sum())} outputs differ between the OpenMP team and the own pool"
+
+
+def test_gqa_with_strided_q(monkeypatch):
+    """Grouped-query attention with q a permuted [B, L, H, E] input (its heads' rows not evenly
+    spaced: Q K^T goes head by head through the BLAS, P V through oneDNN), causal."""
+    b, l, h, hk, e = 2, 11, 6, 2, 8
+    qt, k, v = rand(b, l, h, e, seed=21), rand(b, hk, l, e, seed=22), rand(b, hk, l, e, seed=23)
+    ref = F.scaled_dot_product_attention(qt.permute(0, 2, 1, 3), k, v, is_causal=True, enable_gqa=True)
+
+    def body(g, i, L):
+        (q,) = g.add_node("aten.permute.default", [i["q"], L([0, 2, 1, 3])], [T((b, h, l, e))])
+        return g.add_node(SDPA, [q, i["k"], i["v"], L(None), L(0.0), L(True), L(None), L(True)], [T(ref.shape)])[0]
+    inputs = {"q": ((b, l, h, e), "float32"), "k": ((b, hk, l, e), "float32"), "v": ((b, hk, l, e), "float32")}
+    both_ways(inputs, body, [qt, k, v], ref, monkeypatch)
