@@ -71,10 +71,18 @@ VARIANTS = {
     # (decided at build; "new" is the default: oneDNN where the weights are constant)
     "gemm-blas": ({"TORCHTRT_C_NATIVE_GEMM": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     "gemm-dnnl": ({"TORCHTRT_C_NATIVE_GEMM": "dnnl"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # attention's Q K^T and P V through OpenBLAS per head (before session 8), not one oneDNN
+    # batched matmul per chunk of heads (decided at build)
+    "attn-blas": ({"TORCHTRT_C_NATIVE_ATTN_GEMM": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # the C steps of native calls on oneDNN's OpenMP team, not the engine's own thread pool
+    # (read on each call)
+    "omp-pool": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl", "TORCHTRT_C_STEP_POOL": "omp"}),
     # the C steps of native calls (norms, epilogues, softmax, pools) on one thread (decided at build)
     "steps1": ({"TORCHTRT_C_STEP_THREADS": "1"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # RMS norms left as pow/mean/add/rsqrt/mul (lowering pass fuse_rms_norm off: a second compile)
     "rms-unfused": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_rms_norm",)),
+    # GPT-2's tanh GELU left as its eight ops (lowering pass fuse_gelu_tanh off: a second compile)
+    "gelu-unfused": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_gelu_tanh",)),
     # both: the C steps as before this session's cpusteps work
     "before-steps": ({"TORCHTRT_C_STEP_THREADS": "1"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}, ("fuse_rms_norm",)),
 }

@@ -4,6 +4,8 @@ and with the default (the online CPUs), run side by side in one process, round r
 of EfficientNet-B0's head. On a shared machine read the ratios, with the load beside them.
 
     python bench/cpu_steps.py [--rounds 15] [--runs 5] [--steps layer_norm,rms_norm,...]
+    python bench/cpu_steps.py --ab TORCHTRT_C_NATIVE_ATTN_GEMM=blas --steps attention_gpt2_b8
+    (--ab: the default build against one built with that variable set, instead of 1 step thread)
 """
 import argparse
 import os
@@ -52,6 +54,30 @@ def attention(g, L, x, const, shape):
                                                                      L(False)], [T(shape)])[0]
 
 
+def attention_qkv(g, L, x, const, shape, causal=True):
+    """GPT-2's attention: q, k, v sliced from one [B, S, 3 * D] projection, viewed as heads and
+    permuted (strided operands), causal."""
+    B, S, D3 = shape
+    D, H = D3 // 3, 12
+    parts = []
+    for i in range(3):
+        (p,) = g.add_node("aten.slice.Tensor", [x, L(2), L(i * D), L((i + 1) * D), L(1)], [T((B, S, D))])
+        (p,) = g.add_node("aten.view.default", [p, L([B, S, H, D // H])], [T((B, S, H, D // H))])
+        (p,) = g.add_node("aten.permute.default", [p, L([0, 2, 1, 3])], [T((B, H, S, D // H))])
+        parts.append(p)
+    return g.add_node("aten.scaled_dot_product_attention.default", parts + [L(None), L(0.0), L(causal), L(None),
+                                                                            L(False)], [T((B, H, S, D // H))])[0]
+
+
+def attention_gqa(g, L, x, const, shape):
+    """Llama's grouped-query attention: 12 query heads over k/v of 4 heads (here the first 4
+    heads of x), causal."""
+    B, H, S, E = shape
+    (kv,) = g.add_node("aten.slice.Tensor", [x, L(1), L(0), L(H // 3), L(1)], [T((B, H // 3, S, E))])
+    return g.add_node("aten.scaled_dot_product_attention.default", [x, kv, kv, L(None), L(0.0), L(True), L(None),
+                                                                    L(True)], [T(shape)])[0]
+
+
 def global_pool(g, L, x, const, shape):
     return g.add_node("aten.adaptive_avg_pool2d.default", [x, L([1, 1])], [T(shape[:2] + (1, 1))])[0]
 
@@ -65,17 +91,24 @@ STEPS = {  # name: (builder, input shape, output shape)
     "linear_gelu_b8": (linear_gelu, (8, 128, 768), (8, 128, 3072)),
     "attention_b1": (attention, (1, 12, 128, 64), (1, 12, 128, 64)),
     "attention_b8": (attention, (8, 12, 128, 64), (8, 12, 128, 64)),
+    "attention_gpt2_b1": (attention_qkv, (1, 128, 2304), (1, 12, 128, 64)),
+    "attention_gpt2_b8": (attention_qkv, (8, 128, 2304), (8, 12, 128, 64)),
+    "attention_gqa_b1": (attention_gqa, (1, 12, 128, 64), (1, 12, 128, 64)),
+    "attention_gqa_b8": (attention_gqa, (8, 12, 128, 64), (8, 12, 128, 64)),
     "global_pool_b8": (global_pool, (8, 1280, 7, 7), (8, 1280)),
 }
 
 
-def build(name, threads):
+def build(name, threads, ab=None):
     fn, shape, oshape = STEPS[name]
     old = os.environ.get("TORCHTRT_C_STEP_THREADS")
+    old_ab = (ab[0], os.environ.get(ab[0])) if ab else None
     if threads:
         os.environ["TORCHTRT_C_STEP_THREADS"] = str(threads)
     else:
         os.environ.pop("TORCHTRT_C_STEP_THREADS", None)
+    if ab:
+        os.environ[ab[0]] = ab[1]
     try:
         torch.manual_seed(0)   # the same constants in both engines
         g = C.Graph()
@@ -96,6 +129,10 @@ def build(name, threads):
             os.environ.pop("TORCHTRT_C_STEP_THREADS", None)
         else:
             os.environ["TORCHTRT_C_STEP_THREADS"] = old
+        if old_ab and old_ab[1] is None:
+            os.environ.pop(old_ab[0], None)
+        elif old_ab:
+            os.environ[old_ab[0]] = old_ab[1]
 
 
 def main():
@@ -103,16 +140,22 @@ def main():
     ap.add_argument("--steps", default=",".join(STEPS))
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ab", default=None, metavar="ENV=VALUE",
+                    help="compare the default build with one built under ENV=VALUE (instead of 1 step thread)")
     a = ap.parse_args()
+    ab = tuple(a.ab.split("=", 1)) if a.ab else None
+    base = a.ab if ab else "1 thread"
     print(f"native {C.native_cpu()}; load {open('/proc/loadavg').read().split()[:3]}")
     for name in a.steps.split(","):
         _, shape, oshape = STEPS[name]
         x = [np.random.default_rng(0).standard_normal(shape).astype(np.float32)]
-        engines = {"1 thread": build(name, 1), "default": build(name, None)}
+        engines = {base: build(name, None, ab) if ab else build(name, 1), "default": build(name, None)}
         outs = {k: np.empty(oshape, np.float32) for k in engines}
         for k, e in engines.items():
             e.execute(x, [outs[k]])
-        same = np.array_equal(outs["1 thread"].view(np.uint32), outs["default"].view(np.uint32))
+        same = np.array_equal(outs[base].view(np.uint32), outs["default"].view(np.uint32))
+        ref = outs[base].astype(np.float64)
+        err = float(np.abs(outs["default"] - ref).max() / max(np.abs(ref).max(), 1e-30))
         res = {k: [] for k in engines}
         for _ in range(a.rounds):
             for k, e in engines.items():
@@ -123,8 +166,8 @@ def main():
                     ts.append(time.perf_counter() - t)
                 res[k].append(statistics.median(ts) * 1e3)
         md = {k: statistics.median(v) for k, v in res.items()}
-        print(f"{name}: 1 thread {md['1 thread']:.3f} ms, default {md['default']:.3f} ms, "
-              f"default/1 thread {md['default'] / md['1 thread']:.2f}, same bits {same}; "
+        print(f"{name}: {base} {md[base]:.3f} ms, default {md['default']:.3f} ms, "
+              f"default/{base} {md['default'] / md[base]:.2f}, same bits {same} (max rel diff {err:.1e}); "
               f"load {open('/proc/loadavg').read().split()[0]}", flush=True)
 
 

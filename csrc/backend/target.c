@@ -52,7 +52,7 @@ static void decisions_default(ttc_target *t) {
     t->attn_mma = -1;
     t->build_threads = 1;
     t->native_epi_math = true;
-    t->native_attn = true;
+    t->native_attn = t->native_attn_dnnl = true;
     t->native_norm = true;
     t->step_threads = 1;
     t->native_elementwise = true;
@@ -91,6 +91,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     /* scaled dot-product attention as a native call where native ops run (=0: the OpenCL
      * attention kernel) */
     t.native_attn = !env_is("TORCHTRT_C_NATIVE_ATTN", "0");
+    /* its Q K^T and P V as one oneDNN batched matmul per chunk of heads where oneDNN loads
+     * (=blas: OpenBLAS per head, for A/B runs) */
+    t.native_attn_dnnl = !env_is("TORCHTRT_C_NATIVE_ATTN_GEMM", "blas");
     /* layer norm likewise (=0: the OpenCL kernel) */
     t.native_norm = !env_is("TORCHTRT_C_NATIVE_NORM", "0");
     /* the C steps of native calls (norms, epilogues, softmax, pooling) on this many threads,

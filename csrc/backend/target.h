@@ -53,6 +53,7 @@ typedef struct ttc_target {
     bool native;                  /* GEMM/convolution run as host tasks calling the BLAS */
     bool native_epi_math;         /* native epilogues may take exp/erf/tanh steps (GELU, ...) */
     bool native_attn;             /* float32 attention as a native call (BLAS + C softmax) */
+    bool native_attn_dnnl;        /* its GEMMs as oneDNN batched matmuls (NATIVE_ATTN_GEMM=blas: no) */
     bool native_norm;             /* float32 layer norm as a native call */
     int32_t step_threads;         /* threads for native calls' C steps (engine/step_threads.h) */
     bool native_elementwise;      /* float32 elementwise ops fed by native ops as native calls */

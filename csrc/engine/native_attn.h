@@ -1,6 +1,8 @@
 /*
  * Scaled dot-product attention as a native host task (engine/native_ops.c makes the call):
- * per (batch, head) the scores Q K^T through the BLAS, scale, mask and causal cut, a softmax
+ * per (batch, head) the scores Q K^T through the BLAS (or, TORCHTRT_C_NATIVE_ATTN_GEMM not
+ * "blas", every head of a chunk in one oneDNN batched matmul: one parallel call on oneDNN's
+ * threads instead of a threaded BLAS call per head), scale, mask and causal cut, a softmax
  * whose exp runs through native_math.h's vectorised loops, and P V through the BLAS, scaled
  * by each row's 1 / sum. Heads go in chunks whose scores fill about 1 MB, so that the softmax
  * of a chunk's rows is split among the step threads (the BLAS threads itself).
@@ -32,6 +34,9 @@ typedef struct ttc_native_attn_shape {
      * are 0 where it broadcasts */
     int64_t qs[4], ks[4], vs[4], ms[4];
     int32_t threads;         /* the softmax rows split among this many (engine/step_threads.h) */
+    bool dnnl;               /* Q K^T and P V through oneDNN's batched matmul where it runs them */
+    const void *owner;       /* with dnnl: the engine and kernel its primitives are kept for */
+    int32_t ki;
 } ttc_native_attn_shape;
 
 /* Floats of scratch one call needs (scores and packed operands). */

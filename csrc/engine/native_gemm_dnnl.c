@@ -32,6 +32,11 @@ bool ttc_dnnl_gemm(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, 
 }
 void ttc_dnnl_gemm_forget(const void *owner) { (void)owner; }
 int64_t ttc_dnnl_gemm_calls(void) { return 0; }
+bool ttc_dnnl_bgemm(const void *owner, int32_t ki, int32_t slot, const ttc_dnnl_bgemm_shape *s, const float *A,
+                    const float *B, float *C) {
+    (void)owner, (void)ki, (void)slot, (void)s, (void)A, (void)B, (void)C;
+    return false;
+}
 
 #else
 
@@ -40,7 +45,8 @@ int64_t ttc_dnnl_gemm_calls(void) { return 0; }
     X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy) X(dnnl_memory_set_data_handle)          \
     X(dnnl_matmul_desc_init) X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_query_md)                          \
     X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_create)                   \
-    X(dnnl_primitive_execute) X(dnnl_primitive_destroy)
+    X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_memory_desc_init_by_strides)                        \
+    X(dnnl_primitive_desc_query)
 
 #define DECL(f) static __typeof__(&f) g_##f;
 GEMM_FNS(DECL)
@@ -69,7 +75,9 @@ typedef struct dgemm {
     struct dgemm *next;
     const void *owner;
     int32_t ki;
+    int32_t slot;             /* -1: a GEMM (s); else a strided batched GEMM (bs) of kernel ki */
     ttc_dnnl_gemm_shape s;
+    ttc_dnnl_bgemm_shape bs;
     bool packed;              /* B is constant: reordered once into the primitive's layout */
     bool ok;                  /* false: oneDNN refused; the caller takes OpenBLAS */
     bool wei_ready;
@@ -141,7 +149,7 @@ static dgemm *dgemm_get(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape
     dgemm *d = cache;
     int32_t same_kernel = 0;
     for (; d; d = d->next) {
-        if (d->owner != owner || d->ki != ki) continue;
+        if (d->owner != owner || d->ki != ki || d->slot >= 0) continue;
         if (d->packed == packed && d->s.m == s->m && d->s.n == s->n && d->s.k == s->k && d->s.trans_b == s->trans_b)
             break;
         same_kernel++;
@@ -150,6 +158,7 @@ static dgemm *dgemm_get(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape
         d->owner = owner;
         d->ki = ki;
         d->s = *s;
+        d->slot = -1;
         d->packed = packed;
         pthread_mutex_init(&d->lock, NULL);
         d->ok = dgemm_build(d);
@@ -186,6 +195,99 @@ bool ttc_dnnl_gemm(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, 
     }
     ok = ok && g_dnnl_stream_wait(d->stream) == dnnl_success;
     if (!ok) d->wei_ready = false;
+    pthread_mutex_unlock(&d->lock);
+    if (ok) __atomic_add_fetch(&n_calls, 1, __ATOMIC_RELAXED);
+    return ok;
+}
+
+static bool bshape_equal(const ttc_dnnl_bgemm_shape *a, const ttc_dnnl_bgemm_shape *b) {
+    if (a->nd != b->nd || a->m != b->m || a->n != b->n || a->k != b->k) return false;
+    for (int32_t i = 0; i < a->nd + 2; i++) {
+        if (a->sa[i] != b->sa[i] || a->sb[i] != b->sb[i] || a->sc[i] != b->sc[i]) return false;
+        if (i < a->nd && (a->da[i] != b->da[i] || a->db[i] != b->db[i])) return false;
+    }
+    return true;
+}
+
+/* A primitive over plain strided memories, or false where oneDNN refuses or would run its
+ * reference implementation (orders of magnitude slower than the BLAS the caller falls back to). */
+static bool bgemm_build(dgemm *d) {
+    const ttc_dnnl_bgemm_shape *s = &d->bs;
+    int32_t nd = s->nd + 2;
+    if (s->nd < 0 || s->nd > TTC_DNNL_BGEMM_MAX_BATCH || s->m < 1 || s->n < 1 || s->k < 1) return false;
+    dnnl_dims_t ad, bd, cd, as, bs, cs;
+    for (int32_t i = 0; i < s->nd; i++) {
+        if (s->da[i] < 1 || (s->db[i] != s->da[i] && s->db[i] != 1)) return false;
+        ad[i] = cd[i] = s->da[i];
+        bd[i] = s->db[i];
+    }
+    ad[nd - 2] = cd[nd - 2] = s->m;
+    ad[nd - 1] = bd[nd - 2] = s->k;
+    bd[nd - 1] = cd[nd - 1] = s->n;
+    for (int32_t i = 0; i < nd; i++) {
+        as[i] = s->sa[i];
+        bs[i] = s->sb[i];
+        cs[i] = s->sc[i];
+    }
+    /* a dim of 1 may come with any stride (0 for a rank-3 attention's missing batch): oneDNN
+     * takes only strides that span the dims inside, so give it those */
+    for (int32_t i = nd - 3; i >= 0; i--) {
+        if (ad[i] == 1) as[i] = as[i + 1] * ad[i + 1];
+        if (bd[i] == 1) bs[i] = bs[i + 1] * bd[i + 1];
+        if (cd[i] == 1) cs[i] = cs[i + 1] * cd[i + 1];
+    }
+    dnnl_memory_desc_t ua, ub, uc;
+    if (g_dnnl_memory_desc_init_by_strides(&ua, nd, ad, dnnl_f32, as) != dnnl_success ||
+        g_dnnl_memory_desc_init_by_strides(&ub, nd, bd, dnnl_f32, bs) != dnnl_success ||
+        g_dnnl_memory_desc_init_by_strides(&uc, nd, cd, dnnl_f32, cs) != dnnl_success)
+        return false;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    if (g_dnnl_matmul_desc_init(&md, &ua, &ub, NULL, &uc) != dnnl_success ||
+        g_dnnl_primitive_desc_create(&pd, &md, NULL, g_eng, NULL) != dnnl_success)
+        return false;
+    const char *impl = NULL;
+    bool ok = g_dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+              strncmp(impl, "ref", 3) != 0 && g_dnnl_primitive_create(&d->mm, pd) == dnnl_success;
+    g_dnnl_primitive_desc_destroy(pd);
+    return ok && g_dnnl_stream_create(&d->stream, g_eng, dnnl_stream_default_flags) == dnnl_success &&
+           g_dnnl_memory_create(&d->m_a, &ua, g_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+           g_dnnl_memory_create(&d->m_b, &ub, g_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+           g_dnnl_memory_create(&d->m_c, &uc, g_eng, DNNL_MEMORY_NONE) == dnnl_success;
+}
+
+bool ttc_dnnl_bgemm(const void *owner, int32_t ki, int32_t slot, const ttc_dnnl_bgemm_shape *s, const float *A,
+                    const float *B, float *C) {
+    if (slot < 0 || !ttc_dnnl_gemm_available()) return false;
+    pthread_mutex_lock(&cache_lock);
+    dgemm *d = cache;
+    int32_t same_slot = 0;
+    for (; d; d = d->next) {
+        if (d->owner != owner || d->ki != ki || d->slot != slot) continue;
+        if (bshape_equal(&d->bs, s)) break;
+        same_slot++;
+    }
+    if (!d && same_slot < MAX_SHAPES_PER_KERNEL && (d = calloc(1, sizeof *d)) != NULL) {
+        d->owner = owner;
+        d->ki = ki;
+        d->slot = slot;
+        d->bs = *s;
+        pthread_mutex_init(&d->lock, NULL);
+        d->ok = bgemm_build(d);
+        d->next = cache;
+        cache = d;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    if (!d || !d->ok) return false;
+    pthread_mutex_lock(&d->lock);
+    bool ok = g_dnnl_memory_set_data_handle(d->m_a, (void *)A) == dnnl_success &&
+              g_dnnl_memory_set_data_handle(d->m_b, (void *)B) == dnnl_success &&
+              g_dnnl_memory_set_data_handle(d->m_c, C) == dnnl_success;
+    if (ok) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, d->m_a}, {DNNL_ARG_WEIGHTS, d->m_b}, {DNNL_ARG_DST, d->m_c}};
+        ok = g_dnnl_primitive_execute(d->mm, d->stream, 3, args) == dnnl_success &&
+             g_dnnl_stream_wait(d->stream) == dnnl_success;
+    }
     pthread_mutex_unlock(&d->lock);
     if (ok) __atomic_add_fetch(&n_calls, 1, __ATOMIC_RELAXED);
     return ok;

@@ -22,6 +22,19 @@ typedef struct ttc_dnnl_gemm_shape {
     bool trans_b;   /* B is [N,K] (nn.Linear's weight), else [K,N] (GPT-2's Conv1D, matmul) */
 } ttc_dnnl_gemm_shape;
 
+/* Batched GEMMs over strided operands (attention's Q K^T and P V over every head of a chunk in
+ * one call, engine/native_attn.c): C[b..][M,N] = A[b..][M,K] x B[b..][K,N]. Element strides
+ * over (batch dims.., rows, columns); B's batch dims equal A's or 1 (broadcast: grouped-query
+ * attention's shared k/v heads). */
+enum { TTC_DNNL_BGEMM_MAX_BATCH = 3 };
+typedef struct ttc_dnnl_bgemm_shape {
+    int32_t nd;                                /* batch dims, 0..TTC_DNNL_BGEMM_MAX_BATCH */
+    int64_t da[TTC_DNNL_BGEMM_MAX_BATCH];      /* A's and C's batch dims */
+    int64_t db[TTC_DNNL_BGEMM_MAX_BATCH];      /* B's: da[i] or 1 */
+    int64_t m, n, k;
+    int64_t sa[TTC_DNNL_BGEMM_MAX_BATCH + 2], sb[TTC_DNNL_BGEMM_MAX_BATCH + 2], sc[TTC_DNNL_BGEMM_MAX_BATCH + 2];
+} ttc_dnnl_bgemm_shape;
+
 /* Whether oneDNN's matmul can be called (the library loads). */
 bool ttc_dnnl_gemm_available(void);
 /* Row-major C[M,N] = A[M,K] x op(B) (all dense) as kernel ki of the engine `owner`. b_const: B
@@ -29,6 +42,11 @@ bool ttc_dnnl_gemm_available(void);
  * where oneDNN is unavailable or refuses the shape. */
 bool ttc_dnnl_gemm(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, const float *A, const float *B,
                    bool b_const, float *C);
+/* The batched GEMM s as call `slot` (>= 0) of kernel ki of `owner` (its primitive is kept per
+ * shape). Returns false where oneDNN is unavailable, refuses the shape or has only its reference
+ * implementation for it (the caller runs the BLAS per matrix). */
+bool ttc_dnnl_bgemm(const void *owner, int32_t ki, int32_t slot, const ttc_dnnl_bgemm_shape *s, const float *A,
+                    const float *B, float *C);
 /* GEMMs oneDNN ran in this process (diagnostics: tests check which library ran). */
 int64_t ttc_dnnl_gemm_calls(void);
 /* Drops every primitive and weight copy kept for owner (call when it is freed). */

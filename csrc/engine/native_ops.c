@@ -619,6 +619,9 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     if (c.kind == NATIVE_ATTN) {
         attn_shape(op, c.v, &c.attn);
         c.attn.threads = c.threads;
+        c.attn.dnnl = ttc_kir_target(e->k)->native_attn_dnnl && ttc_dnnl_gemm_available();
+        c.attn.owner = e;
+        c.attn.ki = ki;
         c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
     }
     if (c.kind == NATIVE_CONV || c.kind == NATIVE_POOL) {

@@ -1,8 +1,49 @@
 /* The pool behind ttc_steps_for (engine/step_threads.h). */
 #include "step_threads.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "native_conv_dnnl.h"
+
+/* oneDNN's OpenMP runtime (libgomp), when oneDNN is loaded: its parallel entry point as GCC
+ * calls it for `#pragma omp parallel`, and the thread number. */
+typedef void (*gomp_parallel_fn)(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
+typedef int (*omp_int_fn)(void);
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+static gomp_parallel_fn omp_parallel;
+static omp_int_fn omp_thread_num;
+
+static void omp_load(void) {
+    if (!ttc_dnnl_cpu_engine()) return;
+    /* the copy libdnnl loaded (RTLD_NOLOAD: never a second runtime) */
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) return;
+    gomp_parallel_fn par = (gomp_parallel_fn)dlsym(h, "GOMP_parallel");
+    omp_int_fn num = (omp_int_fn)dlsym(h, "omp_get_thread_num");
+    if (par && num) {
+        omp_thread_num = num;
+        omp_parallel = par;
+    }
+}
+
+typedef struct omp_job {
+    ttc_step_fn fn;
+    void *ctx;
+    int64_t n, chunk, next;   /* next: first item not taken (atomic) */
+} omp_job;
+
+static void omp_body(void *arg) {
+    omp_job *j = arg;
+    for (;;) {
+        int64_t lo = __atomic_fetch_add(&j->next, j->chunk, __ATOMIC_RELAXED);
+        if (lo >= j->n) return;
+        j->fn(j->ctx, lo, lo + j->chunk < j->n ? lo + j->chunk : j->n);
+    }
+}
 
 /* A job is cut into chunks that the caller and the workers take in turn (an atomic counter):
  * a worker that wakes late (the machine is shared, or the BLAS's threads still spin) finds
@@ -22,12 +63,7 @@ static struct {
     uint64_t born[TTC_STEP_MAX_THREADS];   /* gen when worker i started (its first job is the next) */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
-int64_t ttc_steps_parallel_jobs(void) {
-    pthread_mutex_lock(&pool.m);
-    int64_t n = pool.parallel_jobs;
-    pthread_mutex_unlock(&pool.m);
-    return n;
-}
+int64_t ttc_steps_parallel_jobs(void) { return __atomic_load_n(&pool.parallel_jobs, __ATOMIC_RELAXED); }
 
 /* Takes chunks until none is left. */
 static void take_chunks(ttc_step_fn fn, void *ctx, int64_t n, int64_t chunk) {
@@ -94,6 +130,19 @@ void ttc_steps_for(int32_t threads, int64_t n, int64_t grain, ttc_step_fn fn, vo
     int64_t parts = n / grain;
     if (threads > TTC_STEP_MAX_THREADS) threads = TTC_STEP_MAX_THREADS;   /* born[] has room for them */
     if (parts > threads) parts = threads;
+    const char *sel = parts >= 2 ? getenv("TORCHTRT_C_STEP_POOL") : NULL;
+    if (sel && !strcmp(sel, "omp")) {
+        pthread_once(&omp_once, omp_load);
+        if (omp_parallel) {
+            /* four chunks a thread, as below; the team is the calling thread's, which its
+             * oneDNN calls just used (its threads still spin: they start at once) */
+            int64_t chunk = n / (parts * 4);
+            omp_job j = {fn, ctx, n, chunk > grain / 2 ? chunk : (grain + 1) / 2, 0};
+            omp_parallel(omp_body, &j, (unsigned)parts, 0);
+            __atomic_add_fetch(&pool.parallel_jobs, 1, __ATOMIC_RELAXED);
+            return;
+        }
+    }
     if (parts < 2 || pthread_mutex_trylock(&pool.submit)) {
         if (n > 0) fn(ctx, 0, n);
         return;
@@ -116,7 +165,7 @@ void ttc_steps_for(int32_t threads, int64_t n, int64_t grain, ttc_step_fn fn, vo
     pool.open = true;
     pool.busy = 0;
     pool.gen++;
-    pool.parallel_jobs++;
+    __atomic_add_fetch(&pool.parallel_jobs, 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&pool.go);
     pthread_mutex_unlock(&pool.m);
     take_chunks(fn, ctx, n, pool.chunk);

@@ -5,6 +5,13 @@
  * (four a thread) that the caller and the pool's threads take in turn, so a thread that wakes
  * late costs little; every item is computed by the same code whatever the cut, so results do
  * not depend on the thread count.
+ * TORCHTRT_C_STEP_POOL=omp (read on each call, like TORCHTRT_C_NATIVE_CONV, for A/B runs) runs
+ * jobs on oneDNN's OpenMP runtime instead (libgomp's team of the calling thread, the same chunks
+ * taken the same way, so the same bits): oneDNN's threads spin for a while after each GEMM, and
+ * this pool's threads share the cores with those spinners between a layer's GEMMs. Not the
+ * default: its end-of-job barrier waits for every team thread, and on a loaded machine (2 cores,
+ * load 8-10) GPT-2 b8 ran 1.17x slower with it, where this pool does not wait for a worker that
+ * has not woken.
  * One job at a time: a call that finds the pool busy (another engine's queue) runs serially.
  * Workers are started on first use and stay; they sleep on a condition variable between jobs.
  *

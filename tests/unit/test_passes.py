@@ -331,3 +331,47 @@ def test_fuse_rms_norm_without_weight_and_not_when_shared():
     text = text.replace("%a : Float(3, 5, 1)", "%a : Float(3, 1, 7)").replace("%r : Float(3, 5, 1)", "%r : Float(3, 1, 7)")
     before, after, changed = run_one_pass(text, "fuse_rms_norm")
     assert not changed
+
+
+_GELU = """graph(%x : Float(3, 5, 7)):
+  %three : float = prim.Constant[value=3.]()
+  %c : float = prim.Constant[value={c}]()
+  %k : float = prim.Constant[value=0.7978845608028654]()
+  %one : float = prim.Constant[value=1.]()
+  %half : float = prim.Constant[value=0.5]()
+  %alpha : int = prim.Constant[value=1]()
+{cube}
+  %m1 : Float(3, 5, 7) = aten.mul.Tensor(%p, %c)
+  %a1 : Float(3, 5, 7) = aten.add.Tensor(%x, %m1, %alpha)
+  %m2 : Float(3, 5, 7) = aten.mul.Tensor({km})
+  %t : Float(3, 5, 7) = aten.tanh.default(%m2)
+  %a2 : Float(3, 5, 7) = aten.add.Tensor(%t, %one, %alpha)
+{tail}
+  return ({out})
+"""
+_CUBE_POW = "  %p : Float(3, 5, 7) = aten.pow.Tensor_Scalar(%x, %three)"
+_CUBE_MUL = "  %sq : Float(3, 5, 7) = aten.mul.Tensor(%x, %x)\n  %p : Float(3, 5, 7) = aten.mul.Tensor(%sq, %x)"
+_HALF_FIRST = "  %h : Float(3, 5, 7) = aten.mul.Tensor(%x, %half)\n  %y : Float(3, 5, 7) = aten.mul.Tensor(%h, %a2)"
+_HALF_LAST = "  %h : Float(3, 5, 7) = aten.mul.Tensor(%x, %a2)\n  %y : Float(3, 5, 7) = aten.mul.Tensor(%h, %half)"
+
+
+@pytest.mark.parametrize("cube,km,tail", [
+    (_CUBE_POW, "%a1, %k", _HALF_FIRST),    # GPT-2's NewGELUActivation as traced
+    (_CUBE_MUL, "%k, %a1", _HALF_LAST),
+])
+def test_fuse_gelu_tanh(cube, km, tail):
+    text = _GELU.format(c="0.044715", cube=cube, km=km, tail=tail, out="%y")
+    before, after, changed = run_one_pass(text, "fuse_gelu_tanh")
+    assert changed and ops(after) == ["aten.gelu.default"], ops(after)
+    check_same_results(before, after)
+
+
+def test_fuse_gelu_tanh_not_when_shared_or_other_constants():
+    # tanh's value is an output too: nothing fused
+    text = _GELU.format(c="0.044715", cube=_CUBE_POW, km="%a1, %k", tail=_HALF_FIRST, out="%y, %t")
+    before, after, changed = run_one_pass(text, "fuse_gelu_tanh")
+    assert not changed and "aten.gelu.default" not in ops(after)
+    # another cubic coefficient is another function
+    text = _GELU.format(c="0.05", cube=_CUBE_POW, km="%a1, %k", tail=_HALF_FIRST, out="%y")
+    before, after, changed = run_one_pass(text, "fuse_gelu_tanh")
+    assert not changed
