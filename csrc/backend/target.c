@@ -37,6 +37,7 @@ static bool native_disabled(void) {
 bool ttc_target_cuda_interop(void) { return !env_is("TORCHTRT_C_CUDA_INTEROP", "0"); }
 
 bool ttc_target_native_conv_blas(void) { return env_is("TORCHTRT_C_NATIVE_CONV", "blas"); }
+bool ttc_target_step_pool_omp(void) { return env_is("TORCHTRT_C_STEP_POOL", "omp"); }
 
 static void decisions_default(ttc_target *t) {
     t->gemm_tile = -1;

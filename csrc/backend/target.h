@@ -137,6 +137,9 @@ bool ttc_target_cuda_interop(void);
  * (TORCHTRT_C_NATIVE_CONV=blas). Read again on every call, not fixed in the target: tests and
  * bench/cpu_ab.py switch it between calls of one engine. */
 bool ttc_target_native_conv_blas(void);
+/* Whether native calls' C steps run on oneDNN's OpenMP team (TORCHTRT_C_STEP_POOL=omp) instead
+ * of engine/step_threads.c's pool; read again on every call, for A/B runs. */
+bool ttc_target_step_pool_omp(void);
 /* The defaults for code that runs without a device (conversion and codegen tests): a CPU
  * target with no knob set. */
 const ttc_target *ttc_target_defaults(void);

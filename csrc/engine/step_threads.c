@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../backend/target.h"
 #include "native_conv_dnnl.h"
 
 /* oneDNN's OpenMP runtime (libgomp), when oneDNN is loaded: its parallel entry point as GCC
@@ -130,8 +131,7 @@ void ttc_steps_for(int32_t threads, int64_t n, int64_t grain, ttc_step_fn fn, vo
     int64_t parts = n / grain;
     if (threads > TTC_STEP_MAX_THREADS) threads = TTC_STEP_MAX_THREADS;   /* born[] has room for them */
     if (parts > threads) parts = threads;
-    const char *sel = parts >= 2 ? getenv("TORCHTRT_C_STEP_POOL") : NULL;
-    if (sel && !strcmp(sel, "omp")) {
+    if (parts >= 2 && ttc_target_step_pool_omp()) {
         pthread_once(&omp_once, omp_load);
         if (omp_parallel) {
             /* four chunks a thread, as below; the team is the calling thread's, which its

@@ -147,9 +147,12 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
     was_training = module.training
     module.eval()
     import torch.fx.config as fx_config
-    no_traces = fx_config.do_not_emit_stack_traces
+    # the switch is newer than torch 2.11 (there, traces are always recorded)
+    has_switch = hasattr(fx_config, "do_not_emit_stack_traces")
+    no_traces = fx_config.do_not_emit_stack_traces if has_switch else False
     try:
-        fx_config.do_not_emit_stack_traces = no_traces or not stack_traces
+        if has_switch:
+            fx_config.do_not_emit_stack_traces = no_traces or not stack_traces
         ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as ex:
         err = _container_error(ex) or _unflattenable_output(module, args, kwargs)
@@ -157,7 +160,8 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
             raise
         raise err from None
     finally:
-        fx_config.do_not_emit_stack_traces = no_traces
+        if has_switch:
+            fx_config.do_not_emit_stack_traces = no_traces
         module.train(was_training)
     return ep
 
