@@ -14,22 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-static bool is_f32(const ttc_value *v) {
-    return v->type.kind == TTC_TYPE_TENSOR && v->type.dtype == TTC_DTYPE_FLOAT32;
-}
-
-static bool is_output(const ttc_graph *g, const ttc_value *v) {
-    for (int32_t i = 0; i < g->n_outputs; i++)
-        if (g->outputs[i] == v) return true;
-    return false;
-}
-
-/* The node producing v when it is op and v has a single use (not a graph output). */
-static ttc_node *only_use(const ttc_graph *g, const ttc_value *v, ttc_op_id op) {
-    ttc_node *p = v ? v->producer : NULL;
-    return p && p->op == op && v->n_users == 1 && p->n_outputs == 1 && !is_output(g, v) ? p : NULL;
-}
-
 static bool near(double a, double want) { return fabs(a - want) <= 1e-6 * fabs(want); }
 
 /* A binary node n = op(t, c) or op(c, t) with c a literal near `want`: t, else NULL. An add
@@ -50,17 +34,17 @@ static ttc_value *with_literal(const ttc_node *n, double want) {
 
 /* x when c is x^3 (pow(x, 3), x * x * x in either grouping), its nodes appended to chain. */
 static ttc_value *cubed(const ttc_graph *g, const ttc_value *c, ttc_node **chain, int32_t *nc) {
-    ttc_node *p = only_use(g, c, TTC_OP_POW_TS);
+    ttc_node *p = ttc_pass_single_use_producer(g, c, TTC_OP_POW_TS);
     double e;
     if (p && p->n_inputs == 2 && ttc_value_const_float(p->inputs[1], &e) && e == 3.0) {
         chain[(*nc)++] = p;
         return p->inputs[0];
     }
-    p = only_use(g, c, TTC_OP_MUL_TENSOR);
+    p = ttc_pass_single_use_producer(g, c, TTC_OP_MUL_TENSOR);
     if (!p || p->n_inputs != 2) return NULL;
     for (int side = 0; side < 2; side++) {
         ttc_value *x = p->inputs[side];
-        ttc_node *sq = only_use(g, p->inputs[1 - side], TTC_OP_MUL_TENSOR);
+        ttc_node *sq = ttc_pass_single_use_producer(g, p->inputs[1 - side], TTC_OP_MUL_TENSOR);
         if (sq && sq->n_inputs == 2 && sq->inputs[0] == x && sq->inputs[1] == x) {
             chain[(*nc)++] = p;
             chain[(*nc)++] = sq;
@@ -72,10 +56,10 @@ static ttc_value *cubed(const ttc_graph *g, const ttc_value *c, ttc_node **chain
 
 /* x when s = 1 + tanh(k * (x + 0.044715 * x^3)), its nodes appended to chain. */
 static ttc_value *tanh_part(const ttc_graph *g, const ttc_value *s, ttc_node **chain, int32_t *nc) {
-    ttc_node *a1 = only_use(g, s, TTC_OP_ADD_TENSOR);
-    ttc_node *th = only_use(g, with_literal(a1, 1.0), TTC_OP_TANH);
-    ttc_node *mk = th ? only_use(g, th->inputs[0], TTC_OP_MUL_TENSOR) : NULL;
-    ttc_node *ad = only_use(g, with_literal(mk, 0.79788456080286535588), TTC_OP_ADD_TENSOR);
+    ttc_node *a1 = ttc_pass_single_use_producer(g, s, TTC_OP_ADD_TENSOR);
+    ttc_node *th = ttc_pass_single_use_producer(g, with_literal(a1, 1.0), TTC_OP_TANH);
+    ttc_node *mk = th ? ttc_pass_single_use_producer(g, th->inputs[0], TTC_OP_MUL_TENSOR) : NULL;
+    ttc_node *ad = ttc_pass_single_use_producer(g, with_literal(mk, 0.79788456080286535588), TTC_OP_ADD_TENSOR);
     if (!ad || ad->n_inputs < 2) return NULL;
     double alpha = 1.0;
     if (ad->n_inputs > 2 && (!ttc_pass_float_arg(ad->inputs[2], 1, &alpha) || alpha != 1.0)) return NULL;
@@ -86,7 +70,7 @@ static ttc_value *tanh_part(const ttc_graph *g, const ttc_value *s, ttc_node **c
     chain[(*nc)++] = ad;
     for (int side = 0; side < 2; side++) {
         ttc_value *x = ad->inputs[side];
-        ttc_node *m3 = only_use(g, ad->inputs[1 - side], TTC_OP_MUL_TENSOR);
+        ttc_node *m3 = ttc_pass_single_use_producer(g, ad->inputs[1 - side], TTC_OP_MUL_TENSOR);
         int32_t keep = *nc;
         if (!m3) continue;
         chain[(*nc)++] = m3;
@@ -102,7 +86,7 @@ static ttc_value *gelu_chain(const ttc_graph *g, const ttc_node *m, ttc_node **c
     if (m->n_inputs != 2) return NULL;
     /* (0.5 * x) * s, either order */
     for (int side = 0; side < 2; side++) {
-        ttc_node *h = only_use(g, m->inputs[side], TTC_OP_MUL_TENSOR);
+        ttc_node *h = ttc_pass_single_use_producer(g, m->inputs[side], TTC_OP_MUL_TENSOR);
         ttc_value *x = with_literal(h, 0.5);
         *nc = 0;
         if (!x) continue;
@@ -110,7 +94,7 @@ static ttc_value *gelu_chain(const ttc_graph *g, const ttc_node *m, ttc_node **c
         if (tanh_part(g, m->inputs[1 - side], chain, nc) == x) return x;
     }
     /* (x * s) * 0.5 */
-    ttc_node *xs = only_use(g, with_literal(m, 0.5), TTC_OP_MUL_TENSOR);
+    ttc_node *xs = ttc_pass_single_use_producer(g, with_literal(m, 0.5), TTC_OP_MUL_TENSOR);
     if (!xs || xs->n_inputs != 2) return NULL;
     for (int side = 0; side < 2; side++) {
         *nc = 0;
@@ -137,11 +121,11 @@ ttc_status ttc_pass_fuse_gelu_tanh(ttc_graph *g, void *ctx, bool *changed) {
     ttc_status s = TTC_OK;
     for (int32_t k = 0; k < nt && s == TTC_OK; k++) {
         ttc_node *m = todo[k];
-        if (m->dead || m->op != TTC_OP_MUL_TENSOR || !is_f32(m->outputs[0])) continue;
+        if (m->dead || m->op != TTC_OP_MUL_TENSOR || !ttc_pass_is_f32(m->outputs[0])) continue;
         ttc_node *chain[CHAIN];
         int32_t nc = 0;
         ttc_value *x = gelu_chain(g, m, chain, &nc);
-        if (!x || !is_f32(x) || !ttc_type_eq(&x->type, &m->outputs[0]->type)) continue;
+        if (!x || !ttc_pass_is_f32(x) || !ttc_type_eq(&x->type, &m->outputs[0]->type)) continue;
         bool taken = false;
         for (int32_t j = 0; j < nd && !taken; j++)
             for (int32_t c = 0; c < nc; c++) taken = taken || dead[j] == chain[c] || dead[j] == m;

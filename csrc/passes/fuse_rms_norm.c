@@ -14,22 +14,6 @@
 
 #include <stdlib.h>
 
-static bool is_f32(const ttc_value *v) {
-    return v->type.kind == TTC_TYPE_TENSOR && v->type.dtype == TTC_DTYPE_FLOAT32;
-}
-
-static bool is_output(const ttc_graph *g, const ttc_value *v) {
-    for (int32_t i = 0; i < g->n_outputs; i++)
-        if (g->outputs[i] == v) return true;
-    return false;
-}
-
-/* The node producing v when it is op and v has a single use (not a graph output). */
-static ttc_node *only_use(const ttc_graph *g, const ttc_value *v, ttc_op_id op) {
-    ttc_node *p = v->producer;
-    return p && p->op == op && v->n_users == 1 && p->n_outputs == 1 && !is_output(g, v) ? p : NULL;
-}
-
 /* The other operand of a binary mul node n (inputs a, b) when one operand is `one`. */
 static ttc_value *other_of(const ttc_node *n, const ttc_value *one) {
     if (n->inputs[0] == one) return n->inputs[1];
@@ -39,10 +23,10 @@ static ttc_value *other_of(const ttc_node *n, const ttc_value *one) {
 
 /* x when sq is x^2 (pow(x, 2) or mul(x, x)), else NULL. */
 static ttc_value *squared(const ttc_graph *g, const ttc_value *sq) {
-    ttc_node *p = only_use(g, sq, TTC_OP_POW_TS);
+    ttc_node *p = ttc_pass_single_use_producer(g, sq, TTC_OP_POW_TS);
     double e;
     if (p && p->n_inputs == 2 && ttc_value_const_float(p->inputs[1], &e) && e == 2.0) return p->inputs[0];
-    p = only_use(g, sq, TTC_OP_MUL_TENSOR);
+    p = ttc_pass_single_use_producer(g, sq, TTC_OP_MUL_TENSOR);
     if (p && p->n_inputs == 2 && p->inputs[0] == p->inputs[1]) return p->inputs[0];
     return NULL;
 }
@@ -52,12 +36,12 @@ static ttc_value *squared(const ttc_graph *g, const ttc_value *sq) {
 static ttc_value *rms_chain(const ttc_graph *g, const ttc_node *m, ttc_node **chain, double *eps) {
     for (int side = 0; side < 2; side++) {
         ttc_value *r = m->inputs[side], *x = m->inputs[1 - side];
-        ttc_node *rs = only_use(g, r, TTC_OP_RSQRT);
-        ttc_node *ad = rs ? only_use(g, rs->inputs[0], TTC_OP_ADD_TENSOR) : NULL;
+        ttc_node *rs = ttc_pass_single_use_producer(g, r, TTC_OP_RSQRT);
+        ttc_node *ad = rs ? ttc_pass_single_use_producer(g, rs->inputs[0], TTC_OP_ADD_TENSOR) : NULL;
         double alpha;
         if (!ad || ad->n_inputs != 3 || !ttc_pass_float_arg(ad->inputs[2], 1, &alpha) || alpha != 1.0) continue;
         int mi = ad->inputs[0]->producer && ad->inputs[0]->producer->op == TTC_OP_MEAN_DIM ? 0 : 1;
-        ttc_node *mn = only_use(g, ad->inputs[mi], TTC_OP_MEAN_DIM);
+        ttc_node *mn = ttc_pass_single_use_producer(g, ad->inputs[mi], TTC_OP_MEAN_DIM);
         if (!mn || mn->n_inputs != 4 || !ttc_value_const_float(ad->inputs[1 - mi], eps) || !(*eps >= 0.0)) continue;
         int64_t *dims = NULL, keep;
         int32_t nd = 0;
@@ -92,22 +76,22 @@ ttc_status ttc_pass_fuse_rms_norm(ttc_graph *g, void *ctx, bool *changed) {
     ttc_status s = TTC_OK;
     for (int32_t k = 0; k < nt && s == TTC_OK; k++) {
         ttc_node *m = todo[k];
-        if (m->dead || m->op != TTC_OP_MUL_TENSOR || m->n_inputs != 2 || !is_f32(m->outputs[0])) continue;
+        if (m->dead || m->op != TTC_OP_MUL_TENSOR || m->n_inputs != 2 || !ttc_pass_is_f32(m->outputs[0])) continue;
         ttc_node *chain[4];
         double eps;
         ttc_value *x = rms_chain(g, m, chain, &eps);
-        if (!x || !is_f32(x) || !ttc_type_eq(&x->type, &m->outputs[0]->type)) continue;
+        if (!x || !ttc_pass_is_f32(x) || !ttc_type_eq(&x->type, &m->outputs[0]->type)) continue;
         bool taken = false;
         for (int32_t j = 0; j < nd; j++) taken = taken || dead[j] == m;
         if (taken) continue;
         /* the scale: w * (x * r) with w 1-D over the last dim, when that is the only use */
         ttc_node *last = m, *wm = NULL;
         ttc_value *w = NULL, *y = m->outputs[0];
-        if (y->n_users == 1 && !is_output(g, y) && y->users[0]->op == TTC_OP_MUL_TENSOR && y->users[0]->n_inputs == 2) {
+        if (y->n_users == 1 && !ttc_pass_is_output(g, y) && y->users[0]->op == TTC_OP_MUL_TENSOR && y->users[0]->n_inputs == 2) {
             wm = y->users[0];
             ttc_value *c = other_of(wm, y);
             const ttc_type *t = c ? &c->type : NULL;
-            if (c && c != y && is_f32(c) && t->rank == 1 && ttc_dim_eq(t->dims[0], x->type.dims[x->type.rank - 1]) &&
+            if (c && c != y && ttc_pass_is_f32(c) && t->rank == 1 && ttc_dim_eq(t->dims[0], x->type.dims[x->type.rank - 1]) &&
                 ttc_type_eq(&wm->outputs[0]->type, &y->type)) {
                 w = c;
                 last = wm;

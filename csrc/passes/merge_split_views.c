@@ -27,18 +27,6 @@ static bool is_reshape(const ttc_node *n) {
            n->n_outputs == 1;
 }
 
-static bool is_output(const ttc_graph *g, const ttc_value *v) {
-    for (int32_t i = 0; i < g->n_outputs; i++)
-        if (g->outputs[i] == v) return true;
-    return false;
-}
-
-/* The producer of v when v is its only output, has one use, and leaves no graph. */
-static ttc_node *single_use_producer(const ttc_graph *g, const ttc_value *v) {
-    ttc_node *p = v->producer;
-    return p && !p->dead && p->n_outputs == 1 && v->n_users == 1 && !is_output(g, v) ? p : NULL;
-}
-
 /* Common refinement of two row-major shapes of one tensor: atoms[0..*n) and, per dim of A and
  * B, the first atom it spans (ga[na] = gb[nb] = *n; a size-1 dim spans none). */
 static bool refine(const ttc_dim *A, int32_t na, const ttc_dim *B, int32_t nb, ttc_dim *atoms, int32_t *n,
@@ -116,9 +104,9 @@ static bool perm_of(const ttc_node *u, int32_t r, int32_t *p) {
 /* One chain ending at w: the new view and permute inserted before w, w's uses moved to them. */
 static ttc_status rewrite(ttc_graph *g, ttc_node *w, ttc_node **dead, int32_t *nd, bool *changed) {
     if (!is_reshape(w)) return TTC_OK;
-    ttc_node *u = single_use_producer(g, w->inputs[0]);
+    ttc_node *u = ttc_pass_single_use_producer(g, w->inputs[0], TTC_OP_COUNT);
     if (!u || (u->op != TTC_OP_PERMUTE && u->op != TTC_OP_TRANSPOSE && u->op != TTC_OP_T)) return TTC_OK;
-    ttc_node *r1 = single_use_producer(g, u->inputs[0]);
+    ttc_node *r1 = ttc_pass_single_use_producer(g, u->inputs[0], TTC_OP_COUNT);
     if (!is_reshape(r1)) return TTC_OK;
     ttc_value *x = r1->inputs[0];
     const ttc_type *X = &x->type, *S1 = &r1->outputs[0]->type, *S2 = &w->outputs[0]->type;

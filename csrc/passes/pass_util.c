@@ -125,3 +125,19 @@ bool ttc_pass_norm_dim(int64_t d, int32_t rank, int64_t *out) {
     *out = d;
     return true;
 }
+
+bool ttc_pass_is_output(const ttc_graph *g, const ttc_value *v) {
+    for (int32_t i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == v) return true;
+    return false;
+}
+
+ttc_node *ttc_pass_single_use_producer(const ttc_graph *g, const ttc_value *v, ttc_op_id op) {
+    ttc_node *p = v ? v->producer : NULL;
+    if (!p || p->dead || p->n_outputs != 1 || v->n_users != 1 || ttc_pass_is_output(g, v)) return NULL;
+    return op == TTC_OP_COUNT || p->op == op ? p : NULL;
+}
+
+bool ttc_pass_is_f32(const ttc_value *v) {
+    return v->type.kind == TTC_TYPE_TENSOR && v->type.dtype == TTC_DTYPE_FLOAT32;
+}

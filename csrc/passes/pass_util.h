@@ -32,6 +32,17 @@ const ttc_attr *ttc_pass_tensor_const(const ttc_value *v);
 bool ttc_pass_int_arg(const ttc_value *v, int64_t dflt, int64_t *out);
 bool ttc_pass_float_arg(const ttc_value *v, double dflt, double *out);
 
+/* True when v is one of the graph's outputs. */
+bool ttc_pass_is_output(const ttc_graph *g, const ttc_value *v);
+
+/* v's live producer when v is its only output, v has one use and is not a graph output, and
+ * the producer is op (TTC_OP_COUNT: any op); NULL otherwise (also for v NULL). What a fusion
+ * may swallow without changing another consumer. */
+ttc_node *ttc_pass_single_use_producer(const ttc_graph *g, const ttc_value *v, ttc_op_id op);
+
+/* A float32 tensor value. */
+bool ttc_pass_is_f32(const ttc_value *v);
+
 /* Normalises dim d against rank (negative counts from the end); false when out of range. */
 bool ttc_pass_norm_dim(int64_t d, int32_t rank, int64_t *out);
 
