@@ -14,6 +14,21 @@ from torchtrt_c._C import (  # noqa: F401
 
 __version__ = "0.1.0"
 
+
+def _register_build_worker() -> None:
+    # Program builds missing from the binary cache run in worker processes on drivers that
+    # compile one program at a time per process (csrc/backend/build_procs.c): each worker is
+    # this interpreter loading only the extension module.
+    import sys
+
+    from torchtrt_c import _C
+
+    if sys.executable and getattr(_C, "__file__", None):
+        _C._set_build_worker(sys.executable, _C.__file__)
+
+
+_register_build_worker()
+
 from torchtrt_c._input import Input  # noqa: E402,F401
 from torchtrt_c._settings import CompilationSettings  # noqa: E402,F401
 from torchtrt_c._devices import Device, default_device, devices  # noqa: E402,F401

@@ -284,4 +284,5 @@ void ttc_program_stats_get(ttc_program_stats *out) {
     memset(out, 0, sizeof *out);
     for (int32_t b = 0; b < N_BACKENDS; b++)
         if (backends[b]->program_stats) backends[b]->program_stats(out);
+    ttc_build_procs_stats_add(out);
 }

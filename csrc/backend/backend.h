@@ -114,6 +114,21 @@ typedef struct ttc_program_part {
 } ttc_program_part;
 ttc_status ttc_program_build_parts(ttc_device *d, const ttc_program_part *parts, int32_t n, const char *options,
                                    const char *cache_dir, int32_t threads, ttc_program **out);
+/* Compiles those of srcs[0..n) that are not yet in the binary cache in up to `procs` worker
+ * processes (build_procs.c), so that the caller's own ttc_program_build calls then load them
+ * from the cache. For drivers that compile one program at a time per process (NVIDIA's
+ * OpenCL). Best effort: it never fails the caller (a source a worker could not build is simply
+ * built, and its error reported, by the caller's build); a no-op where the device keeps no
+ * binaries, there is no cache directory, procs < 2, or no worker command was set. */
+void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, const char *options,
+                          const char *cache_dir, int32_t procs);
+/* The worker command: a Python interpreter and the path of this extension module (set by the
+ * binding at import; until then ttc_program_prebuild does nothing). */
+void ttc_build_procs_set_worker(const char *python, const char *module_path);
+/* The worker's side (the binding's _build_worker): builds every source of a job file written by
+ * ttc_program_prebuild into the cache. 0 when every build succeeded. */
+int ttc_build_procs_worker(const char *job_path);
+
 /* Parts of a program built in parts (0 for any other program), and part i's own program. */
 int32_t ttc_program_n_parts(const ttc_program *p);
 const ttc_program *ttc_program_part_program(const ttc_program *p, int32_t i);
@@ -185,6 +200,8 @@ ttc_memstats ttc_memstats_get(void);
 typedef struct ttc_program_stats {
     int64_t compiled, cache_hits, from_binary, failed;
     double compile_s, cache_s, binary_s;
+    int64_t prebuilt;          /* compiled by build worker processes (ttc_program_prebuild) */
+    double prebuild_s;         /* wall seconds spent waiting for them */
 } ttc_program_stats;
 void ttc_program_stats_get(ttc_program_stats *out);
 

@@ -42,6 +42,8 @@ ttc_status ttc_program_parts_from_binary(ttc_device *d, const unsigned char *bin
                                          ttc_program **out);
 void ttc_program_parts_free(ttc_program *p);
 ttc_status ttc_program_parts_kernel(ttc_program *p, const char *name, ttc_program **part);
+/* build_procs.c, for ttc_program_stats_get */
+void ttc_build_procs_stats_add(ttc_program_stats *acc);
 struct ttc_kernel { ttc_device *dev; char name[64]; };
 struct ttc_event { ttc_device *dev; };
 struct ttc_recording { ttc_device *dev; };
@@ -71,6 +73,8 @@ struct ttc_backend_iface {
     ttc_status (*program_from_binary)(ttc_device *d, const unsigned char *bin, size_t len, const char *options,
                                       ttc_program **out);
     void (*program_free)(ttc_program *p);
+    /* whether (src, options) has an entry in the binary cache under cache_dir (may be NULL) */
+    bool (*program_cached)(ttc_device *d, const char *src, const char *options, const char *cache_dir);
     ttc_status (*kernel_new)(ttc_program *p, const char *name, ttc_kernel **out);
     void (*kernel_free)(ttc_kernel *k);
     ttc_status (*kernel_set_buf)(ttc_kernel *k, uint32_t i, ttc_buf *b);

@@ -52,6 +52,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_launch = true;
     t->attn_mma = -1;
     t->build_threads = 1;
+    t->build_procs = 1;
     t->native_epi_math = true;
     t->native_attn = t->native_attn_dnnl = true;
     t->native_norm = true;
@@ -193,6 +194,13 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     n = v ? strtol(v, NULL, 10) : t.is_gpu ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
     if (!v && n > 16) n = 16;
     t.build_threads = n < 1 ? 1 : n > 64 ? 64 : (int32_t)n;
+    /* programs missing from the binary cache compiled by this many worker processes first
+     * (backend.h: ttc_program_prebuild): on NVIDIA, whose OpenCL compiles one program at a time
+     * per process, as many as build_threads; elsewhere 1 (none: PoCL builds in threads, and
+     * keeps no binaries). TORCHTRT_C_BUILD_PROCS=N overrides (0 or 1: none). */
+    v = env("TORCHTRT_C_BUILD_PROCS");
+    n = v ? strtol(v, NULL, 10) : t.nvidia ? t.build_threads : 1;
+    t.build_procs = n < 1 ? 1 : n > 32 ? 32 : (int32_t)n;
     /* on a CPU device the enqueuing thread and the device's workers share the cores, so an
      * execution's launches are enqueued before any starts; a GPU starts on the first while the
      * host enqueues the rest */

@@ -128,6 +128,13 @@ static ttc_status build_program(ttc_engine *e, ttc_device *dev) {
             parts[p].src = src[p].data;
         }
     }
+    if (s == TTC_OK && e->tg.build_procs > 1) {
+        /* the parts missing from the binary cache compiled by worker processes first (drivers
+         * that compile one program at a time per process); the builds below then load them */
+        const char *srcs[64];
+        for (int32_t p = 0; p < np && p < 64; p++) srcs[p] = parts[p].src;
+        ttc_program_prebuild(dev, srcs, np < 64 ? np : 64, e->options, e->cache_dir_opt, e->tg.build_procs);
+    }
     if (s == TTC_OK) s = ttc_program_build_parts(dev, parts, np, e->options, e->cache_dir_opt, e->tg.build_threads, &e->prog);
     if (s == TTC_OK) e->prof.programs = np;
     for (int32_t p = 0; src && p < np; p++) ttc_sbuf_free(&src[p]);

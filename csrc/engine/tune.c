@@ -78,6 +78,7 @@ typedef struct cand {
     ttc_kernel *kern;
     ttc_queue *q;
     ttc_buf *bufs[3], *arena;  /* a, b, c */
+    bool generated;           /* k and cg made ahead (build worker processes need the sources) */
     bool ready;
 } cand;
 
@@ -131,11 +132,17 @@ static ttc_status cand_launch(cand *c) {
     return ttc_exec_enqueue(c->q, &c->cg.kernels[0], c->p, 0, c->kern, NULL);
 }
 
+static ttc_status cand_generate(cand *c) {
+    TTC_TRY(cand_kir(c));
+    TTC_TRY(ttc_codegen_run(c->k, c->e->tg.is_gpu, &c->cg));
+    if (c->cg.n_kernels != 1) return ttc_fail(TTC_ERR_INTERNAL, "tuning: %d kernels for one GEMM", c->cg.n_kernels);
+    c->generated = true;
+    return TTC_OK;
+}
+
 static ttc_status cand_build(cand *c) {
     ttc_engine *e = c->e;
-    TTC_TRY(cand_kir(c));
-    TTC_TRY(ttc_codegen_run(c->k, e->tg.is_gpu, &c->cg));
-    if (c->cg.n_kernels != 1) return ttc_fail(TTC_ERR_INTERNAL, "tuning: %d kernels for one GEMM", c->cg.n_kernels);
+    if (!c->generated) TTC_TRY(cand_generate(c));
     TTC_TRY(ttc_program_build(e->dev, c->cg.source, TTC_PROGRAM_OPTIONS, e->cache_dir_opt, &c->prog));
     TTC_TRY(ttc_plan_make(c->k, &c->cg, NULL, &c->p));
     TTC_TRY(ttc_queue_new(e->dev, false, &c->q));
@@ -210,6 +217,18 @@ static void *cand_worker(void *arg) {
 }
 
 static void cands_prepare(const ttc_engine *e, cand *cs, int32_t n) {
+    /* on drivers that compile one program at a time per process, the candidates' programs are
+     * compiled by worker processes first (backend.h: ttc_program_prebuild); the threads below
+     * then load them from the binary cache */
+    const char **srcs = e->tg.build_procs > 1 && n > 1 ? ttc_calloc((size_t)n, sizeof(char *)) : NULL;
+    if (srcs) {
+        for (int32_t i = 0; i < n; i++) {
+            if (cand_generate(&cs[i]) == TTC_OK) srcs[i] = cs[i].cg.source;
+            else { cand_free(&cs[i]); ttc_clear_error(); }   /* cand_build tries again and fails */
+        }
+        ttc_program_prebuild(e->dev, srcs, n, TTC_PROGRAM_OPTIONS, e->cache_dir_opt, e->tg.build_procs);
+        free(srcs);
+    }
     int32_t nt = e->tg.tune_threads < 1 ? 1 : e->tg.tune_threads > 16 ? 16 : e->tg.tune_threads;
     if (nt > n) nt = n;
     cand_queue q = {cs, n, 0, PTHREAD_MUTEX_INITIALIZER};

@@ -104,10 +104,29 @@ static PyObject *py_host_in_place(PyObject *m, PyObject *unused) {
 static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
     ttc_program_stats s;
     ttc_program_stats_get(&s);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "compiled", (long long)s.compiled,
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:d}", "compiled", (long long)s.compiled,
                          "cache_hits", (long long)s.cache_hits, "from_binary", (long long)s.from_binary,
                          "failed", (long long)s.failed, "compile_s", s.compile_s, "cache_s", s.cache_s,
-                         "binary_s", s.binary_s);
+                         "binary_s", s.binary_s, "prebuilt", (long long)s.prebuilt, "prebuild_s", s.prebuild_s);
+}
+
+/* Build worker processes (csrc/backend/build_procs.c): the command that starts one, and the
+ * worker's own entry point. */
+static PyObject *py_set_build_worker(PyObject *m, PyObject *args) {
+    const char *python, *module;
+    if (!PyArg_ParseTuple(args, "ss", &python, &module)) return NULL;
+    ttc_build_procs_set_worker(python, module);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_build_worker(PyObject *m, PyObject *args) {
+    const char *job;
+    if (!PyArg_ParseTuple(args, "s", &job)) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ttc_build_procs_worker(job);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(rc);
 }
 
 /* The C core's 64-bit hash (cache keys, engine blob checksums), so that tests can forge a blob's
@@ -257,7 +276,13 @@ static PyMethodDef runtime_methods[] = {
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},
     {"program_stats", py_program_stats, METH_NOARGS,
      "program_stats() -> dict: OpenCL program builds in this process: compiled (from source), cache_hits "
-     "(on-disk binary cache), from_binary (engine blobs), failed, and seconds each (compile_s, cache_s, binary_s)."},
+     "(on-disk binary cache), from_binary (engine blobs), failed, and seconds each (compile_s, cache_s, binary_s); "
+     "prebuilt: programs compiled by build worker processes, prebuild_s: seconds waited for them."},
+    {"_set_build_worker", py_set_build_worker, METH_VARARGS,
+     "_set_build_worker(python, module_path): the interpreter and this module's file that program-build worker "
+     "processes run (set at import; TORCHTRT_C_BUILD_PROCS)."},
+    {"_build_worker", py_build_worker, METH_VARARGS,
+     "_build_worker(job_path) -> int: a build worker process's entry (builds a job's sources into the binary cache)."},
     {"devices", py_devices, METH_NOARGS,
      "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ...)."},
     {"default_device", py_default_device, METH_NOARGS,

@@ -83,6 +83,7 @@ ttc_device *ttc_cl_device_caller_thread(ttc_device *d);            /* PoCL basic
 /* program.c */
 ttc_status ttc_cl_program_build(ttc_device *d, const char *src, const char *options, const char *cache_dir,
                                 ttc_program **out);
+bool ttc_cl_program_cached(ttc_device *d, const char *src, const char *options, const char *cache_dir);
 ttc_status ttc_cl_program_from_binary(ttc_device *d, const unsigned char *bin, size_t len, const char *options,
                                       ttc_program **out);
 void ttc_cl_program_free(ttc_program *p);

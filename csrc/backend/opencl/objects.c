@@ -240,6 +240,7 @@ const ttc_backend_iface ttc_opencl_backend = {
     .program_build = ttc_cl_program_build,
     .program_from_binary = ttc_cl_program_from_binary,
     .program_free = ttc_cl_program_free,
+    .program_cached = ttc_cl_program_cached,
     .kernel_new = cl_kernel_new,
     .kernel_free = cl_kernel_free,
     .kernel_set_buf = cl_kernel_set_buf,

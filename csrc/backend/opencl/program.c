@@ -250,6 +250,18 @@ ttc_status ttc_cl_program_build(ttc_device *dev, const char *src, const char *op
     return TTC_OK;
 }
 
+bool ttc_cl_program_cached(ttc_device *dev, const char *src, const char *options, const char *cache_dir) {
+    char *dir = ttc_cache_dir(cache_dir);
+    if (!dir) return false;
+    uint64_t key = key_hash(&dev->facts, src, options, 0);
+    char *path = ttc_strfmt("%s/prog-%016llx.bin", dir, (unsigned long long)key);
+    free(dir);
+    struct stat st;
+    bool yes = path && stat(path, &st) == 0 && st.st_size > 40;
+    free(path);
+    return yes;
+}
+
 void ttc_cl_program_free(ttc_program *p) {
     if (!p) return;
     ttc_cl_program *w = (ttc_cl_program *)p;
