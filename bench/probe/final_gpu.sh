@@ -5,6 +5,9 @@
 #                                          ResNet-50, BERT)
 #   PART=2 bash bench/probe/final_gpu.sh   build, batch 8 fp16 rows of the real-model zoo, ResNet-50
 #                                          b32 fp32 (TF32), the zoo GPT-2 with its logits (b1/b32)
+#   PART=3 bash bench/probe/final_gpu.sh   build, batch 32 fp32 rows (torch's TF32 defaults:
+#                                          convolutions TF32, matmuls fp32) of the real-model zoo
+#   PART=4 bash bench/probe/final_gpu.sh   build, batch 8 fp32 rows of the real-model zoo
 # Rows go to $OUT/*.json (bench/run.py), merged into $OUT/zoo.md; each run.py call gets a
 # deadline from the time left of LIMIT (default 560 s).
 set -uo pipefail
@@ -32,6 +35,10 @@ if [ "${PART:-1}" = 1 ]; then
     timeout 40 python3 bench/overhead.py --cuda --runs 300 > "$O/overhead_cuda.txt" 2>&1
     echo "overhead rc=$?"; tail -25 "$O/overhead_cuda.txt"
     row b32fp16 tv_vit_b_16,hf_gpt2,tv_convnext_tiny,tv_resnet50,hf_bert 32 fp16
+elif [ "${PART:-1}" = 3 ]; then
+    row b32fp32 ${MODELS:-tv_resnet50,tv_convnext_tiny,tv_vit_b_16,hf_bert,hf_gpt2,hf_llama,tv_resnet18,tv_mobilenet_v2,tv_mobilenet_v3_large,tv_efficientnet_b0} 32 fp32
+elif [ "${PART:-1}" = 4 ]; then
+    row b8fp32 ${MODELS:-tv_resnet50,tv_convnext_tiny,tv_vit_b_16,hf_bert,hf_gpt2,hf_llama,tv_resnet18,tv_mobilenet_v2,tv_mobilenet_v3_large,tv_efficientnet_b0} 8 fp32
 else
     row b8fp16 tv_vit_b_16,hf_gpt2,tv_convnext_tiny,tv_resnet50,hf_bert,hf_llama,tv_resnet18,tv_mobilenet_v2,tv_mobilenet_v3_large,tv_efficientnet_b0 8 fp16
     row b32fp32 tv_resnet50 32 fp32
