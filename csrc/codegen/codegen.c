@@ -118,7 +118,78 @@ static ttc_status emit_template(ttc_sbuf *src, const char *tmpl, const char *con
 }
 
 
+/* Output dim d's size in a kernel: a literal, or the parameter td<d> bound in p. */
+static void dim_param(ttc_kparams *p, const ttc_et *out, int32_t t, int32_t d) {
+    if (out->dims[d].sym >= 0) ttc_kp_int(p, TTC_ARG_DIM, t, d, 0, 0, "td%d", d);
+}
+
+static void dim_spell(ttc_sbuf *b, const ttc_et *out, int32_t d) {
+    if (out->dims[d].sym >= 0) ttc_sbuf_printf(b, "td%d", d);
+    else ttc_sbuf_printf(b, "%lld", (long long)out->dims[d].add);
+}
+
+/* An elementwise op whose leaf L is a transposed view (ttc_codegen_tiled_leaf): the output is
+ * seen as [A, P, J] (A = dims before the dim p along which L is dense, J = the dims after it,
+ * flattened) and each work-group of 32 x 8 does a 32 (J) x 32 (P) tile: it reads L's tile
+ * along P (dense in L) into local memory, then computes and stores along J (dense in the
+ * output), passing L's value to the store function. Without it every warp read 32 rows of L. */
+static ttc_status gen_elementwise_tiled(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank, pd = g->tile_dim, L = g->tile_leaf;
+    const char *lt = ttc_codegen_leaf_type(k, op->epi.leaves[L]);
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_kp_int(&p, TTC_ARG_DIM, op->out, pd, 0, 0, "tP");
+    ttc_kp_int(&p, TTC_ARG_PROD, op->out, pd + 1, R, 0, "tJ");
+    for (int32_t d = 1; d < R; d++)
+        if (d != pd) dim_param(&p, out, op->out, d);
+    TTC_TRY(ttc_kp_done(&p));
+    ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    __local %s tile[32][33];\n", ks->name, ttc_kp_sig(&p), P, lt);
+    ttc_kp_free(&p);
+    ttc_sbuf_printf(src, "    const int tx = get_local_id(0), ty = get_local_id(1);\n"
+                         "    const int j0 = get_group_id(0) * 32, p0 = get_group_id(1) * 32, a = get_global_id(2);\n"
+                         "    int base = l%d_off, rem = a;\n", L);
+    for (int32_t d = pd - 1; d >= 0; d--) {
+        if (d == 0) { ttc_sbuf_printf(src, "    base += rem * l%d_s0;\n", L); break; }
+        ttc_sbuf_printf(src, "    base += (rem %% ");
+        dim_spell(src, out, d);
+        ttc_sbuf_printf(src, ") * l%d_s%d; rem /= ", L, d);
+        dim_spell(src, out, d);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    ttc_sbuf_printf(src, "    for (int r = 0; r < 4; r++) {\n"
+                         "        int pp = p0 + tx, jj = j0 + ty + 8 * r;\n"
+                         "        if (pp < tP && jj < tJ) {\n"
+                         "            int at = base + pp * l%d_s%d;\n", L, pd);
+    for (int32_t d = R - 1; d > pd; d--) {
+        if (d == pd + 1) { ttc_sbuf_printf(src, "            at += jj * l%d_s%d;\n", L, d); break; }
+        ttc_sbuf_printf(src, "            at += (jj %% ");
+        dim_spell(src, out, d);
+        ttc_sbuf_printf(src, ") * l%d_s%d; jj /= ", L, d);
+        dim_spell(src, out, d);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    ttc_sbuf_printf(src, "            tile[ty + 8 * r][tx] = ");
+    char ptr[16];
+    snprintf(ptr, sizeof ptr, "l%d", L);
+    ttc_codegen_load(src, k, g->sp, k->ts[op->epi.leaves[L]].dtype, ptr, "at");
+    ttc_sbuf_printf(src, ";\n        }\n    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                         "    for (int r = 0; r < 4; r++) {\n"
+                         "        int pp = p0 + ty + 8 * r, jj = j0 + tx;\n"
+                         "        if (pp < tP && jj < tJ) %s_store(0.0f, (a * tP + pp) * tJ + jj, tile[tx][ty + 8 * r]%s);\n"
+                         "    }\n}\n", ks->name, A_);
+    /* dim 0: J in work-groups of 32; dim 1: P, 4 rows per work-item, 8 per group; dim 2: A */
+    gdim(ks, 0, op->out, pd + 1, R, 1, 32);
+    gdim(ks, 1, op->out, pd, pd + 1, 4, 8);
+    gdim(ks, 2, op->out, 0, pd, 1, 1);
+    ks->work_dims = 3;
+    ks->use_local = true;
+    return TTC_OK;
+}
+
 ttc_status ttc_gen_elementwise(const ttc_kgen *g) {
+    if (g->tile_leaf >= 0) return gen_elementwise_tiled(g);
     const ttc_et *out = &g->k->ts[g->op->out];
     ttc_kparams p;
     ttc_kp_init(&p, g->k, g->ks, false);
@@ -222,19 +293,23 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
     const ttc_kind_row *row = ttc_codegen_kind_row(op->kind);
     if (!row || !row->gen)
         return ttc_fail(TTC_ERR_UNSUPPORTED, "no code generator for kernel kind %d (%s)", op->kind, op->name);
+    bool nat = row->native && k->native && native && native->op_ok(k, op);
+    /* transposing tiles use local memory: the GPU kernel families only (forced on PoCL by tests) */
+    int32_t tdim = -1;
+    int32_t tleaf = !nat && (gpu || ttc_codegen_gpu_forced(k)) ? ttc_codegen_tiled_leaf(k, op, &tdim) : -1;
     ttc_kparams epi;
     ttc_kp_init(&epi, k, ks, true);
-    ttc_status s = ttc_codegen_store_fn(src, k, op, sp, &epi);
+    ttc_status s = ttc_codegen_store_fn_given(src, k, op, sp, &epi, tleaf);
     if (s == TTC_OK) {
         /* The store-function arguments come first in ks->args; kernels put them last:
          * rotate after the kind-specific arguments are appended. */
         int32_t n_epi = ks->n_args;
-        ttc_kgen g = {src, k, op, ks, gpu, sp, ttc_kp_sig(&epi), ttc_kp_call(&epi)};
+        ttc_kgen g = {src, k, op, ks, gpu, sp, ttc_kp_sig(&epi), ttc_kp_call(&epi), tleaf, tdim};
         if (row->launch == TTC_LAUNCH_OUT) {
             gdim(ks, 0, op->out, 0, k->ts[op->out].rank, 1, 0);
             ks->work_dims = 1;
         }
-        if (row->native && k->native && native && native->op_ok(k, op)) s = native->gen(src, k, op, ks, g.P, g.A_);
+        if (nat) s = native->gen(src, k, op, ks, g.P, g.A_);
         else s = row->gen(&g);
         if (s == TTC_OK && src->oom) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);
         if (s == TTC_OK) {

@@ -206,14 +206,50 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *s
     return TTC_OK;
 }
 
+int32_t ttc_codegen_tiled_leaf(const ttc_kir *k, const ttc_kop *op, int32_t *pdim) {
+    if (op->kind != TTC_KOP_ELEMENTWISE) return -1;
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank;
+    if (R < 2 || R > TTC_MAX_RANK) return -1;
+    for (int32_t l = 0; l < op->epi.n_leaves; l++) {
+        const ttc_et *t = &k->ts[op->epi.leaves[l]];
+        if (t->kind != TTC_ET_VIEW || t->vkind != TTC_VIEW_PERMUTE || t->rank != R ||
+            !ttc_dims_eq(R, out->dims, t->rank, t->dims))
+            continue;
+        const ttc_et *b = &k->ts[t->base];
+        if (!b->contig || b->rank != R) continue;
+        int32_t q = -1;
+        for (int32_t d = 0; d < R; d++)
+            if (t->perm[d] == R - 1) q = d;
+        if (q < 0 || q == R - 1) continue;   /* the innermost dim stays innermost: reads coalesce as they are */
+        /* a tile of 32 x 32 pays only when both sides can fill it (symbolic dims: assume so) */
+        int64_t P = out->dims[q].sym < 0 ? out->dims[q].add : 32, J = 1;
+        for (int32_t d = q + 1; d < R; d++) J *= out->dims[d].sym < 0 ? out->dims[d].add : 32;
+        if (P < 16 || J < 16) continue;
+        if (pdim) *pdim = q;
+        return l;
+    }
+    return -1;
+}
+
 ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
                                 ttc_kparams *p) {
+    return ttc_codegen_store_fn_given(src, k, op, sp, p, -1);
+}
+
+/* The type a leaf's value is held in inside a store function. */
+const char *ttc_codegen_leaf_type(const ttc_kir *k, int32_t t) {
+    return k->half_compute && k->ts[t].dtype == TTC_DTYPE_FLOAT16 ? "half" : ctype(k->ts[t].dtype);
+}
+
+ttc_status ttc_codegen_store_fn_given(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                      ttc_kparams *p, int32_t given) {
     const ttc_et *out = &k->ts[op->out];
     const ttc_expr *e = &op->epi;
     int32_t R = out->rank;
     bool need_idx = false;
     for (int32_t l = 0; l < e->n_leaves; l++)
-        if (!leaf_dense(k, out, e->leaves[l])) need_idx = true;
+        if (l != given && !leaf_dense(k, out, e->leaves[l])) need_idx = true;
     for (int32_t i = 0; i < e->n; i++)
         if (e->nodes[i].op == TTC_EOP_INDEX) {
             if ((int32_t)e->nodes[i].f >= R)
@@ -236,7 +272,10 @@ ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
             for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_STRIDE, t, d, R, 0, "l%d_s%d", l, d);
     }
     TTC_TRY(ttc_kp_done(p));
-    ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
+    if (given >= 0)
+        ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin, %s given%s) {\n", p->ks->name,
+                        ttc_codegen_leaf_type(k, e->leaves[given]), ttc_kp_sig(p));
+    else ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
     if (need_idx) {
         ttc_sbuf_printf(src, "    int rem = lin;\n");
         for (int32_t d = R - 1; d >= 1; d--) {
@@ -248,6 +287,10 @@ ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
     }
     for (int32_t l = 0; l < e->n_leaves; l++) {
         int32_t t = e->leaves[l];
+        if (l == given) {   /* read by the caller (a transposing tile: codegen.c) */
+            ttc_sbuf_printf(src, "    %s l%d_v = given;\n", ttc_codegen_leaf_type(k, t), l);
+            continue;
+        }
         ttc_sbuf_printf(src, "    int l%d_p = l%d_off", l, l);
         if (leaf_dense(k, out, t)) ttc_sbuf_printf(src, " + lin");
         else for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + i%d * l%d_s%d", d, l, d);
