@@ -155,6 +155,21 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
     int32_t owb = dw ? (out->dims[3].sym < 0 && out->dims[3].add < 4 ? (int32_t)out->dims[3].add : 4) : 1;
     if (owb < 1) owb = 1;
     num(v[14], 24, owb);
+    /* GPUs: stride-1 depthwise layers with static planes take the column kernel
+     * (conv2d_dw_col.cl), OHB outputs down a column per work-item: the OHB in 8..4 that
+     * wastes the fewest rows of the last block (all of them when OH is smaller) */
+    const ttc_et *odt = &k->ts[op->out];
+    bool col = dw && gpu && op->p.conv.stride[0] == 1 && op->p.conv.dil[0] == 1 && odt->dims[2].sym < 0 &&
+               odt->dims[3].sym < 0 && odt->dims[2].add > 0 && odt->dims[3].add > 0;
+    int64_t ohb = 0, OHc = col ? odt->dims[2].add : 0;
+    if (col) {
+        if (OHc <= 8) ohb = OHc;
+        else
+            for (int64_t b = 8; b >= 4; b--)
+                if (!ohb || (OHc + b - 1) / b * b - OHc < (OHc + ohb - 1) / ohb * ohb - OHc) ohb = b;
+    }
+    char ohbs[24];
+    num(ohbs, 24, ohb);
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
@@ -163,12 +178,13 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
                           "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "KH", v[4], "KW", v[5], "SH", v[6],
                           "SW", v[7], "PH", v[8], "PW", v[9], "DH", v[10], "DW", v[11], "G", v[12], "NOB", v[13],
-                          "OWB", v[14], NULL};
+                          "OWB", v[14], col ? "OHB" : NULL, ohbs, NULL};
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
     ttc_codegen_conv_params(&p, op, wid);
     if (dw) ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 2, 0, "NZ");
-    ttc_status s = ttc_codegen_template_checked(src, blocked ? "conv2d_ocb8" : dw ? "conv2d_dw" : "conv2d_direct", defs, &p);
+    ttc_status s = ttc_codegen_template_checked(
+        src, blocked ? "conv2d_ocb8" : col ? "conv2d_dw_col" : dw ? "conv2d_dw" : "conv2d_direct", defs, &p);
     ttc_kp_free(&p);
     TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n#undef %s\n", blocked ? "LDW8" : "LDW");
@@ -180,7 +196,21 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
     } else {
         ttc_codegen_gdim(ks, 2, op->out, 0, 2, 1, 0);
     }
-    if (dw && gpu) {
+    if (col) {
+        /* a whole row of columns when it fits a warp (else the largest divisor of OW up to 32,
+         * at least 16), then blocks of rows up to about 128 work-items, then channels */
+        int64_t OW = odt->dims[3].add, nb = (OHc + ohb - 1) / ohb;
+        int32_t l0 = OW <= 32 ? (int32_t)OW : 32, l1 = 1, l2 = 1;
+        if (OW > 32)
+            for (int32_t d = 32; d >= 16; d--)
+                if (OW % d == 0) { l0 = d; break; }
+        while (l0 * l1 * 2 <= 128 && l1 < nb) l1 *= 2;
+        while (l0 * l1 * l2 * 2 <= 128 && l2 < 16) l2 *= 2;
+        ttc_codegen_gdim(ks, 0, op->out, 3, 4, 1, l0);
+        ttc_codegen_gdim(ks, 1, op->out, 2, 3, (int32_t)ohb, l1);
+        ks->g[2].local = l2;
+        ks->use_local = true;
+    } else if (dw && gpu) {
         /* about 128 work-items: a row span of outputs, then rows, then channels */
         int64_t n0 = out->dims[3].sym < 0 ? (out->dims[3].add + owb - 1) / owb : 16;
         int64_t n1 = out->dims[2].sym < 0 ? out->dims[2].add : 8;
@@ -277,12 +307,15 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
     bool warp = wg && !op->p.norm.group && row <= 8192;
     if (warp) L = 128;
     snprintf(ls, sizeof ls, "%d", L);
+    /* the warp kernel holds a row known when building (up to 1024 elements) in registers */
+    char npl[8];
+    snprintf(npl, sizeof npl, "%d", warp && row > 0 && row <= 1024 ? (int)((row + 31) / 32) : 0);
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
     ttc_codegen_loader(src, g->sp, "LDW", wd, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(wd),
                           "HAS_W", hw ? "1" : "0", "HAS_B", hb ? "1" : "0", "GROUP", op->p.norm.group ? "1" : "0",
-                          "RMS", op->p.norm.rms ? "1" : "0", "EPS", eps, "LS", ls, "RPW", "4", NULL};
+                          "RMS", op->p.norm.rms ? "1" : "0", "EPS", eps, "LS", ls, "RPW", "4", "NPL", npl, NULL};
     const char *none[] = {NULL};
     int32_t wt = hw ? op->in[1] : hb ? op->in[2] : op->in[0], bt = hb ? op->in[2] : wt;
     ttc_kparams p;

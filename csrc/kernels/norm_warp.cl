@@ -5,7 +5,8 @@
  * 21 us on BERT-base b32's 4096 rows of 768 on the H100. Rows as in norm.cl (N elements,
  * affine per element); two-pass variance, statistics in float. No early return: the
  * emulated shuffles hold work-group barriers, so a warp past the last row runs idle.
- * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW HAS_W HAS_B GROUP RMS EPS RPW. */
+ * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW HAS_W HAS_B GROUP RMS EPS RPW NPL
+ * (0: the row's length is a run-time value). */
 __kernel __attribute__((reqd_work_group_size(32 * RPW, 1, 1)))
 void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __global const TW *Bs,
            int offB, int N, int rows, int HW, int CG, int G EPI_PARAMS) {
@@ -13,6 +14,45 @@ void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __gl
     int lane = ttc_lane(), r = get_group_id(0) * RPW + ttc_warp();
     bool live = r < rows;
     int base = (live ? r : 0) * N;
+#if NPL > 0   /* a row known when building, up to 32 * NPL elements: read once, held in registers */
+    float xv[NPL];
+#pragma unroll
+    for (int i = 0; i < NPL; i++) {
+        int j = lane + 32 * i;
+        xv[i] = live && j < N ? LDX(X, offX + base + j) : 0.0f;
+    }
+#if RMS
+    float mean = 0.0f;
+#else
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NPL; i++) s += xv[i];
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) s += ttc_shfl_xor(s, m, scr);
+    float mean = s / (float)N;
+#endif
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NPL; i++)
+        if (lane + 32 * i < N) { float d = xv[i] - mean; v += d * d; }
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) v += ttc_shfl_xor(v, m, scr);
+    float rstd = rsqrt(v / (float)N + EPS);
+    if (!live) return;
+#pragma unroll
+    for (int i = 0; i < NPL; i++) {
+        int j = lane + 32 * i;
+        if (j >= N) break;
+        float y = (xv[i] - mean) * rstd;
+#if HAS_W
+        y *= LDW(Wt, offW + j);
+#endif
+#if HAS_B
+        y += LDW(Bs, offB + j);
+#endif
+        STORE_FN(y, base + j EPI_ARGS);
+    }
+#else
 #if RMS   /* RMS norm: the mean square, around 0 */
     float mean = 0.0f;
 #else
@@ -40,4 +80,5 @@ void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __gl
 #endif
         STORE_FN(y, base + j EPI_ARGS);
     }
+#endif
 }
