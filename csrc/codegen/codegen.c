@@ -129,28 +129,28 @@ static void dim_spell(ttc_sbuf *b, const ttc_et *out, int32_t d) {
 }
 
 /* An elementwise op whose leaf L is a transposed view (ttc_codegen_tiled_leaf): the output is
- * seen as [A, P, J] (A = dims before the dim p along which L is dense, J = the dims after it,
- * flattened) and each work-group of 32 x 8 does a 32 (J) x 32 (P) tile: it reads L's tile
- * along P (dense in L) into local memory, then computes and stores along J (dense in the
- * output), passing L's value to the store function. Without it every warp read 32 rows of L. */
+ * seen as [A, P, J] (P = the output dims [p0, p1] along which L is dense, A the dims before,
+ * J the dims after, each flattened) and each work-group of 32 x 8 does a 32 (J) x 32 (P)
+ * tile: it reads L's tile along P (dense in L) into local memory, then computes and stores
+ * along J (dense in the output), passing L's value to the store function. Without it every
+ * warp read 32 rows of L. */
 static ttc_status gen_elementwise_tiled(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out];
-    int32_t R = out->rank, pd = g->tile_dim, L = g->tile_leaf;
+    int32_t R = out->rank, p0 = g->tile_p0, p1 = g->tile_p1, L = g->tile_leaf;
     const char *lt = ttc_codegen_leaf_type(k, op->epi.leaves[L]);
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
-    ttc_kp_int(&p, TTC_ARG_DIM, op->out, pd, 0, 0, "tP");
-    ttc_kp_int(&p, TTC_ARG_PROD, op->out, pd + 1, R, 0, "tJ");
-    for (int32_t d = 1; d < R; d++)
-        if (d != pd) dim_param(&p, out, op->out, d);
+    ttc_kp_int(&p, TTC_ARG_PROD, op->out, p0, p1 + 1, 0, "tP");
+    ttc_kp_int(&p, TTC_ARG_PROD, op->out, p1 + 1, R, 0, "tJ");
+    for (int32_t d = 1; d < R; d++) dim_param(&p, out, op->out, d);
     TTC_TRY(ttc_kp_done(&p));
     ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    __local %s tile[32][33];\n", ks->name, ttc_kp_sig(&p), P, lt);
     ttc_kp_free(&p);
     ttc_sbuf_printf(src, "    const int tx = get_local_id(0), ty = get_local_id(1);\n"
                          "    const int j0 = get_group_id(0) * 32, p0 = get_group_id(1) * 32, a = get_global_id(2);\n"
                          "    int base = l%d_off, rem = a;\n", L);
-    for (int32_t d = pd - 1; d >= 0; d--) {
+    for (int32_t d = p0 - 1; d >= 0; d--) {
         if (d == 0) { ttc_sbuf_printf(src, "    base += rem * l%d_s0;\n", L); break; }
         ttc_sbuf_printf(src, "    base += (rem %% ");
         dim_spell(src, out, d);
@@ -161,9 +161,17 @@ static ttc_status gen_elementwise_tiled(const ttc_kgen *g) {
     ttc_sbuf_printf(src, "    for (int r = 0; r < 4; r++) {\n"
                          "        int pp = p0 + tx, jj = j0 + ty + 8 * r;\n"
                          "        if (pp < tP && jj < tJ) {\n"
-                         "            int at = base + pp * l%d_s%d;\n", L, pd);
-    for (int32_t d = R - 1; d > pd; d--) {
-        if (d == pd + 1) { ttc_sbuf_printf(src, "            at += jj * l%d_s%d;\n", L, d); break; }
+                         "            int at = base;\n");
+    for (int32_t d = p1; d >= p0; d--) {
+        if (d == p0) { ttc_sbuf_printf(src, "            at += pp * l%d_s%d;\n", L, d); break; }
+        ttc_sbuf_printf(src, "            at += (pp %% ");
+        dim_spell(src, out, d);
+        ttc_sbuf_printf(src, ") * l%d_s%d; pp /= ", L, d);
+        dim_spell(src, out, d);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    for (int32_t d = R - 1; d > p1; d--) {
+        if (d == p1 + 1) { ttc_sbuf_printf(src, "            at += jj * l%d_s%d;\n", L, d); break; }
         ttc_sbuf_printf(src, "            at += (jj %% ");
         dim_spell(src, out, d);
         ttc_sbuf_printf(src, ") * l%d_s%d; jj /= ", L, d);
@@ -180,9 +188,9 @@ static ttc_status gen_elementwise_tiled(const ttc_kgen *g) {
                          "        if (pp < tP && jj < tJ) %s_store(0.0f, (a * tP + pp) * tJ + jj, tile[tx][ty + 8 * r]%s);\n"
                          "    }\n}\n", ks->name, A_);
     /* dim 0: J in work-groups of 32; dim 1: P, 4 rows per work-item, 8 per group; dim 2: A */
-    gdim(ks, 0, op->out, pd + 1, R, 1, 32);
-    gdim(ks, 1, op->out, pd, pd + 1, 4, 8);
-    gdim(ks, 2, op->out, 0, pd, 1, 1);
+    gdim(ks, 0, op->out, p1 + 1, R, 1, 32);
+    gdim(ks, 1, op->out, p0, p1 + 1, 4, 8);
+    gdim(ks, 2, op->out, 0, p0, 1, 1);
     ks->work_dims = 3;
     ks->use_local = true;
     return TTC_OK;
@@ -295,8 +303,8 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         return ttc_fail(TTC_ERR_UNSUPPORTED, "no code generator for kernel kind %d (%s)", op->kind, op->name);
     bool nat = row->native && k->native && native && native->op_ok(k, op);
     /* transposing tiles use local memory: the GPU kernel families only (forced on PoCL by tests) */
-    int32_t tdim = -1;
-    int32_t tleaf = !nat && (gpu || ttc_codegen_gpu_forced(k)) ? ttc_codegen_tiled_leaf(k, op, &tdim) : -1;
+    int32_t tp0 = -1, tp1 = -1;
+    int32_t tleaf = !nat && (gpu || ttc_codegen_gpu_forced(k)) ? ttc_codegen_tiled_leaf(k, op, &tp0, &tp1) : -1;
     ttc_kparams epi;
     ttc_kp_init(&epi, k, ks, true);
     ttc_status s = ttc_codegen_store_fn_given(src, k, op, sp, &epi, tleaf);
@@ -304,7 +312,7 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         /* The store-function arguments come first in ks->args; kernels put them last:
          * rotate after the kind-specific arguments are appended. */
         int32_t n_epi = ks->n_args;
-        ttc_kgen g = {src, k, op, ks, gpu, sp, ttc_kp_sig(&epi), ttc_kp_call(&epi), tleaf, tdim};
+        ttc_kgen g = {src, k, op, ks, gpu, sp, ttc_kp_sig(&epi), ttc_kp_call(&epi), tleaf, tp0, tp1};
         if (row->launch == TTC_LAUNCH_OUT) {
             gdim(ks, 0, op->out, 0, k->ts[op->out].rank, 1, 0);
             ks->work_dims = 1;

@@ -179,7 +179,7 @@ typedef struct ttc_kgen {
     bool gpu;
     const ttc_spelling *sp;
     const char *P, *A_;
-    int32_t tile_leaf, tile_dim;   /* ELEMENTWISE: ttc_codegen_tiled_leaf's choice (-1: none) */
+    int32_t tile_leaf, tile_p0, tile_p1;   /* ELEMENTWISE: ttc_codegen_tiled_leaf's choice (-1: none) */
 } ttc_kgen;
 typedef ttc_status (*ttc_kind_gen)(const ttc_kgen *g);
 /* How big a kind's launch is, set before its generator runs (which may still replace it). */

@@ -206,7 +206,7 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *s
     return TTC_OK;
 }
 
-int32_t ttc_codegen_tiled_leaf(const ttc_kir *k, const ttc_kop *op, int32_t *pdim) {
+int32_t ttc_codegen_tiled_leaf(const ttc_kir *k, const ttc_kop *op, int32_t *p0, int32_t *p1) {
     if (op->kind != TTC_KOP_ELEMENTWISE) return -1;
     const ttc_et *out = &k->ts[op->out];
     int32_t R = out->rank;
@@ -222,11 +222,17 @@ int32_t ttc_codegen_tiled_leaf(const ttc_kir *k, const ttc_kop *op, int32_t *pdi
         for (int32_t d = 0; d < R; d++)
             if (t->perm[d] == R - 1) q = d;
         if (q < 0 || q == R - 1) continue;   /* the innermost dim stays innermost: reads coalesce as they are */
+        /* output dims before q that stay in order before it in the base are one dense run of
+         * the leaf (NCHW -> NHWC: H and W): the tile's P side spans them all */
+        int32_t q0 = q;
+        while (q0 > 0 && t->perm[q0 - 1] == t->perm[q0] - 1) q0--;
         /* a tile of 32 x 32 pays only when both sides can fill it (symbolic dims: assume so) */
-        int64_t P = out->dims[q].sym < 0 ? out->dims[q].add : 32, J = 1;
+        int64_t P = 1, J = 1;
+        for (int32_t d = q0; d <= q; d++) P *= out->dims[d].sym < 0 ? out->dims[d].add : 32;
         for (int32_t d = q + 1; d < R; d++) J *= out->dims[d].sym < 0 ? out->dims[d].add : 32;
         if (P < 16 || J < 16) continue;
-        if (pdim) *pdim = q;
+        if (p0) *p0 = q0;
+        if (p1) *p1 = q;
         return l;
     }
     return -1;

@@ -24,8 +24,8 @@ const char *ttc_codegen_leaf_type(const ttc_kir *k, int32_t t);
 /* The leaf of ELEMENTWISE op that is a permuted view of a dense tensor whose innermost dim is
  * not the output's (an NHWC <-> NCHW copy): read one element per work-item, neighbouring
  * work-items touch addresses a whole row apart. -1 when there is none (or the tile would be
- * mostly empty); *pdim: the output dim along which that leaf is dense. */
-int32_t ttc_codegen_tiled_leaf(const ttc_kir *k, const ttc_kop *op, int32_t *pdim);
+ * mostly empty); output dims [*p0, *p1]: the run along which that leaf is dense. */
+int32_t ttc_codegen_tiled_leaf(const ttc_kir *k, const ttc_kop *op, int32_t *p0, int32_t *p1);
 bool ttc_codegen_floatish(ttc_dtype d);
 /* ptr[idx] read as stored (float16 without half arithmetic: converted to float). */
 void ttc_codegen_load(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype d, const char *ptr,

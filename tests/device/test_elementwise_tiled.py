@@ -69,9 +69,12 @@ def _check(m, xs, trt, prec, what):
     ((2, 17, 19, 40), (0, 3, 1, 2)),     # NHWC -> NCHW, partial tiles on both sides
     ((1, 5, 7, 33), (0, 3, 1, 2)),
     ((2, 40, 17, 19), (0, 2, 3, 1)),    # NCHW -> NHWC (the layer-norm input copy)
+    ((2, 40, 9, 11), (0, 2, 3, 1)),      # ... H and W as one side of 99 (neither alone fills a tile)
+    ((3, 24, 7, 7), (0, 2, 3, 1)),       # ... ConvNeXt stage 4's 7 x 7 plane
     ((3, 37, 45), (0, 2, 1)),            # rank 3 transpose
     ((50, 3, 2, 18), (3, 0, 1, 2)),      # innermost dim to the front (no leading dims)
     ((2, 3, 20, 4, 21), (0, 1, 4, 2, 3)),  # rank 5, dims on both sides of the dense one
+    ((2, 5, 6, 3, 20), (0, 3, 4, 1, 2)),   # rank 5, a dense run of two dims with one before
 ])
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("prec", [torch.float32, torch.float16])
@@ -89,6 +92,7 @@ def test_permuted_elementwise(shape, perm, residual, prec):
                                         ((2, 3, 3, 40), (0, 3, 1, 2)),   # J = 9: too small
                                         ((2, 4, 30, 8), (0, 3, 1, 2))])  # P = 8: too small
 def test_small_sides(shape, perm):
+    """perm (0, 3, 1, 2): P = C, J = H * W; tiles need both >= 16."""
     m = PermuteOp(perm, True).eval()
     x = rand(*shape, seed=3)
     r = rand(*tuple(shape[p] for p in perm), seed=4)
@@ -98,6 +102,15 @@ def test_small_sides(shape, perm):
         J *= d
     assert _tiled(trt) == (J >= 16 and shape[3] >= 16), f"{shape}: tiled={_tiled(trt)}"
     _check(m, (x, r), trt, torch.float32, f"{shape}")
+
+
+def test_small_plane_not_tiled():
+    """NCHW -> NHWC of a 3 x 3 plane: the dense side (H * W = 9) is too small to tile."""
+    m = PermuteOp((0, 2, 3, 1), False).eval()
+    x = rand(2, 40, 3, 3, seed=6)
+    trt = torchtrt_c.compile(m, inputs=[x, x], min_block_size=1)
+    assert not _tiled(trt)
+    _check(m, (x, x), trt, torch.float32, "3 x 3 plane")
 
 
 @pytest.mark.parametrize("c,hw", [(40, (9, 11)), (96, (14, 14))])
