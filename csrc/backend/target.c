@@ -80,6 +80,7 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     ttc_target t = d->facts;
     decisions_default(&t);
     t.gpu_kernels = t.is_gpu || env_is("TORCHTRT_C_KERNELS", "gpu");
+    t.dw_rows = env_is("TORCHTRT_C_DW", "rows");
     /* half arithmetic allowed (=0 for A/B measurements or a suspect driver); whether the device
      * computes in half is probed at the first fp16 engine build (build.c), so fp32-only
      * processes build no probe program */

@@ -71,6 +71,8 @@ typedef struct ttc_target {
                                    * NATIVE_GEMM=blas|auto|dnnl, engine/native_gemm_dnnl.h) */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
     bool gpu_kernels;             /* GPU kernel families (a GPU, or KERNELS=gpu) */
+    bool dw_rows;                 /* GPU depthwise convolutions: the row kernel only
+                                   * (DW=rows; default: the column kernel where it applies) */
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */
     int32_t gemm_tile;            /* forced GEMM candidate, -1: choose */
     int32_t conv_ksplit_cap;      /* most split-K slices of a convolution (1: never split) */

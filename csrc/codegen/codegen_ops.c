@@ -156,10 +156,11 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
     if (owb < 1) owb = 1;
     num(v[14], 24, owb);
     /* GPUs: stride-1 depthwise layers with static planes take the column kernel
-     * (conv2d_dw_col.cl), OHB outputs down a column per work-item: the OHB in 8..4 that
-     * wastes the fewest rows of the last block (all of them when OH is smaller) */
+     * (conv2d_dw_col.cl; TORCHTRT_C_DW=rows: not), OHB outputs down a column per work-item:
+     * the OHB in 8..4 that wastes the fewest rows of the last block (all of them when OH is
+     * smaller) */
     const ttc_et *odt = &k->ts[op->out];
-    bool col = dw && gpu && op->p.conv.stride[0] == 1 && op->p.conv.dil[0] == 1 && odt->dims[2].sym < 0 &&
+    bool col = dw && gpu && !ttc_kir_target(k)->dw_rows && op->p.conv.stride[0] == 1 && op->p.conv.dil[0] == 1 && odt->dims[2].sym < 0 &&
                odt->dims[3].sym < 0 && odt->dims[2].add > 0 && odt->dims[3].add > 0;
     int64_t ohb = 0, OHc = col ? odt->dims[2].add : 0;
     if (col) {
@@ -168,8 +169,11 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
             for (int64_t b = 8; b >= 4; b--)
                 if (!ohb || (OHc + b - 1) / b * b - OHc < (OHc + ohb - 1) / ohb * ohb - OHc) ohb = b;
     }
-    char ohbs[24];
+    /* two columns a work-item on rows of 16 or more */
+    int64_t owc = col && odt->dims[3].add >= 16 ? 2 : 1;
+    char ohbs[24], owcs[24];
     num(ohbs, 24, ohb);
+    num(owcs, 24, owc);
     char store[32];
     snprintf(store, sizeof store, "%s_store", ks->name);
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
@@ -178,7 +182,7 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(w->dtype),
                           "C", v[0], "OC", v[1], "ICG", v[2], "OCG", v[3], "KH", v[4], "KW", v[5], "SH", v[6],
                           "SW", v[7], "PH", v[8], "PW", v[9], "DH", v[10], "DW", v[11], "G", v[12], "NOB", v[13],
-                          "OWB", v[14], col ? "OHB" : NULL, ohbs, NULL};
+                          "OWB", v[14], col ? "OHB" : NULL, ohbs, "OWC", owcs, NULL};
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
     ttc_codegen_conv_params(&p, op, wid);
@@ -199,14 +203,14 @@ ttc_status ttc_gen_conv(const ttc_kgen *g) {
     if (col) {
         /* a whole row of columns when it fits a warp (else the largest divisor of OW up to 32,
          * at least 16), then blocks of rows up to about 128 work-items, then channels */
-        int64_t OW = odt->dims[3].add, nb = (OHc + ohb - 1) / ohb;
-        int32_t l0 = OW <= 32 ? (int32_t)OW : 32, l1 = 1, l2 = 1;
-        if (OW > 32)
+        int64_t nw = (odt->dims[3].add + owc - 1) / owc, nb = (OHc + ohb - 1) / ohb;
+        int32_t l0 = nw <= 32 ? (int32_t)nw : 32, l1 = 1, l2 = 1;
+        if (nw > 32)
             for (int32_t d = 32; d >= 16; d--)
-                if (OW % d == 0) { l0 = d; break; }
+                if (nw % d == 0) { l0 = d; break; }
         while (l0 * l1 * 2 <= 128 && l1 < nb) l1 *= 2;
         while (l0 * l1 * l2 * 2 <= 128 && l2 < 16) l2 *= 2;
-        ttc_codegen_gdim(ks, 0, op->out, 3, 4, 1, l0);
+        ttc_codegen_gdim(ks, 0, op->out, 3, 4, (int32_t)owc, l0);
         ttc_codegen_gdim(ks, 1, op->out, 2, 3, (int32_t)ohb, l1);
         ks->g[2].local = l2;
         ks->use_local = true;

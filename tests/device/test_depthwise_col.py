@@ -2,7 +2,7 @@
 taken by the GPU kernel family for stride-1 depthwise convolutions with static planes; forced
 on PoCL here with TORCHTRT_C_KERNELS=gpu. ConvNeXt's 7x7 (padding 3) at odd plane sizes,
 heights that leave a partial last block (and ones below a block), widths above a warp that
-are not a multiple of it, a horizontal stride and dilation, a channel multiplier, a fused
+are not a multiple of it, two columns a work-item (rows of 16 or more, odd widths), a horizontal stride and dilation, a channel multiplier, a fused
 epilogue (bias + GELU), fp16 engines. A stride-2 layer keeps conv2d_dw. Against torch eager on
 random inputs; tolerance fp32 1e-5, fp16 engines 2e-2 relative to the output's scale."""
 import pytest
@@ -43,6 +43,8 @@ class _DW(torch.nn.Module):
     (3, 2, (10, 9), 5, 1, 2, 1),          # channel multiplier 2
     (2, 1, (12, 13), 3, (1, 2), 1, 1),    # stride 2 along W only
     (2, 1, (11, 10), 3, 1, (1, 2), (1, 2)),  # dilation 2 along W only
+    (2, 1, (9, 40), 3, (1, 2), 1, 1),     # two columns a work-item (OW >= 16) with stride 2 along W
+    (2, 1, (8, 33), 3, 1, (1, 2), (1, 2)),  # ... with dilation 2 along W, an odd width
 ])
 @pytest.mark.parametrize("prec", [torch.float32, torch.float16])
 def test_depthwise_col(c, mult, hw, k, stride, pad, dil, prec):
@@ -56,6 +58,15 @@ def test_depthwise_col(c, mult, hw, k, stride, pad, dil, prec):
     tol = 1e-5 if prec == torch.float32 else 2e-2
     err = (got - ref).abs().max().item() / max(ref.abs().max().item(), 1e-6)
     assert err <= tol, f"c{c} x{mult} {hw} k{k} s{stride} d{dil} {prec}: relative error {err:.3g} > {tol}"
+
+
+def test_knob_keeps_row_kernel(monkeypatch):
+    monkeypatch.setenv("TORCHTRT_C_DW", "rows")
+    m = _DW(3, 1, 7, 1, 3, 1).eval()
+    x = torch.randn(1, 3, 9, 20)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    assert not _col(trt)
+    assert (trt(x) - m(x)).abs().max().item() <= 1e-5 * max(m(x).abs().max().item(), 1)
 
 
 def test_stride2_keeps_row_kernel():
