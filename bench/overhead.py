@@ -111,6 +111,9 @@ def main(argv=None):
     dtypes = [_execute.dtype_name(x.dtype)]
 
     rows = [("module", lambda: trt(x))]
+    # rows on PoCL's worker threads are timed in a block of their own: the workers keep
+    # running for a while after a call returns and slow whichever row comes next
+    worker_rows = []
     # the same module on the engine as it was before: on PoCL's worker threads, launches held
     # (TORCHTRT_C_CALLER_THREAD=0: session 7), and as before issue 13's overhead work, through
     # its fx graph (no one-engine shortcut) with launches not held (TORCHTRT_C_BATCH_LAUNCH=0
@@ -136,7 +139,7 @@ def main(argv=None):
         eng_w = load_with(TORCHTRT_C_CALLER_THREAD="0")
         eng_nb = load_with(TORCHTRT_C_CALLER_THREAD="0", TORCHTRT_C_BATCH_LAUNCH="0")
 
-        def on(engine, fx):
+        def on_old(engine, fx):  # a runtime without FastCalls (for before/after figures)
             def call():
                 trt.__dict__["_ttc_direct_plan"], plan.engine = (trt._code, None) if fx else direct, engine
                 try:
@@ -145,25 +148,61 @@ def main(argv=None):
                     trt.__dict__["_ttc_direct_plan"], plan.engine = direct, eng
             return call
 
+        def on(engine, fx):
+            if not hasattr(_execute, "fast_call"):
+                return on_old(engine, fx)
+            # the FastCalls (the plan's, and the one-engine shortcut's) run their own engine:
+            # this engine gets its own for the call, made as the runtime makes them
+            n_out = len(plan.out_dtypes)
+            plan_fast = _execute.fast_call(engine, plan.in_dtypes, plan.out_dtypes, xin, 1, [0], range(n_out), "list")
+            d = direct[1]
+            mod_fast = None
+            if not fx and d is not None and d.fast is not None:
+                run = _execute.fast_call(engine, plan.in_dtypes, plan.out_dtypes, (x,), d.n_args, d.arg_idx,
+                                         d.out_idx, "single" if d.leaf else "tuple")
+                mod_fast = (run, d.fast[1], d.fast[2]) if run is not None else None
+
+            def call():
+                saved = plan.engine, plan.fast, plan.fasts, d.fast if d is not None else None
+                trt.__dict__["_ttc_direct_plan"] = (trt._code, None) if fx else direct
+                plan.engine, plan.fast, plan.fasts = engine, plan_fast, {}
+                if d is not None:
+                    d.fast = mod_fast
+                try:
+                    return trt(x)
+                finally:
+                    trt.__dict__["_ttc_direct_plan"] = direct
+                    plan.engine, plan.fast, plan.fasts = saved[:3]
+                    if d is not None:
+                        d.fast = saved[3]
+            return call
+
         if eng.info().get("caller_thread"):
-            rows.append(("module, PoCL workers (session 7)", on(eng_w, False)))
-        rows.append(("module, fx graph + launches not held", on(eng_nb, True)))
+            worker_rows.append(("module, PoCL workers (session 7)", on(eng_w, False)))
+        worker_rows.append(("module, fx graph + launches not held", on(eng_nb, True)))
     rows.append(("op (dispatcher)", lambda: op(xin, acc.engine, acc.meta)))
     if impl is not None:
         rows.append(("op impl (no dispatcher)", lambda: impl(xin, acc.engine, acc.meta)))
+    d = direct[1] if direct is not None else None
+    if getattr(d, "fast", None) is not None:
+        fast_run, fast_args = d.fast[0], (x,)
+        rows.append(("FastCall.run (checks, outputs, engine)", lambda: fast_run(fast_args)))
     rows += [
         ("Engine.execute", lambda: eng.execute(np_in, np_out)),
     ]
     if eng_w is not None and eng.info().get("caller_thread"):
-        rows.append(("Engine.execute, PoCL workers", lambda: eng_w.execute(np_in, np_out)))
+        worker_rows.append(("Engine.execute, PoCL workers", lambda: eng_w.execute(np_in, np_out)))
     if eng_nb is not None:
-        rows.append(("Engine.execute, workers, not held", lambda: eng_nb.execute(np_in, np_out)))
+        worker_rows.append(("Engine.execute, workers, not held", lambda: eng_nb.execute(np_in, np_out)))
     rows += [
         ("  meta lookup (from_json)", lambda: EngineMeta.from_json(acc.meta)),
     ]
     if hasattr(_execute, "_plan"):
         rows.append(("  plan lookup + cached shapes",
                      lambda: _execute._plan(acc.meta, acc.engine).shapes_for(xin)))
+    if getattr(d, "fast", None) is not None:
+        from torchtrt_c.dynamo import _compiled_module
+        rows.append(("  shortcut guards (hooks, modes)", lambda: _compiled_module._plain(trt, acc)))
     if getattr(trt, "_ttc_specs", None) is not None:
         rows.append(("  CompiledModule user-input check", lambda: trt._ttc_check(trt._ttc_specs, (x,), {})))
     rows += [
@@ -208,7 +247,7 @@ def main(argv=None):
                      ("module, CUDA in/out, host staging", cuda_call("host"))]
     else:
         cuda_rows = []
-    acc_ts = {name: [] for name, _ in rows + cuda_rows}
+    acc_ts = {name: [] for name, _ in rows + worker_rows + cuda_rows}
     load0 = _loadavg()  # absolute times follow the machine's load: report it with them
     for _, fn in rows:  # warm up
         _time_us(fn, 50)
@@ -219,6 +258,14 @@ def main(argv=None):
             t0 = clock()
             fn()
             acc_ts[name].append((clock() - t0) / 1e3)
+    for _, fn in worker_rows:
+        _time_us(fn, 50)
+    for _ in range(args.runs):
+        for name, fn in worker_rows:
+            t0 = clock()
+            fn()
+            acc_ts[name].append((clock() - t0) / 1e3)
+    rows += worker_rows
     # CUDA rows each in a block of its own: on a GPU OpenCL device, a CUDA call right after
     # OpenCL work (any other row) pays the GPU's switch between the two contexts (~0.3 ms)
     for name, fn in cuda_rows:

@@ -12,6 +12,9 @@ is called without the fx wrapper: __call__ hands the inputs to the engine's runt
 and builds the result as the graph would (bench/overhead.py: the fx forward, its pytree
 flattening and the submodule's nn.Module call cost ~10 us per call). Anything the shortcut
 would skip (hooks, tracing, autograd, tensor subclasses, keyword arguments) takes the graph.
+Once a call of plain CPU tensors has passed the check and run, the shortcut keeps a FastCall
+for those argument dtypes and shapes (runtime/_execute.py fast_call): later such calls skip the
+check and the plan lookups and are one C call after a look at hooks and modes.
 """
 from __future__ import annotations
 
@@ -33,14 +36,25 @@ def _is_real(t) -> bool:
 
 class _Direct:
     """The shortcut of a one-engine graph: engine inputs are args[arg_idx[i]], the graph's
-    flat outputs are engine outputs out_idx, unflattened with out_spec (None: a tuple)."""
+    flat outputs are engine outputs out_idx, unflattened with out_spec (None: a tuple).
+    fast: (FastCall.run, the engine submodule, unflatten) for the shapes of the last call of
+    plain CPU tensors that passed the checks (None: none yet, or dropped with the engine cache's
+    plans); fasts: the same per argument shapes seen (False: these shapes cannot take one)."""
 
-    __slots__ = ("name", "n_args", "arg_idx", "out_idx", "out_spec", "leaf")
+    __slots__ = ("name", "n_args", "arg_idx", "out_idx", "out_spec", "leaf", "fast", "fasts", "__weakref__")
 
     def __init__(self, name, n_args, arg_idx, out_idx, out_spec):
         self.name, self.n_args, self.arg_idx, self.out_idx = name, n_args, arg_idx, out_idx
         self.out_spec = out_spec
         self.leaf = out_spec is not None and out_spec.is_leaf() and len(out_idx) == 1
+        self.fast, self.fasts = None, {}
+
+    # copies and pickles leave the FastCall behind (it holds a live engine): made again at a call
+    def __getstate__(self):
+        return (self.name, self.n_args, self.arg_idx, self.out_idx, self.out_spec)
+
+    def __setstate__(self, state):
+        self.__init__(*state)
 
 
 def _direct_plan(gm):
@@ -83,8 +97,52 @@ def _direct_plan(gm):
     return _Direct(call.target, len(ph), tuple(pos[a] for a in call.args), tuple(items[r] for r in res), out_spec)
 
 
+def _make_fast(plan, acc, args) -> None:
+    """plan.fast for args' shapes (args have just passed the user-input check and run): only
+    where every argument feeds the engine, so the FastCall's checks cover all that the
+    user-input check looked at."""
+    key = tuple([t.shape if type(t) is torch.Tensor else None for t in args])
+    f = plan.fasts.get(key)
+    if f is None:
+        p = _execute._PLANS.get(acc.meta)
+        if p is None or p.engine is None or set(plan.arg_idx) != set(range(plan.n_args)):
+            return
+        ret = "single" if plan.leaf else "tuple"
+        run = _execute.fast_call(p.engine, p.in_dtypes, p.out_dtypes, args, plan.n_args, plan.arg_idx,
+                                 plan.out_idx, ret)
+        if run is None:  # these tensors (not their shapes) keep the general path
+            return
+        f = (run, acc, None if plan.leaf else plan.out_spec) if run else False
+        if len(plan.fasts) >= 64:  # dynamic shapes: keep it bounded
+            plan.fasts.clear()
+        plan.fasts[key] = f
+    if f:
+        plan.fast = f
+        _execute.FAST_HOLDERS.add(plan)
+
+
 def _hooked(m) -> bool:
     return bool(m._backward_hooks or m._backward_pre_hooks or m._forward_hooks or m._forward_pre_hooks)
+
+
+def _plain(mod, acc) -> bool:
+    """Nothing is active that the shortcut would skip: hooks (on the module, on the engine
+    submodule, global), jit tracing, dynamo, dispatch / function modes, functorch, the profiler.
+    Autograd is the FastCall's to refuse (an input that requires grad)."""
+    return not (mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks
+                or acc._forward_hooks or acc._forward_pre_hooks or acc._backward_hooks or acc._backward_pre_hooks
+                or _nn_module._global_forward_hooks or _nn_module._global_forward_pre_hooks
+                or _nn_module._global_backward_hooks or _nn_module._global_backward_pre_hooks
+                or _tracing_state() or _is_compiling() or _dispatch_modes() or _function_modes()
+                or _functorch() or _profiling())
+
+
+_tracing_state = torch._C._get_tracing_state
+_is_compiling = torch.compiler.is_compiling
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch = torch._C._are_functorch_transforms_active
+_profiling = torch.autograd._profiler_enabled
 
 
 class CompiledModule(torch.fx.GraphModule):
@@ -92,6 +150,16 @@ class CompiledModule(torch.fx.GraphModule):
     _ttc_truncate = False
 
     def __call__(self, *args, **kwargs):
+        # the steady state of a one-engine module: a FastCall made at an earlier call whose
+        # arguments passed the checks below takes exactly those dtypes and shapes (anything
+        # else answers NotImplemented and is checked here as on the first call)
+        d = self.__dict__.get("_ttc_direct_plan")
+        if d is not None and not kwargs and d[0] is self._code and d[1] is not None:
+            fast = d[1].fast
+            if fast is not None and self._modules.get(d[1].name) is fast[1] and _plain(self, fast[1]):
+                out = fast[0](args)
+                if out is not NotImplemented:
+                    return out if fast[2] is None else pytree.tree_unflatten(out, fast[2])
         specs = self._ttc_specs
         if specs is not None and not torch.compiler.is_compiling():
             # the check depends only on the dtypes and shapes: plain tensors whose dtypes and
@@ -131,6 +199,7 @@ class CompiledModule(torch.fx.GraphModule):
             _engine_module._wait_loaded(acc)
         # the blob through _buffers: nn.Module.__getattr__ costs a microsecond per call
         outs = _execute.run_engine([args[i] for i in plan.arg_idx], blob, acc.meta)
+        _make_fast(plan, acc, args)
         if plan.leaf:
             return outs[plan.out_idx[0]]
         flat = [outs[i] for i in plan.out_idx]
@@ -143,6 +212,9 @@ class CompiledModule(torch.fx.GraphModule):
         for k, v in kwargs.items():
             if k not in names:
                 raise InputError(f"unexpected input {k!r}; the module takes {', '.join(names)}")
+        if len(given) > len(specs):
+            raise InputError(f"the module takes {len(specs)} input(s) ({', '.join(names)}), "
+                             f"got {len(given)} positional")
         for i, (name, inp) in enumerate(specs):
             if i < len(given):
                 t = given[i]

@@ -6,7 +6,10 @@ The fake implementation computes output shapes from the meta (SymInts welcome); 
 deserializes the blob once per engine id (cache), validates the inputs against the engine's
 bindings (InputError naming the input), and executes on the engine's OpenCL device.
 Per-call work is kept small (bench/overhead.py measures it): the meta is parsed once per string
-(_Plan: engine, lock, output shapes per input shapes), outputs are fresh tensors every call, CUDA
+(_Plan: engine, lock, output shapes per input shapes); once plain contiguous CPU tensors of some
+shapes have passed the checks, later calls of those dtypes and shapes are one C call
+(_C.FastCall: checks, torch.empty outputs, the engine on the tensors' data pointers; anything
+else falls back here and is checked as on the first call); outputs are fresh tensors every call, CUDA
 tensors run the engine's PTX on torch's stream through the CUDA driver where the engine's device
 is that GPU (_cuda_launch), else use memory shared with OpenCL where the device can import CUDA
 memory (_cuda_interop), else cached pinned host buffers with one synchronisation, and EngineModule calls
@@ -20,6 +23,7 @@ several threads run concurrently: the C engine takes an execution context per ca
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import List
 
 import torch
@@ -57,7 +61,7 @@ class _EngineCache:
     def put(self, engine_id: str, engine) -> None:
         with self._lock:
             self._engines[engine_id] = (engine, threading.Lock())
-            _PLANS.clear()  # plans hold engines: drop them so the next call sees this one
+            _drop_plans()  # plans hold engines: drop them so the next call sees this one
 
     def peek(self, engine_id: str):
         """The live engine for engine_id, or None (never deserializes)."""
@@ -79,11 +83,22 @@ class _EngineCache:
     def clear(self) -> None:
         with self._lock:
             self._engines.clear()
-            _PLANS.clear()
+            _drop_plans()
 
 
 ENGINES = _EngineCache()
 _PLANS = {}  # meta string -> _Plan (below); cleared with the engine cache
+# holders of FastCalls outside the plans (CompiledModule's one-engine shortcut): their .fast is
+# dropped with the plans, so no call keeps running an engine the cache has replaced
+FAST_HOLDERS = weakref.WeakSet()
+_CPU = torch.device("cpu")
+
+
+def _drop_plans() -> None:
+    _PLANS.clear()
+    for h in list(FAST_HOLDERS):
+        h.fast, h.fasts = None, {}
+    FAST_HOLDERS.clear()
 
 
 def _np_view(t: torch.Tensor):
@@ -114,6 +129,10 @@ class _Plan:
         self.interop_reason = ""
         self.cuda_launch = None  # the engine loaded into torch's context (_cuda_launch.State), False: refused
         self.cuda_launch_reason = ""
+        # CPU tensors: FastCall.run for the last input shapes (None: none yet), and one per
+        # shapes seen (False: these shapes cannot take it)
+        self.fast = None
+        self.fasts = {}
 
     def shapes_for(self, inputs) -> list:
         """Output shapes for these inputs; raises InputError naming a bad input. A shape key seen
@@ -136,6 +155,43 @@ class _Plan:
         return outs
 
 
+def fast_call(engine, in_dtypes, out_dtypes, inputs, n_args, arg_idx, ret_idx, ret):
+    """A _C.FastCall's run for these inputs' shapes (engine inputs are inputs[arg_idx[i]]):
+    None where these inputs cannot take it (only plain contiguous non-empty CPU tensors without
+    autograd can), False where no inputs of these shapes can (an empty output). The inputs must
+    have passed the general path's checks: the FastCall accepts exactly their dtypes and shapes."""
+    from torchtrt_c import _C
+    specs = []
+    for i, dt in zip(arg_idx, in_dtypes):
+        t = inputs[i]
+        if (type(t) is not torch.Tensor or t.dtype is not dt or not t.is_cpu or t.requires_grad
+                or not t.is_contiguous() or t.numel() == 0):
+            return None
+        specs.append((dt, tuple(t.shape)))
+    try:
+        f = _C.FastCall(engine, torch.Tensor, torch.empty, specs,
+                        [{"dtype": dt, "device": _CPU} for dt in out_dtypes], n_args, arg_idx, ret_idx, ret)
+    except ValueError:  # an empty output, or a binding whose dtype the meta does not match
+        return False
+    return f.run
+
+
+def _plan_fast(p: _Plan, key, inputs):
+    f = p.fasts.get(key)
+    if f is None:
+        n = len(inputs)
+        f = fast_call(p.engine, p.in_dtypes, p.out_dtypes, inputs, n, range(n), range(len(p.out_dtypes)), "list")
+        if f is None:  # these tensors (not their shapes) keep the general path
+            return None
+        if len(p.fasts) >= _Plan._MAX_SHAPES:
+            p.fasts.clear()
+        p.fasts[key] = f
+    if f:
+        p.fast = f
+        return f
+    return None
+
+
 def _plan(meta: str, blob: torch.Tensor) -> _Plan:
     p = _PLANS.get(meta)
     if p is None:
@@ -150,6 +206,12 @@ def run_engine(inputs: List[torch.Tensor], engine: torch.Tensor, meta: str) -> L
     """The op's implementation, callable without the torch dispatcher (EngineModule's eager
     fast path). Returns fresh output tensors on the inputs' device."""
     p = _PLANS.get(meta)
+    if p is not None and p.fast is not None:
+        # the steady state: one C call checks the inputs against the shapes it was made for,
+        # allocates the outputs and runs the engine on the tensors' memory
+        outs = p.fast(inputs)
+        if outs is not NotImplemented:
+            return outs
     if p is None or p.engine is None:
         p = _plan(meta, engine)
     out_shapes = p.shapes_for(inputs)
@@ -157,8 +219,17 @@ def run_engine(inputs: List[torch.Tensor], engine: torch.Tensor, meta: str) -> L
         device = inputs[0].device
         if device.type == "cuda":
             return _run_cuda(p, inputs, out_shapes, device)
+        for (name, _, _), t in zip(p.meta.inputs, inputs):
+            if t.is_meta:
+                from torchtrt_c import InputError
+                raise InputError(f"input {name!r} is a meta tensor (no data): engines run on CPU or CUDA tensors")
     else:
         device = None
+        f = _plan_fast(p, tuple([t.shape for t in inputs]), inputs)
+        if f is not None:
+            outs = f(inputs)
+            if outs is not NotImplemented:
+                return outs
     outs = [torch.empty(s, dtype=dt) for s, dt in zip(out_shapes, p.out_dtypes)]
     if p.plain_views:  # the common case, without a function call per tensor
         ins = [t.numpy() if t.is_cpu and not t.requires_grad and t.is_contiguous()
