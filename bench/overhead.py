@@ -13,14 +13,19 @@ Prints median microseconds per call (and p10-p90) of:
   op            torch.ops.torchtrt_c.execute_engine(inputs, blob, meta) (torch dispatcher)
   op impl       the op's Python body without the dispatcher (runtime._execute.run_engine, which
                 EngineModule calls directly in plain eager mode)
+  FastCall.run  the one C call that the module's steady state makes (input checks, torch.empty
+                outputs, the engine on the tensors' memory)
   execute       _C.Engine.execute(numpy inputs, preallocated numpy outputs): C entry + enqueue/finish
   resident      Engine.benchmark: kernel sequence only, inputs already in OpenCL buffers
-  kernels       Engine.profile: the kernels' own device time, summed (end to end minus this is the
-                per-call overhead issue 13 item 4 counts)
-and the pieces of the Python body one by one (meta lookup, binding/validation, engine cache
-lookup, host staging, output allocation, numpy views), so the differences between the rows
-above can be attributed. Rows are timed round robin (one call of each per round), so a busy
-machine slows all of them alike: compare ratios and p10s rather than absolute medians.
+  kernels       Engine.profile: the kernels' own device time, summed (median of 7 profiles; end
+                to end minus this is the per-call overhead issue 13 item 4 counts)
+and the pieces of the general Python path one by one (meta lookup, binding/validation, engine
+cache lookup, host staging, output allocation, numpy views) and the shortcut's guards, so the
+differences between the rows above can be attributed. Rows are timed round robin (one call of
+each per round), so a busy machine slows all of them alike: compare ratios and p10s rather than
+absolute medians. Rows on PoCL's worker threads are timed round robin in a block of their own
+after the others: the workers run on for a while after a call and slowed the next row (the
+module's median read ~9 us high beside them on the 2-core box).
 """
 from __future__ import annotations
 
@@ -69,6 +74,13 @@ def _loadavg():
             return " ".join(f.read().split()[:3])
     except OSError:
         return "?"
+
+
+def _kernel_us(eng, np_in, reps=7):
+    """The kernels' device time per call (us): the median over reps profiles of the sum of each
+    kernel's mean time. One profile's means take a preemption whole (a loaded machine once gave
+    275 us for 14 us of kernels)."""
+    return statistics.median(sum(ms for _, ms in eng.profile(np_in, runs=20)) for _ in range(reps)) * 1e3
 
 
 def _stats(ts):
@@ -290,18 +302,18 @@ def main(argv=None):
     print(f"{'Engine.benchmark (resident)':40s} {med:10.1f} {min(res) * 1e3:8.1f} {max(res) * 1e3:8.1f} "
           f"{med / base:10.2f}")
     if hasattr(eng, "profile"):
-        kern = sum(ms for _, ms in eng.profile(np_in, runs=20)) * 1e3
-        print(f"{'kernels (Engine.profile sum)':40s} {kern:10.1f}")
+        kern = _kernel_us(eng, np_in)
+        print(f"{'kernels (Engine.profile sum, median)':40s} {kern:10.1f}")
         mod = _stats(acc_ts["module"])[0]
         where = "the caller's thread" if eng.info().get("caller_thread") else "the device's queue"
         print(f"per-call overhead: module - kernels {mod - kern:.1f} us, "
               f"Engine.execute - kernels {base - kern:.1f} us ({eng.info()['n_kernels']} kernels on {where})")
         if "module, PoCL workers (session 7)" in acc_ts:
-            kern_w = sum(ms for _, ms in eng_w.profile(np_in, runs=20)) * 1e3
+            kern_w = _kernel_us(eng_w, np_in)
             old = _stats(acc_ts["module, PoCL workers (session 7)"])[0]
             print(f"  on PoCL's workers (session 7): kernels {kern_w:.1f} us, module - kernels {old - kern_w:.1f} us")
         if "module, fx graph + launches not held" in acc_ts:
-            kern_w = sum(ms for _, ms in eng_nb.profile(np_in, runs=20)) * 1e3
+            kern_w = _kernel_us(eng_nb, np_in)
             old = _stats(acc_ts["module, fx graph + launches not held"])[0]
             print(f"  as in session 5 (fx graph, workers, launches not held): module - kernels {old - kern_w:.1f} us")
 
