@@ -172,7 +172,7 @@ def main(argv=None):
             if not fx and d is not None and d.fast is not None:
                 run = _execute.fast_call(engine, plan.in_dtypes, plan.out_dtypes, (x,), d.n_args, d.arg_idx,
                                          d.out_idx, "single" if d.leaf else "tuple")
-                mod_fast = (run, d.fast[1], d.fast[2]) if run is not None else None
+                mod_fast = (run, *d.fast[1:]) if run else None
 
             def call():
                 saved = plan.engine, plan.fast, plan.fasts, d.fast if d is not None else None

@@ -265,3 +265,19 @@ def test_fastcall_refuses_specs_that_do_not_match_its_engine(chain):
     for change, exc, msg in bad:
         with pytest.raises(exc, match=msg):
             _C.FastCall(**{**ok, **change})
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(torch.sigmoid(x) * 3, -1)
+
+
+def test_a_replaced_engine_submodule_is_the_one_that_runs(chain):
+    m, trt = chain
+    x = torch.randn(5, 33)
+    other = torchtrt_c.compile(Other().eval(), inputs=[x], min_block_size=1)
+    trt(x)
+    trt._run_on_acc_0 = acc_of(other)
+    for _ in range(2):
+        assert_tree_close(trt(x), Other()(x), rtol=1e-5, atol=1e-5)
+    assert fast_of(trt)[1] is acc_of(other)

@@ -37,7 +37,7 @@ def _is_real(t) -> bool:
 class _Direct:
     """The shortcut of a one-engine graph: engine inputs are args[arg_idx[i]], the graph's
     flat outputs are engine outputs out_idx, unflattened with out_spec (None: a tuple).
-    fast: (FastCall.run, the engine submodule, unflatten) for the shapes of the last call of
+    fast: (FastCall.run, the engine submodule, unflatten, its meta) for the shapes of the last call of
     plain CPU tensors that passed the checks (None: none yet, or dropped with the engine cache's
     plans); fasts: the same per argument shapes seen (False: these shapes cannot take one)."""
 
@@ -103,7 +103,7 @@ def _make_fast(plan, acc, args) -> None:
     user-input check looked at."""
     key = tuple([t.shape if type(t) is torch.Tensor else None for t in args])
     f = plan.fasts.get(key)
-    if f is None:
+    if f is None or (f and (f[1] is not acc or f[3] is not acc.meta)):  # a replaced submodule or engine
         p = _execute._PLANS.get(acc.meta)
         if p is None or p.engine is None or set(plan.arg_idx) != set(range(plan.n_args)):
             return
@@ -112,7 +112,7 @@ def _make_fast(plan, acc, args) -> None:
                                  plan.out_idx, ret)
         if run is None:  # these tensors (not their shapes) keep the general path
             return
-        f = (run, acc, None if plan.leaf else plan.out_spec) if run else False
+        f = (run, acc, None if plan.leaf else plan.out_spec, acc.meta) if run else False
         if len(plan.fasts) >= 64:  # dynamic shapes: keep it bounded
             plan.fasts.clear()
         plan.fasts[key] = f
@@ -156,7 +156,8 @@ class CompiledModule(torch.fx.GraphModule):
         d = self.__dict__.get("_ttc_direct_plan")
         if d is not None and not kwargs and d[0] is self._code and d[1] is not None:
             fast = d[1].fast
-            if fast is not None and self._modules.get(d[1].name) is fast[1] and _plain(self, fast[1]):
+            if (fast is not None and self._modules.get(d[1].name) is fast[1] and fast[1].meta is fast[3]
+                    and _plain(self, fast[1])):
                 out = fast[0](args)
                 if out is not NotImplemented:
                     return out if fast[2] is None else pytree.tree_unflatten(out, fast[2])
