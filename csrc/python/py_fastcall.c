@@ -244,7 +244,7 @@ static int attr_is(PyObject *t, PyObject *name, PyObject *want) {
 
 /* Whether tensor t is input i as the engine may read it in place (1), is not (0), or an error
  * was raised (-1); *ptr: its data. */
-static int input_ok(FastCallObject *f, PyObject *t, int32_t i, const void **ptr) {
+static int input_check(FastCallObject *f, PyObject *t, int32_t i, const void **ptr) {
     if (Py_TYPE(t) != (PyTypeObject *)f->tensor_type) return 0;
     int r;
     if ((r = attr_is(t, f->s_dtype, f->in_dtype[i])) != 1) return r;
@@ -270,6 +270,17 @@ static int input_ok(FastCallObject *f, PyObject *t, int32_t i, const void **ptr)
     *ptr = PyLong_AsVoidPtr(p);
     Py_DECREF(p);
     return *ptr == NULL && PyErr_Occurred() ? -1 : 1;
+}
+
+/* The same, a getter that raises (a tensor without storage: functorch's wrappers, say) being a
+ * "no": the general path then says what is wrong with it, if anything. */
+static int input_ok(FastCallObject *f, PyObject *t, int32_t i, const void **ptr) {
+    int r = input_check(f, t, i, ptr);
+    if (r < 0 && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear();
+        r = 0;
+    }
+    return r;
 }
 
 static PyObject *fc_run(PyObject *self, PyObject *args) {

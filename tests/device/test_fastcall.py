@@ -281,3 +281,20 @@ def test_a_replaced_engine_submodule_is_the_one_that_runs(chain):
     for _ in range(2):
         assert_tree_close(trt(x), Other()(x), rtol=1e-5, atol=1e-5)
     assert fast_of(trt)[1] is acc_of(other)
+
+
+def test_fastcall_says_not_implemented_for_tensors_without_storage(chain):
+    m, trt = chain
+    p = _execute._PLANS[acc_of(trt).meta]
+    f = _C.FastCall(p.engine, torch.Tensor, torch.empty, [(torch.float32, (5, 33))],
+                    [{"dtype": torch.float32}], 1, [0], [0], "single")
+    seen = []
+
+    def probe(x):  # under vmap x is a batched tensor: a torch.Tensor whose data_ptr raises
+        seen.append(f.run((x,)))
+        return x * 1
+
+    torch.func.vmap(probe)(torch.randn(2, 5, 33))
+    assert seen == [NotImplemented]
+    x = torch.randn(5, 33)
+    assert torch.equal(f.run((x,)), execute_ref(trt, x)[0])
