@@ -298,3 +298,21 @@ def test_fastcall_says_not_implemented_for_tensors_without_storage(chain):
     assert seen == [NotImplemented]
     x = torch.randn(5, 33)
     assert torch.equal(f.run((x,)), execute_ref(trt, x)[0])
+
+
+def test_inference_mode_and_no_grad_take_the_fast_path(chain, monkeypatch):
+    m, trt = chain
+    p = _execute._PLANS[acc_of(trt).meta]
+    real, general = _execute.run_engine, []
+    for ctx in (torch.inference_mode, torch.no_grad):
+        with ctx():
+            x = torch.randn(5, 33)
+            monkeypatch.setattr(_execute, "run_engine", lambda *a: general.append(1) or real(*a))
+            got = trt(x)
+            monkeypatch.setattr(_execute, "run_engine", real)
+            got2 = _execute.run_engine([x], acc_of(trt).engine, acc_of(trt).meta)[0]
+        assert not general, "the module's FastCall answers without the general path"
+        assert fast_of(trt) is not None and p.fast is not None
+        want = m(x)
+        assert_tree_close(got, want, rtol=1e-5, atol=1e-5)
+        assert torch.equal(got, got2)
