@@ -11,6 +11,8 @@
  * contiguous), allocates the outputs with torch.empty and runs the engine on the tensors'
  * data pointers: no numpy views, no buffer protocol, no shape computation. Anything else
  * answers NotImplemented and the caller takes the general path, which names what is wrong.
+ * The arguments and the outputs are referenced for the whole call, so the memory the engine
+ * wraps in place outlives its host-pointer buffers (freed before ttc_engine_execute returns).
  * The object holds no per-call state: threads may share it (the engine takes an execution
  * context per call). */
 #include "binding.h"
