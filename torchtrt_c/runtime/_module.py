@@ -39,9 +39,11 @@ def _wait_loaded(mod) -> None:
 def _eager_ok(inputs) -> bool:
     """True when calling the op's implementation directly is indistinguishable from calling the
     op (saves the dispatcher's ~20-100 us per call): plain tensors, nothing tracing (dynamo,
-    export, make_fx modes, functorch), no profiler to record the op, no autograd graph to build
-    (the op has no autograd formula; the dispatcher path keeps its behaviour there)."""
-    if (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
+    export, make_fx modes, functorch, torch.jit.trace: it records ops, so a direct call would
+    leave only the outputs' torch.empty in its graph), no profiler to record the op, no
+    autograd graph to build (the op has no autograd formula; the dispatcher path keeps its
+    behaviour there)."""
+    if (torch.compiler.is_compiling() or torch._C._get_tracing_state() or torch._C._len_torch_dispatch_stack()
             or torch._C._is_torch_function_mode_enabled() or torch._C._are_functorch_transforms_active()
             or torch.autograd._profiler_enabled()):
         return False
