@@ -66,6 +66,16 @@ def stats(p) -> dict:
     return _C.cuda_launch_stats(p.cuda_launch.cap)
 
 
+def _raw_stream(device: torch.device) -> int:
+    """torch's current stream on device as a CUstream handle (an int). The raw getter skips the
+    torch.cuda.Stream object current_stream() builds (a few us per call); older torch builds
+    without it take the public way."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device.index if device.index is not None else torch.cuda.current_device())
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 def run(p, st: State, inputs, out_shapes):
     """One call on torch's current stream; None when the engine's launches do not fit CUDA's
     limits for these shapes (nothing was launched: the caller takes another path)."""
@@ -87,7 +97,7 @@ def run(p, st: State, inputs, out_shapes):
     arena = torch.empty(nbytes, dtype=torch.uint8, device=device)
     outs = [torch.empty(s, dtype=dt, device=device) for s, dt in zip(out_shapes, p.out_dtypes)]
     why = _C.cuda_launch_run(st.cap, [t.data_ptr() for t in ins], key, [o.data_ptr() for o in outs],
-                             arena.data_ptr(), nbytes, torch.cuda.current_stream(device).cuda_stream)
+                             arena.data_ptr(), nbytes, _raw_stream(device))
     if why is not None:
         _cuda_interop._last.update(path=None, reason=f"CUDA launch refused: {why}")
         return None
