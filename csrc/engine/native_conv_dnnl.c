@@ -59,7 +59,8 @@ void *ttc_dnnl_sym(const char *name) { (void)name; return NULL; }
     X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create)            \
     X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_version)                  \
     X(dnnl_primitive_attr_create) X(dnnl_primitive_attr_destroy) X(dnnl_primitive_attr_set_post_ops)                \
-    X(dnnl_post_ops_create) X(dnnl_post_ops_destroy) X(dnnl_post_ops_append_eltwise) X(dnnl_primitive_desc_query)
+    X(dnnl_post_ops_create) X(dnnl_post_ops_destroy) X(dnnl_post_ops_append_eltwise) X(dnnl_primitive_desc_query)   \
+    X(dnnl_primitive_attr_set_scratchpad_mode) X(dnnl_memory_desc_get_size)
 
 #define DECL(f) static __typeof__(&f) p_##f;
 DNNL_FNS(DECL)
@@ -128,6 +129,10 @@ typedef struct dconv {
     dnnl_stream_t stream;
     dnnl_primitive_t conv, r_src, r_wei, r_dst;
     dnnl_memory_t m_x, m_w, m_y, m_src, m_wei, m_dst, m_b;
+    /* each primitive's scratchpad (NULL: it needs none), pointed at the calling thread's
+     * buffer on every call (scratch_buffer below) */
+    dnnl_memory_t s_conv, s_src, s_wei, s_dst;
+    size_t scratch;           /* the largest of their sizes in bytes */
 } dconv;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -145,23 +150,97 @@ static void dconv_free(dconv *d) {
     dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst};
     for (size_t i = 0; i < 4; i++)
         if (ps[i]) p_dnnl_primitive_destroy(ps[i]);
-    dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_src, d->m_wei, d->m_dst, d->m_b};
-    for (size_t i = 0; i < 7; i++)
+    dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_src, d->m_wei, d->m_dst, d->m_b,
+                          d->s_conv, d->s_src, d->s_wei, d->s_dst};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
         if (ms[i]) p_dnnl_memory_destroy(ms[i]);
     if (d->stream) p_dnnl_stream_destroy(d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
 
+/* Scratchpads. In oneDNN's default (library) mode, the implementations that declare a global
+ * scratchpad (the Winograd convolution, the im2col-GEMM one) size a thread_local buffer of the
+ * thread that *creates* the primitive, and at execution take the thread_local buffer of the
+ * thread that *runs* it: oneDNN requires both to be the same thread. Ours are not: a primitive
+ * is made on the first call, on whichever PoCL worker runs that native kernel, and later calls
+ * run on any worker. A worker that never made such a primitive hands oneDNN a NULL buffer (one
+ * that made only smaller ones, a short one): the SIGSEGV of session 8 (the JIT Winograd kernel
+ * storing its transformed input at address 0). So every primitive here runs in user mode, with
+ * a buffer of the calling thread's own that grows to the largest scratchpad it has run. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+
+typedef struct {
+    void *p;
+    size_t n;
+} scratch_buf;
+
+static void scratch_free(void *v) {
+    scratch_buf *b = v;
+    free(b->p);
+    free(b);
+}
+
+static void scratch_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
+
+/* The calling thread's buffer of at least n bytes, page-aligned; NULL when out of memory. */
+static void *scratch_buffer(size_t n) {
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_key_ok) return NULL;
+    scratch_buf *b = pthread_getspecific(scratch_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (pthread_setspecific(scratch_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->n < n) {
+        void *p = NULL;
+        if (posix_memalign(&p, 4096, n) != 0) return NULL;
+        free(b->p);
+        b->p = p;
+        b->n = n;
+    }
+    return b->p;
+}
+
+/* Attributes asking for a user scratchpad (and nothing else); NULL when oneDNN refuses. */
+static dnnl_primitive_attr_t user_scratch_attr(void) {
+    dnnl_primitive_attr_t attr = NULL;
+    if (p_dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
+    if (p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
+        p_dnnl_primitive_attr_destroy(attr);
+        return NULL;
+    }
+    return attr;
+}
+
+/* The primitive's scratchpad memory (*mem stays NULL where it needs none); d->scratch grows to
+ * its size. */
+static bool scratch_for(dconv *d, dnnl_primitive_desc_t pd, dnnl_memory_t *mem) {
+    const dnnl_memory_desc_t *md = p_dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t n = md ? p_dnnl_memory_desc_get_size(md) : 0;
+    if (n == 0) return true;
+    d->scratch = n > d->scratch ? n : d->scratch;
+    return p_dnnl_memory_create(mem, md, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success;
+}
+
 /* A reorder user -> want (or back), with a library-allocated memory for the blocked side;
  * nothing when the layouts agree. */
-static bool reorder_for(const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
-                        dnnl_primitive_t *prim, dnnl_memory_t *mem) {
+static bool reorder_for(dconv *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
+                        dnnl_primitive_t *prim, dnnl_memory_t *mem, dnnl_memory_t *scratch) {
     if (p_dnnl_memory_desc_equal(user, want)) return true;
     dnnl_primitive_desc_t pd = NULL;
     const dnnl_memory_desc_t *from = to_user ? want : user, *to = to_user ? user : want;
-    if (p_dnnl_reorder_primitive_desc_create(&pd, from, dnnl_eng, to, dnnl_eng, NULL) != dnnl_success) return false;
-    bool ok = p_dnnl_primitive_create(prim, pd) == dnnl_success &&
+    dnnl_primitive_attr_t attr = user_scratch_attr();
+    if (!attr) return false;
+    dnnl_status_t st = p_dnnl_reorder_primitive_desc_create(&pd, from, dnnl_eng, to, dnnl_eng, attr);
+    p_dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success) return false;
+    bool ok = p_dnnl_primitive_create(prim, pd) == dnnl_success && scratch_for(d, pd, scratch) &&
               p_dnnl_memory_create(mem, want, dnnl_eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
     p_dnnl_primitive_desc_destroy(pd);
     return ok;
@@ -182,18 +261,21 @@ static dnnl_alg_kind_t act_alg(ttc_dnnl_act a) {
     return dnnl_alg_kind_undef;
 }
 
-/* The primitive attributes carrying post's activations (NULL attr: none to carry). */
+/* The primitive attributes: a user scratchpad and post's activations (post NULL: none). */
 static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
-    *attr = NULL;
+    if (!(*attr = user_scratch_attr())) return false;
     if (!post || post->n_act == 0) return true;
     dnnl_post_ops_t po = NULL;
-    if (p_dnnl_post_ops_create(&po) != dnnl_success) return false;
+    if (p_dnnl_post_ops_create(&po) != dnnl_success) {
+        p_dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return false;
+    }
     bool ok = true;
     for (int32_t i = 0; i < post->n_act && ok; i++)
         ok = p_dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(post->act[i]), post->alpha[i], post->beta[i]) ==
              dnnl_success;
-    ok = ok && p_dnnl_primitive_attr_create(attr) == dnnl_success &&
-         p_dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
+    ok = ok && p_dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
     p_dnnl_post_ops_destroy(po);
     if (!ok && *attr) {
         p_dnnl_primitive_attr_destroy(*attr);
@@ -220,7 +302,7 @@ static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, dnnl_a
         if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, ax, aw,
                                                          bias ? ub : NULL, ay, st, dl, pl, pr) != dnnl_success)
             return NULL;
-        if (with && !post_attr(post, &attr)) continue;
+        if (!post_attr(with ? post : NULL, &attr)) continue;
         if (p_dnnl_primitive_desc_create(&pd, &cd, attr, dnnl_eng, NULL) != dnnl_success) pd = NULL;
         if (attr) p_dnnl_primitive_attr_destroy(attr);
         d->post_in = pd && with;
@@ -297,20 +379,31 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     dnnl_memory_desc_t px = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     dnnl_memory_desc_t pw = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_desc_t py = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    bool ok = p_dnnl_primitive_create(&d->conv, pd) == dnnl_success;
+    bool ok = p_dnnl_primitive_create(&d->conv, pd) == dnnl_success && scratch_for(d, pd, &d->s_conv);
     p_dnnl_primitive_desc_destroy(pd);
     return ok && p_dnnl_stream_create(&d->stream, dnnl_eng, dnnl_stream_default_flags) == dnnl_success &&
            p_dnnl_memory_create(&d->m_x, &ux, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
            p_dnnl_memory_create(&d->m_w, &uw, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
            p_dnnl_memory_create(&d->m_y, &uy, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-           reorder_for(&ux, &px, false, &d->r_src, &d->m_src) && reorder_for(&uw, &pw, false, &d->r_wei, &d->m_wei) &&
-           reorder_for(&uy, &py, true, &d->r_dst, &d->m_dst) &&
+           reorder_for(d, &ux, &px, false, &d->r_src, &d->m_src, &d->s_src) &&
+           reorder_for(d, &uw, &pw, false, &d->r_wei, &d->m_wei, &d->s_wei) &&
+           reorder_for(d, &uy, &py, true, &d->r_dst, &d->m_dst, &d->s_dst) &&
            (!d->bias_in || p_dnnl_memory_create(&d->m_b, &ub, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success);
 }
 
-static bool run2(dconv *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1, dnnl_memory_t m1) {
-    dnnl_exec_arg_t args[2] = {{a0, m0}, {a1, m1}};
-    return p_dnnl_primitive_execute(p, d->stream, 2, args) == dnnl_success;
+/* p with its arguments, and its scratchpad memory sm (NULL: none) over buffer scr. */
+static bool run_with(dconv *d, dnnl_primitive_t p, dnnl_exec_arg_t *args, int n, dnnl_memory_t sm, void *scr) {
+    if (sm) {
+        if (p_dnnl_memory_set_data_handle(sm, scr) != dnnl_success) return false;
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
+    }
+    return p_dnnl_primitive_execute(p, d->stream, n, args) == dnnl_success;
+}
+
+static bool run2(dconv *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1, dnnl_memory_t m1, dnnl_memory_t sm,
+                 void *scr) {
+    dnnl_exec_arg_t args[3] = {{a0, m0}, {a1, m1}};
+    return run_with(d, p, args, 2, sm, scr);
 }
 
 /* The entry of (owner, ki, shape), made on first use; NULL only when out of memory. */
@@ -380,24 +473,26 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
         direct.wino = 0;
         return ttc_dnnl_conv_post(owner, ki, &direct, x, w, w_const, y, post, bias, post_done);
     }
-    bool ok = p_dnnl_memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
+    /* the calling thread's scratchpad, shared by every primitive this thread runs (one at a time) */
+    void *scr = d->scratch ? scratch_buffer(d->scratch) : NULL;
+    bool ok = (!d->scratch || scr) && p_dnnl_memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
               p_dnnl_memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
               p_dnnl_memory_set_data_handle(d->m_y, y) == dnnl_success &&
               (!d->bias_in || p_dnnl_memory_set_data_handle(d->m_b, (void *)bias) == dnnl_success);
     dnnl_memory_t src = d->r_src ? d->m_src : d->m_x, wei = d->r_wei ? d->m_wei : d->m_w;
     dnnl_memory_t dst = d->r_dst ? d->m_dst : d->m_y;
-    if (ok && d->r_src) ok = run2(d, d->r_src, DNNL_ARG_FROM, d->m_x, DNNL_ARG_TO, d->m_src);
+    if (ok && d->r_src) ok = run2(d, d->r_src, DNNL_ARG_FROM, d->m_x, DNNL_ARG_TO, d->m_src, d->s_src, scr);
     if (ok && d->r_wei && !(w_const && d->wei_ready && d->wkey == w)) {
-        ok = run2(d, d->r_wei, DNNL_ARG_FROM, d->m_w, DNNL_ARG_TO, d->m_wei);
+        ok = run2(d, d->r_wei, DNNL_ARG_FROM, d->m_w, DNNL_ARG_TO, d->m_wei, d->s_wei, scr);
         d->wei_ready = ok && w_const;
         d->wkey = w;
     }
     if (ok) {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst},
+        dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst},
                                    {DNNL_ARG_BIAS, d->m_b}};
-        ok = p_dnnl_primitive_execute(d->conv, d->stream, d->bias_in ? 4 : 3, args) == dnnl_success;
+        ok = run_with(d, d->conv, args, d->bias_in ? 4 : 3, d->s_conv, scr);
     }
-    if (ok && d->r_dst) ok = run2(d, d->r_dst, DNNL_ARG_FROM, d->m_dst, DNNL_ARG_TO, d->m_y);
+    if (ok && d->r_dst) ok = run2(d, d->r_dst, DNNL_ARG_FROM, d->m_dst, DNNL_ARG_TO, d->m_y, d->s_dst, scr);
     ok = ok && p_dnnl_stream_wait(d->stream) == dnnl_success;
     if (!ok) d->wei_ready = false;
     *post_done = ok && d->post_in;

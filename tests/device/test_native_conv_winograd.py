@@ -1,5 +1,5 @@
 """3x3 stride-1 native convolutions through oneDNN's Winograd kernel (engine/native_conv_dnnl.c,
-the default; TORCHTRT_C_CONV_WINOGRAD=0 at build: the direct kernels only) against torch eager
+TORCHTRT_C_CONV_WINOGRAD=1 at build; =0: the direct kernels only) against torch eager
 (float64 reference) and against the direct kernel. Cases: channel counts on and off oneDNN's
 16-blocks, odd image sizes, batch 1 and 3, bias + ReLU post-ops, a residual block, NHWC chains;
 operands where Winograd would not give what the direct convolution gives (a NaN or inf pixel,
@@ -168,3 +168,25 @@ def test_native_conv_hook(nhwc, c, oc, hw):
     C.native_conv(xa, w.numpy(), b.numpy(), y, (1, 1), (1, 1), nhwc=nhwc, runs=2, winograd=True)
     out = torch.from_numpy(y).permute(0, 3, 1, 2) if nhwc else torch.from_numpy(y)
     check_close(out, ref, f"native_conv winograd nhwc={nhwc}")
+
+
+def test_winograd_many_calls_any_worker(monkeypatch):
+    """Channel counts where oneDNN 2.6.3 takes jit_wino_4x3 (128 in, odd image): its primitive
+    is made on the PoCL worker of the first call and run by whichever worker takes later calls.
+    With oneDNN's library scratchpad (thread-local, sized on the creating thread) a worker that
+    never made one ran it on a NULL buffer: the session-8 SIGSEGV (1 of 4 runs of this test
+    crashed the interpreter before the fix; csrc/tests/test_native_conv_threads.c forces the
+    other thread every time)."""
+    torch.manual_seed(11)
+    m = nn.Sequential(nn.Conv2d(128, 96, 3, padding=1), nn.ReLU(), nn.Conv2d(96, 128, 3, padding=1)).eval()
+    x = rand(1, 128, 27, 29, seed=12)
+    with torch.inference_mode():
+        ref = m.double()(x.double()).float()
+        m.float()
+    before = wino_made()
+    trt, out = compile_run(m, x, monkeypatch)
+    if avx512():
+        assert wino_made() > before, "no Winograd primitive for 128-channel 3x3 convolutions"
+    with torch.inference_mode():
+        for i in range(8):
+            check_close(trt(x), ref, f"call {i + 1}")
