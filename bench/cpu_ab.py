@@ -40,6 +40,8 @@ VARIANTS = {
     "dw-opencl": ({"TORCHTRT_C_NATIVE_CONV": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # 3x3 stride-1 convolutions through oneDNN's direct kernels only, no Winograd (the end of session 7)
     "direct": ({"TORCHTRT_C_CONV_WINOGRAD": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # ... and oneDNN's Winograd kernel for them where it has one (the default again, like "new")
+    "wino": ({"TORCHTRT_C_CONV_WINOGRAD": "1"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # both of the above: the convolutions' kernels and post-ops as at the end of session 7
     "s7conv": ({"TORCHTRT_C_CONV_WINOGRAD": "0", "TORCHTRT_C_NATIVE_POST_HSWISH": "0"},
                {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),

@@ -112,9 +112,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.native_post = t.native && !env_is("TORCHTRT_C_NATIVE_POST", "0");
     /* 3x3 stride-1 native convolutions through oneDNN's Winograd kernel where it has one (=0:
      * its direct kernels only; engine/native_conv_dnnl.c) */
-    /* opt-in: torchvision ResNet-18 b1 crashed inside oneDNN 2.6.3's JIT code in 2 of 3 runs
-     * with it (not with it off, 0 of 4); not understood yet */
-    t.conv_winograd = t.native && env_is("TORCHTRT_C_CONV_WINOGRAD", "1");
+    /* (opt-in for part of session 8: it crashed through oneDNN's library scratchpad, which is
+     * per thread; engines now hand every primitive the calling thread's own: native_conv_dnnl.c) */
+    t.conv_winograd = t.native && !env_is("TORCHTRT_C_CONV_WINOGRAD", "0");
     /* ... hardswish among them (=0: in C after it, as before session 8) */
     t.native_post_hswish = t.native_post && !env_is("TORCHTRT_C_NATIVE_POST_HSWISH", "0");
     /* elementwise ops fed by native ops, and layer norms, without an OpenCL hand-over (=0: OpenCL kernels) */

@@ -60,7 +60,7 @@ typedef struct ttc_target {
     bool native_post;             /* native convolutions take bias + activations as oneDNN
                                    * post-ops (engine/native_post.h; NATIVE_POST=0: no) */
     bool conv_winograd;           /* 3x3 stride-1 native convolutions as oneDNN Winograd
-                                   * (engine/native_conv_dnnl.c; opt-in, CONV_WINOGRAD=1) */
+                                   * (engine/native_conv_dnnl.c; CONV_WINOGRAD=0: off) */
     bool native_post_hswish;      /* ... hardswish too (NATIVE_POST_HSWISH=0: in C) */
     bool native_layout;           /* image tensors between native convolutions stay NHWC
                                    * (engine/native_layout.h; NATIVE_LAYOUT=0: all NCHW) */

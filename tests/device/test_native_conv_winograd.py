@@ -1,5 +1,5 @@
 """3x3 stride-1 native convolutions through oneDNN's Winograd kernel (engine/native_conv_dnnl.c,
-TORCHTRT_C_CONV_WINOGRAD=1 at build; =0: the direct kernels only) against torch eager
+the default; TORCHTRT_C_CONV_WINOGRAD=0 at build: the direct kernels only) against torch eager
 (float64 reference) and against the direct kernel. Cases: channel counts on and off oneDNN's
 16-blocks, odd image sizes, batch 1 and 3, bias + ReLU post-ops, a residual block, NHWC chains;
 operands where Winograd would not give what the direct convolution gives (a NaN or inf pixel,
@@ -27,7 +27,7 @@ KNOBS = ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_CONV", "T
 def plain_env(monkeypatch):
     for v in KNOBS:
         monkeypatch.delenv(v, raising=False)
-    # opt-in since a whole-model run crashed intermittently inside oneDNN with it (see README)
+    # the default; set so that these tests run it whatever the caller's environment says
     monkeypatch.setenv("TORCHTRT_C_CONV_WINOGRAD", "1")
 
 
