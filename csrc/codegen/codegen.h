@@ -210,7 +210,7 @@ typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA, TT
 /* gm (TC/TF32): the grid rasterised in groups of gm tile rows for L2 reuse (0: row by row);
  * fl (TC/TF32): 1 copies global to local memory through L1 (gemm_tc.cl's FL) */
 typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw, gm, fl; } ttc_gemm_tile;
-#define TTC_GEMM_TILES 42
+#define TTC_GEMM_TILES 49
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */

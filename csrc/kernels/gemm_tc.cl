@@ -163,11 +163,26 @@ TTC_INL uint4 TC_CHUNKF(__global const float *p, int i, int lim, bool vec) {
 #define TC_PUTB TC_PUT
 #endif
 
+#if FL & 2
+/* the staged epilogue's rows: a 16-row strip of a warp's block as floats, padded by 4 words so
+ * that the fragments' float2 writes (rows g, g + 8) spread over the banks */
+#define TC_ES (WTN + 4)
+#if TM * TN * 16 * TC_ES * 4 > STAGES * (ACN + BCN) * 16
+#error "gemm_tc: the staged epilogue does not fit in the stages' local memory"
+#endif
+#endif
+
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1)))
 void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M, int N, int K,
            int sAb, int sBb EPI_PARAMS) {
+#if FL & 2
+    /* one array, so that the epilogue can stage through all of it */
+    __local uint4 smem[STAGES * (ACN + BCN)];
+    __local uint4 *smA = smem, *smB = smem + STAGES * ACN;
+#else
     __local uint4 smA[STAGES * ACN];
     __local uint4 smB[STAGES * BCN];
+#endif
 #ifdef TTC_PTX
     __local uint *scr = 0;   /* the instructions need no scratch: the 48 KiB stay for the stages */
 #else
@@ -359,6 +374,38 @@ TC_UNROLL
         wr = wr == STAGES - 1 ? 0 : wr + 1;
     }
     TTC_CP_ASYNC_WAIT(0);
+#if FL & 2
+    /* Staged epilogue: each warp passes its block through local memory one 16-row strip at a
+     * time and stores it by rows, lane = column, so that a warp's 32 stores of a row are one
+     * contiguous run (the fragment order writes 8 rows x 4 scattered pairs per instruction:
+     * 8 sectors for 64 bytes), and the epilogue's own reads (bias, residual) coalesce alike.
+     * The barrier ends every warp's reads of the last stage; the strips are warp-private
+     * (warp syncs only). */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {
+        __local float *stg = (__local float *)smem + warp * 16 * TC_ES;
+        int mw = m0 + wm * WTM, nw = n0 + wn * WTN;
+TC_UNROLL
+        for (int i = 0; i < MI; i++) {
+#pragma unroll
+            for (int j = 0; j < NI; j++) {
+                *(__local float2 *)(stg + g * TC_ES + j * 8 + 2 * t) = (float2)(acc[i][j][0], acc[i][j][1]);
+                *(__local float2 *)(stg + (g + 8) * TC_ES + j * 8 + 2 * t) = (float2)(acc[i][j][2], acc[i][j][3]);
+            }
+            ttc_warp_sync(scr);
+TC_UNROLL
+            for (int rr = 0; rr < 16; rr++) {
+                int m = mw + i * 16 + rr;
+#pragma unroll
+                for (int c0 = 0; c0 < WTN; c0 += 32) {
+                    int c = c0 + lane, n = nw + c;
+                    if (c < WTN && m < M && n < N) STORE_FN(stg[rr * TC_ES + c], (b * M + m) * N + n EPI_ARGS);
+                }
+            }
+            ttc_warp_sync(scr);
+        }
+    }
+#else
 #pragma unroll
     for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -369,7 +416,9 @@ TC_UNROLL
                 int n = n0 + wn * WTN + j * 8 + 2 * t + (r & 1);
                 if (m < M && n < N) STORE_FN(acc[i][j][r], (b * M + m) * N + n EPI_ARGS);
             }
+#endif
 }
+#undef TC_ES
 #undef TC_LOAD
 #undef TC_BLIM
 #undef TC_BOFF

@@ -120,6 +120,10 @@ TTC_INL void ttc_cp_async16_zfill_ca(__local void *dst, __global const void *src
 TTC_INL void ttc_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 #define TTC_CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
 
+/* orders a warp's local-memory writes before its lanes' reads of them (independent thread
+ * scheduling: a warp's lanes need not run in step) */
+TTC_INL void ttc_warp_sync(__local uint *scr) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+
 TTC_INL float ttc_shfl_xor(float v, int mask, __local uint *scr) {
     float r;
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
@@ -227,6 +231,9 @@ TTC_INL void ttc_cp_async16_zfill_ca(__local void *dst, __global const void *src
 }
 TTC_INL void ttc_cp_async_commit(void) {}
 #define TTC_CP_ASYNC_WAIT(n) ((void)0)
+
+/* a work-group barrier: the emulation's work-items run between barriers in any order */
+TTC_INL void ttc_warp_sync(__local uint *scr) { barrier(CLK_LOCAL_MEM_FENCE); }
 
 TTC_INL float ttc_shfl_xor(float v, int mask, __local uint *scr) {
     int l = ttc_lane();

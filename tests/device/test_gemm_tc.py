@@ -245,3 +245,48 @@ def test_untuned_choice_follows_policy_and_device(monkeypatch, tf32):
         _check_tf32(got, a, b, f"default tf32 tile {tile}")
     else:
         assert_close(got, refs[0], 1e-4, 1e-4, f"default tile {tile}")
+
+
+# tiles whose epilogue is staged through local memory (fl & 2): stored by rows, lane = column
+STAGED = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("fl", 0) & 2]
+
+
+@pytest.mark.parametrize("tile", [pytest.param(t, marks=() if t == _by_size([i for i in STAGED if TILES[i]["family"]
+                                                                              == TILES[t]["family"]])[0]
+                                               else pytest.mark.slow) for t in STAGED])
+def test_staged_epilogue_places_every_output(monkeypatch, tile):
+    """The staged epilogue over a batched linear with bias + a residual read by the epilogue
+    (x @ W^T + b + r): N neither a multiple of 32 nor of the tile (columns past N in the last
+    tile and in a warp's strip), M partial in the last tile row, a batch of 2 (the store index
+    (b * M + m) * N + n); and N smaller than one warp's columns."""
+    _force(monkeypatch, tile)
+    t = TILES[tile]
+    fam = t["family"]
+    dtype = torch.float16 if fam == "tc" else torch.float32
+    cases = [(2, t["bm"] + 9, 40, t["bn"] + 21), (1, 5, 24, 7)]
+    ins, ws = [], []
+    for i, (bt, m, k, n) in enumerate(cases):
+        ins += [_scaled(bt, m, k, seed=60 + i, dtype=dtype), rand(bt, m, n, seed=70 + i).to(dtype)]
+        ws.append((rand(n, k, seed=80 + i), rand(n, seed=90 + i)))
+
+    def body(g, ids, ots):
+        outs = []
+        for i in range(len(cases)):
+            (y,) = g.add_node("aten.linear.default", [ids[2 * i], *[g.add_tensor_constant(
+                f"{nm}{i}", "float32", list(v.shape), v.numpy()) for nm, v in zip("wb", ws[i])]], [ots[i]])
+            outs.append(g.add_node("aten.add.Tensor", [y, ids[2 * i + 1], g.add_constant(1)], [ots[i]])[0])
+        return outs
+
+    refs = []
+    for i in range(len(cases)):
+        x, r = ins[2 * i], ins[2 * i + 1]
+        w, bias = ws[i]
+        if fam == "tc":
+            refs.append((torch.nn.functional.linear(x.float(), w.half().float(), bias) + r.float()).to(dtype))
+        else:
+            refs.append(torch.nn.functional.linear(_tf32(x), _tf32(w), bias) + r)
+    e = _engine(ins, body, refs, precision="fp16" if fam == "tc" else "fp32", tf32=fam == "tf32")
+    assert set(e.info()["tiles"].values()) == {tile}
+    for i, (got, ref) in enumerate(zip(_run(e, ins, refs), refs)):
+        tol = 2e-2 if fam == "tc" else 1e-4
+        assert_close(got, ref.float(), tol, tol, f"{fam} tile {tile} staged epilogue case {cases[i]}")
