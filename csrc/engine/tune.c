@@ -288,7 +288,16 @@ static int64_t gemm_wgs(int32_t tile, int64_t B, int64_t M, int64_t N) {
 
 /* Indices of the pipelined tensor-core candidates (codegen.c's table). */
 enum { TC_128x128 = 26, TC_64x64 = 30, TF32_128x128 = 34, TF32_128x64 = 35, TF32_64x64 = 36, TF32_32x64 = 38,
-       TC_128x128_L1 = 39, TF32_128x128_4W = 41 };
+       TC_128x128_L1 = 39, TF32_128x128_4W = 41, TC_128x128_ST = 42, TC_128x128_4W_ST = 43, TF32_128x128_4W_ST = 45,
+       TC_192x128_ST = 48 };
+
+/* The fraction of the slots busy over a launch's waves, slots = work-groups one compute unit
+ * holds at once (registers and local memory: 2 for the 8-warp 128x128 tile's 126 registers, 1
+ * for the 192x128 one's 198, on the H100), as a percentage. */
+static int64_t gemm_fill(int32_t tile, int64_t B, int64_t M, int64_t N, int64_t cu, int64_t slots) {
+    int64_t w = gemm_wgs(tile, B, M, N), per = cu * slots, waves = (w + per - 1) / per;
+    return waves > 0 ? w * 100 / (waves * per) : 0;
+}
 
 static int32_t gemm_default_cu(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N, int64_t cu) {
     if (!gpu_family(e)) return 0;
@@ -304,14 +313,27 @@ static int32_t gemm_default_cu(const ttc_engine *e, const ttc_kop *op, int64_t B
      * 128x128 tile with its copies through L1 beat every other tile on every shape but one
      * (4096 x 2304 x 768: 2% behind 192x128), 1.05-1.36x the plain one; TF32 4-warp 128x128
      * tiles 1.33x on a 4096^3 mm (row-major B), even with 34 on linear layers. */
+    /* Session 9 (bench/RESULTS.md): the staged epilogue (fl & 2) 1.18-1.38x on the transformer
+     * shapes, 1.03x at 4096^3; the 4-warp 64x64-per-warp tile 1.08x more on a 4096^3 mm
+     * (row-major B); the 192x128 tile (one work-group per SM) where it fills the waves much
+     * better than 128x128 (4096 x 768 and 4096 x 2304: 132 and 396 tiles for 132 SMs, 1.14x
+     * and 1.0x; 1.35x the fill or more), behind it elsewhere (6304 x 768: 1.32x the fill, 0.95x
+     * the speed; its rate at full waves is ~0.73x). */
+    if (tc && gemm_wgs(TC_128x128_ST, B, M, N) >= cu) {
+        if (!op->p.gemm.trans_b && gemm_wgs(TC_128x128_4W_ST, B, M, N) >= 4 * cu) return TC_128x128_4W_ST;
+        if (gemm_fill(TC_192x128_ST, B, M, N, cu, 1) * 20 >= gemm_fill(TC_128x128_ST, B, M, N, cu, 2) * 27)
+            return TC_192x128_ST;
+        return TC_128x128_ST;
+    }
     if (tc) {
-        if (gemm_wgs(TC_128x128_L1, B, M, N) >= cu) return TC_128x128_L1;
         if (gemm_wgs(TC_64x64, B, M, N) >= cu) return TC_64x64;
         if (gemm_wgs(10, B, M, N) >= cu) return 10;
         return gemm_wgs(11, B, M, N) >= cu ? 11 : 16;
     }
     if (tf32) {
-        if (!op->p.gemm.trans_b && gemm_wgs(TF32_128x128_4W, B, M, N) >= 4 * cu) return TF32_128x128_4W;
+        /* the staged 4-warp tile: 1.02x (4096^3 linear, mm) to 1.11x (4096 x 3072 x 768) the
+         * best of 34 and 41; not at 4096 x 768 (192 tiles: 0.96x tile 34) */
+        if (gemm_wgs(TF32_128x128_4W_ST, B, M, N) >= 2 * cu) return TF32_128x128_4W_ST;
         if (gemm_wgs(TF32_128x128, B, M, N) >= cu) return TF32_128x128;
         if (gemm_wgs(TF32_128x64, B, M, N) >= cu) return TF32_128x64;
         return gemm_wgs(TF32_64x64, B, M, N) >= (cu + 7) / 8 ? TF32_64x64 : TF32_32x64;

@@ -25,7 +25,8 @@
  * all of B again (worth 1-2% on the H100 at 4096^3: L2 misses were not what limited it).
  * FL & 1: the async copies go through L1 (cp.async.ca) instead of around it (.cg): 1.05-1.36x on
  * the H100 (bench/RESULTS.md), though each work-group's rows are its own; measured, not
- * explained.
+ * explained (with the staged epilogue 1.19x at 4096^3; an L2::128B fetch hint added nothing).
+ * FL & 2: the epilogue is staged through local memory and stored by rows (see the end).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
  * STAGES TF32 GM FL (local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48 KiB). */
 #define NTH (32 * TM * TN)
