@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One GPU call for the tensor-core GEMM tiles (issue 12 item 2): build, chosen tiles of the tc and
-# tf32 families on chosen shapes vs cuBLAS (bench/gemm_tc.py, PTX of every row under $OUT/ptx:
-# ptxas -v there gives registers and spills; PTX=0: none), then the GEMM tests natively (every
+# tf32 families on chosen shapes vs cuBLAS (bench/gemm_tc.py, PTX of every row in $OUT/ptx.tgz: the
+# device tool returns only a few loose files; `ptxas -arch=sm_90 -v x.ptx` gives registers and
+# spills, here too (/usr/local/cuda-13.0/bin), and `ptxas -o x.cubin` + nvdisasm (pip wheel
+# nvidia-cuda-nvdisasm) the SASS; PTX=0: none), then the GEMM tests natively (every
 # tile, slow ones included; TESTS=0: none). TF_S=0 skips the tf32 rows. Fits a 240 s device call:
 #   TC=26,39 TF32=34,45 SHAPES=4096x4096x4096,... bash bench/probe/gemm_tc_sweep.sh
 set -u
@@ -21,3 +23,4 @@ grep -h "'error'" "$O"/gemm_*.txt | head -5
 [ "${TESTS:-1}" = 1 ] && timeout $(left) python3 -m pytest tests/device/test_gemm_tc.py tests/device/test_tf32_policy.py \
   tests/gpu/test_gpu_device.py -m "" -q -n 8 -p no:cacheprovider -rfE > "$O/pytest.log" 2>&1
 echo "pytest rc=$? at $(( $(date +%s) - T0 )) s"; tail -15 "$O/pytest.log"
+[ -d "$O/ptx" ] && tar czf "$O/ptx.tgz" -C "$O" ptx && rm -rf "$O/ptx"

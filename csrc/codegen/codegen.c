@@ -37,7 +37,10 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
      * 64x64 (1.33x on a 4096^3 mm) */
     {TTC_GEMM_TC, 128, 128, 32, 2, 4, 3, 8, 1}, {TTC_GEMM_TC, 192, 128, 32, 4, 2, 2, 8},
     {TTC_GEMM_TF32, 128, 128, 16, 2, 2, 3, 8},
-    /* session 9 (fl & 2: the epilogue staged through local memory, stores by rows) */
+    /* session 9 (fl & 2: the epilogue staged through local memory, stores by rows): 42 =
+     * tile 39 staged (the default), 43 = 4 warps of 64x64 (row-major-B default), 44, 46, 47 =
+     * 64-deep slices (sweep-only: within 5% of the best at 4096 x 768 x 3072 only), 45 = TF32
+     * 4-warp staged (the TF32 default), 48 = 192x128 staged (where its waves fill better) */
     {TTC_GEMM_TC, 128, 128, 32, 2, 4, 3, 8, 3}, {TTC_GEMM_TC, 128, 128, 32, 2, 2, 3, 8, 3},
     {TTC_GEMM_TC, 128, 64, 64, 2, 2, 2, 8, 3},  {TTC_GEMM_TF32, 128, 128, 16, 2, 2, 3, 8, 3},
     {TTC_GEMM_TC, 128, 64, 64, 2, 1, 2, 8, 3},  {TTC_GEMM_TC, 64, 128, 64, 2, 2, 2, 8, 3},
