@@ -119,9 +119,11 @@ ttc_status ttc_program_build_parts(ttc_device *d, const ttc_program_part *parts,
  * from the cache. For drivers that compile one program at a time per process (NVIDIA's
  * OpenCL). Best effort: it never fails the caller (a source a worker could not build is simply
  * built, and its error reported, by the caller's build); a no-op where the device keeps no
- * binaries, there is no cache directory, procs < 2, or no worker command was set. */
+ * binaries, there is no cache directory, procs < 2, or no worker command was set. At most one
+ * worker per bytes_per_proc bytes of uncached source (0: no limit), none below two: small
+ * programs build faster in process than a worker starts. */
 void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, const char *options,
-                          const char *cache_dir, int32_t procs);
+                          const char *cache_dir, int32_t procs, int64_t bytes_per_proc);
 /* The worker command: a Python interpreter and the path of this extension module (set by the
  * binding at import; until then ttc_program_prebuild does nothing). */
 void ttc_build_procs_set_worker(const char *python, const char *module_path);

@@ -72,7 +72,7 @@ static const char WORKER_CODE[] =
     "sys.exit(m._build_worker(sys.argv[2]))\n";
 
 void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, const char *options,
-                          const char *cache_dir, int32_t procs) {
+                          const char *cache_dir, int32_t procs, int64_t bytes_per_proc) {
     if (!d || n < 2 || procs < 2 || !d->be->program_cached || !ttc_target_keep_binaries(&d->facts)) return;
     if (!options) options = "";
     ttc_device *const *devs;
@@ -98,6 +98,12 @@ void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, con
     for (int32_t i = 0; i < n; i++)
         if (srcs[i] && !d->be->program_cached(d, srcs[i], options, dir)) todo[nt++] = i;
     if (nt < 2) goto done;
+    /* a worker costs an interpreter and a driver context (~0.5 s on the H100) before it
+     * compiles anything: one per bytes_per_proc of source at most, none below two */
+    size_t total = 0;
+    for (int32_t i = 0; i < nt; i++) total += strlen(srcs[todo[i]]);
+    if (bytes_per_proc > 0 && (int64_t)(total / (size_t)bytes_per_proc) < procs) procs = (int32_t)(total / (size_t)bytes_per_proc);
+    if (procs < 2) goto done;
     if (!mkdtemp(tmp)) goto done;
     have_tmp = true;
     files = ttc_calloc((size_t)nt, sizeof(char *));

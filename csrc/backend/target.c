@@ -53,6 +53,7 @@ static void decisions_default(ttc_target *t) {
     t->attn_mma = -1;
     t->build_threads = 1;
     t->build_procs = 1;
+    t->build_proc_bytes = 64 * 1024;
     t->native_epi_math = true;
     t->native_attn = t->native_attn_dnnl = true;
     t->native_norm = true;
@@ -202,6 +203,12 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     v = env("TORCHTRT_C_BUILD_PROCS");
     n = v ? strtol(v, NULL, 10) : t.nvidia ? t.build_threads : 1;
     t.build_procs = n < 1 ? 1 : n > 32 ? 32 : (int32_t)n;
+    /* one worker per 64 KiB of uncached source at most (H100: ~0.75 s of compile per 40 KiB,
+     * ~0.5 s to start a worker; a test suite of tiny engines must not spawn processes);
+     * TORCHTRT_C_BUILD_PROC_BYTES=N overrides (tests force workers with 1) */
+    v = env("TORCHTRT_C_BUILD_PROC_BYTES");
+    t.build_proc_bytes = v ? strtoll(v, NULL, 10) : 64 * 1024;
+    if (t.build_proc_bytes < 0) t.build_proc_bytes = 0;
     /* on a CPU device the enqueuing thread and the device's workers share the cores, so an
      * execution's launches are enqueued before any starts; a GPU starts on the first while the
      * host enqueues the rest */

@@ -96,6 +96,7 @@ typedef struct ttc_target {
                                    * and keys per block; 0: choose */
     int32_t build_threads;        /* an engine program is built in up to this many parts at once (1..64) */
     int32_t build_procs;          /* uncached programs compiled first in this many worker processes (1: none) */
+    int64_t build_proc_bytes;     /* ... at most one worker per this many bytes of uncached source */
     bool batch_launch;            /* an execution's launches held until all are enqueued
                                    * (ttc_queue_hold): CPU devices, BATCH_LAUNCH=0/1 overrides */
     bool cuda_interop;            /* memory shared with CUDA where the device can (CUDA_INTEROP=0: no) */

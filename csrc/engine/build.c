@@ -133,7 +133,7 @@ static ttc_status build_program(ttc_engine *e, ttc_device *dev) {
          * that compile one program at a time per process); the builds below then load them */
         const char *srcs[64];
         for (int32_t p = 0; p < np && p < 64; p++) srcs[p] = parts[p].src;
-        ttc_program_prebuild(dev, srcs, np < 64 ? np : 64, e->options, e->cache_dir_opt, e->tg.build_procs);
+        ttc_program_prebuild(dev, srcs, np < 64 ? np : 64, e->options, e->cache_dir_opt, e->tg.build_procs, e->tg.build_proc_bytes);
     }
     if (s == TTC_OK) s = ttc_program_build_parts(dev, parts, np, e->options, e->cache_dir_opt, e->tg.build_threads, &e->prog);
     if (s == TTC_OK) e->prof.programs = np;

@@ -226,7 +226,7 @@ static void cands_prepare(const ttc_engine *e, cand *cs, int32_t n) {
             if (cand_generate(&cs[i]) == TTC_OK) srcs[i] = cs[i].cg.source;
             else { cand_free(&cs[i]); ttc_clear_error(); }   /* cand_build tries again and fails */
         }
-        ttc_program_prebuild(e->dev, srcs, n, TTC_PROGRAM_OPTIONS, e->cache_dir_opt, e->tg.build_procs);
+        ttc_program_prebuild(e->dev, srcs, n, TTC_PROGRAM_OPTIONS, e->cache_dir_opt, e->tg.build_procs, e->tg.build_proc_bytes);
         free(srcs);
     }
     int32_t nt = e->tg.tune_threads < 1 ? 1 : e->tg.tune_threads > 16 ? 16 : e->tg.tune_threads;

@@ -37,9 +37,18 @@ SCRIPT = textwrap.dedent(r"""
 """)
 
 
+def _run_env(tmp_path, base):
+    env = dict(base, TORCHTRT_C_CACHE_DIR=str(tmp_path / "cache"), TORCHTRT_C_PROGRAM_BINARIES="1",
+               TORCHTRT_C_BUILD_THREADS="3", TORCHTRT_C_BUILD_PROCS="2", TORCHTRT_C_CALLER_THREAD="0",
+               TMPDIR=str(tmp_path), TORCHTRT_C_NATIVE="0", PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, "ok"], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def _run(tmp_path, mode, procs="2"):
     env = dict(os.environ, TORCHTRT_C_CACHE_DIR=str(tmp_path / "cache"), TORCHTRT_C_PROGRAM_BINARIES="1",
-               TORCHTRT_C_BUILD_THREADS="3", TORCHTRT_C_BUILD_PROCS=procs, TORCHTRT_C_CALLER_THREAD="0", TMPDIR=str(tmp_path),
+               TORCHTRT_C_BUILD_THREADS="3", TORCHTRT_C_BUILD_PROCS=procs, TORCHTRT_C_BUILD_PROC_BYTES="1", TORCHTRT_C_CALLER_THREAD="0", TMPDIR=str(tmp_path),
                TORCHTRT_C_NATIVE="0", PYTHONPATH=ROOT)
     r = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -70,6 +79,17 @@ def test_a_worker_that_cannot_start_leaves_the_builds_to_the_caller(tmp_path):
     st = out["stats"]
     assert st["prebuilt"] == 0 and st["compiled"] >= 2 and st["failed"] == 0, st
     assert max(out["errs"]) < 1e-4
+
+
+def test_small_programs_build_in_process(tmp_path, monkeypatch):
+    """The default bytes-per-worker floor: a tiny engine's few KiB of source never start a worker
+    (a test suite of small engines would spawn hundreds of interpreters otherwise)."""
+    monkeypatch.delenv("TORCHTRT_C_BUILD_PROC_BYTES", raising=False)
+    env = dict(os.environ)
+    env.pop("TORCHTRT_C_BUILD_PROC_BYTES", None)
+    out = _run_env(tmp_path, env)
+    st = out["stats"]
+    assert st["prebuilt"] == 0 and st["compiled"] >= 2, st
 
 
 def test_worker_entry_rejects_bad_jobs(tmp_path):
@@ -115,7 +135,7 @@ def test_tuning_candidates_built_by_workers_agree_with_eager(monkeypatch, tmp_pa
 
     for knob, v in dict(TORCHTRT_C_KERNELS="gpu", TORCHTRT_C_TUNE="full", TORCHTRT_C_MODULE_CACHE="0",
                         TORCHTRT_C_CACHE_DIR=str(tmp_path / "c"), TORCHTRT_C_PROGRAM_BINARIES="1",
-                        TORCHTRT_C_BUILD_PROCS="2", TORCHTRT_C_CALLER_THREAD="0", TORCHTRT_C_NATIVE="0").items():
+                        TORCHTRT_C_BUILD_PROCS="2", TORCHTRT_C_BUILD_PROC_BYTES="1", TORCHTRT_C_CALLER_THREAD="0", TORCHTRT_C_NATIVE="0").items():
         monkeypatch.setenv(knob, v)
     monkeypatch.delenv("TORCHTRT_C_GEMM_TILE", raising=False)
     torch.manual_seed(0)
