@@ -481,9 +481,10 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
             path = engine_files.get(name)
             if path is None:
                 raise Unserializable(f"{name}: no engine cache file")
-            blobs[name] = (path, mod.engine)   # never written to: an engine blob is immutable
-            mods[name] = {"kind": "engine", "meta": mod.meta, "file": os.path.basename(path),
-                          "size": int(mod.engine.numel())}
+            # size and CRC-32 are the file's, taken when it is on disk: the module's own blob
+            # may be deferred (never serialised), and the file is what a hit reads
+            blobs[name] = path
+            mods[name] = {"kind": "engine", "meta": mod.meta, "file": os.path.basename(path)}
         elif isinstance(mod, torch.fx.GraphModule):
             bufs = {}
             for bname, b in mod.named_buffers():
@@ -506,10 +507,15 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
     path = entry_path(settings, key)
 
     def write():
-        for name, (epath, blob) in blobs.items():
+        for name, epath in blobs.items():
             if not os.path.exists(epath):
                 raise OSError(f"{name}: engine cache file {epath} was not written")
+            size = os.path.getsize(epath)
+            # mapped: the pages are the page cache's (the file was just written), no copy
+            blob = torch.from_file(epath, shared=False, size=size, dtype=torch.uint8)
+            mods[name]["size"] = size
             mods[name]["crc32"] = zlib.crc32(blob.numpy())
+            del blob
         bio = io.BytesIO()
         torch.save({"manifest": json.dumps(manifest), "tensors": tensors}, bio)
         payload = bio.getvalue()
@@ -527,7 +533,10 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
 
 
 def store_module(settings, key: str, gm, engine_files: dict) -> str:
-    """Writes gm's entry now (see prepare_entry)."""
+    """Writes gm's entry now (see prepare_entry), once its engine files are written."""
+    from torchtrt_c.dynamo._compiler import _wait_written
+    for p in engine_files.values():
+        _wait_written(p)
     path, write = prepare_entry(settings, key, gm, engine_files)
     write()
     return path
@@ -567,6 +576,8 @@ def _engine_blob(settings, name: str, rec: dict) -> tuple:
     # content keys), no need to read and check the file again
     if blob is not None and blob.numel() == rec["size"] and (live is not None or pre is not None):
         return blob, live
+    if live is not None:  # live in this process (ids are content keys): its blob is deferred
+        return None, live
     path = os.path.join(os.fspath(settings.engine_cache_dir), rec["file"])
     try:
         size = os.path.getsize(path)
@@ -630,12 +641,15 @@ def load_module(settings, key: str, profile=None):
             if rec["kind"] == "engine":
                 blob, live = _engine_blob(settings, name, rec)
                 meta = EngineMeta.from_json(rec["meta"])
-                mod = EngineModule.from_tensor(blob, meta)
-                from torchtrt_c.runtime import _module
-                if live is None and meta.id not in _module.PENDING and ENGINES.peek(meta.id) is None:
-                    from torchtrt_c.dynamo._compiler import resolve_device
-                    _load_behind(meta, blob, resolve_device(settings.device))
-                remember_blob(meta.id, mod.engine)
+                if blob is None:
+                    mod = EngineModule.deferred(live, meta)
+                else:
+                    mod = EngineModule.from_tensor(blob, meta)
+                    from torchtrt_c.runtime import _module
+                    if live is None and meta.id not in _module.PENDING and ENGINES.peek(meta.id) is None:
+                        from torchtrt_c.dynamo._compiler import resolve_device
+                        _load_behind(meta, blob, resolve_device(settings.device))
+                    remember_blob(meta.id, mod.engine)
                 if profile is not None:
                     e = profile.engine(name)
                     e["source"] = "module cache (live)" if live is not None else "module cache"
