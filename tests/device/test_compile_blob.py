@@ -191,3 +191,49 @@ def test_save_load_in_fresh_process_from_a_deferred_module(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, PYTHONPATH=root))
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+
+
+def test_warm_compile_does_not_wait_for_the_cache_writes(tmp_path, monkeypatch):
+    """A compile of the same module while this process still writes its cache entries takes
+    the entry from memory (its engines are live) instead of waiting for the disk; the files,
+    once written, serve a compile with no live engine."""
+    import threading
+    from torchtrt_c.dynamo import _compiler
+    gate = threading.Event()
+    real = _compiler._engine_file_writer
+
+    def held_writer(path, engine):
+        write = real(path, engine)
+
+        def held():
+            gate.wait(timeout=120)
+            write()
+        return held
+
+    monkeypatch.setattr(_compiler, "_engine_file_writer", held_writer)
+    torch.manual_seed(8)
+    m = Net(d=10).eval()
+    x = torch.randn(3, 10)
+    try:
+        cold = _cached(m, x, tmp_path)
+        warm = _cached(m, x, tmp_path)
+        assert not [p for p in Path(tmp_path).iterdir() if p.suffix in (".ttce", ".ttcm")], \
+            "the writes were held: nothing should be on disk yet"
+        p = warm._torchtrt_c_profile
+        assert p.module_cache["result"] == "hit", p.module_cache
+        assert [e["source"] for e in p.engines] == ["module cache (live)"]
+        (acc,) = _engines(warm)
+        assert _deferred(acc)
+        with torch.no_grad():
+            _close(warm(x), m(x))
+            _close(cold(x), m(x))
+    finally:
+        gate.set()
+    wait_engine_cache_writes()
+    assert sorted(p.suffix for p in Path(tmp_path).iterdir() if p.suffix in (".ttce", ".ttcm")) == [".ttce", ".ttcm"]
+    ENGINES.clear()   # as a new process: the entry and engine file are read and checked
+    g3 = _cached(m, x, tmp_path)
+    p3 = g3._torchtrt_c_profile
+    assert p3.module_cache["result"] == "hit" and p3.engines[0]["source"] == "module cache", (p3.module_cache, p3.engines)
+    with torch.no_grad():
+        _close(g3(x), m(x))

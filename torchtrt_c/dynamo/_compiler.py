@@ -596,13 +596,15 @@ def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, diges
         rec["result"] = "lookup off (reuse_cached_engines=False)"
         return key, None
     path = mc.entry_path(settings, key)
-    _wait_written(path)
-    if not os.path.exists(path):
-        return key, None
+    entry = mc.writing_entry(settings, key)   # still being written: its engines are live here
+    if entry is None:
+        _wait_written(path)
+        if not os.path.exists(path):
+            return key, None
     progress.phase("load cached module")
     t = time.perf_counter()
     try:
-        gm = mc.load_module(settings, key, progress.profile)
+        gm = mc.load_module(settings, key, progress.profile, entry=entry)
     except (mc.RejectedEntry, OSError) as ex:
         progress.profile.engines.clear()
         rec["result"] = f"rejected: {ex}"

@@ -466,6 +466,27 @@ def _engine_id(mod) -> str:
     return EngineMeta.from_json(mod.meta).id
 
 
+# entry path -> (manifest, tensors) of an entry this process is still writing: a compile of the
+# same module meanwhile takes it from here when every engine in it is live, instead of waiting
+# for the write (the engines' serialisation and 500 MB of disk for a transformer: a warm compile
+# right after the cold one waited 0.9-1.4 s for it)
+_writing = {}
+
+
+def writing_entry(settings, key: str):
+    """(manifest, tensors) of the entry for key while this process writes it and all of its
+    engines are live, else None (read the file once written)."""
+    from torchtrt_c.runtime._execute import ENGINES
+    from torchtrt_c.runtime._shapes import EngineMeta
+    entry = _writing.get(entry_path(settings, key))
+    if entry is None:
+        return None
+    for rec in entry[0]["modules"].values():
+        if rec["kind"] == "engine" and ENGINES.peek(EngineMeta.from_json(rec["meta"]).id) is None:
+            return None
+    return entry
+
+
 def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None):
     """gm's entry as (path, write): write() writes it and may run in another thread, once the
     engine cache files named in engine_files are on disk (it checks). Everything that reads gm
@@ -507,6 +528,12 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
     path = entry_path(settings, key)
 
     def write():
+        try:
+            _write(path)
+        finally:
+            _writing.pop(path, None)
+
+    def _write(path):
         for name, epath in blobs.items():
             if not os.path.exists(epath):
                 raise OSError(f"{name}: engine cache file {epath} was not written")
@@ -529,6 +556,7 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
             with open(tmp, "w") as f:
                 f.write(key)
             os.replace(tmp, idx)
+    _writing[path] = (manifest, tensors)
     return path, write
 
 
@@ -574,7 +602,9 @@ def _engine_blob(settings, name: str, rec: dict) -> tuple:
     blob = pre if pre is not None else _live_blob(meta.id)
     # a live module's blob or one a preload checked: the engine these bytes name (ids are
     # content keys), no need to read and check the file again
-    if blob is not None and blob.numel() == rec["size"] and (live is not None or pre is not None):
+    # (an entry still being written has no size yet: writing_entry() hands it out only with
+    # every engine live)
+    if blob is not None and blob.numel() == rec.get("size", blob.numel()) and (live is not None or pre is not None):
         return blob, live
     if live is not None:  # live in this process (ids are content keys): its blob is deferred
         return None, live
@@ -623,17 +653,21 @@ def _load_behind(meta, blob: torch.Tensor, device) -> None:
     fut.add_done_callback(lambda f: _module.PENDING.pop(meta.id, None) if _module.PENDING.get(meta.id) is f else None)
 
 
-def load_module(settings, key: str, profile=None):
+def load_module(settings, key: str, profile=None, entry=None):
     """The compiled module of an entry, or None when there is none. Raises RejectedEntry (with
-    the reason) for an entry that exists but cannot be used."""
+    the reason) for an entry that exists but cannot be used. entry: writing_entry()'s
+    (manifest, tensors), used instead of the file."""
     from torchtrt_c.dynamo._compiled_module import CompiledModule
     from torchtrt_c.runtime._execute import ENGINES
     from torchtrt_c.runtime._module import EngineModule
     from torchtrt_c.runtime._shapes import EngineMeta
     path = entry_path(settings, key)
-    if not os.path.exists(path):
+    if entry is not None:
+        manifest, tensors = entry[0], {k: t.clone() for k, t in entry[1].items()}
+    elif not os.path.exists(path):
         return None
-    manifest, tensors = _read_entry(path, key)
+    else:
+        manifest, tensors = _read_entry(path, key)
     root = torch.nn.Module()
     try:
         for name, rec in manifest["modules"].items():
@@ -679,5 +713,5 @@ def discard(settings, key: str) -> None:
         pass
 
 
-__all__ = ["module_key", "context_text", "Prehash", "load_module", "store_module", "prepare_entry",
+__all__ = ["module_key", "context_text", "Prehash", "load_module", "store_module", "prepare_entry", "writing_entry",
            "drop_unused_preloads", "RejectedEntry", "Unserializable", "remember_blob"]
