@@ -46,7 +46,9 @@ def _median_ms(fn, sync, runs):
 
 
 def _child(spec, args):
-    sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench"), ROOT]
+    # ROOT last: a PYTHONPATH naming another tree's torchtrt_c wins (cold_compile_ab.py --script)
+    sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
+    sys.path.append(ROOT)
     import torch
     import torchtrt_c
     name, _, size = spec.partition(":")
@@ -93,6 +95,8 @@ def _child(spec, args):
     prec = {torch.float16} if args.precision == "fp16" else {torch.float32}
     opts = dict(inputs=[x], enabled_precisions=prec, min_block_size=1, cache_built_engines=True,
                 reuse_cached_engines=True, engine_cache_dir=tempfile.mkdtemp(prefix="ttc-cold-engines-", dir=args.tmp))
+    if args.no_engine_cache:  # the settings' defaults: no engine cache, no module cache
+        opts.update(cache_built_engines=False, reuse_cached_engines=False)
     if args.optimization_level is not None:
         opts["optimization_level"] = args.optimization_level
     t = time.perf_counter()
@@ -103,6 +107,13 @@ def _child(spec, args):
     print(f"==== {spec} b{args.batch} {args.precision}: torchtrt_c cold {row['ttc_compile_cold_s']:.2f}s, "
           f"Inductor {row.get('inductor_compile_s', float('nan')):.2f}s", flush=True)
     print(prof, flush=True)
+    if args.first_call:  # the call right after the compile (meets whatever it left running)
+        with torch.inference_mode():
+            t = time.perf_counter()
+            gm(x.to(tdev))
+            sync()
+            row["ttc_first_call_s"] = time.perf_counter() - t
+        print(f"first call {row['ttc_first_call_s']:.3f}s", flush=True)
     if args.time_runs:
         xd = x.to(tdev)
         g2 = gm.to(tdev) if tdev.type == "cuda" else gm
@@ -136,6 +147,9 @@ def main(argv=None):
     ap.add_argument("--cold-driver", action="store_true", help="also empty the OpenCL driver's kernel caches")
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--no-engine-cache", action="store_true",
+                    help="compile with the default settings (no engine/module cache) instead of the bench's cached ones")
+    ap.add_argument("--first-call", action="store_true", help="also time the first call after the compile")
     ap.add_argument("--check", action="store_true", help="compare the compiled module's output with eager")
     ap.add_argument("--time-runs", type=int, default=0,
                     help="also time this many calls of each compiled module (median ms; 0: no)")
@@ -163,7 +177,7 @@ def main(argv=None):
         out = os.path.join(tmp, "row.json")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", spec, "--out", out, "--batch", str(args.batch),
                "--precision", args.precision, "--tmp", tmp]
-        for flag in ("no_inductor", "warm", "check"):
+        for flag in ("no_inductor", "warm", "check", "no_engine_cache", "first_call"):
             if getattr(args, flag):
                 cmd.append("--" + flag.replace("_", "-"))
         if args.optimization_level is not None:

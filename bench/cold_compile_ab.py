@@ -17,14 +17,15 @@ import sys
 import tempfile
 
 KEYS = ["total", "capture (torch.export)", "decompositions", "lowering", "engines + stitching", "consts", "serialize",
-        "tune", "load"]
+        "tune", "load", "first call"]
 
 
-def _one(root: str, model: str, extra) -> dict:
+def _one(root: str, model: str, extra, script=None) -> dict:
     fd, out = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
-    subprocess.run([sys.executable, os.path.join(root, "bench", "cold_compile.py"), "--models", model, "--no-inductor",
+    script = script or os.path.join(root, "bench", "cold_compile.py")
+    subprocess.run([sys.executable, script, "--models", model, "--no-inductor",
                     "--out", out] + list(extra), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out) as f:
         row = json.load(f)["rows"][0]
@@ -37,6 +38,8 @@ def _one(root: str, model: str, extra) -> dict:
     d["consts"] = sum(x["consts_s"] for x in b)
     d["tune"] = sum(x["tune_s"] for x in b)
     d["serialize"] = sum(e["seconds"].get("serialize", 0.0) for e in p["engines"])
+    if "ttc_first_call_s" in row:
+        d["first call"] = row["ttc_first_call_s"]
     with open("/proc/loadavg") as f:
         d["load"] = float(f.read().split()[0])
     return d
@@ -48,6 +51,9 @@ def main(argv=None):
     ap.add_argument("--after", default=".")
     ap.add_argument("--models", default="hf_gpt2,hf_llama")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--script", default=None,
+                    help="run this cold_compile.py for both trees (default: each tree's own), e.g. for options "
+                         "the before tree's script does not have")
     ap.add_argument("extra", nargs="*", help="more cold_compile.py arguments (after --)")
     args = ap.parse_args(argv)
     trees = {"before": args.before, "after": args.after}
@@ -55,7 +61,7 @@ def main(argv=None):
     for r in range(args.rounds):
         for m in [s for s in args.models.split(",") if s]:
             for name in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                d = _one(trees[name], m, args.extra)
+                d = _one(trees[name], m, args.extra, args.script and os.path.abspath(args.script))
                 print(m, name, {k: round(v, 2) if isinstance(v, float) else v for k, v in d.items()}, flush=True)
                 if "error" not in d:
                     rows.setdefault((m, name), []).append(d)

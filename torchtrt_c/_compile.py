@@ -87,6 +87,10 @@ def save(module, path, inputs=None, arg_inputs=None, kwarg_inputs=None,
     ex_args = tuple(i.example_tensor() for i in args)
     ex_kw = {k: v.example_tensor() for k, v in kw.items()}
     dynamic = dynamic_shapes_for(module, args, kw)
+    from torchtrt_c.runtime._module import EngineModule
+    for m in module.modules():  # blobs deferred at compile time are made now
+        if isinstance(m, EngineModule):
+            m.blob()
     ep = torch.export.export(module, ex_args, ex_kw, dynamic_shapes=dynamic, strict=False)
     # A file object: torch warns about names not ending in .pt2, ours often end in .ep.
     with open(os.fspath(path), "wb") as f:

@@ -8,6 +8,7 @@
 #include "pass_manager.h"
 #include "pass_util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,36 @@ static bool is_transpose_2d(const ttc_node *p) {
     return false;
 }
 
+/* dst[c][r] = src[r][c] in 32x32 tiles with typed copies: the element-wise memcpy(esz) it
+ * replaces took 0.95 s for GPT-2's 340 MB of Conv1D weights, this 0.55 s (load 4; most of
+ * what is left is page faults on the fresh destination). */
+#define TTC_TRANSPOSE_TILE(T)                                                              \
+    static void transpose_##T(T *dst, const T *src, int64_t r, int64_t c) {                \
+        for (int64_t i0 = 0; i0 < r; i0 += 32)                                             \
+            for (int64_t j0 = 0; j0 < c; j0 += 32) {                                       \
+                int64_t i1 = i0 + 32 < r ? i0 + 32 : r, j1 = j0 + 32 < c ? j0 + 32 : c;   \
+                for (int64_t j = j0; j < j1; j++)                                          \
+                    for (int64_t i = i0; i < i1; i++) dst[j * r + i] = src[i * c + j];     \
+            }                                                                              \
+    }
+TTC_TRANSPOSE_TILE(uint8_t)
+TTC_TRANSPOSE_TILE(uint16_t)
+TTC_TRANSPOSE_TILE(uint32_t)
+TTC_TRANSPOSE_TILE(uint64_t)
+
+static void transpose_2d(void *dst, const void *src, int64_t r, int64_t c, size_t esz) {
+    switch (esz) {
+    case 1: transpose_uint8_t(dst, src, r, c); return;
+    case 2: transpose_uint16_t(dst, src, r, c); return;
+    case 4: transpose_uint32_t(dst, src, r, c); return;
+    case 8: transpose_uint64_t(dst, src, r, c); return;
+    default:
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < c; j++)
+                memcpy((char *)dst + (size_t)(j * r + i) * esz, (const char *)src + (size_t)(i * c + j) * esz, esz);
+    }
+}
+
 /* W with linear(x, W) == x @ w, placed before `before`. */
 static ttc_value *weight_for(ttc_graph *g, ttc_node *before, ttc_value *w) {
     if (is_transpose_2d(w->producer)) return w->producer->inputs[0];
@@ -40,9 +71,7 @@ static ttc_value *weight_for(ttc_graph *g, ttc_node *before, ttc_value *w) {
         int64_t r = t->dims[0].add, c = t->dims[1].add;
         ttc_tensor_data *d = ttc_tensor_data_copy(NULL, (size_t)(r * c) * esz);
         if (!d) return NULL;
-        for (int64_t i = 0; i < r; i++)
-            for (int64_t j = 0; j < c; j++)
-                memcpy((char *)d->data + (size_t)(j * r + i) * esz, (const char *)a->tensor->data + (size_t)(i * c + j) * esz, esz);
+        transpose_2d(d->data, a->tensor->data, r, c, esz);
         ttc_value *v = ttc_graph_const_tensor(g, before, NULL, &tt, d);
         ttc_tensor_data_unref(d);
         return v;

@@ -181,6 +181,28 @@ def test_fuse_linear():
     check_same_results(before, after)
 
 
+@pytest.mark.parametrize("ir_dtype,dtype", [("Float", torch.float32), ("Half", torch.float16),
+                                             ("Double", torch.float64)])
+@pytest.mark.parametrize("k,n", [(45, 70), (32, 64), (3, 97)])
+def test_fuse_linear_transposes_constant_weights_exactly(ir_dtype, dtype, k, n):
+    """A constant [k, n] weight becomes its [n, k] transpose, element for element (tiled
+    copies per element size; odd sizes cross the tiles' edges)."""
+    w = torch.arange(k * n, dtype=torch.float64).reshape(k, n).to(dtype)
+    text = f"""graph(%x : {ir_dtype}(4, {k}), %b : {ir_dtype}({n})):
+  %one : int = prim.Constant[value=1]()
+  %w : {ir_dtype}({k}, {n}) = prim.Constant[value=tensor([{floats(w.flatten().tolist())}])]()
+  %z : {ir_dtype}(4, {n}) = aten.addmm.default(%b, %x, %w, %one, %one)
+  return (%z)
+"""
+    _, after, changed = run_one_pass(text, "fuse_linear")
+    assert changed and ops(after) == ["aten.linear.default"]
+    lin = [nd for nd in after.nodes() if nd["op"] == "aten.linear.default"][0]
+    wt = _constant(after, lin["inputs"][1])
+    assert wt.dtype == dtype and tuple(wt.shape) == (n, k), (wt.dtype, wt.shape)
+    bad = (wt != w.t()).nonzero()
+    assert bad.numel() == 0, f"{bad.shape[0]} elements differ, first at {bad[0].tolist()}"
+
+
 def test_unpack_addmm_and_log_softmax():
     text = """graph(%b : Float(5), %x : Float(4, 3), %w : Float(3, 5)):
   %beta : float = prim.Constant[value=0.5]()

@@ -17,6 +17,7 @@ import operator
 import os
 import threading
 import time
+import uuid
 
 import torch
 import torch.fx
@@ -124,6 +125,20 @@ def _write_behind(path: str, blob: bytes, after=(), write=None) -> None:
     th.start()
 
 
+def _engine_file_writer(path: str, engine):
+    """A write for _write_behind that serialises the engine in the writing thread (the C core
+    releases the GIL): the compile does not wait for the engine's blob (0.3-1.9 s for a
+    transformer's 500 MB of weights, most of it page faults on fresh memory)."""
+    def write():
+        blob = engine.serialize()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + f".{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    return write
+
+
 def wait_engine_cache_writes() -> None:
     """Returns once every engine cache entry this process has started writing is on disk.
     compile() returns before its entries are written (see _write_behind); whoever looks at
@@ -212,7 +227,7 @@ class _EngineFactory:
                 from torchtrt_c.dynamo._module_cache import _live_blob
                 e = ENGINES.peek(key[:32])
                 live_blob = _live_blob(key[:32]) if e is not None else None
-                if live_blob is not None:
+                if e is not None:  # without a live blob: the new module's blob is deferred
                     rec["source"] = "engine cache (live)"
                     sec["load"] = time.perf_counter() - t
                     log.info("%s: reused cached engine %s (live)", name, path)
@@ -229,6 +244,8 @@ class _EngineFactory:
                     return e, blob
                 except Exception as ex:  # a stale/corrupt cache entry: rebuild it
                     log.warning("%s: ignoring cached engine %s (%s)", name, path, ex)
+                    rec["source"] = "built"
+                    rec["rejected"] = str(ex)
         t = time.perf_counter()
         e = _C.Engine.build(sub, name=name, device=self.device, precision=self.s.precision(),
                             optimization_level=self.s.opt_level(),
@@ -236,16 +253,14 @@ class _EngineFactory:
                             cache_dir=os.fspath(self.s.engine_cache_dir) if self.s.cache_built_engines else None)
         sec["build"] = time.perf_counter() - t
         rec["build"] = e.build_profile()
-        t = time.perf_counter()
-        # a bytearray the module's engine tensor shares (a bytes blob was copied again into
-        # the module's buffer: 0.9 s for BERT-base's 440 MB)
-        raw = e.serialize(mutable=True)
-        sec["serialize"] = time.perf_counter() - t
+        # no blob now: the module's is made when something asks for it (EngineModule.deferred),
+        # the engine cache file's in the thread that writes it
         if path is not None and self.s.cache_built_engines:
-            _write_behind(path, raw)
-        return e, torch.frombuffer(raw, dtype=torch.uint8)
+            _write_behind(path, None, write=_engine_file_writer(path, e))
+        return e, None
 
-    def meta(self, e, name: str, blob: bytes) -> EngineMeta:
+    def meta(self, e, name: str, blob) -> EngineMeta:
+        """blob: the engine's bytes, or None when its blob is deferred."""
         used = set()
         ios = []
         for io in (e.inputs, e.outputs):
@@ -257,7 +272,11 @@ class _EngineFactory:
             ios.append(lst)
         syms = {s: [self.imp.symbols[s][0], self.imp.symbols[s][2]] for s in used if s in self.imp.symbols}
         key = self._keys.get(name)   # hashing a 440 MB blob again took a second
-        if key is None:
+        if key is None and blob is None:
+            # no content key without the engine cache: an id of its own (a loaded copy of
+            # this module in this process still finds the live engine by it)
+            ident = uuid.uuid4().hex
+        elif key is None:
             data = blob.numpy() if isinstance(blob, torch.Tensor) else blob
             ident = hashlib.sha256(memoryview(data)).hexdigest()[:32]
         else:
@@ -317,9 +336,12 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
                 try:
                     e, blob = factory.build(sub, name)
                     meta = factory.meta(e, name, blob)
-                    mod = (EngineModule.from_tensor(blob, meta, engine=e) if isinstance(blob, torch.Tensor)
-                           else EngineModule(blob, meta, engine=e))
-                    remember_blob(meta.id, mod.engine)
+                    if blob is None:
+                        mod = EngineModule.deferred(e, meta)
+                    else:
+                        mod = (EngineModule.from_tensor(blob, meta, engine=e) if isinstance(blob, torch.Tensor)
+                               else EngineModule(blob, meta, engine=e))
+                        remember_blob(meta.id, mod.engine)
                     args, outs = list(in_names), list(out_names)
                 except Exception as ex:
                     from torchtrt_c import Error
@@ -574,13 +596,15 @@ def _module_cache_lookup(ep, arg_inputs, kwarg_inputs, settings, progress, diges
         rec["result"] = "lookup off (reuse_cached_engines=False)"
         return key, None
     path = mc.entry_path(settings, key)
-    _wait_written(path)
-    if not os.path.exists(path):
-        return key, None
+    entry = mc.writing_entry(settings, key)   # still being written: its engines are live here
+    if entry is None:
+        _wait_written(path)
+        if not os.path.exists(path):
+            return key, None
     progress.phase("load cached module")
     t = time.perf_counter()
     try:
-        gm = mc.load_module(settings, key, progress.profile)
+        gm = mc.load_module(settings, key, progress.profile, entry=entry)
     except (mc.RejectedEntry, OSError) as ex:
         progress.profile.engines.clear()
         rec["result"] = f"rejected: {ex}"

@@ -466,6 +466,27 @@ def _engine_id(mod) -> str:
     return EngineMeta.from_json(mod.meta).id
 
 
+# entry path -> (manifest, tensors) of an entry this process is still writing: a compile of the
+# same module meanwhile takes it from here when every engine in it is live, instead of waiting
+# for the write (the engines' serialisation and 500 MB of disk for a transformer: a warm compile
+# right after the cold one waited 0.9-1.4 s for it)
+_writing = {}
+
+
+def writing_entry(settings, key: str):
+    """(manifest, tensors) of the entry for key while this process writes it and all of its
+    engines are live, else None (read the file once written)."""
+    from torchtrt_c.runtime._execute import ENGINES
+    from torchtrt_c.runtime._shapes import EngineMeta
+    entry = _writing.get(entry_path(settings, key))
+    if entry is None:
+        return None
+    for rec in entry[0]["modules"].values():
+        if rec["kind"] == "engine" and ENGINES.peek(EngineMeta.from_json(rec["meta"]).id) is None:
+            return None
+    return entry
+
+
 def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None):
     """gm's entry as (path, write): write() writes it and may run in another thread, once the
     engine cache files named in engine_files are on disk (it checks). Everything that reads gm
@@ -481,9 +502,10 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
             path = engine_files.get(name)
             if path is None:
                 raise Unserializable(f"{name}: no engine cache file")
-            blobs[name] = (path, mod.engine)   # never written to: an engine blob is immutable
-            mods[name] = {"kind": "engine", "meta": mod.meta, "file": os.path.basename(path),
-                          "size": int(mod.engine.numel())}
+            # size and CRC-32 are the file's, taken when it is on disk: the module's own blob
+            # may be deferred (never serialised), and the file is what a hit reads
+            blobs[name] = path
+            mods[name] = {"kind": "engine", "meta": mod.meta, "file": os.path.basename(path)}
         elif isinstance(mod, torch.fx.GraphModule):
             bufs = {}
             for bname, b in mod.named_buffers():
@@ -506,10 +528,21 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
     path = entry_path(settings, key)
 
     def write():
-        for name, (epath, blob) in blobs.items():
+        try:
+            _write(path)
+        finally:
+            _writing.pop(path, None)
+
+    def _write(path):
+        for name, epath in blobs.items():
             if not os.path.exists(epath):
                 raise OSError(f"{name}: engine cache file {epath} was not written")
+            size = os.path.getsize(epath)
+            # mapped: the pages are the page cache's (the file was just written), no copy
+            blob = torch.from_file(epath, shared=False, size=size, dtype=torch.uint8)
+            mods[name]["size"] = size
             mods[name]["crc32"] = zlib.crc32(blob.numpy())
+            del blob
         bio = io.BytesIO()
         torch.save({"manifest": json.dumps(manifest), "tensors": tensors}, bio)
         payload = bio.getvalue()
@@ -523,11 +556,15 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
             with open(tmp, "w") as f:
                 f.write(key)
             os.replace(tmp, idx)
+    _writing[path] = (manifest, tensors)
     return path, write
 
 
 def store_module(settings, key: str, gm, engine_files: dict) -> str:
-    """Writes gm's entry now (see prepare_entry)."""
+    """Writes gm's entry now (see prepare_entry), once its engine files are written."""
+    from torchtrt_c.dynamo._compiler import _wait_written
+    for p in engine_files.values():
+        _wait_written(p)
     path, write = prepare_entry(settings, key, gm, engine_files)
     write()
     return path
@@ -565,8 +602,12 @@ def _engine_blob(settings, name: str, rec: dict) -> tuple:
     blob = pre if pre is not None else _live_blob(meta.id)
     # a live module's blob or one a preload checked: the engine these bytes name (ids are
     # content keys), no need to read and check the file again
-    if blob is not None and blob.numel() == rec["size"] and (live is not None or pre is not None):
+    # (an entry still being written has no size yet: writing_entry() hands it out only with
+    # every engine live)
+    if blob is not None and blob.numel() == rec.get("size", blob.numel()) and (live is not None or pre is not None):
         return blob, live
+    if live is not None:  # live in this process (ids are content keys): its blob is deferred
+        return None, live
     path = os.path.join(os.fspath(settings.engine_cache_dir), rec["file"])
     try:
         size = os.path.getsize(path)
@@ -612,17 +653,21 @@ def _load_behind(meta, blob: torch.Tensor, device) -> None:
     fut.add_done_callback(lambda f: _module.PENDING.pop(meta.id, None) if _module.PENDING.get(meta.id) is f else None)
 
 
-def load_module(settings, key: str, profile=None):
+def load_module(settings, key: str, profile=None, entry=None):
     """The compiled module of an entry, or None when there is none. Raises RejectedEntry (with
-    the reason) for an entry that exists but cannot be used."""
+    the reason) for an entry that exists but cannot be used. entry: writing_entry()'s
+    (manifest, tensors), used instead of the file."""
     from torchtrt_c.dynamo._compiled_module import CompiledModule
     from torchtrt_c.runtime._execute import ENGINES
     from torchtrt_c.runtime._module import EngineModule
     from torchtrt_c.runtime._shapes import EngineMeta
     path = entry_path(settings, key)
-    if not os.path.exists(path):
+    if entry is not None:
+        manifest, tensors = entry[0], {k: t.clone() for k, t in entry[1].items()}
+    elif not os.path.exists(path):
         return None
-    manifest, tensors = _read_entry(path, key)
+    else:
+        manifest, tensors = _read_entry(path, key)
     root = torch.nn.Module()
     try:
         for name, rec in manifest["modules"].items():
@@ -630,12 +675,15 @@ def load_module(settings, key: str, profile=None):
             if rec["kind"] == "engine":
                 blob, live = _engine_blob(settings, name, rec)
                 meta = EngineMeta.from_json(rec["meta"])
-                mod = EngineModule.from_tensor(blob, meta)
-                from torchtrt_c.runtime import _module
-                if live is None and meta.id not in _module.PENDING and ENGINES.peek(meta.id) is None:
-                    from torchtrt_c.dynamo._compiler import resolve_device
-                    _load_behind(meta, blob, resolve_device(settings.device))
-                remember_blob(meta.id, mod.engine)
+                if blob is None:
+                    mod = EngineModule.deferred(live, meta)
+                else:
+                    mod = EngineModule.from_tensor(blob, meta)
+                    from torchtrt_c.runtime import _module
+                    if live is None and meta.id not in _module.PENDING and ENGINES.peek(meta.id) is None:
+                        from torchtrt_c.dynamo._compiler import resolve_device
+                        _load_behind(meta, blob, resolve_device(settings.device))
+                    remember_blob(meta.id, mod.engine)
                 if profile is not None:
                     e = profile.engine(name)
                     e["source"] = "module cache (live)" if live is not None else "module cache"
@@ -665,5 +713,5 @@ def discard(settings, key: str) -> None:
         pass
 
 
-__all__ = ["module_key", "context_text", "Prehash", "load_module", "store_module", "prepare_entry",
+__all__ = ["module_key", "context_text", "Prehash", "load_module", "store_module", "prepare_entry", "writing_entry",
            "drop_unused_preloads", "RejectedEntry", "Unserializable", "remember_blob"]

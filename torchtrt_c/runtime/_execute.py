@@ -75,8 +75,12 @@ class _EngineCache:
         if hit is not None:
             return hit
         from torchtrt_c import _C
-        data = blob.detach().cpu().contiguous().numpy().tobytes()
-        engine = _C.Engine.deserialize(data)
+        from torchtrt_c.runtime._module import DEFERRED
+        src = DEFERRED.get(engine_id) if blob.numel() == 0 else None
+        engine = src.__dict__.get("_deferred") if src is not None else None
+        if engine is None:  # else a module whose blob was never serialised holds the engine
+            data = (src.blob() if src is not None else blob).detach().cpu().contiguous().numpy().tobytes()
+            engine = _C.Engine.deserialize(data)
         with self._lock:
             return self._engines.setdefault(engine_id, (engine, threading.Lock()))
 
