@@ -127,6 +127,8 @@ void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, con
 /* The worker command: a Python interpreter and the path of this extension module (set by the
  * binding at import; until then ttc_program_prebuild does nothing). */
 void ttc_build_procs_set_worker(const char *python, const char *module_path);
+/* The start of the last failed worker's output ("" when none failed). */
+const char *ttc_build_procs_last_error(void);
 /* The worker's side (the binding's _build_worker): builds every source of a job file written by
  * ttc_program_prebuild into the cache. 0 when every build succeeded. */
 int ttc_build_procs_worker(const char *job_path);
@@ -204,6 +206,7 @@ typedef struct ttc_program_stats {
     double compile_s, cache_s, binary_s;
     int64_t prebuilt;          /* compiled by build worker processes (ttc_program_prebuild) */
     double prebuild_s;         /* wall seconds spent waiting for them */
+    int64_t prebuild_failed;   /* workers that failed, crashed or were killed */
 } ttc_program_stats;
 void ttc_program_stats_get(ttc_program_stats *out);
 

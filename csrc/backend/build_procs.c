@@ -36,6 +36,25 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *worker_python, *worker_module;
 static int64_t n_prebuilt;
 static double prebuild_s;
+static int64_t n_failed;           /* workers that exited with an error, crashed or were killed */
+static char last_error[1024];      /* the start of the last failed worker's output */
+
+const char *ttc_build_procs_last_error(void) { return last_error; }
+
+/* Keeps the start of worker w's log as the last error (under lock). */
+static void note_failure(const char *tmp, int32_t w, const char *how) {
+    char *path = ttc_strfmt("%s/log-%d.txt", tmp, w);
+    FILE *f = path ? fopen(path, "r") : NULL;
+    char text[768] = "";
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    free(path);
+    pthread_mutex_lock(&lock);
+    n_failed++;
+    snprintf(last_error, sizeof last_error, "build worker %s: %s", how, text);
+    pthread_mutex_unlock(&lock);
+}
 
 void ttc_build_procs_set_worker(const char *python, const char *module_path) {
     pthread_mutex_lock(&lock);
@@ -50,6 +69,7 @@ void ttc_build_procs_stats_add(ttc_program_stats *acc) {
     pthread_mutex_lock(&lock);
     acc->prebuilt += n_prebuilt;
     acc->prebuild_s += prebuild_s;
+    acc->prebuild_failed += n_failed;
     pthread_mutex_unlock(&lock);
 }
 
@@ -169,12 +189,22 @@ void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, con
             if (!alive[w]) continue;
             int st;
             pid_t r = waitpid(pids[w], &st, WNOHANG);
-            if (r == pids[w] || (r < 0 && errno != EINTR)) { alive[w] = false; left--; }
+            if (r == pids[w] || (r < 0 && errno != EINTR)) {
+                alive[w] = false;
+                left--;
+                if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                    note_failure(tmp, w, r < 0 ? "lost" : WIFEXITED(st) ? "failed" : "crashed");
+            }
         }
         if (left == 0) break;
         if (ttc_now_s() - t0 > WORKER_LIMIT_S) {
             for (int32_t w = 0; w < made; w++)
-                if (alive[w]) { kill(pids[w], SIGKILL); waitpid(pids[w], NULL, 0); alive[w] = false; }
+                if (alive[w]) {
+                    kill(pids[w], SIGKILL);
+                    waitpid(pids[w], NULL, 0);
+                    alive[w] = false;
+                    note_failure(tmp, w, "killed at the time limit");
+                }
             break;
         }
         struct timespec ts = {0, 2000000};

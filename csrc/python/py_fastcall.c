@@ -32,7 +32,7 @@ typedef struct {
     int32_t n_args, n_in, n_out, n_ret, ret_mode;
     int32_t arg_idx[FC_MAX], ret_idx[FC_MAX], in_rank[FC_MAX];
     PyObject *in_dtype[FC_MAX];
-    PyObject *out_args[FC_MAX], *out_kw[FC_MAX]; /* output i: empty(*out_args[i], **out_kw[i]) */
+    PyObject *out_args[FC_MAX], *out_kw[FC_MAX]; /* output i: empty(*out_args[i], **out_kw[i]), out_args[i] = (sizes,) */
     int64_t in_shape[FC_MAX][TTC_MAX_RANK];
     size_t in_bytes[FC_MAX], out_bytes[FC_MAX];
 } FastCallObject;
@@ -158,16 +158,19 @@ static int fc_read_outputs(FastCallObject *f, ttc_py_state *st, PyObject *out_kw
             goto done;
         }
         if (itemsize_ok(dtype, b->dtype, "output", b->name) < 0) goto done;
-        PyObject *args = PyTuple_New(b->rank);
-        if (!args) goto done;
+        /* empty((d0, d1, ...), **kw): the sizes as one tuple, so that a 0-d output is empty(()) */
+        PyObject *shape = PyTuple_New(b->rank);
+        if (!shape) goto done;
         int64_t numel = 1;
         for (int32_t d = 0; d < b->rank; d++) {
             PyObject *v = PyLong_FromLongLong(oshapes[i][d]);
-            if (!v) { Py_DECREF(args); goto done; }
-            PyTuple_SET_ITEM(args, d, v);
+            if (!v) { Py_DECREF(shape); goto done; }
+            PyTuple_SET_ITEM(shape, d, v);
             numel *= oshapes[i][d];
         }
-        f->out_args[i] = args;
+        f->out_args[i] = PyTuple_Pack(1, shape);
+        Py_DECREF(shape);
+        if (!f->out_args[i]) goto done;
         f->out_kw[i] = PyDict_Copy(kw);  /* a copy: the caller's dict may change later */
         if (!f->out_kw[i]) goto done;
         if (numel == 0) {

@@ -104,10 +104,11 @@ static PyObject *py_host_in_place(PyObject *m, PyObject *unused) {
 static PyObject *py_program_stats(PyObject *m, PyObject *unused) {
     ttc_program_stats s;
     ttc_program_stats_get(&s);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:d}", "compiled", (long long)s.compiled,
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:d,s:L}", "compiled", (long long)s.compiled,
                          "cache_hits", (long long)s.cache_hits, "from_binary", (long long)s.from_binary,
                          "failed", (long long)s.failed, "compile_s", s.compile_s, "cache_s", s.cache_s,
-                         "binary_s", s.binary_s, "prebuilt", (long long)s.prebuilt, "prebuild_s", s.prebuild_s);
+                         "binary_s", s.binary_s, "prebuilt", (long long)s.prebuilt, "prebuild_s", s.prebuild_s,
+                         "prebuild_failed", (long long)s.prebuild_failed);
 }
 
 /* Build worker processes (csrc/backend/build_procs.c): the command that starts one, and the
@@ -117,6 +118,10 @@ static PyObject *py_set_build_worker(PyObject *m, PyObject *args) {
     if (!PyArg_ParseTuple(args, "ss", &python, &module)) return NULL;
     ttc_build_procs_set_worker(python, module);
     Py_RETURN_NONE;
+}
+
+static PyObject *py_build_worker_error(PyObject *m, PyObject *unused) {
+    return PyUnicode_DecodeUTF8(ttc_build_procs_last_error(), (Py_ssize_t)strlen(ttc_build_procs_last_error()), "replace");
 }
 
 static PyObject *py_build_worker(PyObject *m, PyObject *args) {
@@ -277,10 +282,13 @@ static PyMethodDef runtime_methods[] = {
     {"program_stats", py_program_stats, METH_NOARGS,
      "program_stats() -> dict: OpenCL program builds in this process: compiled (from source), cache_hits "
      "(on-disk binary cache), from_binary (engine blobs), failed, and seconds each (compile_s, cache_s, binary_s); "
-     "prebuilt: programs compiled by build worker processes, prebuild_s: seconds waited for them."},
+     "prebuilt: programs compiled by build worker processes, prebuild_s: seconds waited for them, "
+     "prebuild_failed: workers that failed (build_worker_error() says why)."},
     {"_set_build_worker", py_set_build_worker, METH_VARARGS,
      "_set_build_worker(python, module_path): the interpreter and this module's file that program-build worker "
      "processes run (set at import; TORCHTRT_C_BUILD_PROCS)."},
+    {"build_worker_error", py_build_worker_error, METH_NOARGS,
+     "build_worker_error() -> str: the start of the last failed program-build worker's output ('' if none failed)."},
     {"_build_worker", py_build_worker, METH_VARARGS,
      "_build_worker(job_path) -> int: a build worker process's entry (builds a job's sources into the binary cache)."},
     {"devices", py_devices, METH_NOARGS,

@@ -21,6 +21,8 @@ SCRIPT = textwrap.dedent(r"""
     from torchtrt_c import _C
     if sys.argv[1] == "bad-python":
         _C._set_build_worker("/nonexistent/python", _C.__file__)
+    if sys.argv[1] == "bad-module":
+        _C._set_build_worker(sys.executable, "/nonexistent/_C.so")
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 5, 3),
                             torch.nn.Softmax(1), torch.nn.Flatten(), torch.nn.LayerNorm(5 * 7 * 9)).eval()
@@ -32,7 +34,7 @@ SCRIPT = textwrap.dedent(r"""
     for shape in [(3, 3, 11, 13)]:
         xi = torch.randn(*shape)
         errs.append((c(xi) - m(xi)).abs().max().item())
-    print(json.dumps({"stats": {k: s1[k] - s0[k] for k in s1}, "errs": errs,
+    print(json.dumps({"stats": {k: s1[k] - s0[k] for k in s1}, "errs": errs, "worker_error": _C.build_worker_error(),
                       "cached": len(os.listdir(os.environ["TORCHTRT_C_CACHE_DIR"]))}))
 """)
 
@@ -71,6 +73,16 @@ def test_off_builds_in_process(tmp_path):
     out = _run(tmp_path, "ok", procs="1")
     st = out["stats"]
     assert st["prebuilt"] == 0 and st["compiled"] >= 2, st
+    assert max(out["errs"]) < 1e-4
+
+
+def test_a_failing_worker_is_counted_and_says_why(tmp_path):
+    """A worker that exits with an error (its interpreter cannot load the module) is counted and
+    its output kept for build_worker_error(); the caller's builds still make the engine."""
+    out = _run(tmp_path, "bad-module")
+    st = out["stats"]
+    assert st["prebuilt"] == 0 and st["prebuild_failed"] >= 1 and st["compiled"] >= 2, st
+    assert "build worker failed" in out["worker_error"], out["worker_error"]
     assert max(out["errs"]) < 1e-4
 
 
@@ -152,7 +164,7 @@ def test_tuning_candidates_built_by_workers_agree_with_eager(monkeypatch, tmp_pa
     assert e["build"]["tune_candidates"] >= 4, e["build"]
     # candidates of different shapes may share a source (sizes are arguments): each distinct
     # one is built once, by a worker; in-process only the engine's own one-part program
-    assert st["prebuilt"] >= 2 and st["compiled"] <= 1 and st["failed"] == 0, (st, e["build"])
+    assert st["prebuilt"] >= 2 and st["compiled"] <= 1 and st["failed"] == 0, (st, e["build"], _C.build_worker_error())
     with torch.inference_mode():
         ref, out = m(x), gm(x)
     out = out[0] if isinstance(out, (tuple, list)) else out
