@@ -9,7 +9,8 @@
  * the same device (same index, same environment, checked by name and driver) and building its
  * share into the cache. The caller's builds then load binaries.
  *
- * Job file (text, one field per line): "TTCJOB1", device index, device name, driver, cache
+ * Job file (text, one field per line): "TTCJOB1", device index (a hint: the worker finds the
+ * device by name and driver), device name, driver, cache
  * directory, options, count, then one source file per line. Nothing here can fail the caller:
  * a worker that cannot start, crashes or builds nothing leaves those sources to the caller's
  * own builds, which report real errors. Workers past the time limit are killed. */
@@ -274,14 +275,19 @@ int ttc_build_procs_worker(const char *job_path) {
     int idx = atoi(fields[1]), count = atoi(fields[6]);
     ttc_device *const *devs;
     int32_t nd = 0;
-    if (ttc_device_list(&devs, &nd) != TTC_OK || idx < 0 || idx >= nd) {
-        fprintf(stderr, "build worker: no device %d: %s\n", idx, ttc_last_error());
+    if (ttc_device_list(&devs, &nd) != TTC_OK) {
+        fprintf(stderr, "build worker: no devices: %s\n", ttc_last_error());
         goto out;
     }
-    ttc_device *d = devs[idx];
-    if (strcmp(d->facts.name, fields[2]) || strcmp(d->facts.driver, fields[3])) {
-        fprintf(stderr, "build worker: device %d is %s (%s), not %s (%s)\n", idx, d->facts.name, d->facts.driver,
-                fields[2], fields[3]);
+    /* the same device: by name and driver (indices differ between processes where discovery
+     * depends on the process, e.g. PoCL's companion device), the index breaking ties */
+    ttc_device *d = NULL;
+    for (int32_t i = 0; i < nd; i++) {
+        bool same = !strcmp(devs[i]->facts.name, fields[2]) && !strcmp(devs[i]->facts.driver, fields[3]);
+        if (same && (!d || i == idx)) d = devs[i];
+    }
+    if (!d) {
+        fprintf(stderr, "build worker: no device %s (%s) among %d\n", fields[2], fields[3], (int)nd);
         goto out;
     }
     rc = 0;

@@ -113,8 +113,11 @@ def test_worker_entry_rejects_bad_jobs(tmp_path):
     dev = _C.devices()[0]
     job.write_text(f"TTCJOB1\n0\nnot {dev['name']}\n{dev['driver']}\n{tmp_path}\n\n0\n")
     assert _C._build_worker(str(job)) == 2
-    job.write_text(f"TTCJOB1\n99999\n{dev['name']}\n{dev['driver']}\n{tmp_path}\n\n0\n")
+    job.write_text(f"TTCJOB1\n0\n{dev['name']}\nnot {dev['driver']}\n{tmp_path}\n\n0\n")
     assert _C._build_worker(str(job)) == 2
+    # the index is only a hint: the device is found by name and driver
+    job.write_text(f"TTCJOB1\n99999\n{dev['name']}\n{dev['driver']}\n{tmp_path}\n\n0\n")
+    assert _C._build_worker(str(job)) == 0
 
 
 def test_worker_reports_a_source_that_does_not_compile(tmp_path):
