@@ -76,6 +76,9 @@ VARIANTS = {
     # attention's Q K^T and P V through OpenBLAS per head (before session 8), not one oneDNN
     # batched matmul per chunk of heads (decided at build)
     "attn-blas": ({"TORCHTRT_C_NATIVE_ATTN_GEMM": "blas"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
+    # a native GEMM's bias + activation (GELU, SiLU, ...) in C after oneDNN's matmul (before session 9),
+    # not as the matmul's bias and post-ops (decided at build)
+    "gemm-nopost": ({"TORCHTRT_C_NATIVE_GEMM_POST": "0"}, {"TORCHTRT_C_NATIVE_CONV": "dnnl"}),
     # the C steps of native calls on oneDNN's OpenMP team, not the engine's own thread pool
     # (read on each call)
     "omp-pool": ({}, {"TORCHTRT_C_NATIVE_CONV": "dnnl", "TORCHTRT_C_STEP_POOL": "omp"}),

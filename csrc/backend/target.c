@@ -118,6 +118,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     t.conv_winograd = t.native && !env_is("TORCHTRT_C_CONV_WINOGRAD", "0");
     /* ... hardswish among them (=0: in C after it, as before session 8) */
     t.native_post_hswish = t.native_post && !env_is("TORCHTRT_C_NATIVE_POST_HSWISH", "0");
+    /* a native GEMM's bias + activations as oneDNN matmul post-ops (=0 for A/B runs: they run
+     * in C after it, as before session 9) */
+    t.native_gemm_post = t.native && !env_is("TORCHTRT_C_NATIVE_GEMM_POST", "0");
     /* elementwise ops fed by native ops, and layer norms, without an OpenCL hand-over (=0: OpenCL kernels) */
     t.native_ew = t.native && !env_is("TORCHTRT_C_NATIVE_EW", "0");
     /* activations kept channels-last between native convolutions (=0: NCHW, reorders in each call) */

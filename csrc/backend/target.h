@@ -62,6 +62,8 @@ typedef struct ttc_target {
     bool conv_winograd;           /* 3x3 stride-1 native convolutions as oneDNN Winograd
                                    * (engine/native_conv_dnnl.c; CONV_WINOGRAD=0: off) */
     bool native_post_hswish;      /* ... hardswish too (NATIVE_POST_HSWISH=0: in C) */
+    bool native_gemm_post;        /* native GEMMs through oneDNN take bias + activations as
+                                   * matmul post-ops (engine/native_post.h; NATIVE_GEMM_POST=0: in C) */
     bool native_layout;           /* image tensors between native convolutions stay NHWC
                                    * (engine/native_layout.h; NATIVE_LAYOUT=0: all NCHW) */
     bool native_ew;               /* image-shaped float32 elementwise ops between native ops and

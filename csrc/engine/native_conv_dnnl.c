@@ -48,6 +48,8 @@ void ttc_dnnl_forget(const void *owner) { (void)owner; }
 int64_t ttc_dnnl_wino_primitives(void) { return 0; }
 void *ttc_dnnl_cpu_engine(void) { return NULL; }
 void *ttc_dnnl_sym(const char *name) { (void)name; return NULL; }
+void *ttc_dnnl_post_attr(const ttc_dnnl_post *post) { (void)post; return NULL; }
+void *ttc_dnnl_scratch(size_t n) { (void)n; return NULL; }
 
 #else
 
@@ -283,6 +285,13 @@ static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
     }
     return ok;
 }
+
+void *ttc_dnnl_post_attr(const ttc_dnnl_post *post) {
+    dnnl_primitive_attr_t attr = NULL;
+    return ttc_dnnl_cpu_engine() && post_attr(post, &attr) ? attr : NULL;
+}
+
+void *ttc_dnnl_scratch(size_t n) { return scratch_buffer(n); }
 
 /* The convolution's primitive descriptor for src/weights/dst descriptions ax/aw/ay, with the
  * post-ops first and, where oneDNN refuses them, without (the caller applies them); NULL where

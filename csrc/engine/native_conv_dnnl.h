@@ -14,6 +14,7 @@
 #define TTC_ENGINE_NATIVE_CONV_DNNL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct ttc_dnnl_conv_shape {
@@ -65,5 +66,11 @@ void ttc_dnnl_forget(const void *owner);
  * entry point by name. */
 void *ttc_dnnl_cpu_engine(void);
 void *ttc_dnnl_sym(const char *name);
+/* For them too: primitive attributes (a dnnl_primitive_attr_t the caller destroys; NULL where
+ * oneDNN refuses) in user scratchpad mode with post's activations as eltwise post-ops (post
+ * NULL: none), and the calling thread's scratchpad buffer of at least n bytes (NULL: out of
+ * memory). Every primitive runs with the buffer of the thread that runs it: see scratch_buffer. */
+void *ttc_dnnl_post_attr(const ttc_dnnl_post *post);
+void *ttc_dnnl_scratch(size_t n);
 
 #endif

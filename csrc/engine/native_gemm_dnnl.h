@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "native_conv_dnnl.h"
+
 typedef struct ttc_dnnl_gemm_shape {
     int64_t m, n, k;
     bool trans_b;   /* B is [N,K] (nn.Linear's weight), else [K,N] (GPT-2's Conv1D, matmul) */
@@ -42,6 +44,12 @@ bool ttc_dnnl_gemm_available(void);
  * where oneDNN is unavailable or refuses the shape. */
 bool ttc_dnnl_gemm(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, const float *A, const float *B,
                    bool b_const, float *C);
+/* The same with post (NULL: none; the same for every call of (owner, ki)): bias[N] added to every
+ * row, then the activations, inside the matmul (oneDNN's bias argument and eltwise post-ops,
+ * engine/native_post.h plans them). *post_done says whether the primitive applied them (oneDNN
+ * may refuse a post-op; then the caller does: ttc_native_post_ref_nhwc over [M, N]). */
+bool ttc_dnnl_gemm_post(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape *s, const float *A, const float *B,
+                        bool b_const, float *C, const ttc_dnnl_post *post, const float *bias, bool *post_done);
 /* The batched GEMM s as call `slot` (>= 0) of kernel ki of `owner` (its primitive is kept per
  * shape). Returns false where oneDNN is unavailable, refuses the shape or has only its reference
  * implementation for it (the caller runs the BLAS per matrix). */
@@ -49,6 +57,8 @@ bool ttc_dnnl_bgemm(const void *owner, int32_t ki, int32_t slot, const ttc_dnnl_
                     const float *B, float *C);
 /* GEMMs oneDNN ran in this process (diagnostics: tests check which library ran). */
 int64_t ttc_dnnl_gemm_calls(void);
+/* ... of them with their post-ops inside (bias and/or activations). */
+int64_t ttc_dnnl_gemm_post_calls(void);
 /* Drops every primitive and weight copy kept for owner (call when it is freed). */
 void ttc_dnnl_gemm_forget(const void *owner);
 

@@ -304,6 +304,16 @@ static ttc_status attn_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+/* A GEMM runs through oneDNN's matmul (the choice ttc_native_launch makes: the target's library,
+ * constant weights for "auto"), so its post-ops are worth planning: on OpenBLAS they would run
+ * in plain C after it (ttc_native_post_ref_nhwc), slower than native_epi's vectorised steps. */
+static bool gemm_post_lib(const ttc_kir *k, const ttc_kop *op) {
+    int32_t lib = ttc_kir_target(k)->native_gemm, t = op->in[1];
+    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+    return ttc_dnnl_gemm_available() &&
+           (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && t >= 0 && k->ts[t].kind == TTC_ET_CONST));
+}
+
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_) {
     int32_t before = ks->n_args;
@@ -343,8 +353,9 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     ks->n_native_args = ks->n_args - before;
     /* the store arguments are ks->args[0, before) until gen_op rotates them behind ours */
     ttc_native_post pp;
-    ks->native_post = op->kind == TTC_KOP_CONV2D && op->epi.n > 0 && ttc_dnnl_available() &&
-                      ttc_native_post_plan(k, op, &pp) && ttc_native_epi_ok_from(k, op, ks->args, before, pp.split);
+    bool lib = op->kind == TTC_KOP_CONV2D ? ttc_dnnl_available() : op->kind == TTC_KOP_GEMM && gemm_post_lib(k, op);
+    ks->native_post = lib && op->epi.n > 0 && ttc_native_post_plan(k, op, &pp) &&
+                      ttc_native_epi_ok_from(k, op, ks->args, before, pp.split);
     ks->native_epi = op->epi.n > 0 && !ks->native_post && !ttc_native_epi_ok(k, op, ks->args, before);
     /* the epilogue, in place: each work-item reads the library's result and stores f(result) */
     const ttc_et *out = &k->ts[op->out];
@@ -440,11 +451,17 @@ static void native_run(void *arg, void *const *ptrs) {
             batch = 1;
         }
         ttc_dnnl_gemm_shape gs = {M, N, K, c->trans_b};
+        const float *bias = c->post && c->pp.dnnl.bias
+                                ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
+                                : NULL;
         for (int64_t b = 0; b < batch; b++) {
             const float *Ab = A + b * v[GA_SA], *Bb = B + b * v[GA_SB];
-            if (c->gemm_dnnl && ttc_dnnl_gemm(c->owner, c->ki, &gs, Ab, Bb, c->w_const && v[GA_SB] == 0, C + b * M * N))
-                continue;
-            ttc_blas_sgemm(c->trans_b, M, N, K, Ab, K, Bb, c->trans_b ? K : N, C + b * M * N, N);
+            float *Cb = C + b * M * N;
+            bool done = false;
+            if (!(c->gemm_dnnl && ttc_dnnl_gemm_post(c->owner, c->ki, &gs, Ab, Bb, c->w_const && v[GA_SB] == 0, Cb,
+                                                     c->post ? &c->pp.dnnl : NULL, bias, &done)))
+                ttc_blas_sgemm(c->trans_b, M, N, K, Ab, K, Bb, c->trans_b ? K : N, Cb, N);
+            if (c->post && !done) ttc_native_post_ref_nhwc(&c->pp.dnnl, bias, Cb, M, N);
         }
         epilogue(c, ptrs, C);
         return;
@@ -584,6 +601,27 @@ size_t ttc_native_scratch_bytes(const ttc_engine *e, const ttc_plan *p) {
     return most;
 }
 
+/* The plan checked the bias tensor's dims; its values must lie at off + channel (dim 1 of a
+ * convolution's output, the last of a GEMM's). */
+static ttc_status post_bias_check(const ttc_kop *op, const native_call *c) {
+    if (!c->pp.dnnl.bias) return TTC_OK;
+    int32_t bl = c->pp.bias_leaf, R = c->epi.rank, ch = op->kind == TTC_KOP_CONV2D ? 1 : R - 1;
+    if (bl < 0 || ch < 0)
+        return ttc_fail(TTC_ERR_INTERNAL, "native %s: a bias post-op without its tensor", op->name);
+    const int64_t *st = c->epi.strides[bl], *od = c->epi.dims;
+    int64_t others = 1;
+    bool ok = true;
+    for (int32_t d = 0; d < R; d++) {
+        if (d == ch) ok = ok && (st[d] == 1 || od[d] == 1);
+        else ok = ok && (st[d] == 0 || od[d] == 1);
+        if (d != ch) others *= od[d];
+    }
+    if (c->epi.dense[bl] ? others != 1 : !ok)
+        return ttc_fail(TTC_ERR_INTERNAL, "native %s: bias laid out %s", op->name,
+                        c->epi.dense[bl] ? "like the output" : "with other strides than bias[channel]");
+    return TTC_OK;
+}
+
 ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_queue *q,
                              const ttc_exec_bufs *b, ttc_buf *scratch, ttc_event **ev) {
     const ttc_kspec *ks = &e->cg.kernels[ki];
@@ -637,20 +675,9 @@ ttc_status ttc_native_launch(const ttc_engine *e, const ttc_plan *p, int32_t ki,
     }
     if (ks->native_post) {
         c.post = ttc_native_post_plan(e->k, op, &c.pp);
-        if (!c.post) return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: no post-op plan at launch", op->name);
+        if (!c.post) return ttc_fail(TTC_ERR_INTERNAL, "native %s: no post-op plan at launch", op->name);
         TTC_TRY(ttc_native_epi_bind_from(e, p, ki, &c.epi, bufs, &n_bufs, b, c.pp.split));
-        int32_t bl = c.pp.bias_leaf < 0 ? 0 : c.pp.bias_leaf;  /* -1 (no bias): nothing below reads it */
-        /* the plan checked the bias tensor's dims; its values must lie at off + channel */
-        const int64_t *st = c.epi.strides[bl], *od = c.epi.dims;
-        if (c.pp.dnnl.bias && c.pp.bias_leaf < 0)
-            return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: a bias post-op without its tensor", op->name);
-        if (c.pp.dnnl.bias && !c.epi.dense[bl] &&
-            !((st[1] == 1 || od[1] == 1) && (st[0] == 0 || od[0] == 1) && (st[2] == 0 || od[2] == 1) &&
-              (st[3] == 0 || od[3] == 1)))
-            return ttc_fail(TTC_ERR_INTERNAL,
-                            "native convolution %s: bias laid out with strides (%lld, %lld, %lld, %lld)", op->name, (long long)st[0], (long long)st[1], (long long)st[2], (long long)st[3]);
-        if (c.pp.dnnl.bias && c.epi.dense[bl] && od[0] * od[2] * od[3] != 1)
-            return ttc_fail(TTC_ERR_INTERNAL, "native convolution %s: bias laid out like the output", op->name);
+        TTC_TRY(post_bias_check(op, &c));
     } else if (op->epi.n > 0 && !ks->native_epi) {
         TTC_TRY(ttc_native_epi_bind(e, p, ki, &c.epi, bufs, &n_bufs, b));
     }

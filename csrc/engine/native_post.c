@@ -23,21 +23,34 @@ static int32_t only_user(const ttc_expr *e, int32_t v) {
 /* The other operand of binary node j beside v. */
 static int32_t other(const ttc_enode *nd, int32_t v) { return nd->a == v ? nd->b : nd->a; }
 
-/* Leaf node i holds bias[oc] broadcast over the convolution's output [N, OC, OH, OW]: a dense
- * float32 tensor whose dims, aligned right, are 1 except OC at dim 1. */
+/* Leaf node i holds a bias broadcast over the output: bias[oc] over a convolution's
+ * [N, OC, OH, OW], bias[n] over a GEMM's [.., M, N] (a Linear's). A dense float32 tensor
+ * whose dims, aligned right, are 1 except that one (static) dim. */
 static bool bias_leaf(const ttc_kir *k, const ttc_kop *op, int32_t i, int32_t *leaf) {
     const ttc_expr *e = &op->epi;
     if (i < 0 || i >= e->n || e->nodes[i].op != TTC_EOP_LEAF || e->nodes[i].a < 0) return false;
     const ttc_et *out = &k->ts[op->out], *b = &k->ts[e->leaves[e->nodes[i].a]];
-    if (out->rank != 4 || b->rank > 4 || b->dtype != TTC_DTYPE_FLOAT32 || out->dims[1].sym >= 0) return false;
+    int32_t R = out->rank, ch = op->kind == TTC_KOP_CONV2D ? 1 : R - 1;
+    if ((op->kind == TTC_KOP_CONV2D && R != 4) || R < 1 || b->rank > R || b->dtype != TTC_DTYPE_FLOAT32 ||
+        out->dims[ch].sym >= 0)
+        return false;
     if (b->kind == TTC_ET_VIEW && !b->contig) return false;
     for (int32_t j = 0; j < b->rank; j++) {
-        int32_t od = 4 - b->rank + j;
+        int32_t od = R - b->rank + j;
         const ttc_dim *d = &b->dims[j];
-        if (d->sym >= 0 || d->add != (od == 1 ? out->dims[1].add : 1)) return false;
+        if (d->sym >= 0 || d->add != (od == ch ? out->dims[ch].add : 1)) return false;
     }
     *leaf = e->nodes[i].a;
     return true;
+}
+
+/* A GEMM whose output rows are its [M, N] rows: the last dim is N (static), so that oneDNN's
+ * bias[N] and the row-wise C fallback see the epilogue's elements where they are. */
+static bool gemm_rows(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_et *out = &k->ts[op->out], *sh = &k->ts[ttc_kop_gemm_shape(op)];
+    if (out->rank < 1 || sh->rank < 2) return false;
+    const ttc_dim *a = &out->dims[out->rank - 1], *b = &sh->dims[sh->rank - 1];
+    return a->sym < 0 && b->sym < 0 && a->add == b->add;
 }
 
 static bool push(ttc_dnnl_post *p, ttc_dnnl_act a, float alpha, float beta) {
@@ -83,9 +96,10 @@ bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *
     memset(pp, 0, sizeof *pp);
     pp->bias_leaf = -1;
     pp->split = -1;
-    if (!ttc_kir_target(k)->native_post || op->kind != TTC_KOP_CONV2D || e->n <= 0 ||
-        k->ts[op->out].dtype != TTC_DTYPE_FLOAT32)
-        return false;
+    const ttc_target *tg = ttc_kir_target(k);
+    bool conv = op->kind == TTC_KOP_CONV2D && tg->native_post;
+    bool gemm = op->kind == TTC_KOP_GEMM && tg->native_gemm_post && gemm_rows(k, op);
+    if (!(conv || gemm) || e->n <= 0 || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     int32_t cur = -1;
     for (int32_t i = 0; i < e->n && cur < 0; i++)
         if (e->nodes[i].op == TTC_EOP_LEAF && e->nodes[i].a < 0) cur = i;
@@ -98,7 +112,7 @@ bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *
         j = only_user(e, cur);
     }
     int32_t next;
-    bool hswish_in = ttc_kir_target(k)->native_post_hswish;
+    bool hswish_in = tg->native_post_hswish;
     while (j >= 0 && activation(e, cur, j, hswish_in, &pp->dnnl, &next)) {
         cur = next;
         j = only_user(e, cur);

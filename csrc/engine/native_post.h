@@ -13,7 +13,12 @@
  *   launch:  ttc_native_post_plan(k, op, &pp); bias leaf pp.bias_leaf; epilogue from pp.split;
  *   run:     ttc_dnnl_conv_post(..., &pp.dnnl, bias, &done); if (!done) ttc_native_post_ref(...);
  *
- * TORCHTRT_C_NATIVE_POST=0 (the target's native_post, read at build) turns the plan off.
+ * Native GEMMs (oneDNN's matmul, engine/native_gemm_dnnl.h) take the same plan with bias[N]
+ * over their [.., M, N] rows: a Linear's bias + GELU (ConvNeXt's and BERT's fc1) ran as a second
+ * pass in C over the 4x wider output after the matmul.
+ *
+ * TORCHTRT_C_NATIVE_POST=0 / TORCHTRT_C_NATIVE_GEMM_POST=0 (the target's native_post /
+ * native_gemm_post, read at build) turn the plan off for convolutions / GEMMs.
  */
 #ifndef TTC_ENGINE_NATIVE_POST_H
 #define TTC_ENGINE_NATIVE_POST_H
@@ -27,12 +32,12 @@ typedef struct ttc_native_post {
     int32_t split;            /* the epilogue node whose value the post-ops produce */
 } ttc_native_post;
 
-/* Whether op (a native float32 convolution of an engine whose target allows it) starts its
- * epilogue with a bias and/or activations oneDNN expresses; fills pp. */
+/* Whether op (a native float32 convolution or GEMM of an engine whose target allows it) starts
+ * its epilogue with a bias and/or activations oneDNN expresses; fills pp. */
 bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *pp);
 /* The post-ops in plain C over y [n, oc, hw] (NCHW), for the calls oneDNN did not run. */
 void ttc_native_post_ref(const ttc_dnnl_post *post, const float *bias, float *y, int64_t n, int64_t oc, int64_t hw);
-/* The same over y [rows, oc] (NHWC: rows = n * h * w). */
+/* The same over y [rows, oc] (NHWC: rows = n * h * w; a GEMM's [M, N]). */
 void ttc_native_post_ref_nhwc(const ttc_dnnl_post *post, const float *bias, float *y, int64_t rows, int64_t oc);
 
 #endif

@@ -75,7 +75,7 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L}", "available", t.native ? Py_True : Py_False, "library",
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
@@ -83,7 +83,9 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
                          !t.native ? "" : gemm_dnnl ? "onednn" : "blas", "gemm_onednn_calls",
                          (long long)ttc_dnnl_gemm_calls(), "step_threads", (int)t.step_threads, "conv_winograd",
                          t.native && t.conv_winograd ? Py_True : Py_False, "conv_winograd_primitives",
-                         (long long)ttc_dnnl_wino_primitives());
+                         (long long)ttc_dnnl_wino_primitives(), "gemm_post",
+                         t.native && t.native_gemm_post && gemm_dnnl ? Py_True : Py_False,
+                         "gemm_onednn_post_calls", (long long)ttc_dnnl_gemm_post_calls());
 }
 
 /* Whether execute on the default device passes host memory in place (the target's

@@ -94,8 +94,10 @@ def test_bmm_broadcast_residual_div_hardswish(monkeypatch):
 
 def test_tanh_keeps_opencl_epilogue(monkeypatch):
     """With TORCHTRT_C_NATIVE_EPI_MATH=0 a tanh step is not cheap (the default takes it into
-    the call: tests/device/test_native_epi_math.py)."""
+    the call: tests/device/test_native_epi_math.py). Without oneDNN's matmul post-ops too: those
+    take the tanh into the call (tests/device/test_native_gemm_post.py)."""
     monkeypatch.setenv("TORCHTRT_C_NATIVE_EPI_MATH", "0")
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM_POST", "0")
     x, w = rand(5, 12, seed=8), rand(10, 12, seed=9) / 12 ** 0.5
     ref = torch.tanh(x @ w.t())
 
