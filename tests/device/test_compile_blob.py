@@ -239,6 +239,10 @@ def test_warm_compile_does_not_wait_for_the_cache_writes(tmp_path, monkeypatch):
     ENGINES.clear()
     g3 = _cached(m, x, tmp_path)
     p3 = g3._torchtrt_c_profile
-    assert p3.module_cache["result"] == "hit" and p3.engines[0]["source"] == "module cache", (p3.module_cache, p3.engines)
+    # the engine file is read and CRC-checked either by the lookup ("module cache") or, where
+    # the speculative preload that starts during capture has already deserialised it (fast on
+    # a GPU, whose blob holds binaries), by that preload ("module cache (live)")
+    assert p3.module_cache["result"] == "hit", p3.module_cache
+    assert p3.engines[0]["source"] in ("module cache", "module cache (live)"), p3.engines
     with torch.no_grad():
         _close(g3(x), m(x))
