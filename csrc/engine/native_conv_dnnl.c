@@ -356,7 +356,11 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
      * blocked layout it picks, with reorders around it, and still takes 0.4-0.7 of the direct
      * NHWC kernel's time on ResNet's 3x3 convolutions here (bench/RESULTS.md, session 8). */
     dnnl_primitive_desc_t pd = NULL;
-    if (s->wino && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 && s->dw == 1 && s->g == 1) {
+    /* Not for few channels: the transforms and reorders cost more than the multiplications
+     * they save (the quickstart's 3->16 and 16->32 convolutions at 32x32: 1.0 ms a call with
+     * Winograd, 0.5 without); ResNet's 3x3 convolutions have 64 channels or more. */
+    bool wide = s->c >= 32 && s->oc >= 32;
+    if (s->wino && wide && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 && s->dw == 1 && s->g == 1) {
         if (p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
             p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
             return false;
