@@ -53,8 +53,13 @@ def main():
         got = trt(x)
         err = (got - want).abs().max().item()
         print(f"max abs error vs eager: {err:.2e}")
-        print(f"eager:      {bench(model, x):8.3f} ms/call")
-        print(f"torchtrt_c: {bench(trt, x):8.3f} ms/call")
+        t_eager, t_trt = bench(model, x), bench(trt, x)
+        print(f"eager:      {t_eager:8.3f} ms/call")
+        print(f"torchtrt_c: {t_trt:8.3f} ms/call")
+        if t_trt <= t_eager:
+            print(f"speed-up over eager: {t_eager / t_trt:.2f}x")
+        else:
+            print(f"slower than eager: {t_trt / t_eager:.2f}x")
     if err > 1e-3:
         raise SystemExit(f"error {err} is too large")
 
