@@ -50,6 +50,26 @@ def eager_ms(model, x, runs=30):
     return statistics.median(ts)
 
 
+def cuda_path_profile(trt, x, runs):
+    """Per kernel name, device ms per call of the compiled module called with CUDA tensors (the
+    engines' PTX launched through the CUDA driver), from torch.profiler's CUDA activity."""
+    from torch.profiler import ProfilerActivity, profile
+    xc = x.to("cuda")
+    with torch.inference_mode():
+        for _ in range(3):
+            trt(xc)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(runs):
+                trt(xc)
+            torch.cuda.synchronize()
+    out = collections.defaultdict(float)
+    for ev in prof.events():
+        if ev.device_type == torch.autograd.DeviceType.CUDA:
+            out[ev.name] += ev.device_time / 1e3 / runs   # us -> ms, per call
+    return dict(out)
+
+
 def profile_model(name, batch, precision, args):
     builder = build_hf if name in HF_MODELS else build_vision if name in VISION_MODELS else build
     master, make_input = builder(name, args.size)
@@ -82,6 +102,19 @@ def profile_model(name, batch, precision, args):
     print(f"slowest {args.top}:")
     for r in rows[:args.top]:
         print(f"  {r['ms'] * 1e3:9.1f} us  {r['kernel'][:110]}")
+    cuda_rows = cuda_path_profile(trt, x, args.runs) if args.cuda_path and tdev.type == "cuda" else None
+    if cuda_rows is not None:
+        e2e = eager_ms(trt, x.to(tdev), runs=max(args.runs, 30))
+        ctot = sum(cuda_rows.values())
+        print(f"CUDA launch path (CUDA tensors in/out): end to end {e2e:.3f} ms, kernels {ctot:.3f} ms device time "
+              f"(torch.profiler), {len(cuda_rows)} distinct kernel names; OpenCL events sum {total:.3f} ms")
+        ocl = collections.defaultdict(float)
+        for r in rows:
+            ocl[r["kernel"].split()[0].split("(")[0]] += r["ms"]
+        names = sorted(set(cuda_rows) | set(ocl), key=lambda k: -abs(cuda_rows.get(k, 0) - ocl.get(k, 0)))
+        print(f"  {'kernel':<24}{'OpenCL us':>11}{'CUDA us':>11}")
+        for k in names[:args.top]:
+            print(f"  {k[:24]:<24}{ocl.get(k, 0) * 1e3:>11.1f}{cuda_rows.get(k, 0) * 1e3:>11.1f}")
     return {"model": name, "batch": batch, "precision": precision, "compile_s": compile_s,
             "resident_ms": res["median_ms"], "kernel_ms": total, "eager_ms": eager, "torch_device": str(tdev),
             "device": dev.get("name"),
@@ -98,6 +131,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--optimization-level", type=int, default=3)
+    ap.add_argument("--cuda-path", action="store_true",
+                    help="also time each kernel in the CUDA launch path (CUDA tensors; torch.profiler)")
     ap.add_argument("--json", default=None, help="also write the per-kernel rows here")
     args = ap.parse_args(argv)
     out = []
