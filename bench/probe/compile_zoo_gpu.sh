@@ -10,8 +10,8 @@ mkdir -p /etc/OpenCL/vendors; echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1
 T0=$(date +%s)
 LIMIT=${LIMIT:-560}
 python3 setup.py -q build_ext --inplace -j 16 > "$O/build.log" 2>&1 || { tail -30 "$O/build.log"; exit 1; }
-[ -n "${PRE:-}" ] && { eval "$PRE"; echo "pre rc=$? at $(( $(date +%s) - T0 )) s"; }
 export PYTHONPATH=$PWD TORCHTRT_C_DEVICE=gpu
+[ -n "${PRE:-}" ] && { eval "$PRE"; echo "pre rc=$? at $(( $(date +%s) - T0 )) s"; }
 for m in ${MODELS:-tv_resnet18 tv_resnet50 tv_mobilenet_v2 tv_mobilenet_v3_large tv_efficientnet_b0 tv_convnext_tiny tv_vit_b_16 hf_bert hf_gpt2 hf_llama}; do
     l=$(( LIMIT - ($(date +%s) - T0) ))
     [ "$l" -le 30 ] && { echo "no time left for $m"; continue; }
