@@ -50,6 +50,7 @@ static void decisions_default(ttc_target *t) {
     t->tune_mode = TTC_TUNE_FAST;
     t->tune_max = 16;
     t->cuda_launch = true;
+    t->cuda_graphs = 8;
     t->attn_mma = -1;
     t->build_threads = 1;
     t->build_procs = 1;
@@ -157,6 +158,14 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     }
     t.dedupe_kernels = !env_is("TORCHTRT_C_DEDUPE_KERNELS", "0");
     t.cuda_launch = !env_is("TORCHTRT_C_CUDA_LAUNCH", "0");
+    if ((v = env("TORCHTRT_C_CUDA_GRAPHS")) != NULL) {
+        char *end = NULL;
+        long g = strtol(v, &end, 10);
+        if (end == v || *end || g < 0)
+            return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_GRAPHS=%s: expected 0 (off) or the most graphs "
+                            "kept per engine", v);
+        t.cuda_graphs = g > 64 ? 64 : (int32_t)g;
+    }
     /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device
      * is not NVIDIA (tests on PoCL), =0 keeps the row kernel on NVIDIA (A/B runs) */
     if ((v = env("TORCHTRT_C_ATTN_MMA")) && (!strcmp(v, "0") || !strcmp(v, "1"))) t.attn_mma = v[0] == '1';

@@ -92,6 +92,10 @@ typedef struct ttc_target {
     int32_t tune_max;             /* fast tuning: most GEMM shapes timed per engine (0: no cap) */
     bool cuda_launch;             /* CUDA tensors: the program's PTX launched through the CUDA driver on
                                    * torch's stream (engine/exec_cuda.h; CUDA_LAUNCH=0: the shared-memory path) */
+    int32_t cuda_graphs;          /* CUDA launch path: a call's launches replayed as one CUDA graph
+                                   * once the same pointers and shapes came twice (bench/RESULTS.md:
+                                   * launch-bound engines); 0: never (TORCHTRT_C_CUDA_GRAPHS=0),
+                                   * else the most graphs kept per engine (=N, default 8) */
     int32_t attn_mma;             /* fp16 attention on tensor cores (attn_mma.cl): -1 choose (NVIDIA),
                                    * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)

@@ -7,6 +7,7 @@
 #include "../backend/cuda/cuda_driver.h"
 #include "engine_impl.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,16 @@ struct ttc_cuda_engine {
     int32_t max_args;
     bool errf;                   /* some kernel takes the index-error flag */
     int64_t calls, launches, flag_reads;   /* atomics */
+    /* CUDA graphs (target.cuda_graphs slots): a call whose pointers and shapes came before is
+     * one graph launch instead of a launch per kernel. Under glock. */
+    pthread_mutex_t glock;
+    struct gslot { uint64_t *key; void *exec; int64_t stamp, launches; } *gs;
+    int32_t n_gs;
+    size_t key_len;              /* arena, inputs, outputs, input shapes */
+    int64_t gclock;
+    uint64_t rec_stream;         /* private stream the launches are recorded on (made on first use) */
+    bool gbroken;                /* a recording failed: plain launches from then on */
+    int64_t graph_calls, graphs_recorded;
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -146,6 +157,16 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         s = ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver does not take the engine's PTX: %s", msg);
     }
     if (s == TTC_OK) s = upload_consts(c);
+    /* engines that read their index-error flag back wait for every call anyway: no graphs */
+    if (s == TTC_OK && e->tg.cuda_graphs > 0 && !c->errf && ttc_cuda_graphs_available()) {
+        c->gs = ttc_calloc((size_t)e->tg.cuda_graphs, sizeof *c->gs);
+        if (!c->gs) s = TTC_ERR_NOMEM;
+        else {
+            c->n_gs = e->tg.cuda_graphs;
+            c->key_len = 1 + (size_t)e->n_in * (1 + TTC_MAX_RANK) + (size_t)e->n_out;
+            pthread_mutex_init(&c->glock, NULL);
+        }
+    }
     ttc_cuda_leave(&sc);
     if (s != TTC_OK) { ttc_cuda_engine_free(c); return s; }
     *out = c;
@@ -156,6 +177,8 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     if (!c) return;
     ttc_cuda_scope sc;
     if (ttc_cuda_enter(c->ordinal, &sc) == TTC_OK) {
+        for (int32_t i = 0; i < c->n_gs; i++) ttc_cuda_graph_free(c->gs[i].exec);
+        ttc_cuda_stream_free(c->rec_stream);
         ttc_cuda_free(c->consts);
         for (int32_t m = 0; m < c->n_mods; m++)
             if (c->mods[m]) ttc_cuda_module_unload(c->mods[m]);
@@ -166,6 +189,9 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     free(c->max_threads);
     free(c->req);
     free(c->const_ptr);
+    for (int32_t i = 0; i < c->n_gs; i++) free(c->gs[i].key);
+    free(c->gs);
+    if (c->n_gs) pthread_mutex_destroy(&c->glock);
     free(c);
 }
 
@@ -245,7 +271,7 @@ static uint64_t ptr_of(const ttc_cuda_engine *c, const ttc_plan *p, int32_t t, c
 typedef union { uint64_t p; int32_t i; } arg_val;
 
 static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64_t *in, const uint64_t *out,
-                             uint64_t arena, uint64_t flag, uint64_t stream) {
+                             uint64_t arena, uint64_t flag, uint64_t stream, int64_t *launched) {
     ttc_engine *e = c->e;
     int32_t nk = e->cg.n_kernels;
     uint32_t (*g)[3] = ttc_malloc(sizeof(uint32_t) * 6 * ((size_t)nk + 1));
@@ -272,10 +298,72 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
         if (s != TTC_OK) s = ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);
         n++;
     }
-    __atomic_fetch_add(&c->launches, n, __ATOMIC_RELAXED);
+    *launched = n;
     free(g);
     free(vals);
     free(params);
+    return s;
+}
+
+/* The call through a graph where one is kept for its key, or recorded now when the key came
+ * before (once is not enough: a one-off key would pay the recording, about a launch per
+ * kernel plus instantiation, for nothing). *done: the call's work is on the stream. */
+static ttc_status graph_run(ttc_cuda_engine *c, const ttc_plan *p, const uint64_t *in,
+                            const int64_t (*in_shapes)[TTC_MAX_RANK], const uint64_t *out, uint64_t arena,
+                            uint64_t stream, bool *done) {
+    ttc_engine *e = c->e;
+    *done = false;
+    uint64_t *key = ttc_malloc(c->key_len * sizeof *key);
+    if (!key) return TTC_OK;   /* plain launches need no memory of their own */
+    size_t k = 0;
+    key[k++] = arena;
+    for (int32_t i = 0; i < e->n_in; i++) {
+        key[k++] = in[i];
+        for (int32_t d = 0; d < TTC_MAX_RANK; d++) key[k++] = (uint64_t)in_shapes[i][d];
+    }
+    for (int32_t i = 0; i < e->n_out; i++) key[k++] = out[i];
+    ttc_status s = TTC_OK;
+    pthread_mutex_lock(&c->glock);
+    if (c->gbroken) goto out;
+    struct gslot *g = NULL, *old = &c->gs[0];
+    for (int32_t i = 0; i < c->n_gs; i++) {
+        if (c->gs[i].key && !memcmp(c->gs[i].key, key, c->key_len * sizeof *key)) { g = &c->gs[i]; break; }
+        if (c->gs[i].stamp < old->stamp) old = &c->gs[i];
+    }
+    if (!g) {   /* first sight: remember it in the least recently used slot */
+        /* a graph still running is freed by the driver when it completes */
+        ttc_cuda_graph_free(old->exec);
+        free(old->key);
+        old->key = key;
+        key = NULL;
+        old->exec = NULL;
+        old->stamp = ++c->gclock;
+        goto out;
+    }
+    g->stamp = ++c->gclock;
+    if (!g->exec) {
+        if (ttc_cuda_stream_capturing(stream)) goto out;   /* the caller records us: launch plainly */
+        if (!c->rec_stream && ttc_cuda_stream_new(&c->rec_stream) != TTC_OK) { c->gbroken = true; goto out; }
+        int64_t n = 0;
+        if (ttc_cuda_record_begin(c->rec_stream) != TTC_OK) { c->gbroken = true; goto out; }
+        ttc_status ls = launch_all(c, p, in, out, arena, 0, c->rec_stream, &n);
+        ttc_status rs = ttc_cuda_record_end(c->rec_stream, ls == TTC_OK, &g->exec);
+        /* launch_all refuses launches that do not fit CUDA before making any: the plain path
+         * after us says so to the caller; a recording the driver refuses ends graphs here */
+        if (ls != TTC_OK) { g->exec = NULL; goto out; }
+        if (rs != TTC_OK || !g->exec) { g->exec = NULL; c->gbroken = true; goto out; }
+        g->launches = n;
+        c->graphs_recorded++;
+    }
+    s = ttc_cuda_graph_launch(g->exec, stream);
+    if (s == TTC_OK) {
+        *done = true;
+        c->graph_calls++;
+        __atomic_fetch_add(&c->launches, g->launches, __ATOMIC_RELAXED);
+    }
+out:
+    pthread_mutex_unlock(&c->glock);
+    free(key);
     return s;
 }
 
@@ -298,7 +386,13 @@ ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int
     ttc_cuda_scope sc = {0};
     if (s == TTC_OK) s = ttc_cuda_enter(c->ordinal, &sc);
     if (s == TTC_OK) {
-        s = launch_all(c, p, in, out, arena, flag, stream);
+        bool done = false;
+        if (c->n_gs && !flag) s = graph_run(c, p, in, in_shapes, out, arena, stream, &done);
+        if (s == TTC_OK && !done) {
+            int64_t n = 0;
+            s = launch_all(c, p, in, out, arena, flag, stream, &n);
+            __atomic_fetch_add(&c->launches, n, __ATOMIC_RELAXED);
+        }
         int32_t v = 0;
         if (s == TTC_OK && flag) {
             s = ttc_cuda_download(&v, flag, sizeof v, stream);
@@ -319,6 +413,13 @@ ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
     ttc_cuda_engine_stats st = {__atomic_load_n(&c->calls, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->launches, __ATOMIC_RELAXED),
-                                __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes};
+                                __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes, 0, 0, c->n_gs};
+    if (c->n_gs) {
+        ttc_cuda_engine *m = (ttc_cuda_engine *)c;   /* the lock only: counters are read */
+        pthread_mutex_lock(&m->glock);
+        st.graph_calls = c->graph_calls;
+        st.graphs_recorded = c->graphs_recorded;
+        pthread_mutex_unlock(&m->glock);
+    }
     return st;
 }

@@ -14,6 +14,12 @@
  *       ttc_cuda_engine_free(c);
  *   }
  *
+ * Graphs (target.cuda_graphs, TORCHTRT_C_CUDA_GRAPHS): the second call with the same device
+ * pointers and shapes records the call's launches as a CUDA graph (on a private stream) and
+ * every later one replays it with one launch on the caller's stream. Launch-bound engines
+ * (many small kernels: batch 1) then spend about one launch per call on the host instead of one
+ * per kernel. Not for engines that check indices, nor on a stream being recorded by the caller.
+ *
  * Engines this cannot run are refused at _new with TTC_ERR_UNSUPPORTED (the caller keeps the
  * OpenCL path): the knob TORCHTRT_C_CUDA_LAUNCH=0 (target.cuda_launch), no libcuda, an OpenCL
  * device that is not that CUDA device, host tasks, a binary that is not PTX or reads launch
@@ -37,8 +43,15 @@ ttc_status ttc_cuda_engine_arena_bytes(ttc_cuda_engine *c, const int64_t (*in_sh
  * ttc_engine_output_shapes gives), aligned to 16 bytes; arena: arena_bytes of device memory. */
 ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int64_t (*in_shapes)[TTC_MAX_RANK],
                                const uint64_t *out, uint64_t arena, size_t arena_bytes, uint64_t stream);
-/* Counters for tests: launches made, calls that read the index-error flag back. */
-typedef struct ttc_cuda_engine_stats { int64_t calls, launches, flag_reads; size_t const_bytes; } ttc_cuda_engine_stats;
+/* Counters for tests: launches made (a graph's kernels count as theirs), calls that read the
+ * index-error flag back, calls made as one graph launch, graphs recorded, graph slots (0: the
+ * engine launches plainly: target.cuda_graphs 0, no graph API, or an engine that checks indices). */
+typedef struct ttc_cuda_engine_stats {
+    int64_t calls, launches, flag_reads;
+    size_t const_bytes;
+    int64_t graph_calls, graphs_recorded;
+    int32_t graph_slots;
+} ttc_cuda_engine_stats;
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c);
 
 #endif

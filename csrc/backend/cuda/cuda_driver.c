@@ -39,6 +39,17 @@ static struct {
     CU_FUNCS(X)
 #undef X
     cu_result (*uuid)(unsigned char *, int);    /* cuDeviceGetUuid(_v2) */
+    /* graphs (optional: without them every call launches its kernels one by one) */
+    cu_result (*cuStreamCreate)(void **, unsigned);
+    cu_result (*cuStreamDestroy_v2)(void *);
+    cu_result (*cuStreamBeginCapture_v2)(void *, int);
+    cu_result (*cuStreamEndCapture)(void *, void **);
+    cu_result (*cuStreamIsCapturing)(void *, int *);
+    cu_result (*cuGraphInstantiateWithFlags)(void **, void *, unsigned long long);
+    cu_result (*cuGraphLaunch)(void *, void *);
+    cu_result (*cuGraphExecDestroy)(void *);
+    cu_result (*cuGraphDestroy)(void *);
+    bool graphs;
 } cu;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -58,6 +69,14 @@ static void load(void) {
     cu.uuid = (cu_result(*)(unsigned char *, int))dlsym(h, "cuDeviceGetUuid_v2");
     if (!cu.uuid) cu.uuid = (cu_result(*)(unsigned char *, int))dlsym(h, "cuDeviceGetUuid");
     if (!cu.uuid) { snprintf(load_msg, sizeof load_msg, "libcuda.so.1 has no cuDeviceGetUuid"); return; }
+    cu.graphs = true;
+#define G(name)                                                                                            \
+    *(void **)&cu.name = dlsym(h, #name);                                                                  \
+    if (!cu.name) cu.graphs = false;
+    G(cuStreamCreate) G(cuStreamDestroy_v2) G(cuStreamBeginCapture_v2) G(cuStreamEndCapture)
+    G(cuStreamIsCapturing) G(cuGraphInstantiateWithFlags) G(cuGraphLaunch) G(cuGraphExecDestroy)
+    G(cuGraphDestroy)
+#undef G
     cu_result r = cu.cuInit(0);
     if (r) snprintf(load_msg, sizeof load_msg, "cuInit failed (CUDA error %d)", r);
 }
@@ -273,4 +292,60 @@ ttc_status ttc_cuda_download(void *dst, uint64_t src, size_t n, uint64_t stream)
     if (r) return cu_fail(r, "cuMemcpyDtoHAsync");
     r = cu.cuStreamSynchronize((void *)(uintptr_t)stream);
     return r ? cu_fail(r, "cuStreamSynchronize") : TTC_OK;
+}
+
+/* Graphs. The driver's enums by value: CU_STREAM_NON_BLOCKING 1, CU_STREAM_CAPTURE_MODE_RELAXED
+ * 2 (other threads' calls are not policed while we record), CU_STREAM_CAPTURE_STATUS_NONE 0. */
+bool ttc_cuda_graphs_available(void) { return ttc_cuda_available(NULL, 0) && cu.graphs; }
+
+ttc_status ttc_cuda_stream_new(uint64_t *stream) {
+    void *st = NULL;
+    *stream = 0;
+    if (!ttc_cuda_graphs_available()) return ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver has no graph API");
+    cu_result r = cu.cuStreamCreate(&st, 1);
+    if (r) return cu_fail(r, "cuStreamCreate");
+    *stream = (uint64_t)(uintptr_t)st;
+    return TTC_OK;
+}
+
+void ttc_cuda_stream_free(uint64_t stream) {
+    if (stream && ttc_cuda_graphs_available()) cu.cuStreamDestroy_v2((void *)(uintptr_t)stream);
+}
+
+bool ttc_cuda_stream_capturing(uint64_t stream) {
+    int st = 0;
+    if (!ttc_cuda_graphs_available()) return false;
+    /* an error (e.g. the legacy stream while another thread records in global mode) counts as
+     * capturing: the caller then launches plainly, which is always right */
+    if (cu.cuStreamIsCapturing((void *)(uintptr_t)stream, &st)) return true;
+    return st != 0;
+}
+
+ttc_status ttc_cuda_record_begin(uint64_t stream) {
+    if (!ttc_cuda_graphs_available()) return ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver has no graph API");
+    cu_result r = cu.cuStreamBeginCapture_v2((void *)(uintptr_t)stream, 2);
+    return r ? cu_fail(r, "cuStreamBeginCapture") : TTC_OK;
+}
+
+ttc_status ttc_cuda_record_end(uint64_t stream, bool keep, void **exec) {
+    void *g = NULL;
+    *exec = NULL;
+    cu_result r = cu.cuStreamEndCapture((void *)(uintptr_t)stream, &g);
+    if (r || !keep) {
+        if (g) cu.cuGraphDestroy(g);
+        return r ? cu_fail(r, "cuStreamEndCapture") : TTC_OK;
+    }
+    r = cu.cuGraphInstantiateWithFlags(exec, g, 0);
+    cu.cuGraphDestroy(g);
+    if (r) { *exec = NULL; return cu_fail(r, "cuGraphInstantiate"); }
+    return TTC_OK;
+}
+
+ttc_status ttc_cuda_graph_launch(void *exec, uint64_t stream) {
+    cu_result r = cu.cuGraphLaunch(exec, (void *)(uintptr_t)stream);
+    return r ? cu_fail(r, "cuGraphLaunch") : TTC_OK;
+}
+
+void ttc_cuda_graph_free(void *exec) {
+    if (exec && ttc_cuda_graphs_available()) cu.cuGraphExecDestroy(exec);
 }

@@ -77,4 +77,21 @@ ttc_status ttc_cuda_memset32(uint64_t dst, uint32_t v, size_t count, uint64_t st
 /* Copies n bytes to the host after the stream's work and waits for it. */
 ttc_status ttc_cuda_download(void *dst, uint64_t src, size_t n, uint64_t stream);
 
+/* Graphs: a call's launches recorded once on a private stream and replayed as one launch.
+ * ttc_cuda_graphs_available: the driver has the graph API (CUDA 11.4+). stream_new: a
+ * non-blocking stream for recording (never run on). record_begin/record_end bracket the
+ * launches to record on that stream (relaxed mode: other threads are not policed); record_end
+ * with keep=false only ends the recording (after a failed launch); with keep=true *exec is an
+ * instantiated graph for ttc_cuda_graph_launch on any stream (its launches are ordered behind
+ * that stream's work and behind earlier launches of the same graph). stream_capturing: a
+ * stream that is being recorded (e.g. by torch.cuda.graph): launch plainly there. */
+bool ttc_cuda_graphs_available(void);
+ttc_status ttc_cuda_stream_new(uint64_t *stream);
+void ttc_cuda_stream_free(uint64_t stream);
+bool ttc_cuda_stream_capturing(uint64_t stream);
+ttc_status ttc_cuda_record_begin(uint64_t stream);
+ttc_status ttc_cuda_record_end(uint64_t stream, bool keep, void **exec);
+ttc_status ttc_cuda_graph_launch(void *exec, uint64_t stream);
+void ttc_cuda_graph_free(void *exec);
+
 #endif
