@@ -313,6 +313,9 @@ static ttc_status graph_run(ttc_cuda_engine *c, const ttc_plan *p, const uint64_
                             uint64_t stream, bool *done) {
     ttc_engine *e = c->e;
     *done = false;
+    /* a stream the caller records (torch.cuda.graph) takes plain launches only: the driver
+     * refuses to launch a graph into it (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) */
+    if (ttc_cuda_stream_capturing(stream)) return TTC_OK;
     uint64_t *key = ttc_malloc(c->key_len * sizeof *key);
     if (!key) return TTC_OK;   /* plain launches need no memory of their own */
     size_t k = 0;
@@ -342,7 +345,6 @@ static ttc_status graph_run(ttc_cuda_engine *c, const ttc_plan *p, const uint64_
     }
     g->stamp = ++c->gclock;
     if (!g->exec) {
-        if (ttc_cuda_stream_capturing(stream)) goto out;   /* the caller records us: launch plainly */
         if (!c->rec_stream && ttc_cuda_stream_new(&c->rec_stream) != TTC_OK) { c->gbroken = true; goto out; }
         int64_t n = 0;
         if (ttc_cuda_record_begin(c->rec_stream) != TTC_OK) { c->gbroken = true; goto out; }

@@ -172,6 +172,10 @@ def test_inside_a_torch_cuda_graph(monkeypatch):
     with torch.cuda.stream(s):
         for _ in range(3):
             _call(trt, static_x)         # warm-up outside the recording, as torch asks
+        # the key torch's recording will use (its pool hands out these blocks again, or not):
+        # whether or not our graph for it exists, the recording must get plain launches
+        for _ in range(3):
+            _call(trt, static_x)
     torch.cuda.current_stream(DEV).wait_stream(s)
     before = _stats(trt)["graphs_recorded"]
     g = torch.cuda.CUDAGraph()
