@@ -157,8 +157,7 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         s = ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver does not take the engine's PTX: %s", msg);
     }
     if (s == TTC_OK) s = upload_consts(c);
-    /* engines that read their index-error flag back wait for every call anyway: no graphs */
-    if (s == TTC_OK && e->tg.cuda_graphs > 0 && !c->errf && ttc_cuda_graphs_available()) {
+    if (s == TTC_OK && e->tg.cuda_graphs > 0 && ttc_cuda_graphs_available()) {
         c->gs = ttc_calloc((size_t)e->tg.cuda_graphs, sizeof *c->gs);
         if (!c->gs) s = TTC_ERR_NOMEM;
         else {
@@ -310,7 +309,7 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
  * kernel plus instantiation, for nothing). *done: the call's work is on the stream. */
 static ttc_status graph_run(ttc_cuda_engine *c, const ttc_plan *p, const uint64_t *in,
                             const int64_t (*in_shapes)[TTC_MAX_RANK], const uint64_t *out, uint64_t arena,
-                            uint64_t stream, bool *done) {
+                            uint64_t flag, uint64_t stream, bool *done) {
     ttc_engine *e = c->e;
     *done = false;
     /* a stream the caller records (torch.cuda.graph) takes plain launches only: the driver
@@ -348,7 +347,9 @@ static ttc_status graph_run(ttc_cuda_engine *c, const ttc_plan *p, const uint64_
         if (!c->rec_stream && ttc_cuda_stream_new(&c->rec_stream) != TTC_OK) { c->gbroken = true; goto out; }
         int64_t n = 0;
         if (ttc_cuda_record_begin(c->rec_stream) != TTC_OK) { c->gbroken = true; goto out; }
-        ttc_status ls = launch_all(c, p, in, out, arena, 0, c->rec_stream, &n);
+        /* the index-error flag's reset is recorded too (its address follows from the arena's
+         * and the shapes, both in the key); the caller reads it back after the replay */
+        ttc_status ls = launch_all(c, p, in, out, arena, flag, c->rec_stream, &n);
         ttc_status rs = ttc_cuda_record_end(c->rec_stream, ls == TTC_OK, &g->exec);
         /* launch_all refuses launches that do not fit CUDA before making any: the plain path
          * after us says so to the caller; a recording the driver refuses ends graphs here */
@@ -389,7 +390,7 @@ ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int
     if (s == TTC_OK) s = ttc_cuda_enter(c->ordinal, &sc);
     if (s == TTC_OK) {
         bool done = false;
-        if (c->n_gs && !flag) s = graph_run(c, p, in, in_shapes, out, arena, stream, &done);
+        if (c->n_gs) s = graph_run(c, p, in, in_shapes, out, arena, flag, stream, &done);
         if (s == TTC_OK && !done) {
             int64_t n = 0;
             s = launch_all(c, p, in, out, arena, flag, stream, &n);
