@@ -211,6 +211,7 @@ void ttc_kernel_free(ttc_kernel *k) { if (k) k->dev->be->kernel_free(k); }
 const char *ttc_kernel_name(const ttc_kernel *k) { return k->name; }
 ttc_status ttc_kernel_set_buf(ttc_kernel *k, uint32_t i, ttc_buf *b) { return k->dev->be->kernel_set_buf(k, i, b); }
 ttc_status ttc_kernel_set_i32(ttc_kernel *k, uint32_t i, int32_t v) { return k->dev->be->kernel_set_i32(k, i, v); }
+ttc_status ttc_kernel_set_local(ttc_kernel *k, uint32_t i, size_t bytes) { return k->dev->be->kernel_set_local(k, i, bytes); }
 
 ttc_status ttc_queue_new(ttc_device *d, bool profiling, ttc_queue **out) {
     *out = NULL;

@@ -145,6 +145,8 @@ void ttc_kernel_free(ttc_kernel *k);
 const char *ttc_kernel_name(const ttc_kernel *k);
 ttc_status ttc_kernel_set_buf(ttc_kernel *k, uint32_t i, ttc_buf *b);
 ttc_status ttc_kernel_set_i32(ttc_kernel *k, uint32_t i, int32_t v);
+/* A __local pointer argument: bytes of local memory per work-group for it. */
+ttc_status ttc_kernel_set_local(ttc_kernel *k, uint32_t i, size_t bytes);
 
 /* ---- queues ---- */
 /* An in-order queue; profiling: its events carry start/end times. */

@@ -79,6 +79,7 @@ struct ttc_backend_iface {
     void (*kernel_free)(ttc_kernel *k);
     ttc_status (*kernel_set_buf)(ttc_kernel *k, uint32_t i, ttc_buf *b);
     ttc_status (*kernel_set_i32)(ttc_kernel *k, uint32_t i, int32_t v);
+    ttc_status (*kernel_set_local)(ttc_kernel *k, uint32_t i, size_t bytes);
     /* queues and events */
     ttc_status (*queue_new)(ttc_device *d, bool profiling, ttc_queue **out);
     void (*queue_free)(ttc_queue *q);

@@ -45,7 +45,54 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_TC, 128, 64, 64, 2, 2, 2, 8, 3},  {TTC_GEMM_TF32, 128, 128, 16, 2, 2, 3, 8, 3},
     {TTC_GEMM_TC, 128, 64, 64, 2, 1, 2, 8, 3},  {TTC_GEMM_TC, 64, 128, 64, 2, 2, 2, 8, 3},
     {TTC_GEMM_TC, 192, 128, 32, 4, 2, 2, 8, 3},
+    /* session 10 (fl & 4: the stages in a __local argument, kw = the most stages; as many as fit
+     * where the launch gives more than OpenCL's 48 KiB: the CUDA launch path's dynamic shared
+     * memory, engine/exec_cuda.c): 49, 50 = tile 42 with up to 4 / 6 stages; 51 = tile 43 with
+     * up to 6; 52 = 128x256 and 53 = 256x128 in 8 warps of 64x64, up to 4; 54 = 256x128 in 16
+     * warps of 64x32, up to 5; 55 = TF32 tile 45 with up to 6 */
+    {TTC_GEMM_TC, 128, 128, 32, 2, 4, 4, 8, 7}, {TTC_GEMM_TC, 128, 128, 32, 2, 4, 6, 8, 7},
+    {TTC_GEMM_TC, 128, 128, 32, 2, 2, 6, 8, 7}, {TTC_GEMM_TC, 128, 256, 32, 2, 4, 4, 8, 7},
+    {TTC_GEMM_TC, 256, 128, 32, 4, 2, 4, 8, 7}, {TTC_GEMM_TC, 256, 128, 32, 4, 4, 5, 8, 7},
+    {TTC_GEMM_TF32, 128, 128, 16, 2, 2, 6, 8, 7},
 };
+
+/* Stages of tile t an OpenCL launch on tg holds (uncapped by kw), and the bytes of one. Beside
+ * the argument a work-group needs: where the PTX instructions run, what NVIDIA's OpenCL keeps
+ * for itself (a 4000-byte argument took 4004 bytes of its 49152: bench/probe/dynsmem_probe.py,
+ * so a 48 KiB argument does not launch); elsewhere the emulation's scratch (ptx.cl,
+ * TTC_PTX_SCRATCH) plus a margin for the compiler's own. */
+static int64_t local_stages(const ttc_target *tg, const ttc_gemm_tile *t, int64_t *unit) {
+    *unit = (int64_t)(t->bm + t->bn) * t->bk * (t->family == TTC_GEMM_TF32 ? 4 : 2);
+    int64_t own = tg->nvidia ? 64 : (int64_t)t->tm * t->tn * 384 * 4 + 256;
+    int64_t limit = tg->local_mem ? (int64_t)tg->local_mem : 48 * 1024;
+    return limit > own ? (limit - own) / *unit : 0;
+}
+
+static bool takes_local(const ttc_gemm_tile *t) {
+    return (t->family == TTC_GEMM_TC || t->family == TTC_GEMM_TF32) && (t->fl & 4);
+}
+
+ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_bytes, int32_t *n_cl) {
+    *unit_bytes = 0;
+    *n_cl = 0;
+    if (ti < 0 || ti >= TTC_GEMM_TILES || !takes_local(&ttc_gemm_tiles[ti]))
+        return ttc_fail(TTC_ERR_INVALID_ARG, "GEMM tile %d takes no local-memory argument", (int)ti);
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[ti];
+    int64_t unit, n = local_stages(tg, t, &unit);
+    if (n < 2)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "GEMM tile %d needs two stages of %lld bytes of local memory, device %s "
+                        "allows %llu per work-group", (int)ti, (long long)unit, tg->name,
+                        (unsigned long long)tg->local_mem);
+    *unit_bytes = unit;
+    *n_cl = (int32_t)(n > t->kw ? t->kw : n);
+    return TTC_OK;
+}
+
+bool ttc_gemm_tile_fits(const ttc_target *tg, int32_t ti) {
+    if (ti < 0 || ti >= TTC_GEMM_TILES) return false;
+    int64_t unit;
+    return !takes_local(&ttc_gemm_tiles[ti]) || local_stages(tg, &ttc_gemm_tiles[ti], &unit) >= 2;
+}
 
 const char *ttc_cl_storage_type(ttc_dtype d) {
     switch (d) {
@@ -253,12 +300,6 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     ttc_codegen_loader(src, g->sp, "LDA8", a->dtype, true);
     ttc_codegen_loader(src, g->sp, "LDB", b->dtype, false);
     ttc_codegen_loader(src, g->sp, "LDB8", b->dtype, true);
-    const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", g->P, "EPI_ARGS", g->A_,
-                          "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
-                          "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4], "KW", v[5],
-                          "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
-                          "UNROLL", gpu ? "_Pragma(\"unroll\")" : "",
-                          "STAGES", v[5], "TF32", t.family == TTC_GEMM_TF32 ? "1" : "0", "GM", v[6], "FL", v[7], NULL};
     /* A, offA, B, offB, M, N, K and the batch strides (0: a 2-D operand every batch shares) */
     int32_t ra = a->rank, rb = b->rank;
     ttc_kparams p;
@@ -272,9 +313,36 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sAb");
     if (rb > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0, "sBb");
     else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sBb");
-    static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma", "gemm_tc", "gemm_tc"};
-    ttc_status s = ttc_codegen_template_checked(src, tmpl[t.family], defs, &p);
+    /* fl & 4: the stages come from a __local argument (dsm) and their count (nst) from the
+     * launch. Both are bound after sBb and declared at the head of EPI_PARAMS, so that the
+     * template's own parameter list, which the template check reads, is the same for every tile. */
+    ttc_kparams loc;
+    ttc_kp_init(&loc, k, ks, true);
+    ttc_sbuf epi = {0};
+    ttc_status s = ttc_kp_done(&p);
+    if (s == TTC_OK && piped && (t.fl & 4)) {
+        int64_t unit = 0;
+        int32_t n_cl = 0;
+        s = ttc_gemm_tile_local(ttc_kir_target(k), ti, &unit, &n_cl);
+        if (s == TTC_OK) ttc_kp_local(&loc, "uint4", "dsm", "nst", unit, n_cl, t.kw);
+        if (s == TTC_OK) s = ttc_kp_done(&loc);
+    }
+    ttc_sbuf_printf(&epi, "%s%s", ttc_kp_sig(&loc), g->P);
+    if (s == TTC_OK && !epi.data) s = TTC_ERR_NOMEM;
+    if (s == TTC_OK) {
+        const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", epi.data, "EPI_ARGS", g->A_,
+                              "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
+                              "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4], "KW", v[5],
+                              "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
+                              "UNROLL", gpu ? "_Pragma(\"unroll\")" : "",
+                              "STAGES", v[5], "TF32", t.family == TTC_GEMM_TF32 ? "1" : "0", "GM", v[6], "FL", v[7],
+                              NULL};
+        static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma", "gemm_tc", "gemm_tc"};
+        s = ttc_codegen_template_checked(src, tmpl[t.family], defs, &p);
+    }
     ttc_kp_free(&p);
+    ttc_kp_free(&loc);
+    ttc_sbuf_free(&epi);
     TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDA\n#undef LDA8\n#undef LDB\n#undef LDB8\n");
     if (t.family == TTC_GEMM_SIMT) {

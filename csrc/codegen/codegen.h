@@ -27,6 +27,12 @@ typedef enum ttc_arg_kind {
     TTC_ARG_INT,       /* v: a literal int */
     TTC_ARG_ERRFLAG,   /* the execution's error flag (a __global int, 0 before the launches): index
                           kernels store kernel op index + 1 there on an out-of-range index */
+    TTC_ARG_LOCAL,     /* a __local buffer of units of v bytes: d units where OpenCL launches it
+                          (what fits the device's local memory per work-group, decided by codegen),
+                          up to r where the launch can give more (the CUDA driver's dynamic shared
+                          memory, exec_cuda.c); the plan's value is the OpenCL size in bytes */
+    TTC_ARG_LOCAL_N,   /* int: how many units the kernel's TTC_ARG_LOCAL argument holds (same d, r,
+                          v; the plan's value is d) */
 } ttc_arg_kind;
 
 typedef struct ttc_argspec { ttc_arg_kind kind; int32_t t, d, r; int64_t v; } ttc_argspec;
@@ -157,6 +163,10 @@ void ttc_kp_int(ttc_kparams *p, ttc_arg_kind kind, int32_t t, int32_t d, int32_t
     TTC_PRINTF(7, 8);
 /* The execution's error flag "__global int *errf" (index kernels; t: the op's output). */
 void ttc_kp_errflag(ttc_kparams *p, int32_t t);
+/* "__local <type> *<nm>, int <nm_n>": a local buffer of n units of unit_bytes (TTC_ARG_LOCAL,
+ * TTC_ARG_LOCAL_N): n_cl units under OpenCL, up to n_max where the launch allows more. */
+void ttc_kp_local(ttc_kparams *p, const char *type, const char *nm, const char *nm_n, int64_t unit_bytes, int32_t n_cl,
+                  int32_t n_max);
 /* The parameter list (never NULL). */
 static inline const char *ttc_kp_sig(const ttc_kparams *p) { return p->sig.data ? p->sig.data : ""; }
 static inline const char *ttc_kp_call(const ttc_kparams *p) { return p->call.data ? p->call.data : ""; }
@@ -210,8 +220,14 @@ typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA, TT
 /* gm (TC/TF32): the grid rasterised in groups of gm tile rows for L2 reuse (0: row by row);
  * fl (TC/TF32): 1 copies global to local memory through L1 (gemm_tc.cl's FL) */
 typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw, gm, fl; } ttc_gemm_tile;
-#define TTC_GEMM_TILES 49
+#define TTC_GEMM_TILES 56
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
+/* Tiles whose stages come from a __local argument (pipelined families, fl & 4): the bytes of
+ * one stage and how many stages (2..kw) an OpenCL launch on target tg gets (what fits its local
+ * memory per work-group beside the kernel's own); TTC_ERR_UNSUPPORTED when not even two fit. */
+ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_bytes, int32_t *n_cl);
+/* Whether tile ti runs on tg's OpenCL at all (true for tiles without a local-memory argument). */
+bool ttc_gemm_tile_fits(const ttc_target *tg, int32_t ti);
 
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */
 const char *ttc_cl_storage_type(ttc_dtype d);

@@ -77,6 +77,24 @@ void ttc_kp_errflag(ttc_kparams *p, int32_t t) {
     spec(p, TTC_ARG_ERRFLAG, t, 0, 0, 0);
 }
 
+void ttc_kp_local(ttc_kparams *p, const char *type, const char *nm, const char *nm_n, int64_t unit_bytes, int32_t n_cl,
+                  int32_t n_max) {
+    if (p->st != TTC_OK) return;
+    if (unit_bytes <= 0 || n_cl < 1 || n_max < n_cl) {
+        p->st = ttc_fail(TTC_ERR_INTERNAL, "codegen: local buffer %s of %d..%d units of %lld bytes", nm, (int)n_cl,
+                         (int)n_max, (long long)unit_bytes);
+        return;
+    }
+    sep(p);
+    ttc_sbuf_printf(&p->sig, "__local %s *%s", type, nm);
+    ttc_sbuf_printf(&p->call, "%s", nm);
+    spec(p, TTC_ARG_LOCAL, 0, n_cl, n_max, unit_bytes);
+    sep(p);
+    ttc_sbuf_printf(&p->sig, "int %s", nm_n);
+    ttc_sbuf_printf(&p->call, "%s", nm_n);
+    spec(p, TTC_ARG_LOCAL_N, 0, n_cl, n_max, unit_bytes);
+}
+
 ttc_status ttc_kp_done(ttc_kparams *p) {
     if (p->st == TTC_OK && (p->sig.oom || p->call.oom)) p->st = ttc_fail(TTC_ERR_NOMEM, "generating kernel parameters");
     return p->st;

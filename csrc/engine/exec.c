@@ -170,6 +170,7 @@ ttc_status ttc_exec_bind(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc
         uint32_t ka = (uint32_t)(a - ks->n_native_args);
         if (ks->args[a].kind == TTC_ARG_BUF) TTC_TRY(ttc_kernel_set_buf(kern, ka, ttc_exec_buf(p, (int32_t)v, b)));
         else if (ks->args[a].kind == TTC_ARG_ERRFLAG) TTC_TRY(ttc_kernel_set_buf(kern, ka, b->errf));
+        else if (ks->args[a].kind == TTC_ARG_LOCAL) TTC_TRY(ttc_kernel_set_local(kern, ka, (size_t)v));
         else TTC_TRY(ttc_kernel_set_i32(kern, ka, (int32_t)v));
     }
     return TTC_OK;

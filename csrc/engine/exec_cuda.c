@@ -1,7 +1,10 @@
 /* Engines launched through the CUDA driver (exec_cuda.h). The launch plan is the OpenCL
  * path's own (plan.c): the same argument values and launch sizes, with buffers replaced by
  * device pointers. OpenCL passes a buffer and its offset separately, so every pointer argument
- * is the base of its memory (input, output, constant block or arena). */
+ * is the base of its memory (input, output, constant block or arena). A __local argument
+ * (TTC_ARG_LOCAL: units of v bytes, d where OpenCL launches it, up to r) becomes dynamic shared
+ * memory here: as many units as the block may have (227 KiB on an H100 with the opt-in, not
+ * OpenCL's 48 KiB), its TTC_ARG_LOCAL_N argument saying how many. */
 #include "exec_cuda.h"
 
 #include "../backend/cuda/cuda_driver.h"
@@ -23,6 +26,9 @@ struct ttc_cuda_engine {
     void **fn;                   /* per kernel of e->cg */
     int32_t *max_threads;
     uint32_t (*req)[3];          /* per kernel: the block size its PTX requires (0: none) */
+    size_t *dyn;                 /* per kernel: dynamic shared memory bytes (its __local argument) */
+    int32_t *units;              /* per kernel: the units of its __local argument */
+    size_t dyn_max;
     uint64_t consts;             /* one block holding every constant */
     uint64_t *const_ptr;         /* per tensor id (0: not a constant) */
     size_t const_bytes;
@@ -101,6 +107,33 @@ static ttc_status refuse_why(ttc_engine *e, int32_t ordinal) {
     return TTC_OK;
 }
 
+/* Kernel i's __local argument (at most one) as dynamic shared memory: the most units (up to
+ * r) that fit beside its static shared memory, at least the d OpenCL gives it. */
+static ttc_status size_local(ttc_cuda_engine *c, int32_t i) {
+    const ttc_kspec *ks = &c->e->cg.kernels[i];
+    const ttc_argspec *loc = NULL;
+    for (int32_t a = 0; a < ks->n_args; a++) {
+        if (ks->args[a].kind != TTC_ARG_LOCAL) continue;
+        if (loc) return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s takes more than one __local argument", ks->name);
+        loc = &ks->args[a];
+    }
+    if (!loc) return TTC_OK;
+    size_t st = 0, max = 0;
+    TTC_TRY(ttc_cuda_shared_limits(c->ordinal, c->fn[i], &st, &max));
+    int64_t unit = loc->v, n = max > st ? (int64_t)((max - st) / (size_t)unit) : 0;
+    if (n > loc->r) n = loc->r;
+    if (n < loc->d) n = loc->d;
+    size_t bytes = (size_t)(n * unit);
+    if (st + bytes > max)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %zu bytes of static and %zu of dynamic shared memory exceed the "
+                        "block's %zu", ks->name, st, bytes, max);
+    TTC_TRY(ttc_cuda_set_dynamic_shared(c->fn[i], bytes));
+    c->dyn[i] = bytes;
+    c->units[i] = (int32_t)n;
+    if (bytes > c->dyn_max) c->dyn_max = bytes;
+    return TTC_OK;
+}
+
 /* Loads part m's PTX (the whole program's when it has no parts) and resolves the kernels
  * that part defines. */
 static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
@@ -118,6 +151,7 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
         if (np && ttc_program_part_of(e->prog, ks->name) != m) continue;
         ttc_cuda_ptx_reqntid(ptx, ks->name, c->req[i]);
         s = ttc_cuda_function(c->mods[m], ks->name, &c->fn[i], &c->max_threads[i]);
+        if (s == TTC_OK) s = size_local(c, i);
     }
     free(ptx);
     return s;
@@ -134,9 +168,11 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         c->fn = ttc_calloc((size_t)nk + 1, sizeof(void *));
         c->max_threads = ttc_calloc((size_t)nk + 1, sizeof(int32_t));
         c->req = ttc_calloc((size_t)nk + 1, sizeof *c->req);
+        c->dyn = ttc_calloc((size_t)nk + 1, sizeof *c->dyn);
+        c->units = ttc_calloc((size_t)nk + 1, sizeof *c->units);
     }
-    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req) {
-        if (c) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c); }
+    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units) {
+        if (c) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units); free(c); }
         return TTC_ERR_NOMEM;
     }
     c->e = e;
@@ -148,7 +184,10 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     }
     ttc_cuda_scope sc;
     ttc_status s = ttc_cuda_enter(ordinal, &sc);
-    if (s != TTC_OK) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c); return s; }
+    if (s != TTC_OK) {
+        free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units); free(c);
+        return s;
+    }
     for (int32_t m = 0; m < c->n_mods && s == TTC_OK; m++) s = load_part(c, m);
     /* PTX the driver does not take is a kernel form this path cannot run: a refusal */
     if (s == TTC_ERR_DEVICE) {
@@ -187,6 +226,8 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     free(c->fn);
     free(c->max_threads);
     free(c->req);
+    free(c->dyn);
+    free(c->units);
     free(c->const_ptr);
     for (int32_t i = 0; i < c->n_gs; i++) free(c->gs[i].key);
     free(c->gs);
@@ -290,10 +331,12 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
             int64_t v = p->argv[ki][a];
             if (ks->args[a].kind == TTC_ARG_BUF) vals[a].p = ptr_of(c, p, (int32_t)v, in, out, arena);
             else if (ks->args[a].kind == TTC_ARG_ERRFLAG) vals[a].p = flag;
+            else if (ks->args[a].kind == TTC_ARG_LOCAL) vals[a].p = 0;   /* its offset in the dynamic shared memory */
+            else if (ks->args[a].kind == TTC_ARG_LOCAL_N) vals[a].i = c->units[ki];
             else vals[a].i = (int32_t)v;
             params[a] = &vals[a];
         }
-        s = ttc_cuda_launch(c->fn[ki], g[ki], b[ki], stream, params);
+        s = ttc_cuda_launch(c->fn[ki], g[ki], b[ki], c->dyn[ki], stream, params);
         if (s != TTC_OK) s = ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);
         n++;
     }
@@ -416,7 +459,7 @@ ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
     ttc_cuda_engine_stats st = {__atomic_load_n(&c->calls, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->launches, __ATOMIC_RELAXED),
-                                __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes, 0, 0, c->n_gs};
+                                __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes, 0, 0, c->n_gs, c->dyn_max};
     if (c->n_gs) {
         ttc_cuda_engine *m = (ttc_cuda_engine *)c;   /* the lock only: counters are read */
         pthread_mutex_lock(&m->glock);

@@ -45,12 +45,14 @@ ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int
                                const uint64_t *out, uint64_t arena, size_t arena_bytes, uint64_t stream);
 /* Counters for tests: launches made (a graph's kernels count as theirs), calls that read the
  * index-error flag back, calls made as one graph launch, graphs recorded, graph slots (0: the
- * engine launches plainly: target.cuda_graphs 0 or no graph API). */
+ * engine launches plainly: target.cuda_graphs 0 or no graph API); and the most dynamic shared
+ * memory a kernel's launch takes (its __local argument). */
 typedef struct ttc_cuda_engine_stats {
     int64_t calls, launches, flag_reads;
     size_t const_bytes;
     int64_t graph_calls, graphs_recorded;
     int32_t graph_slots;
+    size_t dyn_shared_max;
 } ttc_cuda_engine_stats;
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c);
 

@@ -247,6 +247,9 @@ ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t 
                 break;
             case TTC_ARG_INT: v = as->v; break;
             case TTC_ARG_ERRFLAG: v = 0; break;   /* bound by execute to its context's flag */
+            /* OpenCL's size; the CUDA launch path sizes them itself (exec_cuda.c) */
+            case TTC_ARG_LOCAL: v = as->v * as->d; break;
+            case TTC_ARG_LOCAL_N: v = as->d; break;
             }
             if (as->kind != TTC_ARG_BUF && (v > INT32_MAX || v < INT32_MIN)) {
                 s = ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: argument %d = %lld does not fit in int", ks->name, a, (long long)v);

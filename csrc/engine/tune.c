@@ -246,6 +246,9 @@ static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     if (c < 0 || c >= TTC_GEMM_TILES) return false;
     ttc_gemm_family f = ttc_gemm_tiles[c].family;
     if (f == TTC_GEMM_CPU || f == TTC_GEMM_SIMT) return true;
+    /* tiles staging through a __local argument: two stages must fit OpenCL's local memory
+     * (the CUDA launch path gives them more: exec_cuda.c) */
+    if (!ttc_gemm_tile_fits(&e->tg, c)) return false;
     const ttc_kir *k = e->k;
     ttc_dtype a = k->ts[op->in[0]].dtype, b = k->ts[op->in[1]].dtype;
     /* TF32: float x float GEMMs of fp32 engines whose policy allows it (on any device when

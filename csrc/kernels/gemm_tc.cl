@@ -27,8 +27,14 @@
  * the H100 (bench/RESULTS.md), though each work-group's rows are its own; measured, not
  * explained (with the staged epilogue 1.19x at 4096^3; an L2::128B fetch hint added nothing).
  * FL & 2: the epilogue is staged through local memory and stored by rows (see the end).
+ * FL & 4: the stages live in a __local kernel argument (dsm) instead of static arrays, and their
+ * number nst (2..STAGES) is a kernel argument: the launch sizes both. OpenCL caps local memory
+ * per work-group (48 KiB on NVIDIA, where the static arrays stop too); the CUDA launch path
+ * (engine/exec_cuda.c) gives the argument dynamic shared memory, up to 227 KiB per block on an
+ * H100, so the same PTX keeps more slices in flight there (bench/RESULTS.md, session 10).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
- * STAGES TF32 GM FL (local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48 KiB). */
+ * STAGES TF32 GM FL (static local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48
+ * KiB; with FL & 4 none, and nst stages of that in dsm). */
 #define NTH (32 * TM * TN)
 #define WTM (BM / TM)
 #define WTN (BN / TN)
@@ -63,6 +69,21 @@
 #else
 #define TC_SWB(r, c) TC_SW(r, c, LCB)
 #endif
+#if FL & 4
+/* nst stages (2 <= nst <= STAGES, set at launch): wait_group takes an immediate, so one per
+ * count (uniform branches); more than 6 stages still keep 4 slices in flight */
+#if STAGES < 2 || STAGES > 8
+#error "gemm_tc: STAGES must be 2..8 with staging from a __local argument"
+#endif
+#define TC_NST nst
+#define TC_WAIT()                                                                                  \
+    if (nst >= 6) TTC_CP_ASYNC_WAIT(4);                                                            \
+    else if (nst == 5) TTC_CP_ASYNC_WAIT(3);                                                       \
+    else if (nst == 4) TTC_CP_ASYNC_WAIT(2);                                                       \
+    else if (nst == 3) TTC_CP_ASYNC_WAIT(1);                                                       \
+    else TTC_CP_ASYNC_WAIT(0);
+#else
+#define TC_NST STAGES
 #if STAGES == 2
 #define TC_WAIT() TTC_CP_ASYNC_WAIT(0)
 #elif STAGES == 3
@@ -71,6 +92,7 @@
 #define TC_WAIT() TTC_CP_ASYNC_WAIT(2)
 #else
 #error "gemm_tc: STAGES must be 2..4"
+#endif
 #endif
 /* loops around prelude calls: unrolled for the hardware; rolled in the emulation, whose calls
  * hold barriers (PoCL compiles every barrier region of an unrolled body separately: minutes) */
@@ -168,7 +190,7 @@ TTC_INL uint4 TC_CHUNKF(__global const float *p, int i, int lim, bool vec) {
 /* the staged epilogue's rows: a 16-row strip of a warp's block as floats, padded by 4 words so
  * that the fragments' float2 writes (rows g, g + 8) spread over the banks */
 #define TC_ES (WTN + 4)
-#if TM * TN * 16 * TC_ES * 4 > STAGES * (ACN + BCN) * 16
+#if TM * TN * 16 * TC_ES * 4 > ((FL & 4) ? 2 : STAGES) * (ACN + BCN) * 16
 #error "gemm_tc: the staged epilogue does not fit in the stages' local memory"
 #endif
 #endif
@@ -176,7 +198,12 @@ TTC_INL uint4 TC_CHUNKF(__global const float *p, int i, int lim, bool vec) {
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1)))
 void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M, int N, int K,
            int sAb, int sBb EPI_PARAMS) {
-#if FL & 2
+#if FL & 4
+    /* the stages live in the __local argument dsm (EPI_PARAMS begins with it and nst: see
+     * codegen.c), sized at launch: nst stages of (ACN + BCN) chunks */
+    __local uint4 *smem = dsm;
+    __local uint4 *smA = smem, *smB = smem + nst * ACN;
+#elif FL & 2
     /* one array, so that the epilogue can stage through all of it */
     __local uint4 smem[STAGES * (ACN + BCN)];
     __local uint4 *smA = smem, *smB = smem + STAGES * ACN;
@@ -296,17 +323,17 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
 
     int KT = (K + BK - 1) / BK;
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
+    for (int s = 0; s < TC_NST - 1; s++) {
         if (s < KT) TC_LOAD(s, s * BK)
         ttc_cp_async_commit();
     }
-    int rd = 0, wr = STAGES - 1;   /* the stage multiplied now, the stage loaded next */
+    int rd = 0, wr = TC_NST - 1;   /* the stage multiplied now, the stage loaded next */
     for (int kt = 0; kt < KT; kt++) {
         /* this thread's copies of slice kt have landed; the barrier shows everyone's, and
          * ends every warp's reads of the stage the next slice overwrites */
         TC_WAIT();
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (kt + STAGES - 1 < KT) TC_LOAD(wr, (kt + STAGES - 1) * BK)
+        if (kt + TC_NST - 1 < KT) TC_LOAD(wr, (kt + TC_NST - 1) * BK)
         ttc_cp_async_commit();
         int aS = rd * ACN, bS = rd * BCN;
 TC_UNROLL
@@ -371,8 +398,8 @@ TC_UNROLL
 #endif
                 }
         }
-        rd = rd == STAGES - 1 ? 0 : rd + 1;
-        wr = wr == STAGES - 1 ? 0 : wr + 1;
+        rd = rd == TC_NST - 1 ? 0 : rd + 1;
+        wr = wr == TC_NST - 1 ? 0 : wr + 1;
     }
     TTC_CP_ASYNC_WAIT(0);
 #if FL & 2
@@ -434,6 +461,7 @@ TC_UNROLL
 #undef TC_SW
 #undef TC_SWB
 #undef TC_WAIT
+#undef TC_NST
 #undef TC_UNROLL
 #undef NTH
 #undef WTM

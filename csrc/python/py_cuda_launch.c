@@ -6,7 +6,7 @@
  *   why = _C.cuda_launch_run(cap, (in_ptr, ...), (shape, ...), (out_ptr, ...), arena_ptr, nbytes, stream)
  *                                                     # None: launched; a str: refused, nothing launched
  *   _C.cuda_launch_stats(cap) -> dict(calls, launches, flag_reads, const_bytes, graph_calls,
- *                                     graphs_recorded, graph_slots)
+ *                                     graphs_recorded, graph_slots, dyn_shared_max)
  *
  * The capsule keeps its engine object alive (its context) and frees the CUDA side when dropped.
  */
@@ -174,10 +174,11 @@ static PyObject *py_cuda_launch_stats(PyObject *mod, PyObject *cap) {
     ttc_cuda_engine *c = cap_get(cap);
     if (!c) return NULL;
     ttc_cuda_engine_stats s = ttc_cuda_engine_stats_get(c);
-    return Py_BuildValue("{s:L,s:L,s:L,s:n,s:L,s:L,s:i}", "calls", (long long)s.calls, "launches",
+    return Py_BuildValue("{s:L,s:L,s:L,s:n,s:L,s:L,s:i,s:n}", "calls", (long long)s.calls, "launches",
                          (long long)s.launches, "flag_reads", (long long)s.flag_reads, "const_bytes",
                          (Py_ssize_t)s.const_bytes, "graph_calls", (long long)s.graph_calls, "graphs_recorded",
-                         (long long)s.graphs_recorded, "graph_slots", (int)s.graph_slots);
+                         (long long)s.graphs_recorded, "graph_slots", (int)s.graph_slots, "dyn_shared_max",
+                         (Py_ssize_t)s.dyn_shared_max);
 }
 
 static PyObject *py_cuda_ptx_prepare(PyObject *mod, PyObject *arg) {
@@ -202,7 +203,7 @@ static PyMethodDef cuda_launch_methods[] = {
      "cuda_launch_arena(cuda_engine, shapes) -> bytes of intermediates a call with these input shapes needs"},
     {"cuda_launch_run", (PyCFunction)(void (*)(void))py_cuda_launch_run, METH_FASTCALL,
      "cuda_launch_run(cuda_engine, in_ptrs, shapes, out_ptrs, arena_ptr, arena_bytes, stream) -> None | reason: launches on stream"},
-    {"cuda_launch_stats", py_cuda_launch_stats, METH_O, "cuda_launch_stats(cuda_engine) -> dict(calls, launches, flag_reads, const_bytes)"},
+    {"cuda_launch_stats", py_cuda_launch_stats, METH_O, "cuda_launch_stats(cuda_engine) -> dict(calls, launches, flag_reads, const_bytes, dyn_shared_max)"},
     {"cuda_ptx_prepare", py_cuda_ptx_prepare, METH_O,
      "cuda_ptx_prepare(ptx: bytes) -> (bytes | None, reason): NVIDIA OpenCL PTX rewritten for a CUDA launch"},
     {NULL, NULL, 0, NULL},

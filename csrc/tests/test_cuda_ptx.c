@@ -25,7 +25,9 @@ static void test_refusals(void) {
         HEAD ".entry k(\n)\n{\n\tmov.b32 \t%r1, %envreg9;\n}\n",
         HEAD ".entry k(\n)\n{\n\tmov.b32 \t%r1, %envreg",            /* ends in the name */
         HEAD ".entry k(\n)\n{\n\tadd.s32 \t%r1, %envreg3, 1;\n}\n",
-        HEAD ".entry k(\n\t.param .u64 .ptr .shared .align 4 k_param_0\n)\n{\n}\n",
+        HEAD ".entry k(\n\t.param .u64 .ptr .shared .align 4 k_param_0\n)\n{\n\tmov.u64 %rd1, k_param_0;\n}\n",
+        HEAD ".entry k(\n\t.param .u64 .ptr .shared .align 4 k_param_0\n)\n{\n\tld.param.u64 %rd1, [k_param_0]",
+        ".version 9.0\n.entry k(\n\t.param .u64 .ptr .shared .align 4 k_param_0\n)\n{\n}\n",
         "%envreg3",
         "",
     };
@@ -34,6 +36,18 @@ static void test_refusals(void) {
         ttc_status s = ttc_cuda_ptx_prepare(bad[i], strlen(bad[i]), &out);
         CHECK(s == TTC_ERR_UNSUPPORTED && !out, "case %zu: %s", i, ttc_status_name(s));
     }
+}
+
+static void test_local_params(void) {
+    const char *src = HEAD ".entry k(\n\t.param .u64 .ptr .shared .align 4 k_param_1,\n\t.param .u32 k_param_10\n)\n{\n"
+                      "\tld.param.u64 \t%rd3, [k_param_1];\n\tret;\n}\n";
+    char *out = NULL;
+    CHECK_OK(ttc_cuda_ptx_prepare(src, strlen(src), &out));
+    CHECK(out && strstr(out, ".address_size 64\n.extern .shared .align 16 .b8 ttc_dsmem[];\n"), "%s", out ? out : "");
+    CHECK(out && strstr(out, "\t.param .u64 k_param_1,\n\t.param .u32 k_param_10\n"), "%s", out ? out : "");
+    CHECK(out && strstr(out, "[k_param_1]; { .reg .u64 %ttc_db; mov.u64 %ttc_db, ttc_dsmem; add.u64 %rd3, %rd3, %ttc_db; }"),
+          "%s", out ? out : "");
+    free(out);
 }
 
 static void test_reqntid(void) {
@@ -50,4 +64,4 @@ static void test_reqntid(void) {
     CHECK(r[0] == 0, "no such entry");
 }
 
-TEST_MAIN(test_rewrite, test_refusals, test_reqntid)
+TEST_MAIN(test_rewrite, test_refusals, test_local_params, test_reqntid)

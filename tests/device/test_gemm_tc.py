@@ -290,3 +290,20 @@ def test_staged_epilogue_places_every_output(monkeypatch, tile):
     for i, (got, ref) in enumerate(zip(_run(e, ins, refs), refs)):
         tol = 2e-2 if fam == "tc" else 1e-4
         assert_close(got, ref.float(), tol, tol, f"{fam} tile {tile} staged epilogue case {cases[i]}")
+
+
+# tiles whose stages come from a __local argument, their count an argument too (fl & 4): as many
+# as fit the device's local memory per work-group (the CUDA launch path gives them more:
+# tests/gpu/test_gemm_dynsmem.py)
+LOCAL = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("fl", 0) & 4]
+
+
+@pytest.mark.parametrize("tile", [_by_size([i for i in LOCAL if TILES[i]["family"] == f])[0]
+                                  for f in ("tc", "tf32") if any(TILES[i]["family"] == f for i in LOCAL)])
+def test_local_argument_stages(monkeypatch, tile):
+    """The smallest such tile of each family on the mm / bmm / q @ k^T (tc) or mm / bmm / linear
+    (TF32) cases above: odd shapes and K over several slices, so that the stages rotate."""
+    if TILES[tile]["family"] == "tc":
+        test_half_mm_bmm_and_transposed_b(monkeypatch, tile)
+    else:
+        test_tf32_mm_linear_bmm(monkeypatch, tile)

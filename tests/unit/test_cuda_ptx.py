@@ -47,13 +47,34 @@ def test_untranslatable_forms_refused():
         "get_work_dim": _kernel("k", "\tmov.b32 \t%r1, %envreg9;\n"),
         "unknown launch state": _kernel("k", "\tmov.b32 \t%r1, %envreg17;\n"),
         "unexpected form": _kernel("k", "\tadd.s32 \t%r1, %envreg3, 1;\n"),
-        "dynamic __local": _kernel("k", "", params=".param .u64 .ptr .shared .align 4 {n}_param_0"),
+        "unexpected form": _kernel("k", "\tld.param.u64 \t%rd1, [k_param_0+8];\n",
+                                   params=".param .u64 .ptr .shared .align 4 {n}_param_0"),
     }
     for what, k in cases.items():
         out, why = _prep(HEAD + k)
         assert out is None and what in why, (what, why)
     out, why = _prep("\x7fELF not text at all, certainly no version")
     assert out is None and "not PTX" in why, why
+
+
+def test_local_arguments_become_dynamic_shared_memory():
+    """A __local argument, as NVIDIA's OpenCL declares and loads it (bench/probe/dynsmem_probe.py):
+    a plain .u64 offset added to an .extern .shared array's address, for every load of it; the
+    other parameters (k_param_10 shares k_param_1's prefix) untouched."""
+    params = (".param .u64 .ptr .global .align 4 {n}_param_0,\n\t.param .u64 .ptr .shared .align 16 {n}_param_1,\n"
+              "\t.param .u32 {n}_param_10")
+    body = ("\tld.param.u64 \t%rd1, [k_param_1];\n\tld.param.u32 \t%r1, [k_param_10];\n"
+            "\tld.param.u64 %rd2,[k_param_1] ;\n\tst.shared.u32 \t[%rd1], %r1;\n")
+    out, why = _prep(HEAD + _kernel("k", body, params=params) + _kernel("j", "\tmov.u32 \t%r1, %tid.x;\n"))
+    assert why == "" and out is not None, why
+    text = out.decode()
+    assert ".ptr .shared" not in text and text.count(".extern .shared .align 16 .b8 ttc_dsmem[];") == 1
+    assert text.index(".extern .shared") > text.index(".address_size 64")
+    assert "\t.param .u64 k_param_1,\n" in text and ".param .u32 k_param_10" in text
+    assert ".param .u64 .ptr .global .align 4 k_param_0" in text
+    for reg in ("%rd1", "%rd2"):
+        assert f"mov.u64 %ttc_db, ttc_dsmem; add.u64 {reg}, {reg}, %ttc_db;" in text, reg
+    assert "ld.param.u32 \t%r1, [k_param_10];\n" in text and text.count("ttc_dsmem") == 3
 
 
 def test_no_envreg_passes_unchanged():

@@ -24,6 +24,8 @@ typedef int cu_result;
     X(cuModuleUnload, cu_result (*)(void *))                                                               \
     X(cuModuleGetFunction, cu_result (*)(void **, void *, const char *))                                   \
     X(cuFuncGetAttribute, cu_result (*)(int *, int, void *))                                               \
+    X(cuFuncSetAttribute, cu_result (*)(void *, int, int))                                                 \
+    X(cuDeviceGetAttribute, cu_result (*)(int *, int, int))                                                \
     X(cuLaunchKernel, cu_result (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
                                     unsigned, void *, void **, void **))                                   \
     X(cuMemAlloc_v2, cu_result (*)(uint64_t *, size_t))                                                    \
@@ -151,13 +153,128 @@ static void statement(const char *ptx, size_t len, size_t at, size_t *from, size
 
 static bool space(char c) { return c == ' ' || c == '\t'; }
 
+static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$'; }
+
+#define LOCAL_DECL ".param .u64 .ptr .shared"
+#define LOCAL_BASE "ttc_dsmem"
+
+/* __local kernel arguments: NVIDIA's OpenCL declares each as a ".param .u64 .ptr .shared
+ * .align N name" that its own launch fills with a .shared address. Here each becomes a plain
+ * .u64 parameter holding a byte offset into the block's dynamic shared memory (the
+ * ".extern .shared" array LOCAL_BASE, placed after any static arrays), and every
+ * "ld.param.u64 %rdN, [name];" adds that array's address to what it loaded: the launch passes
+ * the offsets and sizes the dynamic shared memory (exec_cuda.c), whatever value OpenCL's own
+ * launch would have put there. Any other use of such a parameter is refused. */
+static ttc_status local_params(const char *s, char **out) {
+    *out = NULL;
+    ttc_sbuf b = {0};
+    const char *p = s, *q;
+    size_t dl = strlen(LOCAL_DECL);
+    /* the parameter names, each followed by a NUL, in one buffer */
+    ttc_sbuf names = {0};
+    int32_t n_names = 0;
+    for (q = s; (q = strstr(q, ".ptr .shared")); q += 12) {
+        if (q - s < (ptrdiff_t)(dl - 12) || strncmp(q - (dl - 12), LOCAL_DECL, dl)) {
+            ttc_sbuf_free(&names);
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "a .shared pointer parameter in an unexpected form");
+        }
+        const char *r = q + 12;
+        while (space(*r)) r++;
+        if (!strncmp(r, ".align", 6)) {
+            r += 6;
+            while (space(*r)) r++;
+            while (*r >= '0' && *r <= '9') r++;
+            while (space(*r)) r++;
+        }
+        const char *e = r;
+        while (ident_char(*e)) e++;
+        if (e == r) {
+            ttc_sbuf_free(&names);
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "a .shared pointer parameter without a name");
+        }
+        ttc_sbuf_append(&names, r, (size_t)(e - r));
+        ttc_sbuf_append(&names, "", 1);
+        n_names++;
+    }
+    if (names.oom) { ttc_sbuf_free(&names); return TTC_ERR_NOMEM; }
+    /* one pass: declarations made plain, loads given the base, any other mention refused */
+    const char *ad = strstr(s, ".address_size");
+    const char *decl_at = ad ? strchr(ad, '\n') : NULL;
+    if (!decl_at) { ttc_sbuf_free(&names); return ttc_fail(TTC_ERR_UNSUPPORTED, "PTX without .address_size"); }
+    decl_at++;
+    ttc_sbuf_append(&b, s, (size_t)(decl_at - s));
+    ttc_sbuf_printf(&b, ".extern .shared .align 16 .b8 " LOCAL_BASE "[];\n");
+    p = decl_at;
+    ttc_status st = TTC_OK;
+    while (*p && st == TTC_OK) {
+        /* the next mention of any name, at an identifier boundary */
+        const char *best = NULL;
+        size_t best_len = 0;
+        const char *nm = names.data;
+        for (int32_t i = 0; i < n_names; i++, nm += strlen(nm) + 1) {
+            size_t l = strlen(nm);
+            for (const char *f = p; (f = strstr(f, nm)); f += l)
+                if ((f == s || !ident_char(f[-1])) && !ident_char(f[l])) {
+                    if (!best || f < best) { best = f; best_len = l; }
+                    break;
+                }
+        }
+        if (!best) { ttc_sbuf_append(&b, p, strlen(p)); break; }
+        size_t from, to;
+        statement(s, strlen(s), (size_t)(best - s), &from, &to);
+        const char *stm = s + from;
+        while (stm < best && (space(*stm) || *stm == '\n')) stm++;
+        if (!strncmp(stm, LOCAL_DECL, dl)) {
+            /* the declaration: ".param .u64 name" */
+            ttc_sbuf_append(&b, p, (size_t)(stm - p));
+            ttc_sbuf_printf(&b, ".param .u64 %.*s", (int)best_len, best);
+            p = best + best_len;
+            continue;
+        }
+        /* "ld.param.u64 %rdN, [name];" */
+        const char *r = stm;
+        bool ok = s[to] == ';' && !strncmp(r, "ld.param.u64", 12) && space(r[12]);
+        const char *reg = NULL, *reg_end = NULL;
+        if (ok) {
+            r += 12;
+            while (space(*r)) r++;
+            reg = r;
+            while (*r == '%' || ident_char(*r)) r++;
+            reg_end = r;
+            while (space(*r)) r++;
+            ok = reg_end > reg + 1 && *r == ',';
+            if (ok) {
+                r++;
+                while (space(*r)) r++;
+                ok = *r == '[' && r + 1 == best && best[best_len] == ']';
+                const char *t = best + best_len + 1;
+                while (ok && t < s + to && space(*t)) t++;
+                ok = ok && t == s + to;
+            }
+        }
+        if (!ok) {
+            st = ttc_fail(TTC_ERR_UNSUPPORTED, "a .shared pointer parameter used in an unexpected form: %.*s",
+                          (int)(to - from > 80 ? 80 : to - from), s + from);
+            break;
+        }
+        ttc_sbuf_append(&b, p, (size_t)(s + to + 1 - p));   /* through the ';' */
+        ttc_sbuf_printf(&b, " { .reg .u64 %%ttc_db; mov.u64 %%ttc_db, " LOCAL_BASE "; add.u64 %.*s, %.*s, %%ttc_db; }",
+                        (int)(reg_end - reg), reg, (int)(reg_end - reg), reg);
+        p = s + to + 1;
+    }
+    ttc_sbuf_free(&names);
+    if (st != TTC_OK) { ttc_sbuf_free(&b); return st; }
+    char *r = ttc_sbuf_take(&b);
+    if (!r) return TTC_ERR_NOMEM;
+    *out = r;
+    return TTC_OK;
+}
+
 ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out) {
     *out = NULL;
     while (len && !ptx[len - 1]) len--;
     if (len < 16 || !memmem(ptx, len, ".entry", 6) || !memmem(ptx, len, ".version", 8))
         return ttc_fail(TTC_ERR_UNSUPPORTED, "the program binary is not PTX text");
-    if (memmem(ptx, len, ".ptr .shared", 12))
-        return ttc_fail(TTC_ERR_UNSUPPORTED, "a kernel takes a dynamic __local argument (a .shared pointer parameter)");
     ttc_sbuf b = {0};
     size_t done = 0;
     for (const char *p = ptx; (p = memmem(p, len - (size_t)(p - ptx), "%envreg", 7)); ) {
@@ -192,6 +309,13 @@ ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out) {
     ttc_sbuf_append(&b, ptx + done, len - done);
     char *s = ttc_sbuf_take(&b);
     if (!s) return TTC_ERR_NOMEM;
+    if (strstr(s, ".ptr .shared")) {
+        char *r = NULL;
+        ttc_status st = local_params(s, &r);
+        free(s);
+        if (st != TTC_OK) return st;
+        s = r;
+    }
     *out = s;
     return TTC_OK;
 }
@@ -255,9 +379,28 @@ ttc_status ttc_cuda_function(void *mod, const char *name, void **fn, int32_t *ma
     return TTC_OK;
 }
 
-ttc_status ttc_cuda_launch(void *fn, const uint32_t grid[3], const uint32_t block[3], uint64_t stream,
-                           void **params) {
-    cu_result r = cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
+ttc_status ttc_cuda_shared_limits(int32_t ordinal, void *fn, size_t *static_bytes, size_t *max_block) {
+    int v = 0, dev = 0;
+    /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (1) */
+    cu_result r = cu.cuFuncGetAttribute(&v, 1, fn);
+    if (r) return cu_fail(r, "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+    *static_bytes = (size_t)v;
+    /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (97) */
+    if ((r = cu.cuDeviceGet(&dev, ordinal)) || (r = cu.cuDeviceGetAttribute(&v, 97, dev)))
+        return cu_fail(r, "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+    *max_block = (size_t)v;
+    return TTC_OK;
+}
+
+ttc_status ttc_cuda_set_dynamic_shared(void *fn, size_t bytes) {
+    /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8): launches above 48 KiB need it */
+    cu_result r = cu.cuFuncSetAttribute(fn, 8, (int)bytes);
+    return r ? ttc_fail_context(cu_fail(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"), "%zu bytes", bytes) : TTC_OK;
+}
+
+ttc_status ttc_cuda_launch(void *fn, const uint32_t grid[3], const uint32_t block[3], size_t shared_bytes,
+                           uint64_t stream, void **params) {
+    cu_result r = cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], (unsigned)shared_bytes,
                                     (void *)(uintptr_t)stream, params, NULL);
     return r ? cu_fail(r, "cuLaunchKernel") : TTC_OK;
 }

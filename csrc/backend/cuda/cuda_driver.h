@@ -28,8 +28,12 @@
  * array and barriers" kernel's illegal address). The registers are: envreg0..2 the group
  * offsets, envreg3..5 the global offsets (both 0 for us: launches are never split and take no
  * global offset), envreg6..8 the group counts (%nctaid), envreg9 the work dimension.
- * ttc_cuda_ptx_prepare rewrites the first nine and refuses any other, and refuses dynamic
- * __local arguments (".ptr .shared" parameters; no engine kernel has one).
+ * ttc_cuda_ptx_prepare rewrites the first nine and refuses any other.
+ *
+ * __local kernel arguments (bench/probe/dynsmem_probe.py): NVIDIA's OpenCL declares each as a
+ * ".param .u64 .ptr .shared" parameter. ttc_cuda_ptx_prepare makes it a byte offset into the
+ * block's dynamic shared memory (an ".extern .shared" array): the launch passes offsets and the
+ * dynamic size (ttc_cuda_launch's shared_bytes), above 48 KiB after ttc_cuda_set_dynamic_shared.
  */
 #ifndef TTC_BACKEND_CUDA_DRIVER_H
 #define TTC_BACKEND_CUDA_DRIVER_H
@@ -54,7 +58,8 @@ void ttc_cuda_leave(ttc_cuda_scope *sc);
 
 /* NVIDIA OpenCL's PTX made launchable by the CUDA driver (see above): *out is malloc'd,
  * NUL-terminated. TTC_ERR_UNSUPPORTED (the reason in the message) for PTX that reads launch
- * state a CUDA launch cannot give, or takes dynamic __local arguments. Pure text: no driver. */
+ * state a CUDA launch cannot give, or uses a __local argument other than by loading it. Pure
+ * text: no driver. */
 ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out);
 
 /* The block size entry point name requires (".reqntid", from OpenCL's reqd_work_group_size):
@@ -67,9 +72,15 @@ ttc_status ttc_cuda_module_load(const char *ptx, void **mod);
 void ttc_cuda_module_unload(void *mod);
 /* fn: the entry point; max_threads: the most threads a block of it may have. */
 ttc_status ttc_cuda_function(void *mod, const char *name, void **fn, int32_t *max_threads);
-/* params: one pointer per kernel parameter, to its value (cuLaunchKernel's kernelParams). */
-ttc_status ttc_cuda_launch(void *fn, const uint32_t grid[3], const uint32_t block[3], uint64_t stream,
-                           void **params);
+/* fn's static shared memory, and the most shared memory a block of ordinal may have (static
+ * + dynamic, after ttc_cuda_set_dynamic_shared). */
+ttc_status ttc_cuda_shared_limits(int32_t ordinal, void *fn, size_t *static_bytes, size_t *max_block);
+/* Allows launches of fn with up to bytes of dynamic shared memory (beyond the default 48 KiB). */
+ttc_status ttc_cuda_set_dynamic_shared(void *fn, size_t bytes);
+/* params: one pointer per kernel parameter, to its value (cuLaunchKernel's kernelParams);
+ * shared_bytes: the block's dynamic shared memory (the kernels' __local arguments). */
+ttc_status ttc_cuda_launch(void *fn, const uint32_t grid[3], const uint32_t block[3], size_t shared_bytes,
+                           uint64_t stream, void **params);
 ttc_status ttc_cuda_alloc(size_t n, uint64_t *ptr);
 void ttc_cuda_free(uint64_t ptr);           /* waits for the context's work first */
 ttc_status ttc_cuda_upload(uint64_t dst, const void *src, size_t n);          /* synchronous */

@@ -113,6 +113,8 @@ static ttc_status cl_kernel_set_i32(ttc_kernel *k, uint32_t i, int32_t v) {
     return set_arg(k, i, sizeof iv, &iv);
 }
 
+static ttc_status cl_kernel_set_local(ttc_kernel *k, uint32_t i, size_t bytes) { return set_arg(k, i, bytes, NULL); }
+
 static ttc_status cl_queue_new(ttc_device *d, bool profiling, ttc_queue **out) {
     ttc_cl_device *cd = ttc_cl_dev(d);
     cl_context ctx;
@@ -245,6 +247,7 @@ const ttc_backend_iface ttc_opencl_backend = {
     .kernel_free = cl_kernel_free,
     .kernel_set_buf = cl_kernel_set_buf,
     .kernel_set_i32 = cl_kernel_set_i32,
+    .kernel_set_local = cl_kernel_set_local,
     .queue_new = cl_queue_new,
     .queue_free = cl_queue_free,
     .queue_finish = cl_queue_finish,

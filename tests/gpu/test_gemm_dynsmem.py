@@ -1,0 +1,93 @@
+"""GEMM tiles whose stages live in a __local argument (fl & 4, csrc/kernels/gemm_tc.cl) through
+the CUDA launch path, where the argument becomes dynamic shared memory beyond OpenCL's 48 KiB
+(csrc/engine/exec_cuda.c, the PTX rewrite in csrc/backend/cuda/cuda_driver.c).
+
+Each such tile is forced on a linear layer (odd M and N; K aligned, so that the copies are
+async, and odd, so that they are not) and the engine is run both ways: through OpenCL on host
+arrays (the stages OpenCL allows) and through the CUDA driver on CUDA tensors (as many stages
+as the block may have). The stage count changes when slices are loaded, not the arithmetic, so
+the two outputs must be equal bit for bit; both are checked against a float64 product too
+(fp16: 2e-2 of max(|ref|, 1); TF32: 1e-2, what TF32 costs on these O(1) outputs).
+"""
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import torchtrt_c
+from torchtrt_c import _C
+
+import convtest
+
+
+def _why_not():
+    if not torch.cuda.is_available():
+        return "needs a CUDA torch and a CUDA device"
+    ok, why = _C.cuda_driver()
+    if not ok:
+        return why
+    if not any("NVIDIA" in f"{d.platform} {d.vendor}" for d in torchtrt_c.devices()):
+        return "no NVIDIA OpenCL device"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+
+TILES = _C.gemm_tiles()
+LOCAL = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("fl", 0) & 4]
+
+
+def _engine(tile, m, n, k, tf32, seed):
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=gen) / k ** 0.5
+    b = torch.randn(n, generator=gen)
+    dt = torch.float32 if tf32 else torch.float16
+    g = _C.Graph()
+    x = g.add_input("x", ("tensor", convtest.DTYPES[dt], [m, k]))
+    wi = g.add_tensor_constant("w", "float32", [n, k], w.numpy())
+    bi = g.add_tensor_constant("b", "float32", [n], b.numpy())
+    (y,) = g.add_node("aten.linear.default", [x, wi, bi], [("tensor", convtest.DTYPES[dt], [m, n])])
+    g.set_outputs([y])
+    os.environ["TORCHTRT_C_GEMM_TILE"] = str(tile)
+    try:
+        e = _C.Engine.build(g, cache_dir="", precision="fp32" if tf32 else "fp16", tf32_matmul=tf32)
+    finally:
+        os.environ.pop("TORCHTRT_C_GEMM_TILE", None)
+    return e, (torch.randn(m, k, generator=gen) / 2).to(dt), w, b
+
+
+@pytest.mark.parametrize("tile", LOCAL)
+@pytest.mark.parametrize("m,n,k", [(300, 270, 512), (129, 200, 203)])
+def test_cuda_launch_equals_opencl_and_reference(tile, m, n, k):
+    tf32 = TILES[tile]["family"] == "tf32"
+    e, x, w, b = _engine(tile, m, n, k, tf32, seed=m + n + k)
+    assert set(e.info()["tiles"].values()) == {tile}
+    dt = x.dtype
+    host = np.empty((m, n), np.float32 if tf32 else np.float16)
+    e.execute([x.numpy()], [host])
+    cap, why = _C.cuda_launch_new(e, 0)
+    assert cap is not None, f"CUDA launch refused: {why}"
+    xd = x.cuda()
+    out = torch.full((m, n), float("nan"), dtype=dt, device="cuda")
+    nb = _C.cuda_launch_arena(cap, [(m, k)])
+    arena = torch.empty(nb, dtype=torch.uint8, device="cuda")
+    why = _C.cuda_launch_run(cap, [xd.data_ptr()], [(m, k)], [out.data_ptr()], arena.data_ptr(), nb,
+                             torch.cuda.current_stream().cuda_stream)
+    assert why is None, why
+    torch.cuda.synchronize()
+    st = _C.cuda_launch_stats(cap)
+    t = TILES[tile]
+    unit = (t["bm"] + t["bn"]) * t["bk"] * (4 if tf32 else 2)
+    # the most stages the tile allows, and more than OpenCL's 48 KiB where that needs it
+    assert st["dyn_shared_max"] == t["kw"] * unit, (st, unit)
+    got = out.cpu()
+    same = torch.equal(got.view(torch.int16 if not tf32 else torch.int32),
+                       torch.from_numpy(host).view(torch.int16 if not tf32 else torch.int32))
+    diff = (got.float() - torch.from_numpy(host).float()).abs().max().item()
+    assert same, f"tile {tile} {m}x{n}x{k}: CUDA launch and OpenCL outputs differ by up to {diff:.3g}"
+    ref = x.double() @ (w.half().double() if not tf32 else w.double()).t() + b.double()
+    err = (got.double() - ref).abs().max().item()
+    scale = max(ref.abs().max().item(), 1.0)
+    tol = 1e-2 if tf32 else 2e-2
+    assert err <= tol * scale, f"tile {tile} {m}x{n}x{k}: max abs error {err:.3g} vs float64 (scale {scale:.3g})"
