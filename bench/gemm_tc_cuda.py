@@ -101,6 +101,7 @@ def row(m, n, k, family, tile, runs):
     torch.cuda.synchronize()
     o, t = statistics.median(o_ms), statistics.median(t_ms)
     fl = 2.0 * m * n * k
+    r["dyn_KiB"] = C.cuda_launch_stats(cap)["dyn_shared_max"] / 1024
     r.update(ttc_ms=round(o, 4), torch_ms=round(t, 4), ttc_TFLOPs=round(fl / o / 1e9, 1),
              torch_TFLOPs=round(fl / t / 1e9, 1), of_cublas=round(t / o, 3),
              rel_err=float((out.double() - ref).abs().max() / ref.abs().max()))
@@ -132,13 +133,13 @@ def main(argv=None):
                     r = {"family": fam, "M": m, "N": n, "K": k, "tile": tv, "error": str(ex)[:300]}
                 rows.append(r)
                 print(r, flush=True)
-    print("\n| family | M x N x K | tile | forced | ms | TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | of cuBLAS | rel err |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| family | M x N x K | tile | forced | dyn KiB | ms | TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | of cuBLAS | rel err |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
             print(f"| {r['family']} | {r['M']} x {r['N']} x {r['K']} | {r['tile']} | - | error: {r['error'][:80]} |")
             continue
-        print(f"| {r['family']} | {r['M']} x {r['N']} x {r['K']} | {r['tile']} | {r['forced']} | {r['ttc_ms']} | "
+        print(f"| {r['family']} | {r['M']} x {r['N']} x {r['K']} | {r['tile']} | {r['forced']} | {r['dyn_KiB']:g} | {r['ttc_ms']} | "
               f"{r['ttc_TFLOPs']} | {r['torch_ms']} | {r['torch_TFLOPs']} | {r['of_cublas']} | {r['rel_err']:.2g} |")
     return rows
 

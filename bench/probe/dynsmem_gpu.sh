@@ -19,6 +19,6 @@ if [ -n "${TILES:-}" ]; then
   echo "bench rc=$? at $(( $(date +%s) - T0 )) s"; grep -A40 "^| family" "$O/bench.txt" || grep "'error'" "$O/bench.txt" | head; tail -5 "$O/bench.err"
 fi
 if [ -n "${TESTS:-}" ]; then
-  timeout ${TEST_S:-120} python3 -m pytest $TESTS -q -n 8 -p no:cacheprovider -rfE > "$O/pytest.log" 2>&1
+  timeout ${TEST_S:-120} python3 -m pytest $TESTS -m "" -k "${TK:-}" -q -n 8 -p no:cacheprovider -rfE > "$O/pytest.log" 2>&1
   echo "pytest rc=$? at $(( $(date +%s) - T0 )) s"; tail -15 "$O/pytest.log"
 fi

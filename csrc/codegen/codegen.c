@@ -47,12 +47,15 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_TC, 192, 128, 32, 4, 2, 2, 8, 3},
     /* session 10 (fl & 4: the stages in a __local argument, kw = the most stages; as many as fit
      * where the launch gives more than OpenCL's 48 KiB: the CUDA launch path's dynamic shared
-     * memory, engine/exec_cuda.c): 49, 50 = tile 42 with up to 4 / 6 stages; 51 = tile 43 with
-     * up to 6; 52 = 128x256 and 53 = 256x128 in 8 warps of 64x64, up to 4; 54 = 256x128 in 16
-     * warps of 64x32, up to 5; 55 = TF32 tile 45 with up to 6 */
+     * memory, engine/exec_cuda.c; sweep-only, never chosen by tune.c: bench/RESULTS.md): 49, 50 =
+     * tile 42 with up to 4 / 6 stages; 51, 52 = the same with copies around L1 (.cg), 3 and up
+     * to 6 stages (the fastest tiles of the CUDA launch path at 4096^3, 1.04x tile 42; through
+     * OpenCL on NVIDIA they get 2 stages); 53 = 256x128 in 8 warps of 64x64 and 54 in 16 warps
+     * of 64x32, 16-deep slices (two 32-deep stages of these do not fit NVIDIA's OpenCL), up to
+     * 8; 55 = TF32 tile 45 with up to 6 */
     {TTC_GEMM_TC, 128, 128, 32, 2, 4, 4, 8, 7}, {TTC_GEMM_TC, 128, 128, 32, 2, 4, 6, 8, 7},
-    {TTC_GEMM_TC, 128, 128, 32, 2, 2, 6, 8, 7}, {TTC_GEMM_TC, 128, 256, 32, 2, 4, 4, 8, 7},
-    {TTC_GEMM_TC, 256, 128, 32, 4, 2, 4, 8, 7}, {TTC_GEMM_TC, 256, 128, 32, 4, 4, 5, 8, 7},
+    {TTC_GEMM_TC, 128, 128, 32, 2, 4, 3, 8, 6}, {TTC_GEMM_TC, 128, 128, 32, 2, 4, 6, 8, 6},
+    {TTC_GEMM_TC, 256, 128, 16, 4, 2, 8, 8, 7}, {TTC_GEMM_TC, 256, 128, 16, 4, 4, 8, 8, 7},
     {TTC_GEMM_TF32, 128, 128, 16, 2, 2, 6, 8, 7},
 };
 
@@ -320,15 +323,17 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     ttc_kp_init(&loc, k, ks, true);
     ttc_sbuf epi = {0};
     ttc_status s = ttc_kp_done(&p);
+    int32_t n_cl = 0;
     if (s == TTC_OK && piped && (t.fl & 4)) {
         int64_t unit = 0;
-        int32_t n_cl = 0;
         s = ttc_gemm_tile_local(ttc_kir_target(k), ti, &unit, &n_cl);
         if (s == TTC_OK) ttc_kp_local(&loc, "uint4", "dsm", "nst", unit, n_cl, t.kw);
         if (s == TTC_OK) s = ttc_kp_done(&loc);
     }
     ttc_sbuf_printf(&epi, "%s%s", ttc_kp_sig(&loc), g->P);
     if (s == TTC_OK && !epi.data) s = TTC_ERR_NOMEM;
+    char nmin[8];
+    snprintf(nmin, sizeof nmin, "%d", n_cl > 0 ? n_cl : t.kw > 1 ? t.kw : 1);   /* the fewest stages a launch gives */
     if (s == TTC_OK) {
         const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", epi.data, "EPI_ARGS", g->A_,
                               "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
@@ -336,7 +341,7 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
                               "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
                               "UNROLL", gpu ? "_Pragma(\"unroll\")" : "",
                               "STAGES", v[5], "TF32", t.family == TTC_GEMM_TF32 ? "1" : "0", "GM", v[6], "FL", v[7],
-                              NULL};
+                              "NST_MIN", nmin, NULL};
         static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma", "gemm_tc", "gemm_tc"};
         s = ttc_codegen_template_checked(src, tmpl[t.family], defs, &p);
     }

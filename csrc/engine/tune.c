@@ -264,9 +264,13 @@ static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
 /* GPU kernel families: GPUs, and any device under TORCHTRT_C_KERNELS=gpu (CPU CI runs them). */
 static bool gpu_family(const ttc_engine *e) { return ttc_engine_gpu_kernels(e); }
 
-/* Whether candidate c is one of the device's own families (those tuning times). */
+/* Whether candidate c is one of the device's own families (those tuning times). Not the tiles
+ * staging through a __local argument (fl & 4): timed through OpenCL they run with the stages
+ * OpenCL allows (2-3 on NVIDIA), not with the CUDA launch path's, and there (session 10,
+ * bench/RESULTS.md) more stages were no faster than tile 42: forced only (sweeps, tests). */
 static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     if (!gemm_runnable(e, op, c)) return false;
+    if (ttc_gemm_tiles[c].fl & 4) return false;
     ttc_gemm_family f = ttc_gemm_tiles[c].family;
     if (!gpu_family(e)) return f == TTC_GEMM_CPU;
     /* tensor cores only where they exist (elsewhere the emulation is a test vehicle) */

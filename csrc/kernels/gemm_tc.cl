@@ -33,7 +33,7 @@
  * (engine/exec_cuda.c) gives the argument dynamic shared memory, up to 227 KiB per block on an
  * H100, so the same PTX keeps more slices in flight there (bench/RESULTS.md, session 10).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
- * STAGES TF32 GM FL (static local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48
+ * STAGES TF32 GM FL NST_MIN (the fewest stages a launch gives) (static local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48
  * KiB; with FL & 4 none, and nst stages of that in dsm). */
 #define NTH (32 * TM * TN)
 #define WTM (BM / TM)
@@ -71,13 +71,15 @@
 #endif
 #if FL & 4
 /* nst stages (2 <= nst <= STAGES, set at launch): wait_group takes an immediate, so one per
- * count (uniform branches); more than 6 stages still keep 4 slices in flight */
+ * count (uniform branches) */
 #if STAGES < 2 || STAGES > 8
 #error "gemm_tc: STAGES must be 2..8 with staging from a __local argument"
 #endif
 #define TC_NST nst
 #define TC_WAIT()                                                                                  \
-    if (nst >= 6) TTC_CP_ASYNC_WAIT(4);                                                            \
+    if (nst >= 8) TTC_CP_ASYNC_WAIT(6);                                                            \
+    else if (nst == 7) TTC_CP_ASYNC_WAIT(5);                                                       \
+    else if (nst == 6) TTC_CP_ASYNC_WAIT(4);                                                       \
     else if (nst == 5) TTC_CP_ASYNC_WAIT(3);                                                       \
     else if (nst == 4) TTC_CP_ASYNC_WAIT(2);                                                       \
     else if (nst == 3) TTC_CP_ASYNC_WAIT(1);                                                       \
@@ -190,7 +192,7 @@ TTC_INL uint4 TC_CHUNKF(__global const float *p, int i, int lim, bool vec) {
 /* the staged epilogue's rows: a 16-row strip of a warp's block as floats, padded by 4 words so
  * that the fragments' float2 writes (rows g, g + 8) spread over the banks */
 #define TC_ES (WTN + 4)
-#if TM * TN * 16 * TC_ES * 4 > ((FL & 4) ? 2 : STAGES) * (ACN + BCN) * 16
+#if TM * TN * 16 * TC_ES * 4 > NST_MIN * (ACN + BCN) * 16
 #error "gemm_tc: the staged epilogue does not fit in the stages' local memory"
 #endif
 #endif
