@@ -107,6 +107,9 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     const char *st = env("TORCHTRT_C_STEP_THREADS");
     long nst = st ? strtol(st, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     t.step_threads = nst < 1 ? 1 : nst > 16 ? 16 : (int32_t)nst;
+    /* an engine's weight copies made by the core on those threads, then wrapped, where host
+     * memory backs buffers (=driver: the driver copies them, one buffer at a time) */
+    t.host_const_copy = t.host_memory && !env_is("TORCHTRT_C_CONST_COPY", "driver");
     /* float32 elementwise ops reading a native GEMM/attention/norm result (copies of permuted
      * views, q/k/v splits, RMS norm scaling) as native calls (=0: OpenCL kernels) */
     t.native_elementwise = !env_is("TORCHTRT_C_NATIVE_ELEMENTWISE", "0");

@@ -56,6 +56,8 @@ typedef struct ttc_target {
     bool native_attn_dnnl;        /* its GEMMs as oneDNN batched matmuls (NATIVE_ATTN_GEMM=blas: no) */
     bool native_norm;             /* float32 layer norm as a native call */
     int32_t step_threads;         /* threads for native calls' C steps (engine/step_threads.h) */
+    bool host_const_copy;         /* weights copied by the core on step_threads (engine/build.c;
+                                   * CONST_COPY=driver: by the driver, clCreateBuffer) */
     bool native_elementwise;      /* float32 elementwise ops fed by native ops as native calls */
     bool native_post;             /* native convolutions take bias + activations as oneDNN
                                    * post-ops (engine/native_post.h; NATIVE_POST=0: no) */

@@ -67,3 +67,42 @@ def test_parameters_edited_after_compile_do_not_reach_the_engine(monkeypatch):
     out = out[0] if isinstance(out, (tuple, list)) else out
     e = _err(out, before)
     assert e <= TOL, f"the engine changed with the model's parameters (max rel err {e:.2e} vs the compiled-time output)"
+
+
+class BigLinears(torch.nn.Module):
+    """Weights of several 1 MB copy pieces, none a whole number of them (odd sizes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(333, 1031, bias=False)   # 1.31 MB
+        self.b = torch.nn.Linear(1031, 257)               # 1.01 MB + bias
+
+    def forward(self, x):
+        return self.b(torch.nn.functional.silu(self.a(x)))
+
+
+@pytest.mark.parametrize("copy", ["core", "driver"])
+def test_parameter_copies_match_eager_and_stay_copies(monkeypatch, copy):
+    """On a CPU device the core copies torch's parameters itself (on the step threads, in
+    1 MB pieces) and wraps the copies (TORCHTRT_C_CONST_COPY=driver: clCreateBuffer copies
+    them): both read the numbers eager does, and neither follows a later edit of the model."""
+    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
+    monkeypatch.setenv("TORCHTRT_C_CONST_COPY", copy)
+    torch.manual_seed(7)
+    m, x = BigLinears().eval(), torch.randn(2, 5, 333)
+    weight_bytes = sum(p.numel() * 4 for p in m.parameters())
+    host0 = C.runtime_stats()["host_ptr_bytes"]
+    gm = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    wrapped = C.runtime_stats()["host_ptr_bytes"] - host0
+    if _cpu_device() and copy == "core":
+        assert wrapped >= weight_bytes, f"{wrapped} bytes wrapped, the weights are {weight_bytes}"
+    elif _cpu_device():
+        assert wrapped < weight_bytes, f"{wrapped} bytes wrapped with the driver's copies"
+    with torch.inference_mode():
+        ref = m(x)
+        for p in m.parameters():
+            p.mul_(-3.0)
+        out = gm(x)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    e = _err(out, ref)
+    assert e <= TOL, f"{copy} copies: max rel err {e:.2e} vs eager before the edit"
