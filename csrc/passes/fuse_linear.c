@@ -108,8 +108,13 @@ static ttc_value *weight_for(ttc_graph *g, ttc_node *before, ttc_value *w) {
     if (a && ttc_type_is_static(t)) {
         size_t esz = ttc_dtype_size(t->dtype);
         int64_t r = t->dims[0].add, c = t->dims[1].add;
-        ttc_tensor_data *d = ttc_tensor_data_copy(NULL, (size_t)(r * c) * esz);
-        if (!d) return NULL;
+        /* not ttc_tensor_data_copy(NULL, ..): its memset would take every page fault on this
+         * thread before the transposition could share them */
+        size_t nb = (size_t)(r * c) * esz;
+        void *buf = ttc_malloc(nb);
+        if (!buf) return NULL;
+        ttc_tensor_data *d = ttc_tensor_data_wrap(buf, nb, free, buf);
+        if (!d) { free(buf); return NULL; }
         transpose_2d(d->data, a->tensor->data, r, c, esz);
         ttc_value *v = ttc_graph_const_tensor(g, before, NULL, &tt, d);
         ttc_tensor_data_unref(d);
