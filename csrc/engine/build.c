@@ -30,7 +30,8 @@ static bool core_owned(const ttc_tensor_data *d, size_t n) {
  * (CL_MEM_COPY_HOST_PTR) ran on one thread and most of it was page faults on the fresh
  * memory: Llama's 400 MB of weights took 0.2-0.5 s of its cold compile. On a CPU device the
  * copies are made here instead, into memory the core owns (which then backs the buffers as
- * it is), cut in pieces that the step pool's threads share. */
+ * it is), in 1 MB pieces that the step pool's threads take one at a time: on a loaded
+ * machine a thread that is descheduled holds up the copy by one piece at most. */
 enum { CONST_PIECE = 1 << 20 };
 
 typedef struct {
@@ -39,17 +40,24 @@ typedef struct {
     const size_t *bytes;
     const int64_t *first;   /* first piece of each copy; [n] = all pieces */
     int32_t n;
+    int64_t next;           /* the next piece to take */
 } const_copy_job;
 
 static void copy_const_pieces(void *ctx, int64_t lo, int64_t hi) {
-    const const_copy_job *j = ctx;
-    int32_t c = 0;
-    while (c + 1 < j->n && j->first[c + 1] <= lo) c++;
-    for (int64_t p = lo; p < hi; p++) {
-        while (j->first[c + 1] <= p) c++;
-        size_t off = (size_t)(p - j->first[c]) * CONST_PIECE;
-        size_t len = j->bytes[c] - off < CONST_PIECE ? j->bytes[c] - off : CONST_PIECE;
-        memcpy(j->dst[c] + off, j->src[c] + off, len);
+    (void)lo;
+    (void)hi;
+    const_copy_job *j = ctx;
+    for (;;) {
+        int64_t p = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (p >= j->first[j->n]) return;
+        int32_t a = 0, b = j->n - 1;   /* the copy holding piece p: first[a] <= p < first[a + 1] */
+        while (a < b) {
+            int32_t m = (a + b + 1) / 2;
+            if (j->first[m] <= p) a = m; else b = m - 1;
+        }
+        size_t off = (size_t)(p - j->first[a]) * CONST_PIECE;
+        size_t len = j->bytes[a] - off < CONST_PIECE ? j->bytes[a] - off : CONST_PIECE;
+        memcpy(j->dst[a] + off, j->src[a] + off, len);
     }
 }
 
@@ -91,8 +99,9 @@ static ttc_status copy_consts_parallel(ttc_engine *e, const bool *used) {
         first[i + 1] = first[i] + (int64_t)((b + CONST_PIECE - 1) / CONST_PIECE);
         i++;
     }
-    const_copy_job job = {dst, src, bytes, first, n};
-    ttc_steps_for(e->tg.step_threads, first[n], 1, copy_const_pieces, &job);
+    /* one item a thread: each takes pieces until none is left */
+    const_copy_job job = {dst, src, bytes, first, n, 0};
+    ttc_steps_for(e->tg.step_threads, e->tg.step_threads, 1, copy_const_pieces, &job);
     for (i = 0; i < n; i++) {
         ttc_tensor_data *d = ttc_tensor_data_wrap(dst[i], bytes[i], free, dst[i]);
         if (!d) { s = ttc_fail(TTC_ERR_NOMEM, "constant %s: no memory", k->ts[which[i]].name); goto fail; }

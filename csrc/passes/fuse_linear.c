@@ -33,7 +33,7 @@ static bool is_transpose_2d(const ttc_node *p) {
 /* dst[c][r] = src[r][c] in 32x32 tiles with typed copies: the element-wise memcpy(esz) it
  * replaces took 0.95 s for GPT-2's 340 MB of Conv1D weights, this 0.55 s (load 4; most of
  * what is left is page faults on the fresh destination). Only dst rows [jlo, jhi) (source
- * columns), so that two threads write disjoint halves of the destination. */
+ * columns): threads write disjoint blocks of the destination. */
 #define TTC_TRANSPOSE_TILE(T)                                                              \
     static void transpose_##T(T *dst, const T *src, int64_t r, int64_t c, int64_t jlo,    \
                               int64_t jhi) {                                               \
@@ -52,49 +52,51 @@ TTC_TRANSPOSE_TILE(uint64_t)
 typedef struct {
     void *dst;
     const void *src;
-    int64_t r, c, jlo, jhi;
+    int64_t r, c;
     size_t esz;
+    int64_t next;   /* the first source column (destination row) not yet taken */
 } transpose_job;
 
-static void transpose_part(const transpose_job *t) {
-    switch (t->esz) {
-    case 1: transpose_uint8_t(t->dst, t->src, t->r, t->c, t->jlo, t->jhi); return;
-    case 2: transpose_uint16_t(t->dst, t->src, t->r, t->c, t->jlo, t->jhi); return;
-    case 4: transpose_uint32_t(t->dst, t->src, t->r, t->c, t->jlo, t->jhi); return;
-    case 8: transpose_uint64_t(t->dst, t->src, t->r, t->c, t->jlo, t->jhi); return;
-    default:
-        for (int64_t i = 0; i < t->r; i++)
-            for (int64_t j = t->jlo; j < t->jhi; j++)
-                memcpy((char *)t->dst + (size_t)(j * t->r + i) * t->esz,
-                       (const char *)t->src + (size_t)(i * t->c + j) * t->esz, t->esz);
+/* Source columns a thread takes at a time: a thread descheduled on a loaded machine holds the
+ * others up by one block at most. */
+enum { TRANSPOSE_BLOCK = 64 };
+
+static void transpose_blocks(transpose_job *t) {
+    for (;;) {
+        int64_t jlo = __atomic_fetch_add(&t->next, TRANSPOSE_BLOCK, __ATOMIC_RELAXED);
+        if (jlo >= t->c) return;
+        int64_t jhi = jlo + TRANSPOSE_BLOCK < t->c ? jlo + TRANSPOSE_BLOCK : t->c;
+        switch (t->esz) {
+        case 1: transpose_uint8_t(t->dst, t->src, t->r, t->c, jlo, jhi); break;
+        case 2: transpose_uint16_t(t->dst, t->src, t->r, t->c, jlo, jhi); break;
+        case 4: transpose_uint32_t(t->dst, t->src, t->r, t->c, jlo, jhi); break;
+        case 8: transpose_uint64_t(t->dst, t->src, t->r, t->c, jlo, jhi); break;
+        default:
+            for (int64_t i = 0; i < t->r; i++)
+                for (int64_t j = jlo; j < jhi; j++)
+                    memcpy((char *)t->dst + (size_t)(j * t->r + i) * t->esz,
+                           (const char *)t->src + (size_t)(i * t->c + j) * t->esz, t->esz);
+        }
     }
 }
 
 static void *transpose_thread(void *p) {
-    transpose_part(p);
+    transpose_blocks(p);
     return NULL;
 }
 
-/* A big weight is cut in two halves of the destination, the second on a thread of its own
- * where the machine has a second core: most of the time is page faults on the fresh copy,
- * and those run in parallel (GPT-2's 340 MB: fuse_linear 0.30 -> 0.18 s, idle 2 cores). */
+/* A big weight is transposed by this thread and a second one where the machine has a second
+ * core, taking blocks of the destination in turn: most of the time is page faults on the
+ * fresh copy, and those run in parallel. */
 enum { TRANSPOSE_SPLIT_BYTES = 4 << 20 };
 
 static void transpose_2d(void *dst, const void *src, int64_t r, int64_t c, size_t esz) {
-    transpose_job all = {dst, src, r, c, 0, c, esz};
-    if ((size_t)(r * c) * esz < TRANSPOSE_SPLIT_BYTES || c < 64 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        transpose_part(&all);
-        return;
-    }
-    int64_t mid = (c / 2 + 31) / 32 * 32;
-    transpose_job lo = {dst, src, r, c, 0, mid, esz}, hi = {dst, src, r, c, mid, c, esz};
+    transpose_job job = {dst, src, r, c, esz, 0};
     pthread_t th;
-    if (pthread_create(&th, NULL, transpose_thread, &hi) != 0) {  /* no thread: all here */
-        transpose_part(&all);
-        return;
-    }
-    transpose_part(&lo);
-    pthread_join(th, NULL);
+    bool two = (size_t)(r * c) * esz >= TRANSPOSE_SPLIT_BYTES && c >= 2 * TRANSPOSE_BLOCK &&
+               sysconf(_SC_NPROCESSORS_ONLN) >= 2 && pthread_create(&th, NULL, transpose_thread, &job) == 0;
+    transpose_blocks(&job);
+    if (two) pthread_join(th, NULL);
 }
 
 /* W with linear(x, W) == x @ w, placed before `before`. */
