@@ -114,8 +114,8 @@ def test_replays_see_new_values_and_match_plain_launches(monkeypatch):
     assert sp["graph_calls"] == 0 and sp["graphs_recorded"] == 0, sp
     assert st["graphs_recorded"] >= 1 and st["graph_calls"] >= 6, st
     assert st["graph_calls"] + st["graphs_recorded"] <= st["calls"], st
-    # every call's kernels are counted, recorded or replayed
-    assert st["launches"] == sp["launches"], (st, sp)
+    # every call's kernels are counted, recorded or replayed (trt had one call more: first_out)
+    assert st["launches"] * sp["calls"] == sp["launches"] * st["calls"], (st, sp)
     # the same engine, the same values: a replay gives the plain launch's bits
     xd.copy_(first)
     for _ in range(3):
