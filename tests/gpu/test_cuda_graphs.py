@@ -14,24 +14,14 @@ import pytest
 import torch
 
 import torchtrt_c
-from torchtrt_c import _C, runtime
+from torchtrt_c import runtime
 from torchtrt_c.runtime import _cuda_launch, _execute
+from cudalaunch import why_not
 
 DEV = torch.device("cuda", 0)
 
 
-def _why_not():
-    if not torch.cuda.is_available():
-        return "needs a CUDA torch and a CUDA device"
-    ok, why = _C.cuda_driver()
-    if not ok:
-        return why
-    if not any("NVIDIA" in f"{d.platform} {d.vendor}" for d in torchtrt_c.devices()):
-        return "no NVIDIA OpenCL device"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
 
 
 @pytest.fixture(autouse=True)

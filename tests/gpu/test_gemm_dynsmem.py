@@ -15,24 +15,13 @@ import numpy as np
 import pytest
 import torch
 
-import torchtrt_c
 from torchtrt_c import _C
 
 import convtest
+from cudalaunch import why_not
 
 
-def _why_not():
-    if not torch.cuda.is_available():
-        return "needs a CUDA torch and a CUDA device"
-    ok, why = _C.cuda_driver()
-    if not ok:
-        return why
-    if not any("NVIDIA" in f"{d.platform} {d.vendor}" for d in torchtrt_c.devices()):
-        return "no NVIDIA OpenCL device"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
 
 TILES = _C.gemm_tiles()
 LOCAL = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("fl", 0) & 4]
