@@ -170,6 +170,23 @@ CASES = {
     "aten.new_zeros.default": [ModelCase(lambda x: x.new_zeros((3, 5)) + x, lambda: (rand(3, 5),), id="float")],
     "aten.new_full.default": [ModelCase(lambda x: x.new_full((2, 7, 9), -2.0) * x, lambda: (rand(2, 7, 9),), id="f")],
     "aten.scalar_tensor.default": [ModelCase(lambda x: x + torch.scalar_tensor(2.0), lambda: (rand(3, 5),), id="f")],
+    # a number to a tensor's power (EdgeNeXt's positional encoding: 10000 ** (2 * (i // 2) / d));
+    # non-finite exponents give inf / 0 / NaN as torch does; a negative base takes integral
+    # exponents (NaN for fractional ones, both sides); int ** int stays int
+    "aten.pow.Scalar": [
+        ModelCase(lambda e: torch.pow(10000.0, e), lambda: (rand(3, 5, low=0.0, high=1.0),), id="temperature"),
+        ModelCase(lambda e: 2.0 ** e, lambda: (rand(2, 7, 9, low=-4.0, high=4.0),), tol=1e-5, rtol=2e-5,
+                  id="two"),
+        ModelCase(lambda e: torch.pow(0.5, e) + e, lambda: (rand(1, 13, low=-3.0, high=3.0),), id="half"),
+        ModelCase(lambda e: torch.pow(-2.0, e), lambda: (torch.arange(-3.0, 8.0).reshape(1, 11),), id="neg-int-exp"),
+        ModelCase(lambda e: torch.pow(-2.0, e), lambda: (torch.tensor([[0.5, 1.5, -2.5, 3.0, 2.0]]),),
+                  id="neg-frac-exp"),
+        ModelCase(lambda e: torch.pow(0.0, e), lambda: (torch.tensor([[0.0, 1.0, 2.5, -1.0, -0.5]]),), id="zero"),
+        ModelCase(lambda e: torch.pow(2.0, e),
+                  lambda: (torch.tensor([[float("inf"), float("-inf"), float("nan"), 0.0, 1.0]]),), id="nonfinite"),
+        ModelCase(lambda e: torch.pow(3, e) + e, lambda: (ints(3, 5, low=0, high=9),), id="int"),
+        ModelCase(lambda e: torch.pow(2.0, e), lambda: (ints(2, 7, low=-3, high=9),), id="float-base-int-exp"),
+    ],
     "aten.logical_and.default": [
         ModelCase(torch.logical_and, lambda: (ints(3, 5, low=-1, high=2), bools(3, 5)), id="int-bool"),
         ModelCase(torch.logical_and, lambda: (rand(2, 7, 9), bools(7, 9)), id="float-broadcast"),

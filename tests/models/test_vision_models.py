@@ -44,6 +44,13 @@ TIMM = {
     "convnext_atto": ({}, 64),
     "resnet18d": ({}, 64),
     "deit_tiny_patch16_224": ({"img_size": 64}, 64),
+    # session 10's probe of timm architectures: EdgeNeXt's positional encoding raises a number
+    # to a tensor's power (aten.pow.Scalar, fell back to torch before); the others compiled
+    # whole: MobileNetV4, FastViT (reparameterisable blocks), EVA-02 (rotary embeddings)
+    "edgenext_xx_small": ({}, 64),
+    "mobilenetv4_conv_small": ({}, 64),
+    "fastvit_t8": ({}, 64),
+    "eva02_tiny_patch14_224": ({"img_size": 56}, 56),
 }
 
 BATCHES = (2, 1, 3)

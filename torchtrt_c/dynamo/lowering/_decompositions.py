@@ -121,6 +121,16 @@ def _square(x):
     return aten.mul.Tensor(x, x)
 
 
+@register_decomposition(aten.pow.Scalar)
+def _pow_scalar(base, exponent):
+    # a number to a tensor's power (positional encodings: temperature ** (2 * i / d)): the
+    # tensor-tensor power with the base as a 0-d tensor of the result's dtype (torch's own
+    # promotion: 2 ** int tensor stays int, 2.0 ** int tensor is float)
+    dtype = torch.result_type(base, exponent)
+    b = aten.scalar_tensor.default(base, dtype=dtype, device=exponent.device)
+    return aten.pow.Tensor_Tensor(b, aten._to_copy.default(exponent, dtype=dtype) if exponent.dtype != dtype else exponent)
+
+
 @register_decomposition(aten.addcmul.default)
 def _addcmul(x, t1, t2, value=1):
     return aten.add.Tensor(x, aten.mul.Tensor(aten.mul.Tensor(t1, t2), value))
