@@ -51,6 +51,7 @@ static void decisions_default(ttc_target *t) {
     t->tune_max = 16;
     t->cuda_launch = true;
     t->cuda_graphs = 8;
+    t->cuda_libs = TTC_CUDA_LIBS_AUTO;
     t->attn_mma = -1;
     t->build_threads = 1;
     t->build_procs = 1;
@@ -168,6 +169,12 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
             return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_GRAPHS=%s: expected 0 (off) or the most graphs "
                             "kept per engine", v);
         t.cuda_graphs = g > 64 ? 64 : (int32_t)g;
+    }
+    if ((v = env("TORCHTRT_C_CUDA_LIBS")) != NULL) {
+        if (!strcmp(v, "0")) t.cuda_libs = TTC_CUDA_LIBS_OFF;
+        else if (!strcmp(v, "1")) t.cuda_libs = TTC_CUDA_LIBS_ALL;
+        else if (!strcmp(v, "auto")) t.cuda_libs = TTC_CUDA_LIBS_AUTO;
+        else return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_LIBS=%s: expected 0, 1 or auto", v);
     }
     /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device
      * is not NVIDIA (tests on PoCL), =0 keeps the row kernel on NVIDIA (A/B runs) */

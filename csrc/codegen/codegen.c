@@ -376,6 +376,16 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     return TTC_OK;
 }
 
+/* Whether GEMM op's kernel gets its epilogue alone as a second kernel (ttc_kspec.lib_epi): the
+ * CUDA launch path may run the product through cuBLAS (NVIDIA targets; TORCHTRT_C_CUDA_LIBS=1
+ * emits it on any device, so that its text is compiled and tested everywhere). */
+static bool lib_epi_wanted(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_target *tg = ttc_kir_target(k);
+    ttc_dtype d = k->ts[op->out].dtype;
+    if (op->kind != TTC_KOP_GEMM || op->epi.n == 0 || (d != TTC_DTYPE_FLOAT32 && d != TTC_DTYPE_FLOAT16)) return false;
+    return tg->cuda_libs == TTC_CUDA_LIBS_ALL || (tg->cuda_libs != TTC_CUDA_LIBS_OFF && tg->nvidia && tg->cuda_launch);
+}
+
 static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec *ks, bool gpu, const ttc_spelling *sp,
                          const ttc_codegen_native_ops *native) {
     const ttc_kop *op = &k->ops[oi];
@@ -400,6 +410,14 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         }
         if (nat) s = native->gen(src, k, op, ks, g.P, g.A_);
         else s = row->gen(&g);
+        ks->n_store_args = n_epi;
+        if (s == TTC_OK && !nat && tleaf < 0 && lib_epi_wanted(k, op)) {
+            ttc_sbuf_printf(src, "__kernel void %s_e(int n%s) {\n    int lin = get_global_id(0);\n"
+                            "    if (lin >= n) return;\n    %s_store(", ks->name, g.P, ks->name);
+            ttc_codegen_load(src, k, sp, k->ts[op->out].dtype, "o_", "o_off + lin");
+            ttc_sbuf_printf(src, ", lin%s);\n}\n", g.A_);
+            ks->lib_epi = true;
+        }
         if (s == TTC_OK && src->oom) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);
         if (s == TTC_OK) {
             int32_t n_kind = ks->n_args - n_epi;

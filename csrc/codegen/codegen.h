@@ -56,6 +56,12 @@ typedef struct ttc_kspec {
     bool native_epi;
     bool native_post;         /* the epilogue starts with oneDNN post-ops (engine/native_post.h) */
     int32_t n_native_args;
+    /* the last n_store_args arguments are the store function's (every kernel); lib_epi: the
+     * program also defines "<name>_e(int n, <store arguments>)", the epilogue alone applied in
+     * place to the n elements of the output, for a library call that writes the raw result
+     * there (the CUDA launch path's cuBLAS GEMMs, engine/exec_cuda_lib.c) */
+    int32_t n_store_args;
+    bool lib_epi;
 } ttc_kspec;
 
 typedef struct ttc_codegen {

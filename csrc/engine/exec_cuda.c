@@ -9,6 +9,7 @@
 
 #include "../backend/cuda/cuda_driver.h"
 #include "engine_impl.h"
+#include "exec_cuda_lib.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -45,6 +46,14 @@ struct ttc_cuda_engine {
     uint64_t rec_stream;         /* private stream the launches are recorded on (made on first use) */
     bool gbroken;                /* a recording failed: plain launches from then on */
     int64_t graph_calls, graphs_recorded;
+    /* library steps (exec_cuda_lib.h): per kernel whether cuBLAS may run it, and its epilogue
+     * kernel "<name>_e" (NULL: none, the product is the output) */
+    bool *lib;
+    void **efn;
+    int32_t *emax;
+    int32_t n_lib;
+    size_t ws_bytes;             /* cuBLAS's workspace, in the arena after the intermediates */
+    int64_t lib_calls, lib_timed;   /* atomics */
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -152,6 +161,11 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
         ttc_cuda_ptx_reqntid(ptx, ks->name, c->req[i]);
         s = ttc_cuda_function(c->mods[m], ks->name, &c->fn[i], &c->max_threads[i]);
         if (s == TTC_OK) s = size_local(c, i);
+        if (s == TTC_OK && ks->lib_epi && c->lib) {
+            char en[24];
+            snprintf(en, sizeof en, "%s_e", ks->name);
+            s = ttc_cuda_function(c->mods[m], en, &c->efn[i], &c->emax[i]);
+        }
     }
     free(ptx);
     return s;
@@ -170,9 +184,16 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         c->req = ttc_calloc((size_t)nk + 1, sizeof *c->req);
         c->dyn = ttc_calloc((size_t)nk + 1, sizeof *c->dyn);
         c->units = ttc_calloc((size_t)nk + 1, sizeof *c->units);
+        if (e->tg.cuda_libs != TTC_CUDA_LIBS_OFF && ttc_cublas_available(NULL, 0)) {
+            c->lib = ttc_calloc((size_t)nk + 1, sizeof *c->lib);
+            c->efn = ttc_calloc((size_t)nk + 1, sizeof *c->efn);
+            c->emax = ttc_calloc((size_t)nk + 1, sizeof *c->emax);
+        }
     }
-    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units) {
-        if (c) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units); free(c); }
+    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units ||
+        (c->lib && (!c->efn || !c->emax))) {
+        if (c) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
+                 free(c->lib); free(c->efn); free(c->emax); free(c); }
         return TTC_ERR_NOMEM;
     }
     c->e = e;
@@ -185,7 +206,8 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     ttc_cuda_scope sc;
     ttc_status s = ttc_cuda_enter(ordinal, &sc);
     if (s != TTC_OK) {
-        free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units); free(c);
+        free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
+        free(c->lib); free(c->efn); free(c->emax); free(c);
         return s;
     }
     for (int32_t m = 0; m < c->n_mods && s == TTC_OK; m++) s = load_part(c, m);
@@ -195,6 +217,14 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         snprintf(msg, sizeof msg, "%s", ttc_last_error());   /* ttc_fail writes where it lies */
         s = ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver does not take the engine's PTX: %s", msg);
     }
+    /* GEMM kernels cuBLAS may run: the product alone, or with the epilogue kernel after it */
+    for (int32_t i = 0; i < nk && s == TTC_OK && c->lib; i++) {
+        const ttc_kspec *ks = &e->cg.kernels[i];
+        const ttc_kop *op = &e->k->ops[ks->op];
+        c->lib[i] = op->kind == TTC_KOP_GEMM && !ks->native && (op->epi.n == 0 || c->efn[i]);
+        c->n_lib += c->lib[i];
+    }
+    if (c->n_lib) c->ws_bytes = ttc_cublas_workspace_bytes();
     if (s == TTC_OK) s = upload_consts(c);
     if (s == TTC_OK && e->tg.cuda_graphs > 0 && ttc_cuda_graphs_available()) {
         c->gs = ttc_calloc((size_t)e->tg.cuda_graphs, sizeof *c->gs);
@@ -228,6 +258,9 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     free(c->req);
     free(c->dyn);
     free(c->units);
+    free(c->lib);
+    free(c->efn);
+    free(c->emax);
     free(c->const_ptr);
     for (int32_t i = 0; i < c->n_gs; i++) free(c->gs[i].key);
     free(c->gs);
@@ -242,8 +275,10 @@ static ttc_status plan_for(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MA
     return ttc_engine_get_plan(c->e, sv, p);
 }
 
+/* The arena: intermediates, then cuBLAS's workspace (engines with library steps), then the
+ * index-error flag. */
 static size_t arena_need(const ttc_cuda_engine *c, const ttc_plan *p) {
-    return align_up(p->arena_bytes ? p->arena_bytes : 16, ARENA_TAIL) + (c->errf ? ARENA_TAIL : 0);
+    return align_up(p->arena_bytes ? p->arena_bytes : 16, ARENA_TAIL) + c->ws_bytes + (c->errf ? ARENA_TAIL : 0);
 }
 
 ttc_status ttc_cuda_engine_arena_bytes(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MAX_RANK], size_t *out) {
@@ -310,15 +345,113 @@ static uint64_t ptr_of(const ttc_cuda_engine *c, const ttc_plan *p, int32_t t, c
 
 typedef union { uint64_t p; int32_t i; } arg_val;
 
+/* One call's memory: what the launch plan's arguments map to. */
+typedef struct call_mem {
+    const ttc_cuda_engine *c;
+    const ttc_plan *p;
+    const uint64_t *in, *out;
+    uint64_t arena, flag, stream;
+} call_mem;
+
+/* Kernel ki's arguments [from, n_args) as values vals[0..] (params point at them). */
+static void fill_args(const call_mem *m, int32_t ki, int32_t from, arg_val *vals, void **params) {
+    const ttc_kspec *ks = &m->c->e->cg.kernels[ki];
+    for (int32_t a = from, j = 0; a < ks->n_args; a++, j++) {
+        int64_t v = m->p->argv[ki][a];
+        if (ks->args[a].kind == TTC_ARG_BUF) vals[j].p = ptr_of(m->c, m->p, (int32_t)v, m->in, m->out, m->arena);
+        else if (ks->args[a].kind == TTC_ARG_ERRFLAG) vals[j].p = m->flag;
+        else if (ks->args[a].kind == TTC_ARG_LOCAL) vals[j].p = 0;   /* its offset in the dynamic shared memory */
+        else if (ks->args[a].kind == TTC_ARG_LOCAL_N) vals[j].i = m->c->units[ki];
+        else vals[j].i = (int32_t)v;
+        params[j] = &vals[j];
+    }
+}
+
+static uint64_t addr_of(void *ctx, int32_t t) {
+    const call_mem *m = ctx;
+    const ttc_res *r = &m->p->res[t];
+    return ptr_of(m->c, m->p, t, m->in, m->out, m->arena) + (uint64_t)r->off * ttc_dtype_size(m->c->e->k->ts[t].dtype);
+}
+
+/* cuBLAS's product, then the epilogue kernel in place over the output's n elements. */
+static ttc_status lib_run(const call_mem *m, int32_t ki, const ttc_cublas_gemm *g, uint64_t stream, arg_val *vals,
+                          void **params, int64_t *launched) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    uint64_t ws = m->arena + align_up(m->p->arena_bytes ? m->p->arena_bytes : 16, ARENA_TAIL);
+    TTC_TRY(ttc_cublas_gemm_run(c->ordinal, g, stream, ws, c->ws_bytes));
+    __atomic_fetch_add(&c->lib_calls, 1, __ATOMIC_RELAXED);
+    (*launched)++;
+    if (!c->efn[ki]) return TTC_OK;
+    const ttc_kspec *ks = &c->e->cg.kernels[ki];
+    int64_t n = m->p->res[c->e->k->ops[ks->op].out].numel;
+    vals[0].i = (int32_t)n;
+    params[0] = &vals[0];
+    fill_args(m, ki, ks->n_args - ks->n_store_args, vals + 1, params + 1);
+    uint32_t bs = c->emax[ki] < 256 ? (uint32_t)c->emax[ki] : 256;
+    uint32_t grid[3] = {(uint32_t)((n + bs - 1) / bs), 1, 1}, block[3] = {bs, 1, 1};
+    (*launched)++;
+    return ttc_cuda_launch(c->efn[ki], grid, block, 0, stream, params);
+}
+
+/* Whether kernel ki runs as cuBLAS in this call: *g its call when yes. Auto mode times both
+ * ways once per shape (exec_cuda_lib.h) on the caller's stream, unless it is being recorded;
+ * *done: the timing left the chosen (cuBLAS's) result in the output. */
+static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3], const uint32_t block[3],
+                           arg_val *vals, void **params, ttc_cublas_gemm *g, bool *use, bool *done,
+                           int64_t *launched) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    ttc_engine *e = c->e;
+    *use = *done = false;
+    if (!ttc_cuda_lib_gemm(e, m->p, ki, addr_of, (void *)m, g, NULL, 0)) return TTC_OK;
+    if (m->c->efn[ki] && m->p->res[e->k->ops[e->cg.kernels[ki].op].out].numel > 2147483647) return TTC_OK;
+    if (e->tg.cuda_libs == TTC_CUDA_LIBS_ALL) { *use = true; return TTC_OK; }
+    ttc_cuda_lib_key key;
+    ttc_cuda_lib_key_make(g, e->k->ops[e->cg.kernels[ki].op].tile, c->efn[ki] != NULL, &key);
+    int pick = ttc_cuda_lib_choice(&key);
+    if (pick >= 0) { *use = pick == 1; return TTC_OK; }
+    if (!ttc_cuda_events_available() || ttc_cuda_stream_capturing(m->stream)) { *use = ttc_cuda_lib_guess(g); return TTC_OK; }
+    void *ev[3] = {0};
+    ttc_status s = TTC_OK;
+    for (int i = 0; i < 3 && s == TTC_OK; i++) s = ttc_cuda_event_new(&ev[i]);
+    const ttc_kspec *ks = &e->cg.kernels[ki];
+    enum { REPS = 3 };
+    float t_k = 0, t_l = 0;
+    /* a warm-up of each (cuBLAS picks its kernel on the first call), then REPS of each */
+    for (int32_t pass = 0; pass < 2 && s == TTC_OK; pass++) {
+        int32_t reps = pass ? REPS : 1;
+        if (pass) s = ttc_cuda_event_record(ev[0], m->stream);
+        for (int32_t r = 0; r < reps && s == TTC_OK; r++) {
+            fill_args(m, ki, 0, vals, params);
+            s = ttc_cuda_launch(c->fn[ki], grid, block, c->dyn[ki], m->stream, params);
+            (*launched)++;
+        }
+        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
+        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = lib_run(m, ki, g, m->stream, vals, params, launched);
+        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[2], m->stream);
+    }
+    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[0], ev[1], &t_k);
+    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[1], ev[2], &t_l);
+    for (int i = 0; i < 3; i++) ttc_cuda_event_free(ev[i]);
+    if (s != TTC_OK) return ttc_fail_context(s, "timing %s against cuBLAS", ks->name);
+    ttc_cuda_lib_choose(&key, t_l < t_k);
+    __atomic_fetch_add(&c->lib_timed, 1, __ATOMIC_RELAXED);
+    /* cuBLAS ran last: its output stands when it won, else the kernel writes its own, so that
+     * the first call's result is the one every later call gives */
+    *use = false;
+    *done = t_l < t_k;
+    return TTC_OK;
+}
+
 static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64_t *in, const uint64_t *out,
                              uint64_t arena, uint64_t flag, uint64_t stream, int64_t *launched) {
     ttc_engine *e = c->e;
     int32_t nk = e->cg.n_kernels;
     uint32_t (*g)[3] = ttc_malloc(sizeof(uint32_t) * 6 * ((size_t)nk + 1));
-    arg_val *vals = ttc_malloc(sizeof(arg_val) * ((size_t)c->max_args + 1));
-    void **params = ttc_malloc(sizeof(void *) * ((size_t)c->max_args + 1));
+    arg_val *vals = ttc_malloc(sizeof(arg_val) * ((size_t)c->max_args + 2));
+    void **params = ttc_malloc(sizeof(void *) * ((size_t)c->max_args + 2));
     ttc_status s = g && vals && params ? TTC_OK : TTC_ERR_NOMEM;
     uint32_t (*b)[3] = g ? g + nk + 1 : NULL;
+    call_mem m = {c, p, in, out, arena, flag, stream};
     /* every launch is checked before the first is made: a refusal leaves the stream untouched */
     for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++)
         if (!p->skip[ki]) s = dims(c, p, ki, g[ki], b[ki]);
@@ -327,15 +460,16 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
     for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++) {
         if (p->skip[ki]) continue;
         const ttc_kspec *ks = &e->cg.kernels[ki];
-        for (int32_t a = 0; a < ks->n_args; a++) {
-            int64_t v = p->argv[ki][a];
-            if (ks->args[a].kind == TTC_ARG_BUF) vals[a].p = ptr_of(c, p, (int32_t)v, in, out, arena);
-            else if (ks->args[a].kind == TTC_ARG_ERRFLAG) vals[a].p = flag;
-            else if (ks->args[a].kind == TTC_ARG_LOCAL) vals[a].p = 0;   /* its offset in the dynamic shared memory */
-            else if (ks->args[a].kind == TTC_ARG_LOCAL_N) vals[a].i = c->units[ki];
-            else vals[a].i = (int32_t)v;
-            params[a] = &vals[a];
+        if (c->lib && c->lib[ki]) {
+            ttc_cublas_gemm gm;
+            bool use = false, done = false;
+            s = lib_pick(&m, ki, g[ki], b[ki], vals, params, &gm, &use, &done, &n);
+            if (s == TTC_OK && done) continue;   /* timed, output written */
+            if (s == TTC_OK && use) s = lib_run(&m, ki, &gm, stream, vals, params, &n);
+            if (s != TTC_OK) s = ttc_fail_context(s, "running %s (%s) through cuBLAS", ks->name, e->k->ops[ks->op].name);
+            if (s != TTC_OK || use) continue;
         }
+        fill_args(&m, ki, 0, vals, params);
         s = ttc_cuda_launch(c->fn[ki], g[ki], b[ki], c->dyn[ki], stream, params);
         if (s != TTC_OK) s = ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);
         n++;
@@ -459,7 +593,9 @@ ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
     ttc_cuda_engine_stats st = {__atomic_load_n(&c->calls, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->launches, __ATOMIC_RELAXED),
-                                __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes, 0, 0, c->n_gs, c->dyn_max};
+                                __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes, 0, 0, c->n_gs, c->dyn_max,
+                                c->n_lib, __atomic_load_n(&c->lib_calls, __ATOMIC_RELAXED),
+                                __atomic_load_n(&c->lib_timed, __ATOMIC_RELAXED)};
     if (c->n_gs) {
         ttc_cuda_engine *m = (ttc_cuda_engine *)c;   /* the lock only: counters are read */
         pthread_mutex_lock(&m->glock);

@@ -53,6 +53,10 @@ typedef struct ttc_cuda_engine_stats {
     int64_t graph_calls, graphs_recorded;
     int32_t graph_slots;
     size_t dyn_shared_max;
+    /* library steps (exec_cuda_lib.h): kernels cuBLAS may run, cuBLAS calls made, GEMM shapes
+     * this engine timed against cuBLAS */
+    int32_t lib_kernels;
+    int64_t lib_calls, lib_timed;
 } ttc_cuda_engine_stats;
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c);
 

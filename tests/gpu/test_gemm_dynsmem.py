@@ -39,10 +39,12 @@ def _engine(tile, m, n, k, tf32, seed):
     (y,) = g.add_node("aten.linear.default", [x, wi, bi], [("tensor", convtest.DTYPES[dt], [m, n])])
     g.set_outputs([y])
     os.environ["TORCHTRT_C_GEMM_TILE"] = str(tile)
+    os.environ["TORCHTRT_C_CUDA_LIBS"] = "0"   # the tile itself, never cuBLAS
     try:
         e = _C.Engine.build(g, cache_dir="", precision="fp32" if tf32 else "fp16", tf32_matmul=tf32)
     finally:
         os.environ.pop("TORCHTRT_C_GEMM_TILE", None)
+        os.environ.pop("TORCHTRT_C_CUDA_LIBS", None)
     return e, (torch.randn(m, k, generator=gen) / 2).to(dt), w, b
 
 

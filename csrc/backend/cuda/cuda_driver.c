@@ -52,6 +52,13 @@ static struct {
     cu_result (*cuGraphExecDestroy)(void *);
     cu_result (*cuGraphDestroy)(void *);
     bool graphs;
+    /* events (optional: timing a library call against a kernel, engine/exec_cuda_lib.c) */
+    cu_result (*cuEventCreate)(void **, unsigned);
+    cu_result (*cuEventRecord)(void *, void *);
+    cu_result (*cuEventSynchronize)(void *);
+    cu_result (*cuEventElapsedTime)(float *, void *, void *);
+    cu_result (*cuEventDestroy_v2)(void *);
+    bool events;
 } cu;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -79,6 +86,12 @@ static void load(void) {
     G(cuStreamIsCapturing) G(cuGraphInstantiateWithFlags) G(cuGraphLaunch) G(cuGraphExecDestroy)
     G(cuGraphDestroy)
 #undef G
+    cu.events = true;
+#define E(name)                                                                                            \
+    *(void **)&cu.name = dlsym(h, #name);                                                                  \
+    if (!cu.name) cu.events = false;
+    E(cuEventCreate) E(cuEventRecord) E(cuEventSynchronize) E(cuEventElapsedTime) E(cuEventDestroy_v2)
+#undef E
     cu_result r = cu.cuInit(0);
     if (r) snprintf(load_msg, sizeof load_msg, "cuInit failed (CUDA error %d)", r);
 }
@@ -491,4 +504,28 @@ ttc_status ttc_cuda_graph_launch(void *exec, uint64_t stream) {
 
 void ttc_cuda_graph_free(void *exec) {
     if (exec && ttc_cuda_graphs_available()) cu.cuGraphExecDestroy(exec);
+}
+
+bool ttc_cuda_events_available(void) { return ttc_cuda_available(NULL, 0) && cu.events; }
+
+ttc_status ttc_cuda_event_new(void **ev) {
+    *ev = NULL;
+    if (!ttc_cuda_events_available()) return ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver has no event API");
+    cu_result r = cu.cuEventCreate(ev, 0);
+    return r ? cu_fail(r, "cuEventCreate") : TTC_OK;
+}
+
+void ttc_cuda_event_free(void *ev) {
+    if (ev && ttc_cuda_events_available()) cu.cuEventDestroy_v2(ev);
+}
+
+ttc_status ttc_cuda_event_record(void *ev, uint64_t stream) {
+    cu_result r = cu.cuEventRecord(ev, (void *)(uintptr_t)stream);
+    return r ? cu_fail(r, "cuEventRecord") : TTC_OK;
+}
+
+ttc_status ttc_cuda_event_ms(void *from, void *to, float *ms) {
+    cu_result r = cu.cuEventSynchronize(to);
+    if (!r) r = cu.cuEventElapsedTime(ms, from, to);
+    return r ? cu_fail(r, "cuEventElapsedTime") : TTC_OK;
 }

@@ -105,4 +105,12 @@ ttc_status ttc_cuda_record_end(uint64_t stream, bool keep, void **exec);
 ttc_status ttc_cuda_graph_launch(void *exec, uint64_t stream);
 void ttc_cuda_graph_free(void *exec);
 
+/* Events, for timing work on a stream (optional in the driver: ttc_cuda_events_available).
+ * ttc_cuda_event_ms waits for `to` and gives the milliseconds between the two records. */
+bool ttc_cuda_events_available(void);
+ttc_status ttc_cuda_event_new(void **ev);
+void ttc_cuda_event_free(void *ev);
+ttc_status ttc_cuda_event_record(void *ev, uint64_t stream);
+ttc_status ttc_cuda_event_ms(void *from, void *to, float *ms);
+
 #endif

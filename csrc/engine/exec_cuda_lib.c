@@ -1,0 +1,122 @@
+/* Library steps of the CUDA launch path: GEMM descriptors and the per-shape choices
+ * (exec_cuda_lib.h). */
+#include "exec_cuda_lib.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Batch dims [0, nb) of a tensor as one stride: *count elements of *stride apart (stride 0
+ * for a single batch). False when they do not collapse into one stride. */
+static bool batch_stride(const ttc_res *r, int32_t nb, int64_t *count, int64_t *stride) {
+    int64_t n = 1, s = 0;
+    for (int32_t d = nb - 1; d >= 0; d--) {
+        if (r->shape[d] == 1) continue;
+        if (n == 1) s = r->strides[d];
+        else if (r->strides[d] != s * n) return false;
+        n *= r->shape[d];
+    }
+    *count = n;
+    *stride = n > 1 ? s : 0;
+    return true;
+}
+
+bool ttc_cuda_lib_gemm(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
+                       ttc_cublas_gemm *g, char *why, size_t why_len) {
+    const ttc_kir *k = e->k;
+    const ttc_kop *op = &k->ops[e->cg.kernels[ki].op];
+    const char *w = NULL;
+    memset(g, 0, sizeof *g);
+    if (op->kind != TTC_KOP_GEMM) { w = "not a GEMM"; goto out; }
+    int32_t st = ttc_kop_gemm_shape(op), A = op->in[0], B = op->in[1], C = op->out;
+    const ttc_res *rs = &p->res[st], *ra = &p->res[A], *rb = &p->res[B], *rc = &p->res[C];
+    int32_t R = k->ts[st].rank, RA = k->ts[A].rank, RB = k->ts[B].rank, RC = k->ts[C].rank;
+    if (R < 2 || RA < 2 || RB < 2) { w = "operands below rank 2"; goto out; }
+    g->ab_type = k->ts[A].dtype;
+    g->c_type = k->ts[C].dtype;
+    if (k->ts[B].dtype != g->ab_type) { w = "A and B of different dtypes"; goto out; }
+    g->tf32 = e->tg.tf32_matmul;
+    g->m = rs->shape[R - 2];
+    g->n = rs->shape[R - 1];
+    g->k = ra->shape[RA - 1];
+    g->batch = 1;
+    for (int32_t d = 0; d < R - 2; d++) g->batch *= rs->shape[d];
+    /* C: dense, the GEMM's [.., M, N] at the same linear index (a fused reshape included) */
+    int64_t want = 1;
+    for (int32_t d = RC - 1; d >= 0; d--) {
+        if (rc->shape[d] != 1 && rc->strides[d] != want) { w = "the output is not dense"; goto out; }
+        want *= rc->shape[d];
+    }
+    if (rc->numel != g->batch * g->m * g->n || rc->numel > 2147483647) { w = "output size"; goto out; }
+    g->ldc = g->n;
+    g->c_bs = g->m * g->n;
+    g->a_rs = ra->strides[RA - 2];
+    g->a_cs = ra->strides[RA - 1];
+    if (ra->shape[RA - 2] != g->m) { w = "A's rows"; goto out; }
+    /* B as [K, N]: stored [N, K] when trans_b */
+    bool tb = op->p.gemm.trans_b;
+    g->b_rs = rb->strides[RB - (tb ? 1 : 2)];
+    g->b_cs = rb->strides[RB - (tb ? 2 : 1)];
+    if (rb->shape[RB - (tb ? 1 : 2)] != g->k || rb->shape[RB - (tb ? 2 : 1)] != g->n) { w = "B's shape"; goto out; }
+    int64_t na, nb;
+    if (!batch_stride(ra, RA - 2, &na, &g->a_bs) || !batch_stride(rb, RB - 2, &nb, &g->b_bs)) {
+        w = "batch dims that do not collapse";
+        goto out;
+    }
+    if ((na != 1 && na != g->batch) || (nb != 1 && nb != g->batch)) { w = "broadcast batch dims"; goto out; }
+    g->a = addr(ctx, A);
+    g->b = addr(ctx, B);
+    g->c = addr(ctx, C);
+    /* a GEMM of a batched A with a shared B whose rows follow on: one taller product */
+    if (g->batch > 1 && g->b_bs == 0 && g->a_cs == 1 && g->a_bs == g->m * g->a_rs) {
+        g->m *= g->batch;
+        g->batch = 1;
+        g->a_bs = g->c_bs = 0;
+    }
+    char cw[96];
+    if (!ttc_cublas_gemm_ok(g, cw, sizeof cw)) {
+        if (why && why_len) snprintf(why, why_len, "%s", cw);
+        return false;
+    }
+out:
+    if (why && why_len) snprintf(why, why_len, "%s", w ? w : "");
+    return !w;
+}
+
+void ttc_cuda_lib_key_make(const ttc_cublas_gemm *g, int32_t tile, bool epi, ttc_cuda_lib_key *k) {
+    memset(k, 0, sizeof *k);
+    int64_t v[] = {g->ab_type, g->c_type, g->tf32, g->m, g->n, g->k, g->batch, g->a_rs, g->a_cs,
+                   g->b_rs, g->b_cs, g->a_bs != 0, g->b_bs != 0, tile, epi};
+    memcpy(k->v, v, sizeof v);
+}
+
+#define CHOICES 4096
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static ttc_cuda_lib_key keys[CHOICES];
+static int8_t picks[CHOICES];
+static int32_t n_keys;
+
+int ttc_cuda_lib_choice(const ttc_cuda_lib_key *k) {
+    int r = -1;
+    pthread_mutex_lock(&lock);
+    for (int32_t i = 0; i < n_keys; i++)
+        if (!memcmp(&keys[i], k, sizeof *k)) { r = picks[i]; break; }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+void ttc_cuda_lib_choose(const ttc_cuda_lib_key *k, bool lib) {
+    pthread_mutex_lock(&lock);
+    int32_t i = 0;
+    while (i < n_keys && memcmp(&keys[i], k, sizeof *k)) i++;
+    if (i == n_keys && n_keys < CHOICES) n_keys++;
+    if (i < n_keys) {   /* a full table forgets nothing: new shapes are timed again */
+        keys[i] = *k;
+        picks[i] = lib;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+bool ttc_cuda_lib_guess(const ttc_cublas_gemm *g) {
+    return 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)g->batch >= 2e9;
+}

@@ -1,0 +1,36 @@
+/*
+ * Library steps of the CUDA launch path (exec_cuda.c): a GEMM kernel of an engine called with
+ * CUDA tensors may run as a cuBLAS call (backend/cuda/cublas.h) writing the raw product into
+ * the kernel's output, followed by the kernel's epilogue alone (codegen: "<name>_e", ttc_kspec
+ * lib_epi) applied in place. Which one runs is decided per GEMM shape (target.cuda_libs,
+ * TORCHTRT_C_CUDA_LIBS): "auto" times both once on the caller's stream, the first time the
+ * shape is seen outside a graph recording, and remembers the faster for the process; "1"
+ * takes cuBLAS wherever it can; "0" never.
+ */
+#ifndef TTC_ENGINE_EXEC_CUDA_LIB_H
+#define TTC_ENGINE_EXEC_CUDA_LIB_H
+
+#include "../backend/cuda/cublas.h"
+#include "engine_impl.h"
+
+/* The device address of tensor t's first element in one call (exec_cuda.c's mapping). */
+typedef uint64_t (*ttc_cuda_addr_fn)(void *ctx, int32_t t);
+
+/* GEMM kernel ki at plan p as a cuBLAS call; false (why, if given) where cuBLAS cannot run it
+ * as the kernel does (layouts, dtypes, sizes). */
+bool ttc_cuda_lib_gemm(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
+                       ttc_cublas_gemm *g, char *why, size_t why_len);
+
+/* The process's choices between a GEMM kernel and cuBLAS, per shape: the call's sizes,
+ * strides, dtypes, the kernel's tile and whether an epilogue follows. */
+typedef struct ttc_cuda_lib_key {
+    int64_t v[16];
+} ttc_cuda_lib_key;
+void ttc_cuda_lib_key_make(const ttc_cublas_gemm *g, int32_t tile, bool epi, ttc_cuda_lib_key *k);
+/* -1: not decided yet, 0: the kernel, 1: cuBLAS */
+int ttc_cuda_lib_choice(const ttc_cuda_lib_key *k);
+void ttc_cuda_lib_choose(const ttc_cuda_lib_key *k, bool lib);
+/* Where no timing can be made (a stream being recorded, no event API): large products only. */
+bool ttc_cuda_lib_guess(const ttc_cublas_gemm *g);
+
+#endif
