@@ -15,7 +15,7 @@ static const ttc_spelling opencl = {
          * the first. Selects only, so PoCL keeps them vectorised and half needs no built-in. */
         OP(MAX, .fl = "(%a < %b || %b != %b) ? %b : %a", .in = "max(%a, %b)"),
         OP(MIN, .fl = "(%a > %b || %b != %b) ? %b : %a", .in = "min(%a, %b)"),
-        OP(POW, .fl = "pow(%a, %b)", .in = "(%t)pow((float)%A, (float)%B)"),
+        OP(POW, .fl = "pow(%a, %b)", .in = "(%t)ttc_ipow((long)%A, (long)%B)"),
         OP(EQ, .fl = "%A == %B"), OP(NE, .fl = "%A != %B"), OP(LT, .fl = "%A < %B"), OP(LE, .fl = "%A <= %B"),
         OP(GT, .fl = "%A > %B"), OP(GE, .fl = "%A >= %B"),
         OP(AND, .fl = "(%A != 0) && (%B != 0)"), OP(OR, .fl = "(%A != 0) || (%B != 0)"),

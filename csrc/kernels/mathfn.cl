@@ -87,3 +87,16 @@ TTC_MATH_INLINE float ttc_tanh(float x) {
 #define ttc_erf erf
 #define ttc_tanh tanh
 #endif
+/* Integer a ** b as torch computes it: exact (squaring, wrapping like the integer type), and for
+ * b < 0: 1 ** b = 1, (-1) ** b = +-1, 0 for every other base. pow() in float was off by one on
+ * NVIDIA (3 ** 7 gave 2186). */
+static inline long ttc_ipow(long a, long b) {
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    ulong r = 1, x = (ulong)a;
+    while (b) {
+        if (b & 1) r *= x;
+        x *= x;
+        b >>= 1;
+    }
+    return (long)r;
+}
