@@ -58,11 +58,13 @@ typedef struct ttc_kspec {
     int32_t n_native_args;
     /* the last n_store_args arguments are the store function's (every kernel); lib_epi: the
      * program also defines "<name>_e(int n, <store arguments>)", the epilogue alone applied in
-     * place to the n elements of the output, for a library call that writes the raw result
+     * place to the n elements of the output (TTC_LIB_EPI_V per work-item), for a library call that writes the raw result
      * there (the CUDA launch path's cuBLAS GEMMs, engine/exec_cuda_lib.c) */
     int32_t n_store_args;
     bool lib_epi;
 } ttc_kspec;
+/* Elements per work-item of a "<name>_e" kernel: it launches ceil(n / TTC_LIB_EPI_V) work-items. */
+#define TTC_LIB_EPI_V 8
 
 typedef struct ttc_codegen {
     char *source;

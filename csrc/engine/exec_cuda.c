@@ -373,7 +373,8 @@ static uint64_t addr_of(void *ctx, int32_t t) {
     return ptr_of(m->c, m->p, t, m->in, m->out, m->arena) + (uint64_t)r->off * ttc_dtype_size(m->c->e->k->ts[t].dtype);
 }
 
-/* cuBLAS's product, then the epilogue kernel in place over the output's n elements. */
+/* cuBLAS's product, then the epilogue kernel in place over the output's n elements
+ * (TTC_LIB_EPI_V per work-item). */
 static ttc_status lib_run(const call_mem *m, int32_t ki, const ttc_cublas_gemm *g, uint64_t stream, arg_val *vals,
                           void **params, int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
@@ -388,7 +389,8 @@ static ttc_status lib_run(const call_mem *m, int32_t ki, const ttc_cublas_gemm *
     params[0] = &vals[0];
     fill_args(m, ki, ks->n_args - ks->n_store_args, vals + 1, params + 1);
     uint32_t bs = c->emax[ki] < 256 ? (uint32_t)c->emax[ki] : 256;
-    uint32_t grid[3] = {(uint32_t)((n + bs - 1) / bs), 1, 1}, block[3] = {bs, 1, 1};
+    int64_t items = (n + TTC_LIB_EPI_V - 1) / TTC_LIB_EPI_V;
+    uint32_t grid[3] = {(uint32_t)((items + bs - 1) / bs), 1, 1}, block[3] = {bs, 1, 1};
     (*launched)++;
     return ttc_cuda_launch(c->efn[ki], grid, block, 0, stream, params);
 }
