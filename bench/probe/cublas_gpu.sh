@@ -21,7 +21,7 @@ for r in ${AB-hf_bert,tv_vit_b_16,hf_gpt2:32:fp16 hf_bert:8:fp32}; do
     IFS=: read -r models batch prec extra <<< "$r"
     left=$(( ${LIMIT:-570} - ($(date +%s) - T0) ))
     [ "$left" -le 30 ] && { echo "no time left for $r"; continue; }
-    timeout "$left" python3 bench/probe/cuda_libs_ab.py --models "$models" --batch "$batch" --precision "$prec" $extra 2>&1 | \
+    timeout "$left" python3 bench/probe/cuda_libs_ab.py --models "$models" --batch "$batch" --precision "$prec" --json "$O/ab.jsonl" $extra 2>&1 | \
         grep -v "^\[torchtrt_c" | tee -a "$O/ab.txt" | tail -20
 done
 echo "done in $(( $(date +%s) - T0 )) s"

@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--tf32-matmul", action="store_true")
+    ap.add_argument("--json", default=None, help="append one JSON line per model here")
     a = ap.parse_args()
     if a.tf32_matmul:
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -93,9 +94,19 @@ def main():
                 r += f", {med[k] / med['inductor']:.2f} inductor"
             line.append(r + f", err {err:.1e})")
         print(";".join(line), flush=True)
+        libs = {}
         for k, f in fns.items():
             if k.startswith("ttc"):
-                print(f"  {k}: {lib_stats(f)}", flush=True)
+                libs[k] = lib_stats(f)
+                print(f"  {k}: {libs[k]}", flush=True)
+        if a.json:
+            import json
+            with open(a.json, "a") as fh:
+                fh.write(json.dumps({"model": name, "batch": a.batch, "precision": a.precision,
+                                     "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                     "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                                     "tf32_cudnn": torch.backends.cudnn.allow_tf32, "median_ms": med,
+                                     "runs": a.runs, "lib_stats": libs}) + "\n")
         del fns, outs
         torch.cuda.empty_cache()
 
