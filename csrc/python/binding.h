@@ -53,6 +53,7 @@ int ttc_py_init_ops(PyObject *m, ttc_py_state *st);        /* py_ops.c: ops() */
 int ttc_py_init_interop(PyObject *m, ttc_py_state *st);    /* py_interop.c: CUDA-shared memory */
 int ttc_py_init_cuda_launch(PyObject *m, ttc_py_state *st); /* py_cuda_launch.c: PTX through the CUDA driver */
 int ttc_py_init_fastcall(PyObject *m, ttc_py_state *st);   /* py_fastcall.c: FastCall (CPU tensors in place) */
+int ttc_py_init_cudnn(PyObject *m, ttc_py_state *st);      /* py_cudnn.c: cuDNN convolutions on pointers */
 
 /* Graph objects (py_graph.c). wrap takes ownership of g (freed on failure) and returns a
  * new reference or NULL; get returns the borrowed C graph, or NULL with TypeError set when

@@ -83,7 +83,8 @@ static int module_exec(PyObject *m) {
         return -1;
     if (ttc_py_init_graph(m, st) || ttc_py_init_passes(m, st) || ttc_py_init_partition(m, st) ||
         ttc_py_init_runtime(m, st) || ttc_py_init_engine(m, st) || ttc_py_init_ops(m, st) ||
-        ttc_py_init_interop(m, st) || ttc_py_init_cuda_launch(m, st) || ttc_py_init_fastcall(m, st))
+        ttc_py_init_interop(m, st) || ttc_py_init_cuda_launch(m, st) || ttc_py_init_fastcall(m, st) ||
+        ttc_py_init_cudnn(m, st))
         return -1;
     return 0;
 }
