@@ -12,13 +12,16 @@ timed by CUDA events on torch's stream (median round):
   timed once by cudnnFindConvolutionForwardAlgorithmEx (what the engine step would do);
 - ours: a one-convolution engine (no bias) through _C.cuda_launch_new / cuda_launch_run,
   the kernels torchtrt_c generates today (fp16 engine, or fp32 with tf32_conv as the mode).
-x_of_torch = torch ms / that ms (1.0: as fast as torch; above: faster). Every output is
-checked against torch's. Prints a dict per row and a markdown table.
+x_of_torch = torch ms / that ms (1.0: as fast as torch; above: faster). *_graph_ms: the same
+calls recorded as one CUDA graph and replayed (GPU time without host overhead); *_host_us:
+host time per call. Every output is checked against torch's. Prints a dict per row and a
+markdown table.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
 
 import torch
 
@@ -53,6 +56,33 @@ def _events(fn, runs):
     return s.elapsed_time(e) / runs
 
 
+def _graph(fn, runs):
+    """fn's calls recorded once as a CUDA graph of `runs` calls: replays time the GPU alone."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(runs):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    return g
+
+
+def _host_us(fn, runs):
+    """Host microseconds per call (no waiting: the GPU may lag behind)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        fn()
+    t = (time.perf_counter() - t0) / runs
+    torch.cuda.synchronize()
+    return t * 1e6
+
+
 def _lib(x, w, dtype, tf32, nhwc, stride, pad, groups, oh, ow):
     mf = torch.channels_last if nhwc else torch.contiguous_format
     xs, ws = x.contiguous(memory_format=mf), w.contiguous(memory_format=mf)
@@ -63,11 +93,11 @@ def _lib(x, w, dtype, tf32, nhwc, stride, pad, groups, oh, ow):
     y = torch.empty((n, k, oh, ow), dtype=dtype, device="cuda", memory_format=mf)
     wsp = torch.empty(max(nb, 1), dtype=torch.uint8, device="cuda")
     dev = torch.cuda.current_device()
-    args = (d, dev, xs.data_ptr(), ws.data_ptr(), y.data_ptr(), wsp.data_ptr(), nb, torch.cuda.current_stream().cuda_stream)
+    args = (d, dev, xs.data_ptr(), ws.data_ptr(), y.data_ptr(), wsp.data_ptr(), nb)
     keep = (xs, ws, wsp)
 
     def run():
-        C.cudnn_conv_run(*args)
+        C.cudnn_conv_run(*args, torch.cuda.current_stream().cuda_stream)
         return keep
 
     return run, y, info
@@ -90,12 +120,11 @@ def _engine(x, w, dtype, tf32, stride, pad, groups, oh, ow):
     out = torch.empty((n, w.shape[0], oh, ow), dtype=dtype, device="cuda")
     nb = C.cuda_launch_arena(cap, [(n, c, h, wd)])
     arena = torch.empty(max(nb, 1), dtype=torch.uint8, device="cuda")
-    args = (cap, [x.data_ptr()], [(n, c, h, wd)], [out.data_ptr()], arena.data_ptr(), nb,
-            torch.cuda.current_stream().cuda_stream)
+    args = (cap, [x.data_ptr()], [(n, c, h, wd)], [out.data_ptr()], arena.data_ptr(), nb)
     keep = (eng, arena)
 
     def run():
-        why = C.cuda_launch_run(*args)
+        why = C.cuda_launch_run(*args, torch.cuda.current_stream().cuda_stream)
         if why is not None:
             raise RuntimeError(why)
         return keep
@@ -123,7 +152,7 @@ def row(shape, mode, batch, runs, engine):
             fn, y, info = _lib(x, w, dtype, tf32, nhwc, s, p, g, oh, oh)
             key = "lib_nhwc" if nhwc else "lib_nchw"
             fns[key], outs[key] = fn, y
-            r[key + "_algo"] = f"{info['algo']}/{info['math']}"
+            r[key + "_algo"] = f"{info['algo']}/{info['math']} {info['us']:.0f}us"
         if engine:
             try:
                 fn, y, fam = _engine(x, w, dtype, tf32, s, p, g, oh, oh)
@@ -134,10 +163,23 @@ def row(shape, mode, batch, runs, engine):
         for f in fns.values():
             f(), f()
         torch.cuda.synchronize()
+        graphs = {}
+        for k_, f in fns.items():
+            try:
+                graphs[k_] = _graph(f, runs)
+            except Exception as ex:  # a call that cannot be recorded: say so, go on
+                r[k_ + "_graph_error"] = str(ex)[:120]
         ms = {k_: [] for k_ in fns}
+        gms = {k_: [] for k_ in graphs}
         for _ in range(5):
             for k_, f in fns.items():
                 ms[k_].append(_events(f, runs))
+                if k_ in graphs:
+                    gms[k_].append(_events(graphs[k_].replay, 1) / runs)
+        for k_, f in fns.items():
+            r[k_ + "_host_us"] = round(_host_us(f, runs), 1)
+        for k_, v in gms.items():
+            r[k_ + "_graph_ms"] = round(statistics.median(v), 4)
         for k_, y in outs.items():
             e = float((y.double() - ref.double()).abs().max() / ref.double().abs().max())
             r[k_ + "_err"] = round(e, 6)
@@ -176,14 +218,16 @@ def main(argv=None):
             rows.append(r)
             print(r, flush=True)
     print(f"\ncuDNN {ver}, torch {torch.__version__}, {torch.cuda.get_device_name()}, batch {a.batch}")
-    print("| mode | layer | torch ms | torch TFLOP/s | lib NCHW x of torch | lib NHWC x of torch | ours x of torch |")
-    print("|---|---|---|---|---|---|---|")
+    print("| mode | layer | torch ms | torch TFLOP/s | lib NCHW x of torch | lib NHWC x of torch | ours x of torch |"
+          " graphs: torch ms | lib NCHW | lib NHWC | ours |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
             print(f"| {r['mode']} | {r['layer']} | error: {r['error'][:80]} |")
             continue
         print(f"| {r['mode']} | {r['layer']} | {r['torch_ms']} | {r['torch_TFLOPs']} | {r.get('lib_nchw_x_of_torch')} | "
-              f"{r.get('lib_nhwc_x_of_torch')} | {r.get('ours_x_of_torch', '-')} |")
+              f"{r.get('lib_nhwc_x_of_torch')} | {r.get('ours_x_of_torch', '-')} | {r.get('torch_graph_ms', '-')} | "
+              f"{r.get('lib_nchw_graph_ms', '-')} | {r.get('lib_nhwc_graph_ms', '-')} | {r.get('ours_graph_ms', '-')} |")
     return rows
 
 

@@ -4,7 +4,7 @@
  *   ok, why, version = _C.cudnn_available()
  *   conv = (dtype, tf32, nhwc, n, c, h, w, k, groups, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
  *   ws_bytes, info = _C.cudnn_conv_prepare(conv, ordinal, time_it)
- *                                # info: dict(timed, algo, math); raises on bad descriptors
+ *                                # info: dict(timed, algo, math, us); raises on bad descriptors
  *   _C.cudnn_conv_run(conv, ordinal, x, w, y, ws, ws_bytes, stream)   # y = conv(x, w) on stream
  *
  * dtype: "float32", "float16" or "bfloat16". run finds the plan prepare made (cached for the
@@ -54,9 +54,10 @@ static PyObject *py_cudnn_conv_prepare(PyObject *mod, PyObject *args) {
     if (s != TTC_OK) return ttc_py_raise(st, s);
     bool timed;
     int32_t algo, math;
-    ttc_cudnn_plan_algo(p, &timed, &algo, &math);
-    return Py_BuildValue("(n{s:O,s:i,s:i})", (Py_ssize_t)ws, "timed", timed ? Py_True : Py_False, "algo", (int)algo,
-                         "math", (int)math);
+    double us;
+    ttc_cudnn_plan_algo(p, &timed, &algo, &math, &us);
+    return Py_BuildValue("(n{s:O,s:i,s:i,s:d})", (Py_ssize_t)ws, "timed", timed ? Py_True : Py_False, "algo", (int)algo,
+                         "math", (int)math, "us", us);
 }
 
 static PyObject *py_cudnn_conv_run(PyObject *mod, PyObject *args) {

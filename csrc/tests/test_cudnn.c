@@ -162,11 +162,13 @@ static void check_conv(ttc_cudnn_conv d, const char *what) {
     }
     bool timed;
     int32_t algo, math;
-    ttc_cudnn_plan_algo(p, &timed, &algo, &math);
+    double us;
+    ttc_cudnn_plan_algo(p, &timed, &algo, &math, &us);
     CHECK(!bad, "%s: %zu of %zu outputs off by more than %g of sum|x*w| (worst %g at %zu: %g vs %g); algo %d math %d",
           what, bad, ny, tol, worst, worst_at,
           half ? from_half(((uint16_t *)hy)[worst_at]) : ((float *)hy)[worst_at], ref[worst_at], algo, math);
-    printf("  %-34s algo %d math %d%s ws %zu: worst %.2g of sum|x*w|\n", what, algo, math, timed ? " (timed)" : "", ws, worst);
+    printf("  %-34s algo %d math %d%s %.1f us ws %zu: worst %.2g of sum|x*w|\n", what, algo, math, timed ? " (timed)" : "", us, ws,
+           worst);
 done:
     if (dx) ttc_cuda_free(dx);
     if (dw) ttc_cuda_free(dw);

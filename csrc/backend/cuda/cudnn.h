@@ -16,7 +16,8 @@
  * Which library: the one torch already loaded (libcudnn.so.9, found with RTLD_NOLOAD), else
  * libcudnn.so.9 or .so.8 from the loader's path. A plan is made once per (device, descriptor)
  * and kept for the process: the algorithm (timed by cudnnFindConvolutionForwardAlgorithmEx on
- * scratch buffers when time_it, else cuDNN's heuristic choice: e.g. while a stream is being
+ * scratch buffers, then each candidate timed again after warm-up calls, when time_it; else
+ * cuDNN's heuristic choice: e.g. while a stream is being
  * captured, where timing would synchronise), its math type and its workspace. One cuDNN handle
  * per device, used under a lock (cudnnSetStream then the call), so runs from several threads
  * take turns on the host only.
@@ -63,9 +64,10 @@ ttc_status ttc_cudnn_conv_prepare(const ttc_cudnn_conv *d, int32_t ordinal, bool
                                   size_t *workspace_bytes);
 /* The descriptor a plan was made for. */
 const ttc_cudnn_conv *ttc_cudnn_plan_conv(const ttc_cudnn_plan *p);
-/* Whether the plan's algorithm was timed (false: cuDNN's heuristic choice), and which
- * (cudnnConvolutionFwdAlgo_t) with which math type (cudnnMathType_t). */
-void ttc_cudnn_plan_algo(const ttc_cudnn_plan *p, bool *timed, int32_t *algo, int32_t *math);
+/* Whether the plan's algorithm was timed (false: cuDNN's heuristic choice), which
+ * (cudnnConvolutionFwdAlgo_t) with which math type (cudnnMathType_t), and its timed
+ * microseconds per run (0 when not timed). Any pointer may be NULL. */
+void ttc_cudnn_plan_algo(const ttc_cudnn_plan *p, bool *timed, int32_t *algo, int32_t *math, double *us);
 /* y = conv(x, w) on stream (a CUstream; 0: the legacy default stream); nothing waits. ws:
  * at least the workspace_bytes prepare gave (ws_bytes says how much it is). Device pointers
  * of the plan's device, 16-byte aligned. */
