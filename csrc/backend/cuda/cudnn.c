@@ -215,6 +215,46 @@ static int result_math(const ttc_cudnn_conv *d, const dnn_perf *r) {
 
 static size_t elem_count(int64_t a, int64_t b, int64_t c, int64_t d) { return (size_t)(a * b * c * d); }
 
+/* Seconds per call of algo (p's descriptors as they are now) on the scratch buffers: calls
+ * recorded as a graph on stream rec and replayed on stream 0, or (rec 0, or the recording
+ * failed) plain calls on stream 0 timed on the host. false: a call failed. */
+#define GRAPH_CALLS 10
+static bool time_one(void *h, const ttc_cudnn_plan *p, int algo, size_t need, uint64_t x, uint64_t w, uint64_t y,
+                     uint64_t ws, uint64_t rec, double *t) {
+    const float one = 1.0f, zero = 0.0f;
+    unsigned char sink[4];
+#define CALL()                                                                                              \
+    (!dnn.cudnnConvolutionForward(h, &one, p->xd, (void *)(uintptr_t)x, p->wd, (void *)(uintptr_t)w, p->cd, algo,  \
+                                  (void *)(uintptr_t)ws, need, &zero, p->yd, (void *)(uintptr_t)y))
+    bool ok = !dnn.cudnnSetStream(h, NULL) && CALL() && CALL() && ttc_cuda_download(sink, y, sizeof sink, 0) == TTC_OK;
+    if (!ok) { ttc_clear_error(); return false; }
+    void *exec = NULL;
+    if (rec && !dnn.cudnnSetStream(h, (void *)(uintptr_t)rec) && ttc_cuda_record_begin(rec) == TTC_OK) {
+        bool rok = true;
+        for (int i = 0; i < GRAPH_CALLS && rok; i++) rok = CALL();
+        if (ttc_cuda_record_end(rec, rok, &exec) != TTC_OK || !rok) exec = NULL;
+    }
+    ttc_clear_error();
+    dnn.cudnnSetStream(h, NULL);
+    if (exec) {
+        /* one replay to warm up, then three timed */
+        ok = ttc_cuda_graph_launch(exec, 0) == TTC_OK && ttc_cuda_download(sink, y, sizeof sink, 0) == TTC_OK;
+        double t0 = ttc_now_s();
+        for (int r = 0; r < 3 && ok; r++) ok = ttc_cuda_graph_launch(exec, 0) == TTC_OK;
+        ok = ok && ttc_cuda_download(sink, y, sizeof sink, 0) == TTC_OK;
+        *t = (ttc_now_s() - t0) / (3 * GRAPH_CALLS);
+        ttc_cuda_graph_free(exec);
+    } else {
+        double t0 = ttc_now_s();
+        for (int r = 0; r < GRAPH_CALLS && ok; r++) ok = CALL();
+        ok = ok && ttc_cuda_download(sink, y, sizeof sink, 0) == TTC_OK;
+        *t = (ttc_now_s() - t0) / GRAPH_CALLS;
+    }
+#undef CALL
+    if (!ok) ttc_clear_error();
+    return ok;
+}
+
 /* cudnnFindConvolutionForwardAlgorithmEx on scratch buffers of the plan's shapes (filled with
  * ones: garbage could hold NaNs or denormals that time differently). Under the device lock,
  * in the device's context. *found: false when no timed result is usable. */
@@ -261,34 +301,21 @@ static ttc_status time_algos(ttc_cudnn_plan *p, void *h, bool *found) {
         for (int j = 0; j < nc; j++) have |= cand[j].algo == cand[i].algo && cand[j].math == DNN_TENSOR_OP_MATH;
         if (!have) { cand[nc].algo = cand[i].algo; cand[nc++].math = DNN_TENSOR_OP_MATH; }
     }
+    /* GPU time, not host time: cuDNN's legacy calls cost 50-300 us of host time each on an
+     * H100's host (bench/cudnn_ab.py), more than many of these convolutions take on the GPU,
+     * and engines replay their calls as CUDA graphs. So each candidate's calls are recorded
+     * once as a graph (on a private stream) and the replays timed; without graphs, plain
+     * calls are. */
+    uint64_t rec = 0;
+    if (!ttc_cuda_graphs_available() || ttc_cuda_stream_new(&rec) != TTC_OK) { rec = 0; ttc_clear_error(); }
     double best = 0;
-    const float one_f = 1.0f, zero_f = 0.0f;
-    unsigned char sink[4];
     for (int i = 0; i < nc; i++) {
         size_t need = 0;
+        double t;
         if (dnn.cudnnSetConvolutionMathType(p->cd, cand[i].math) ||
-            dnn.cudnnGetConvolutionForwardWorkspaceSize(h, p->xd, p->wd, p->cd, p->yd, cand[i].algo, &need) || need > ws_bytes)
+            dnn.cudnnGetConvolutionForwardWorkspaceSize(h, p->xd, p->wd, p->cd, p->yd, cand[i].algo, &need) ||
+            need > ws_bytes || !time_one(h, p, cand[i].algo, need, x, w, y, ws, rec, &t))
             continue;
-        double t0 = 0, per = 0;
-        int runs = 2, done = 0;
-        bool ok = true;
-        /* two warm-up calls, then enough calls for about 2 ms (at most 50) */
-        for (int round = 0; round < 2 && ok; round++) {
-            if (round == 1) {
-                runs = per > 0 ? (int)(2e-3 / per) : 50;
-                runs = runs < 3 ? 3 : runs > 50 ? 50 : runs;
-                t0 = ttc_now_s();
-            }
-            double r0 = ttc_now_s();
-            for (done = 0; done < runs && ok; done++)
-                ok = !dnn.cudnnConvolutionForward(h, &one_f, p->xd, (void *)(uintptr_t)x, p->wd, (void *)(uintptr_t)w, p->cd,
-                                                  cand[i].algo, (void *)(uintptr_t)ws, need, &zero_f, p->yd,
-                                                  (void *)(uintptr_t)y);
-            ok = ok && ttc_cuda_download(sink, y, sizeof sink, 0) == TTC_OK;
-            if (round == 0) per = (ttc_now_s() - r0) / runs;
-        }
-        if (!ok) { ttc_clear_error(); continue; }
-        double t = (ttc_now_s() - t0) / runs;
         if (!*found || t < best) {
             best = t;
             p->algo = cand[i].algo;
@@ -298,6 +325,7 @@ static ttc_status time_algos(ttc_cudnn_plan *p, void *h, bool *found) {
             *found = true;
         }
     }
+    if (rec) ttc_cuda_stream_free(rec);
     dnn.cudnnSetConvolutionMathType(p->cd, policy_math(d));
 fail:
     if (x) ttc_cuda_free(x);
