@@ -376,13 +376,17 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     return TTC_OK;
 }
 
-/* Whether GEMM op's kernel gets its epilogue alone as a second kernel (ttc_kspec.lib_epi): the
- * CUDA launch path may run the product through cuBLAS (NVIDIA targets; TORCHTRT_C_CUDA_LIBS=1
- * emits it on any device, so that its text is compiled and tested everywhere). */
+/* Whether GEMM or convolution op's kernel gets its epilogue alone as a second kernel
+ * (ttc_kspec.lib_epi): the CUDA launch path may run the product through cuBLAS, the
+ * convolution through cuDNN (NVIDIA targets; TORCHTRT_C_CUDA_LIBS=1 emits it on any device, so
+ * that its text is compiled and tested everywhere). Not for split-K convolutions: their output
+ * is partial sums. */
 static bool lib_epi_wanted(const ttc_kir *k, const ttc_kop *op) {
     const ttc_target *tg = ttc_kir_target(k);
     ttc_dtype d = k->ts[op->out].dtype;
-    if (op->kind != TTC_KOP_GEMM || op->epi.n == 0 || (d != TTC_DTYPE_FLOAT32 && d != TTC_DTYPE_FLOAT16)) return false;
+    bool conv = op->kind == TTC_KOP_CONV2D && op->p.conv.ksplit <= 1;
+    if ((op->kind != TTC_KOP_GEMM && !conv) || op->epi.n == 0 || (d != TTC_DTYPE_FLOAT32 && d != TTC_DTYPE_FLOAT16))
+        return false;
     return tg->cuda_libs == TTC_CUDA_LIBS_ALL || (tg->cuda_libs != TTC_CUDA_LIBS_OFF && tg->nvidia && tg->cuda_launch);
 }
 

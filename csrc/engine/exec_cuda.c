@@ -52,7 +52,10 @@ struct ttc_cuda_engine {
     void **efn;
     int32_t *emax;
     int32_t n_lib;
-    size_t ws_bytes;             /* cuBLAS's workspace, in the arena after the intermediates */
+    size_t ws_bytes;             /* cuBLAS's or cuDNN's workspace, in the arena after the intermediates */
+    uint64_t *cw;                /* per convolution kernel cuDNN may run: its weights, OIHW in the
+                                  * input's dtype (in cw_mem) */
+    uint64_t cw_mem;
     int64_t lib_calls, lib_timed;   /* atomics */
 };
 
@@ -90,6 +93,57 @@ static ttc_status upload_consts(ttc_cuda_engine *c) {
     free(host);
     ttc_queue_free(q);
     return s;
+}
+
+/* The weights of the convolutions cuDNN may run, as cuDNN takes them: OIHW (the kernel IR's
+ * own float32 weight constant, kept on the host: conv_nn.c makes it, const_half.c leaves it)
+ * in the input's dtype. The GPU kernels read packed copies instead, so these are made here; a
+ * convolution whose weights are not on the host keeps its kernel. */
+static ttc_status upload_conv_weights(ttc_cuda_engine *c) {
+    const ttc_kir *k = c->e->k;
+    int32_t nk = c->e->cg.n_kernels;
+    size_t total = 0;
+    for (int32_t pass = 0; pass < 2; pass++) {
+        size_t off = 0;
+        for (int32_t i = 0; i < nk; i++) {
+            const ttc_kop *op = &k->ops[c->e->cg.kernels[i].op];
+            if (!c->lib[i] || op->kind != TTC_KOP_CONV2D) continue;
+            int32_t w = op->in[1];
+            while (w >= 0 && k->ts[w].kind == TTC_ET_VIEW) w = k->ts[w].base;
+            const ttc_et *wt = w >= 0 ? &k->ts[w] : NULL;
+            ttc_dtype xd = k->ts[op->in[0]].dtype;
+            int64_t n = 1;
+            for (int32_t d = 0; wt && d < wt->rank; d++) n *= wt->dims[d].add;
+            size_t es = ttc_dtype_size(xd);
+            if (!wt || wt->kind != TTC_ET_CONST || wt->rank != 4 || !wt->data || !wt->data->data ||
+                wt->dtype != TTC_DTYPE_FLOAT32 || wt->data->nbytes < (size_t)n * sizeof(float) ||
+                (xd != TTC_DTYPE_FLOAT32 && xd != TTC_DTYPE_FLOAT16)) {
+                c->lib[i] = false;
+                continue;
+            }
+            off = align_up(off, CONST_ALIGN);
+            if (pass == 1) {
+                void *host = ttc_malloc((size_t)n * es + 1);
+                if (!host) return TTC_ERR_NOMEM;
+                for (int64_t j = 0; j < n; j++) {
+                    float v = ((const float *)wt->data->data)[j];
+                    if (xd == TTC_DTYPE_FLOAT32) ((float *)host)[j] = v;
+                    else ((uint16_t *)host)[j] = ttc_half_from_float(v);
+                }
+                ttc_status s = ttc_cuda_upload(c->cw_mem + off, host, (size_t)n * es);
+                free(host);
+                TTC_TRY(s);
+                c->cw[i] = c->cw_mem + off;
+            }
+            off += (size_t)n * es;
+        }
+        total = off;
+        if (pass == 0) {
+            if (!total) return TTC_OK;
+            TTC_TRY(ttc_cuda_alloc(total, &c->cw_mem));
+        }
+    }
+    return TTC_OK;
 }
 
 static ttc_status refuse_why(ttc_engine *e, int32_t ordinal) {
@@ -184,16 +238,17 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         c->req = ttc_calloc((size_t)nk + 1, sizeof *c->req);
         c->dyn = ttc_calloc((size_t)nk + 1, sizeof *c->dyn);
         c->units = ttc_calloc((size_t)nk + 1, sizeof *c->units);
-        if (e->tg.cuda_libs != TTC_CUDA_LIBS_OFF && ttc_cublas_available(NULL, 0)) {
+        if (e->tg.cuda_libs != TTC_CUDA_LIBS_OFF && (ttc_cublas_available(NULL, 0) || ttc_cudnn_available(NULL, 0))) {
             c->lib = ttc_calloc((size_t)nk + 1, sizeof *c->lib);
             c->efn = ttc_calloc((size_t)nk + 1, sizeof *c->efn);
             c->emax = ttc_calloc((size_t)nk + 1, sizeof *c->emax);
+            c->cw = ttc_calloc((size_t)nk + 1, sizeof *c->cw);
         }
     }
     if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units ||
-        (c->lib && (!c->efn || !c->emax))) {
+        (c->lib && (!c->efn || !c->emax || !c->cw))) {
         if (c) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
-                 free(c->lib); free(c->efn); free(c->emax); free(c); }
+                 free(c->lib); free(c->efn); free(c->emax); free(c->cw); free(c); }
         return TTC_ERR_NOMEM;
     }
     c->e = e;
@@ -207,7 +262,7 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     ttc_status s = ttc_cuda_enter(ordinal, &sc);
     if (s != TTC_OK) {
         free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
-        free(c->lib); free(c->efn); free(c->emax); free(c);
+        free(c->lib); free(c->efn); free(c->emax); free(c->cw); free(c);
         return s;
     }
     for (int32_t m = 0; m < c->n_mods && s == TTC_OK; m++) s = load_part(c, m);
@@ -217,15 +272,23 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         snprintf(msg, sizeof msg, "%s", ttc_last_error());   /* ttc_fail writes where it lies */
         s = ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver does not take the engine's PTX: %s", msg);
     }
-    /* GEMM kernels cuBLAS may run: the product alone, or with the epilogue kernel after it */
+    /* GEMM kernels cuBLAS may run, convolution kernels cuDNN may run: the library's result
+     * alone, or with the epilogue kernel after it */
+    bool gemms = false, convs = false;
     for (int32_t i = 0; i < nk && s == TTC_OK && c->lib; i++) {
         const ttc_kspec *ks = &e->cg.kernels[i];
         const ttc_kop *op = &e->k->ops[ks->op];
-        c->lib[i] = op->kind == TTC_KOP_GEMM && !ks->native && (op->epi.n == 0 || c->efn[i]);
-        c->n_lib += c->lib[i];
+        bool fits = !ks->native && (op->epi.n == 0 || c->efn[i]);
+        c->lib[i] = fits && ((op->kind == TTC_KOP_GEMM && ttc_cublas_available(NULL, 0)) ||
+                             (op->kind == TTC_KOP_CONV2D && op->p.conv.ksplit <= 1 && ttc_cudnn_available(NULL, 0)));
+        gemms |= c->lib[i] && op->kind == TTC_KOP_GEMM;
+        convs |= c->lib[i] && op->kind == TTC_KOP_CONV2D;
     }
-    if (c->n_lib) c->ws_bytes = ttc_cublas_workspace_bytes();
     if (s == TTC_OK) s = upload_consts(c);
+    if (s == TTC_OK && convs) s = upload_conv_weights(c);
+    for (int32_t i = 0; i < nk && c->lib; i++) c->n_lib += c->lib[i];
+    if (gemms) c->ws_bytes = ttc_cublas_workspace_bytes();
+    if (convs && c->ws_bytes < TTC_CUDNN_WS_MAX) c->ws_bytes = TTC_CUDNN_WS_MAX;
     if (s == TTC_OK && e->tg.cuda_graphs > 0 && ttc_cuda_graphs_available()) {
         c->gs = ttc_calloc((size_t)e->tg.cuda_graphs, sizeof *c->gs);
         if (!c->gs) s = TTC_ERR_NOMEM;
@@ -248,6 +311,7 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
         for (int32_t i = 0; i < c->n_gs; i++) ttc_cuda_graph_free(c->gs[i].exec);
         ttc_cuda_stream_free(c->rec_stream);
         ttc_cuda_free(c->consts);
+        if (c->cw_mem) ttc_cuda_free(c->cw_mem);
         for (int32_t m = 0; m < c->n_mods; m++)
             if (c->mods[m]) ttc_cuda_module_unload(c->mods[m]);
         ttc_cuda_leave(&sc);
@@ -261,6 +325,7 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     free(c->lib);
     free(c->efn);
     free(c->emax);
+    free(c->cw);
     free(c->const_ptr);
     for (int32_t i = 0; i < c->n_gs; i++) free(c->gs[i].key);
     free(c->gs);
@@ -373,13 +438,22 @@ static uint64_t addr_of(void *ctx, int32_t t) {
     return ptr_of(m->c, m->p, t, m->in, m->out, m->arena) + (uint64_t)r->off * ttc_dtype_size(m->c->e->k->ts[t].dtype);
 }
 
-/* cuBLAS's product, then the epilogue kernel in place over the output's n elements
+/* A kernel's library call: cuBLAS's product (conv NULL) or cuDNN's convolution of x by w
+ * into y. */
+typedef struct lib_call {
+    ttc_cublas_gemm g;
+    const ttc_cudnn_plan *conv;
+    uint64_t x, w, y;
+} lib_call;
+
+/* The library's result, then the epilogue kernel in place over the output's n elements
  * (TTC_LIB_EPI_V per work-item). */
-static ttc_status lib_run(const call_mem *m, int32_t ki, const ttc_cublas_gemm *g, uint64_t stream, arg_val *vals,
+static ttc_status lib_run(const call_mem *m, int32_t ki, const lib_call *lc, uint64_t stream, arg_val *vals,
                           void **params, int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
     uint64_t ws = m->arena + align_up(m->p->arena_bytes ? m->p->arena_bytes : 16, ARENA_TAIL);
-    TTC_TRY(ttc_cublas_gemm_run(c->ordinal, g, stream, ws, c->ws_bytes));
+    if (lc->conv) TTC_TRY(ttc_cudnn_conv_run(lc->conv, lc->x, lc->w, lc->y, ws, c->ws_bytes, stream));
+    else TTC_TRY(ttc_cublas_gemm_run(c->ordinal, &lc->g, stream, ws, c->ws_bytes));
     __atomic_fetch_add(&c->lib_calls, 1, __ATOMIC_RELAXED);
     (*launched)++;
     if (!c->efn[ki]) return TTC_OK;
@@ -395,23 +469,54 @@ static ttc_status lib_run(const call_mem *m, int32_t ki, const ttc_cublas_gemm *
     return ttc_cuda_launch(c->efn[ki], grid, block, 0, stream, params);
 }
 
-/* Whether kernel ki runs as cuBLAS in this call: *g its call when yes. Auto mode times both
- * ways once per shape (exec_cuda_lib.h) on the caller's stream, unless it is being recorded;
- * *done: the timing left the chosen (cuBLAS's) result in the output. */
+/* Kernel ki's library call in this call (false: the library cannot run it), its choice key
+ * and the guess where nothing can be timed. A convolution's cuDNN plan is made on its shape's
+ * first call: its algorithm timed then (synchronising the device once), or, on a stream
+ * being recorded, cuDNN's heuristic choice. */
+static bool lib_call_of(const call_mem *m, int32_t ki, lib_call *lc, ttc_cuda_lib_key *key, bool *guess) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    ttc_engine *e = c->e;
+    const ttc_kop *op = &e->k->ops[e->cg.kernels[ki].op];
+    memset(lc, 0, sizeof *lc);
+    if (op->kind != TTC_KOP_CONV2D) {
+        if (!ttc_cuda_lib_gemm(e, m->p, ki, addr_of, (void *)m, &lc->g, NULL, 0)) return false;
+        ttc_cuda_lib_key_make(&lc->g, op->tile, c->efn[ki] != NULL, key);
+        *guess = ttc_cuda_lib_guess(&lc->g);
+        return true;
+    }
+    ttc_cudnn_conv d;
+    size_t ws = 0;
+    if (!c->cw[ki] || !ttc_cuda_lib_conv(e, m->p, ki, addr_of, (void *)m, &d, &lc->x, &lc->y, NULL, 0)) return false;
+    ttc_cudnn_plan *plan = NULL;
+    if (ttc_cudnn_conv_prepare(&d, c->ordinal, !ttc_cuda_stream_capturing(m->stream), &plan, &ws) != TTC_OK ||
+        ws > c->ws_bytes) {
+        ttc_clear_error();   /* no cuDNN algorithm for it: the kernel runs */
+        return false;
+    }
+    lc->conv = plan;
+    lc->w = c->cw[ki];
+    ttc_cuda_lib_key_conv(&d, op->p.conv.mma, c->efn[ki] != NULL, key);
+    *guess = ttc_cuda_lib_conv_guess(&d);
+    return true;
+}
+
+/* Whether kernel ki runs as its library call in this call: *lc the call when yes. Auto mode
+ * times both ways once per shape (exec_cuda_lib.h) on the caller's stream, unless it is being
+ * recorded; *done: the timing left the chosen (the library's) result in the output. */
 static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3], const uint32_t block[3],
-                           arg_val *vals, void **params, ttc_cublas_gemm *g, bool *use, bool *done,
+                           arg_val *vals, void **params, lib_call *lc, bool *use, bool *done,
                            int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
     ttc_engine *e = c->e;
     *use = *done = false;
-    if (!ttc_cuda_lib_gemm(e, m->p, ki, addr_of, (void *)m, g, NULL, 0)) return TTC_OK;
+    ttc_cuda_lib_key key;
+    bool guess = false;
+    if (!lib_call_of(m, ki, lc, &key, &guess)) return TTC_OK;
     if (m->c->efn[ki] && m->p->res[e->k->ops[e->cg.kernels[ki].op].out].numel > 2147483647) return TTC_OK;
     if (e->tg.cuda_libs == TTC_CUDA_LIBS_ALL) { *use = true; return TTC_OK; }
-    ttc_cuda_lib_key key;
-    ttc_cuda_lib_key_make(g, e->k->ops[e->cg.kernels[ki].op].tile, c->efn[ki] != NULL, &key);
     int pick = ttc_cuda_lib_choice(&key);
     if (pick >= 0) { *use = pick == 1; return TTC_OK; }
-    if (!ttc_cuda_events_available() || ttc_cuda_stream_capturing(m->stream)) { *use = ttc_cuda_lib_guess(g); return TTC_OK; }
+    if (!ttc_cuda_events_available() || ttc_cuda_stream_capturing(m->stream)) { *use = guess; return TTC_OK; }
     void *ev[3] = {0};
     ttc_status s = TTC_OK;
     for (int i = 0; i < 3 && s == TTC_OK; i++) s = ttc_cuda_event_new(&ev[i]);
@@ -428,16 +533,16 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
             (*launched)++;
         }
         if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
-        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = lib_run(m, ki, g, m->stream, vals, params, launched);
+        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = lib_run(m, ki, lc, m->stream, vals, params, launched);
         if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[2], m->stream);
     }
     if (s == TTC_OK) s = ttc_cuda_event_ms(ev[0], ev[1], &t_k);
     if (s == TTC_OK) s = ttc_cuda_event_ms(ev[1], ev[2], &t_l);
     for (int i = 0; i < 3; i++) ttc_cuda_event_free(ev[i]);
-    if (s != TTC_OK) return ttc_fail_context(s, "timing %s against cuBLAS", ks->name);
+    if (s != TTC_OK) return ttc_fail_context(s, "timing %s against %s", ks->name, lc->conv ? "cuDNN" : "cuBLAS");
     ttc_cuda_lib_choose(&key, t_l < t_k);
     __atomic_fetch_add(&c->lib_timed, 1, __ATOMIC_RELAXED);
-    /* cuBLAS ran last: its output stands when it won, else the kernel writes its own, so that
+    /* the library ran last: its output stands when it won, else the kernel writes its own, so that
      * the first call's result is the one every later call gives */
     *use = false;
     *done = t_l < t_k;
@@ -463,12 +568,14 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
         if (p->skip[ki]) continue;
         const ttc_kspec *ks = &e->cg.kernels[ki];
         if (c->lib && c->lib[ki]) {
-            ttc_cublas_gemm gm;
+            lib_call lc;
             bool use = false, done = false;
-            s = lib_pick(&m, ki, g[ki], b[ki], vals, params, &gm, &use, &done, &n);
+            s = lib_pick(&m, ki, g[ki], b[ki], vals, params, &lc, &use, &done, &n);
             if (s == TTC_OK && done) continue;   /* timed, output written */
-            if (s == TTC_OK && use) s = lib_run(&m, ki, &gm, stream, vals, params, &n);
-            if (s != TTC_OK) s = ttc_fail_context(s, "running %s (%s) through cuBLAS", ks->name, e->k->ops[ks->op].name);
+            if (s == TTC_OK && use) s = lib_run(&m, ki, &lc, stream, vals, params, &n);
+            if (s != TTC_OK)
+                s = ttc_fail_context(s, "running %s (%s) through %s", ks->name, e->k->ops[ks->op].name,
+                                     e->k->ops[ks->op].kind == TTC_KOP_CONV2D ? "cuDNN" : "cuBLAS");
             if (s != TTC_OK || use) continue;
         }
         fill_args(&m, ki, 0, vals, params);

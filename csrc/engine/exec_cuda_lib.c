@@ -83,6 +83,68 @@ out:
     return !w;
 }
 
+static bool dense(const ttc_res *r, int32_t rank) {
+    int64_t want = 1;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        if (r->shape[d] != 1 && r->strides[d] != want) return false;
+        want *= r->shape[d];
+    }
+    return true;
+}
+
+bool ttc_cuda_lib_conv(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
+                       ttc_cudnn_conv *d, uint64_t *x, uint64_t *y, char *why, size_t why_len) {
+    const ttc_kir *k = e->k;
+    const ttc_kop *op = &k->ops[e->cg.kernels[ki].op];
+    const char *w = NULL;
+    memset(d, 0, sizeof *d);
+    *x = *y = 0;
+    if (op->kind != TTC_KOP_CONV2D) { w = "not a convolution"; goto out; }
+    if (op->p.conv.ksplit > 1) { w = "split-K partial sums"; goto out; }
+    int32_t X = op->in[0], Y = op->out;
+    const ttc_res *rx = &p->res[X], *ry = &p->res[Y];
+    if (k->ts[X].rank != 4 || k->ts[Y].rank != 4) { w = "not 4-D"; goto out; }
+    d->dtype = k->ts[X].dtype;
+    if (k->ts[Y].dtype != d->dtype || (d->dtype != TTC_DTYPE_FLOAT32 && d->dtype != TTC_DTYPE_FLOAT16)) {
+        w = "dtypes";
+        goto out;
+    }
+    if (!dense(rx, 4) || !dense(ry, 4)) { w = "strided input or output"; goto out; }
+    for (int32_t i = 0; i < 4; i++)
+        if (rx->shape[i] > 2147483647 || ry->shape[i] > 2147483647) { w = "sizes beyond int"; goto out; }
+    d->tf32 = e->tg.tf32_conv;
+    d->n = (int32_t)rx->shape[0];
+    d->c = (int32_t)rx->shape[1];
+    d->h = (int32_t)rx->shape[2];
+    d->w = (int32_t)rx->shape[3];
+    d->k = (int32_t)ry->shape[1];
+    d->groups = op->p.conv.groups;
+    d->kh = op->p.conv.k[0];
+    d->kw = op->p.conv.k[1];
+    memcpy(d->stride, op->p.conv.stride, sizeof d->stride);
+    memcpy(d->pad, op->p.conv.pad, sizeof d->pad);
+    memcpy(d->dil, op->p.conv.dil, sizeof d->dil);
+    d->oh = (int32_t)ry->shape[2];
+    d->ow = (int32_t)ry->shape[3];
+    if (ry->shape[0] != d->n) { w = "batch sizes differ"; goto out; }
+    *x = addr(ctx, X);
+    *y = addr(ctx, Y);
+    /* cuDNN's tensor-core kernels want 16-byte aligned tensors */
+    if ((*x | *y) & 15) { w = "misaligned input or output"; goto out; }
+out:
+    if (why && why_len) snprintf(why, why_len, "%s", w ? w : "");
+    return !w;
+}
+
+void ttc_cuda_lib_key_conv(const ttc_cudnn_conv *d, int32_t mma, bool epi, ttc_cuda_lib_key *k) {
+    memset(k, 0, sizeof *k);
+    /* v[0] negative: never a GEMM's key (whose v[0] is a dtype) */
+    int64_t v[16] = {-1 - (d->dtype * 4 + d->tf32 * 2 + epi), d->n, d->c, d->h, d->w, d->k, d->groups, d->kh, d->kw,
+                     d->stride[0] * 65536 + d->stride[1], d->pad[0] * 65536 + d->pad[1], d->dil[0] * 65536 + d->dil[1],
+                     d->oh, d->ow, mma, 0};
+    memcpy(k->v, v, sizeof v);
+}
+
 void ttc_cuda_lib_key_make(const ttc_cublas_gemm *g, int32_t tile, bool epi, ttc_cuda_lib_key *k) {
     memset(k, 0, sizeof *k);
     int64_t v[] = {g->ab_type, g->c_type, g->tf32, g->m, g->n, g->k, g->batch, g->a_rs, g->a_cs,
@@ -116,6 +178,8 @@ void ttc_cuda_lib_choose(const ttc_cuda_lib_key *k, bool lib) {
     }
     pthread_mutex_unlock(&lock);
 }
+
+bool ttc_cuda_lib_conv_guess(const ttc_cudnn_conv *d) { return d->groups == 1; }
 
 bool ttc_cuda_lib_guess(const ttc_cublas_gemm *g) {
     return 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)g->batch >= 2e9;

@@ -67,9 +67,7 @@ static struct {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_msg[256];        /* empty when cuDNN loaded */
 
-/* The most workspace a plan may take: a few convolutions gain from more, none enough to hold
- * this much of the caller's memory per engine. */
-#define WS_CAP ((size_t)256 << 20)
+#define WS_CAP TTC_CUDNN_WS_MAX
 #define MAX_DEV 64
 
 struct ttc_cudnn_plan {

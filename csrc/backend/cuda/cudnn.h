@@ -55,6 +55,10 @@ typedef struct ttc_cudnn_conv {
 
 typedef struct ttc_cudnn_plan ttc_cudnn_plan;
 
+/* The most workspace a plan takes (its algorithm is chosen among those within it): a few
+ * convolutions gain from more, none enough to hold more of the caller's memory per call. */
+#define TTC_CUDNN_WS_MAX ((size_t)32 << 20)
+
 /* The plan for d on CUDA device ordinal (made now, or the one made before): *plan lives for
  * the process; *workspace_bytes: the device memory a run needs beside x, w, y (0: none).
  * TTC_ERR_INVALID_ARG: d is inconsistent; TTC_ERR_UNSUPPORTED: cuDNN is missing, or d has a

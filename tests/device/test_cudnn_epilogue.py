@@ -1,0 +1,74 @@
+"""Convolutions' epilogue kernels for the CUDA launch path's cuDNN step, on any device.
+
+With TORCHTRT_C_CUDA_LIBS=1 the code generator emits each convolution's epilogue alone as a
+second kernel ("<kernel>_e", codegen.c lib_epi_wanted), which the CUDA launch path runs in
+place after cuDNN wrote the raw convolution (engine/exec_cuda.c, backend/cuda/cudnn.c). Here
+(PoCL in CI) the text is compiled with the GPU kernel families and the engines' results must
+stay those of eager: fp32 1e-4, fp16 1e-2 of max(|ref|, 1). Split-K convolutions get none
+(their output is partial sums). cuDNN itself runs only on a GPU: tests/gpu/test_cudnn_engine.py.
+"""
+import re
+
+import pytest
+import torch
+
+import torchtrt_c
+from torchtrt_c import _C
+
+
+class Net(torch.nn.Module):
+    """conv + BN + ReLU, a residual add after a 3x3, a depthwise conv + ReLU6, a grouped
+    dilated conv with bias, and a plain conv without bias or epilogue."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.a = torch.nn.Sequential(torch.nn.Conv2d(3, c, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(c),
+                                     torch.nn.ReLU())
+        self.b = torch.nn.Conv2d(c, c, 3, padding=1)
+        self.dw = torch.nn.Conv2d(c, c, 3, padding=1, groups=c)
+        self.g = torch.nn.Conv2d(c, 2 * c, 3, padding=2, dilation=2, groups=4)
+        self.plain = torch.nn.Conv2d(2 * c, 5, 1, bias=False)
+
+    def forward(self, x):
+        y = self.a(x)
+        y = torch.relu(self.b(y) + y)
+        y = torch.nn.functional.relu6(self.dw(y))
+        return self.plain(torch.sigmoid(self.g(y)))
+
+
+def _sources(trt):
+    accs = [c for n, c in trt.named_children() if n.startswith("_run_on_acc_")]
+    assert accs
+    return [_C.Engine.deserialize(bytes(c.engine.numpy()), cache_dir="").info()["source"] for c in accs]
+
+
+@pytest.mark.parametrize("value", ["0", "1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("shape", [(2, 3, 17, 13), (1, 3, 8, 8)])
+def test_conv_epilogue_kernels(value, dtype, shape, monkeypatch):
+    monkeypatch.setenv("TORCHTRT_C_CUDA_LIBS", value)
+    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+    torch.manual_seed(sum(shape))
+    m = Net(8).eval()
+    with torch.no_grad():   # BN statistics that are not the identity
+        m.a[1].running_mean.uniform_(-0.5, 0.5)
+        m.a[1].running_var.uniform_(0.5, 2.0)
+    x = torch.randn(*shape)
+    if dtype == torch.float16:
+        m, x = m.half(), x.half()
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={dtype})
+    srcs = _sources(trt)
+    epi = [k for s in srcs for k in re.findall(r"__kernel void (k\d+_e)\(", s)]
+    if value == "1":
+        # a (BN+ReLU), b (bias+residual+ReLU), dw (bias+ReLU6), g (bias+sigmoid): four epilogues;
+        # the plain conv has none (it may run as a GEMM, whose epilogue rule is the lead's)
+        assert len(epi) >= 4, f"epilogue kernels {epi}"
+    elif not torchtrt_c.devices()[0].vendor.upper().startswith("NVIDIA"):
+        assert not epi, epi
+    with torch.no_grad():
+        want = m.float()(x.float())
+        got = trt(x).float()
+    tol = 1e-4 if dtype == torch.float32 else 1e-2
+    err = (got - want).abs().max().item() / max(want.abs().max().item(), 1.0)
+    assert err <= tol, f"relative error {err:.3g} > {tol} ({value}, {dtype}, {shape})"
