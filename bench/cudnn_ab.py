@@ -11,7 +11,9 @@ timed by CUDA events on torch's stream (median round):
 - lib_nchw / lib_nhwc: _C.cudnn_conv_run on NCHW / NHWC (channels-last) tensors, algorithm
   timed once by cudnnFindConvolutionForwardAlgorithmEx (what the engine step would do);
 - ours: a one-convolution engine (no bias) through _C.cuda_launch_new / cuda_launch_run,
-  the kernels torchtrt_c generates today (fp16 engine, or fp32 with tf32_conv as the mode).
+  the kernels torchtrt_c generates (TORCHTRT_C_CUDA_LIBS=0; fp16 engine, or fp32 with
+  tf32_conv as the mode); ours_lib: the same engine with its convolution as the cuDNN step
+  (TORCHTRT_C_CUDA_LIBS=1: the engine path, its host work included).
 x_of_torch = torch ms / that ms (1.0: as fast as torch; above: faster). *_graph_ms: the same
 calls recorded as one CUDA graph and replayed (GPU time without host overhead); *_host_us:
 host time per call. Every output is checked against torch's. Prints a dict per row and a
@@ -20,6 +22,7 @@ markdown table.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -103,7 +106,21 @@ def _lib(x, w, dtype, tf32, nhwc, stride, pad, groups, oh, ow):
     return run, y, info
 
 
-def _engine(x, w, dtype, tf32, stride, pad, groups, oh, ow):
+def _engine(x, w, dtype, tf32, stride, pad, groups, oh, ow, libs="0"):
+    """A one-convolution engine in the CUDA launch path; libs: TORCHTRT_C_CUDA_LIBS for its
+    build (0: our kernels, 1: the cuDNN step)."""
+    old = os.environ.get("TORCHTRT_C_CUDA_LIBS")
+    os.environ["TORCHTRT_C_CUDA_LIBS"] = libs
+    try:
+        return _engine_built(x, w, dtype, tf32, stride, pad, groups, oh, ow)
+    finally:
+        if old is None:
+            os.environ.pop("TORCHTRT_C_CUDA_LIBS", None)
+        else:
+            os.environ["TORCHTRT_C_CUDA_LIBS"] = old
+
+
+def _engine_built(x, w, dtype, tf32, stride, pad, groups, oh, ow):
     g = C.Graph()
     n, c, h, wd = x.shape
     xi = g.add_input("x", ("tensor", NAMES[dtype], [n, c, h, wd]))
@@ -130,6 +147,7 @@ def _engine(x, w, dtype, tf32, stride, pad, groups, oh, ow):
         return keep
 
     fam = eng.info()["kernels"][0] if eng.info().get("kernels") else "?"
+    run.stats = lambda: C.cuda_launch_stats(cap)
     return run, out, str(fam)[:40]
 
 
@@ -154,12 +172,13 @@ def row(shape, mode, batch, runs, engine):
             fns[key], outs[key] = fn, y
             r[key + "_algo"] = f"{info['algo']}/{info['math']} {info['us']:.0f}us"
         if engine:
-            try:
-                fn, y, fam = _engine(x, w, dtype, tf32, s, p, g, oh, oh)
-                fns["ours"], outs["ours"] = fn, y
-                r["ours_kernel"] = fam
-            except Exception as ex:  # an engine this path cannot run: say so, go on
-                r["ours_error"] = str(ex)[:200]
+            for key, libs in (("ours", "0"), ("ours_lib", "1")):
+                try:
+                    fn, y, fam = _engine(x, w, dtype, tf32, s, p, g, oh, oh, libs)
+                    fns[key], outs[key] = fn, y
+                    r[key + "_kernel"] = fam
+                except Exception as ex:  # an engine this path cannot run: say so, go on
+                    r[key + "_error"] = str(ex)[:200]
         for f in fns.values():
             f(), f()
         torch.cuda.synchronize()
@@ -178,6 +197,9 @@ def row(shape, mode, batch, runs, engine):
                     gms[k_].append(_events(graphs[k_].replay, 1) / runs)
         for k_, f in fns.items():
             r[k_ + "_host_us"] = round(_host_us(f, runs), 1)
+            if hasattr(f, "stats"):
+                st = f.stats()
+                r[k_ + "_lib"] = f"{st.get('lib_calls', 0)}/{st.get('calls', 0)}"
         for k_, v in gms.items():
             r[k_ + "_graph_ms"] = round(statistics.median(v), 4)
         for k_, y in outs.items():
@@ -219,15 +241,16 @@ def main(argv=None):
             print(r, flush=True)
     print(f"\ncuDNN {ver}, torch {torch.__version__}, {torch.cuda.get_device_name()}, batch {a.batch}")
     print("| mode | layer | torch ms | torch TFLOP/s | lib NCHW x of torch | lib NHWC x of torch | ours x of torch |"
-          " graphs: torch ms | lib NCHW | lib NHWC | ours |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          " engine+cuDNN x of torch | graphs: torch ms | lib NCHW | lib NHWC | ours | engine+cuDNN |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
             print(f"| {r['mode']} | {r['layer']} | error: {r['error'][:80]} |")
             continue
         print(f"| {r['mode']} | {r['layer']} | {r['torch_ms']} | {r['torch_TFLOPs']} | {r.get('lib_nchw_x_of_torch')} | "
-              f"{r.get('lib_nhwc_x_of_torch')} | {r.get('ours_x_of_torch', '-')} | {r.get('torch_graph_ms', '-')} | "
-              f"{r.get('lib_nchw_graph_ms', '-')} | {r.get('lib_nhwc_graph_ms', '-')} | {r.get('ours_graph_ms', '-')} |")
+              f"{r.get('lib_nhwc_x_of_torch')} | {r.get('ours_x_of_torch', '-')} | {r.get('ours_lib_x_of_torch', '-')} | "
+              f"{r.get('torch_graph_ms', '-')} | {r.get('lib_nchw_graph_ms', '-')} | {r.get('lib_nhwc_graph_ms', '-')} | "
+              f"{r.get('ours_graph_ms', '-')} | {r.get('ours_lib_graph_ms', '-')} |")
     return rows
 
 

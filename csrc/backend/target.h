@@ -98,11 +98,11 @@ typedef struct ttc_target {
                                    * once the same pointers and shapes came twice (bench/RESULTS.md:
                                    * launch-bound engines); 0: never (TORCHTRT_C_CUDA_GRAPHS=0),
                                    * else the most graphs kept per engine (=N, default 8) */
-    int32_t cuda_libs;            /* CUDA launch path: GEMMs through cuBLAS where it is faster
-                                   * (engine/exec_cuda_lib.c; TTC_CUDA_LIBS_*): =0 never, =auto
-                                   * (default) each GEMM shape timed once against the engine's kernel,
-                                   * =1 always where cuBLAS can (and the epilogue kernels emitted
-                                   * on any device: tests) */
+    int32_t cuda_libs;            /* CUDA launch path: GEMMs through cuBLAS, convolutions through
+                                   * cuDNN where faster (engine/exec_cuda_lib.c; TTC_CUDA_LIBS_*):
+                                   * =0 never, =auto (default) each shape timed once against the
+                                   * engine's kernel, =1 always where the library can (and the
+                                   * epilogue kernels emitted on any device: tests) */
     int32_t attn_mma;             /* fp16 attention on tensor cores (attn_mma.cl): -1 choose (NVIDIA),
                                    * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)

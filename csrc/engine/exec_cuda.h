@@ -53,8 +53,8 @@ typedef struct ttc_cuda_engine_stats {
     int64_t graph_calls, graphs_recorded;
     int32_t graph_slots;
     size_t dyn_shared_max;
-    /* library steps (exec_cuda_lib.h): kernels cuBLAS may run, cuBLAS calls made, GEMM shapes
-     * this engine timed against cuBLAS */
+    /* library steps (exec_cuda_lib.h): kernels cuBLAS or cuDNN may run, library calls made,
+     * GEMM and convolution shapes this engine timed against the library */
     int32_t lib_kernels;
     int64_t lib_calls, lib_timed;
 } ttc_cuda_engine_stats;
