@@ -286,7 +286,11 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     }
     if (s == TTC_OK) s = upload_consts(c);
     if (s == TTC_OK && convs) s = upload_conv_weights(c);
-    for (int32_t i = 0; i < nk && c->lib; i++) c->n_lib += c->lib[i];
+    convs = false;   /* those whose weights could be made */
+    for (int32_t i = 0; i < nk && c->lib; i++) {
+        c->n_lib += c->lib[i];
+        convs |= c->lib[i] && c->cw[i];
+    }
     if (gemms) c->ws_bytes = ttc_cublas_workspace_bytes();
     if (convs && c->ws_bytes < TTC_CUDNN_WS_MAX) c->ws_bytes = TTC_CUDNN_WS_MAX;
     if (s == TTC_OK && e->tg.cuda_graphs > 0 && ttc_cuda_graphs_available()) {

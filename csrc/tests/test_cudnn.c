@@ -134,11 +134,16 @@ static void check_conv(ttc_cudnn_conv d, const char *what) {
     reference(&d, x, w, ref, mag);
     ttc_cudnn_plan *p = NULL, *p2 = NULL;
     size_t ws = 0, ws2 = 0;
-    ttc_status s = ttc_cudnn_conv_prepare(&d, 0, true, &p, &ws);
+    /* NHWC cases take cuDNN's heuristic choice (what a stream being captured gets), NCHW ones
+     * the timed one */
+    ttc_status s = ttc_cudnn_conv_prepare(&d, 0, !d.nhwc, &p, &ws);
     CHECK(s == TTC_OK, "%s: prepare: %s", what, ttc_last_error());
     if (s != TTC_OK) goto done;
     CHECK_OK(ttc_cudnn_conv_prepare(&d, 0, false, &p2, &ws2));
     CHECK(p2 == p && ws2 == ws, "%s: the plan is made once", what);
+    bool timed0;
+    ttc_cudnn_plan_algo(p, &timed0, NULL, NULL, NULL);
+    CHECK(timed0 == !d.nhwc, "%s: timed %d", what, timed0);
     CHECK_OK(ttc_cuda_enter(0, &sc));
     if (ttc_cuda_alloc(nx * es, &dx) || ttc_cuda_alloc(nw * es, &dw) || ttc_cuda_alloc(ny * es, &dy) ||
         (ws && ttc_cuda_alloc(ws, &dws))) {
