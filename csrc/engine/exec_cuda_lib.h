@@ -44,8 +44,8 @@ void ttc_cuda_lib_choose(const ttc_cuda_lib_key *k, bool lib);
 /* Where no timing can be made (a stream being recorded, no event API): large products only. */
 bool ttc_cuda_lib_guess(const ttc_cublas_gemm *g);
 /* Convolutions: cuDNN for dense (ungrouped) ones, the kernel for grouped and depthwise ones
- * (bench/cudnn_ab.py: our depthwise kernels run 1.3-5x faster than cuDNN's, cuDNN's dense ones
- * up to 3x faster than ours). */
+ * (bench/cudnn_ab.py, GPU times on an H100: our depthwise kernels run 1.5-3.6x faster than
+ * cuDNN's, cuDNN's dense 3x3 ones 1.2-3x faster than ours). */
 bool ttc_cuda_lib_conv_guess(const ttc_cudnn_conv *d);
 
 #endif
