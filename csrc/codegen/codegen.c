@@ -391,7 +391,8 @@ static bool lib_epi_wanted(const ttc_kir *k, const ttc_kop *op) {
 }
 
 /* The epilogue alone ("<name>_e", lib_epi_wanted): TTC_LIB_EPI_V elements per work-item, their
- * raw values loaded together before any store. An elementwise pass with one 2-byte load in
+ * raw values loaded together before any store (a launch of any local size L covers
+ * TTC_LIB_EPI_V * L elements per work-group). An elementwise pass with one 2-byte load in
  * flight per work-item ran at a third of the H100's bandwidth (ViT-B/16 b32 fp16: 1.9 of 7 ms
  * in these kernels). The pointers are restrict (the tensors of one kernel never overlap:
  * plan.c gives them disjoint lifetimes), so that the leaves' loads need not wait for stores. */
@@ -404,16 +405,22 @@ static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spellin
     }
     if (!rp.data || rp.oom) { ttc_sbuf_free(&rp); return TTC_ERR_NOMEM; }
     ttc_dtype d = k->ts[op->out].dtype;
-    const char *vl = d == TTC_DTYPE_FLOAT16 ? "vload_half" : "vload";
-    ttc_sbuf_printf(src, "__kernel void %s_e(int n%s) {\n    int lin = get_global_id(0) * %d;\n"
-                    "    if (lin >= n) return;\n    if (lin + %d <= n) {\n"
-                    "        float%d v = convert_float%d(%s%d(0, o_ + o_off + lin));\n",
-                    ks->name, rp.data, TTC_LIB_EPI_V, TTC_LIB_EPI_V, TTC_LIB_EPI_V, TTC_LIB_EPI_V, vl, TTC_LIB_EPI_V);
+    /* a work-group of L covers 8L elements: element j of work-item t is t + j*L, so that each
+     * load and store of a warp is one contiguous run (8 consecutive elements per work-item made
+     * every store instruction touch 16 sectors with 2 bytes each) */
+    ttc_sbuf_printf(src, "__kernel void %s_e(int n%s) {\n"
+                    "    const int L = get_local_size(0), b = get_group_id(0) * L * %d + get_local_id(0);\n",
+                    ks->name, rp.data, TTC_LIB_EPI_V);
+    for (int j = 0; j < TTC_LIB_EPI_V; j++) {
+        char at[48];
+        snprintf(at, sizeof at, "o_off + b + %d * L", j);
+        ttc_sbuf_printf(src, "    const float v%d = b + %d * L < n ? ", j, j);
+        ttc_codegen_load(src, k, sp, d, "o_", at);
+        ttc_sbuf_printf(src, " : 0.0f;\n");
+    }
     for (int j = 0; j < TTC_LIB_EPI_V; j++)
-        ttc_sbuf_printf(src, "        %s_store(v.s%x, lin + %d%s);\n", ks->name, j, j, A_);
-    ttc_sbuf_printf(src, "        return;\n    }\n    for (int i = lin; i < n; i++) %s_store(", ks->name);
-    ttc_codegen_load(src, k, sp, d, "o_", "o_off + i");
-    ttc_sbuf_printf(src, ", i%s);\n}\n", A_);
+        ttc_sbuf_printf(src, "    if (b + %d * L < n) %s_store(v%d, b + %d * L%s);\n", j, ks->name, j, j, A_);
+    ttc_sbuf_printf(src, "}\n");
     ttc_sbuf_free(&rp);
     ks->lib_epi = true;
     return TTC_OK;

@@ -63,7 +63,8 @@ typedef struct ttc_kspec {
     int32_t n_store_args;
     bool lib_epi;
 } ttc_kspec;
-/* Elements per work-item of a "<name>_e" kernel: it launches ceil(n / TTC_LIB_EPI_V) work-items. */
+/* Elements per work-item of a "<name>_e" kernel: work-groups of L work-items cover
+ * TTC_LIB_EPI_V * L elements (work-item t takes t + j * L, j < TTC_LIB_EPI_V). */
 #define TTC_LIB_EPI_V 8
 
 typedef struct ttc_codegen {

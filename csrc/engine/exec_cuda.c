@@ -467,8 +467,8 @@ static ttc_status lib_run(const call_mem *m, int32_t ki, const lib_call *lc, uin
     params[0] = &vals[0];
     fill_args(m, ki, ks->n_args - ks->n_store_args, vals + 1, params + 1);
     uint32_t bs = c->emax[ki] < 256 ? (uint32_t)c->emax[ki] : 256;
-    int64_t items = (n + TTC_LIB_EPI_V - 1) / TTC_LIB_EPI_V;
-    uint32_t grid[3] = {(uint32_t)((items + bs - 1) / bs), 1, 1}, block[3] = {bs, 1, 1};
+    int64_t per = (int64_t)bs * TTC_LIB_EPI_V;   /* elements per block */
+    uint32_t grid[3] = {(uint32_t)((n + per - 1) / per), 1, 1}, block[3] = {bs, 1, 1};
     (*launched)++;
     return ttc_cuda_launch(c->efn[ki], grid, block, 0, stream, params);
 }
@@ -516,7 +516,8 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
     ttc_cuda_lib_key key;
     bool guess = false;
     if (!lib_call_of(m, ki, lc, &key, &guess)) return TTC_OK;
-    if (m->c->efn[ki] && m->p->res[e->k->ops[e->cg.kernels[ki].op].out].numel > 2147483647) return TTC_OK;
+    if (m->c->efn[ki] && m->p->res[e->k->ops[e->cg.kernels[ki].op].out].numel > 2147483647 - 8 * 1024 * TTC_LIB_EPI_V)
+        return TTC_OK;   /* its index b + j * L stays an int */
     if (e->tg.cuda_libs == TTC_CUDA_LIBS_ALL) { *use = true; return TTC_OK; }
     int pick = ttc_cuda_lib_choice(&key);
     if (pick >= 0) { *use = pick == 1; return TTC_OK; }
