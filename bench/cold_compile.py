@@ -26,8 +26,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
+from scratch_dirs import scratch_dir  # noqa: E402  (bench/: removed at exit)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,7 +80,7 @@ def _child(spec, args):
             sync()
             torch._dynamo.reset()
         torchtrt_c.compile(tiny, inputs=[tx], min_block_size=1,
-                           engine_cache_dir=tempfile.mkdtemp(prefix="ttc-cold-warmup-", dir=args.tmp))(tx)
+                           engine_cache_dir=scratch_dir("ttc-cold-warmup-", args.tmp))(tx)
         if not args.no_inductor:
             md, xd = copy.deepcopy(m).to(tdev), x.to(tdev)
             t = time.perf_counter()
@@ -94,7 +94,7 @@ def _child(spec, args):
             torch._dynamo.reset()
     prec = {torch.float16} if args.precision == "fp16" else {torch.float32}
     opts = dict(inputs=[x], enabled_precisions=prec, min_block_size=1, cache_built_engines=True,
-                reuse_cached_engines=True, engine_cache_dir=tempfile.mkdtemp(prefix="ttc-cold-engines-", dir=args.tmp))
+                reuse_cached_engines=True, engine_cache_dir=scratch_dir("ttc-cold-engines-", args.tmp))
     if args.no_engine_cache:  # the settings' defaults: no engine cache, no module cache
         opts.update(cache_built_engines=False, reuse_cached_engines=False)
     if args.optimization_level is not None:
@@ -166,7 +166,7 @@ def main(argv=None):
         return 0
     rows = []
     for spec in [s for s in args.models.split(",") if s]:
-        tmp = tempfile.mkdtemp(prefix="ttc-cold-")
+        tmp = scratch_dir("ttc-cold-")
         env = dict(os.environ)
         env["TORCHTRT_C_CACHE_DIR"] = os.path.join(tmp, "ttc")
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")

@@ -47,7 +47,6 @@ import pathlib
 import platform
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
@@ -62,6 +61,7 @@ from zoo import build  # noqa: E402  (the model zoo lives with the tests; full s
 
 from hf_models import HF_MODELS, build_hf  # noqa: E402  (transformers models, random weights)
 from vision_models import VISION_MODELS, build_vision  # noqa: E402  (torchvision/timm, random weights)
+from scratch_dirs import scratch_dir  # noqa: E402  (bench/: removed at exit)
 
 ALL_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "vit_b16", "bert_base", "gpt2"] + HF_MODELS + VISION_MODELS
 
@@ -183,7 +183,7 @@ def warm_process(args, tdev, sync):
             except Exception as e:
                 log("inductor warm-up failed:", e)
             torch._dynamo.reset()
-        torchtrt_c.compile(m, inputs=[x], min_block_size=1, engine_cache_dir=tempfile.mkdtemp(prefix="ttc-warm-"))(x)
+        torchtrt_c.compile(m, inputs=[x], min_block_size=1, engine_cache_dir=scratch_dir("ttc-warm-"))(x)
 
 
 def bench_model(name, batch, precision, args, tdev, sync):
@@ -237,7 +237,7 @@ def bench_model(name, batch, precision, args, tdev, sync):
         torch._dynamo.reset()
 
     # torchtrt_c: cold compile (empty engine + program cache), then warm (engines reused)
-    cache = tempfile.mkdtemp(prefix="ttc-bench-cache-")
+    cache = scratch_dir("ttc-bench-cache-")
     prec = {torch.float16} if precision == "fp16" else {torch.float32}
     opts = dict(inputs=[x], enabled_precisions=prec, min_block_size=1, cache_built_engines=True,
                 reuse_cached_engines=True, engine_cache_dir=cache,

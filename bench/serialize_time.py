@@ -9,8 +9,8 @@ older build (PYTHONPATH=/tmp/before) can be timed with the same models.
 import argparse
 import os
 import sys
-import tempfile
 import time
+from scratch_dirs import scratch_dir  # noqa: E402  (bench/: removed at exit)
 
 
 def main():
@@ -27,7 +27,7 @@ def main():
     m, make = build_hf(args.model, "full")
     m = m.eval()
     x = make(1)
-    gm = torchtrt_c.compile(m, inputs=[x], min_block_size=1, engine_cache_dir=tempfile.mkdtemp())
+    gm = torchtrt_c.compile(m, inputs=[x], min_block_size=1, engine_cache_dir=scratch_dir())
     em = [c for _, c in gm.named_children() if isinstance(c, EngineModule)][0]
     e, _ = ENGINES.get(em.engine_meta.id, em.engine)
     for _ in range(3):

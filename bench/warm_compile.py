@@ -16,8 +16,8 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
+from scratch_dirs import scratch_dir  # noqa: E402  (bench/: removed at exit)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -83,7 +83,7 @@ def main():
         return
     rows = []
     for spec in a.models.split(","):
-        cache = tempfile.mkdtemp(prefix="ttc_warm_bench_")
+        cache = scratch_dir("ttc_warm_bench_")
         for runs in ("cold,warm (same process)", "warm (new process)"):
             r = subprocess.run([sys.executable, __file__, "--child", spec, "--cache", cache, "--runs", runs],
                                capture_output=True, text=True)
