@@ -225,6 +225,12 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
     return s;
 }
 
+/* The engine's host arrays (everything but its device objects). */
+static void free_arrays(ttc_cuda_engine *c) {
+    free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
+    free(c->lib); free(c->efn); free(c->emax); free(c->cw);
+}
+
 ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine **out) {
     *out = NULL;
     TTC_TRY(refuse_why(e, ordinal));
@@ -247,8 +253,7 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     }
     if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units ||
         (c->lib && (!c->efn || !c->emax || !c->cw))) {
-        if (c) { free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
-                 free(c->lib); free(c->efn); free(c->emax); free(c->cw); free(c); }
+        if (c) { free_arrays(c); free(c); }
         return TTC_ERR_NOMEM;
     }
     c->e = e;
@@ -261,8 +266,8 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     ttc_cuda_scope sc;
     ttc_status s = ttc_cuda_enter(ordinal, &sc);
     if (s != TTC_OK) {
-        free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
-        free(c->lib); free(c->efn); free(c->emax); free(c->cw); free(c);
+        free_arrays(c);
+        free(c);
         return s;
     }
     for (int32_t m = 0; m < c->n_mods && s == TTC_OK; m++) s = load_part(c, m);
@@ -320,16 +325,7 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
             if (c->mods[m]) ttc_cuda_module_unload(c->mods[m]);
         ttc_cuda_leave(&sc);
     }
-    free(c->mods);
-    free(c->fn);
-    free(c->max_threads);
-    free(c->req);
-    free(c->dyn);
-    free(c->units);
-    free(c->lib);
-    free(c->efn);
-    free(c->emax);
-    free(c->cw);
+    free_arrays(c);
     free(c->const_ptr);
     for (int32_t i = 0; i < c->n_gs; i++) free(c->gs[i].key);
     free(c->gs);
@@ -344,10 +340,12 @@ static ttc_status plan_for(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MA
     return ttc_engine_get_plan(c->e, sv, p);
 }
 
-/* The arena: intermediates, then cuBLAS's workspace (engines with library steps), then the
- * index-error flag. */
+/* The arena: intermediates, then the libraries' workspace at ws_offset (engines with library
+ * steps: cuBLAS's or cuDNN's, whichever is larger), then the index-error flag. */
+static size_t ws_offset(const ttc_plan *p) { return align_up(p->arena_bytes ? p->arena_bytes : 16, ARENA_TAIL); }
+
 static size_t arena_need(const ttc_cuda_engine *c, const ttc_plan *p) {
-    return align_up(p->arena_bytes ? p->arena_bytes : 16, ARENA_TAIL) + c->ws_bytes + (c->errf ? ARENA_TAIL : 0);
+    return ws_offset(p) + c->ws_bytes + (c->errf ? ARENA_TAIL : 0);
 }
 
 ttc_status ttc_cuda_engine_arena_bytes(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MAX_RANK], size_t *out) {
@@ -455,7 +453,7 @@ typedef struct lib_call {
 static ttc_status lib_run(const call_mem *m, int32_t ki, const lib_call *lc, uint64_t stream, arg_val *vals,
                           void **params, int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
-    uint64_t ws = m->arena + align_up(m->p->arena_bytes ? m->p->arena_bytes : 16, ARENA_TAIL);
+    uint64_t ws = m->arena + ws_offset(m->p);
     if (lc->conv) TTC_TRY(ttc_cudnn_conv_run(lc->conv, lc->x, lc->w, lc->y, ws, c->ws_bytes, stream));
     else TTC_TRY(ttc_cublas_gemm_run(c->ordinal, &lc->g, stream, ws, c->ws_bytes));
     __atomic_fetch_add(&c->lib_calls, 1, __ATOMIC_RELAXED);

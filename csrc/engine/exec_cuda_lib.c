@@ -21,6 +21,16 @@ static bool batch_stride(const ttc_res *r, int32_t nb, int64_t *count, int64_t *
     return true;
 }
 
+/* Row-major contiguous over its shape (size-1 dims take any stride). */
+static bool dense(const ttc_res *r, int32_t rank) {
+    int64_t want = 1;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        if (r->shape[d] != 1 && r->strides[d] != want) return false;
+        want *= r->shape[d];
+    }
+    return true;
+}
+
 bool ttc_cuda_lib_gemm(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
                        ttc_cublas_gemm *g, char *why, size_t why_len) {
     const ttc_kir *k = e->k;
@@ -42,11 +52,7 @@ bool ttc_cuda_lib_gemm(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_c
     g->batch = 1;
     for (int32_t d = 0; d < R - 2; d++) g->batch *= rs->shape[d];
     /* C: dense, the GEMM's [.., M, N] at the same linear index (a fused reshape included) */
-    int64_t want = 1;
-    for (int32_t d = RC - 1; d >= 0; d--) {
-        if (rc->shape[d] != 1 && rc->strides[d] != want) { w = "the output is not dense"; goto out; }
-        want *= rc->shape[d];
-    }
+    if (!dense(rc, RC)) { w = "the output is not dense"; goto out; }
     if (rc->numel != g->batch * g->m * g->n || rc->numel > 2147483647) { w = "output size"; goto out; }
     g->ldc = g->n;
     g->c_bs = g->m * g->n;
@@ -81,15 +87,6 @@ bool ttc_cuda_lib_gemm(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_c
 out:
     if (why && why_len) snprintf(why, why_len, "%s", w ? w : "");
     return !w;
-}
-
-static bool dense(const ttc_res *r, int32_t rank) {
-    int64_t want = 1;
-    for (int32_t d = rank - 1; d >= 0; d--) {
-        if (r->shape[d] != 1 && r->strides[d] != want) return false;
-        want *= r->shape[d];
-    }
-    return true;
 }
 
 bool ttc_cuda_lib_conv(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,

@@ -15,31 +15,13 @@ import torch
 import torchtrt_c
 from torchtrt_c import _C
 
-
-class Net(torch.nn.Module):
-    """conv + BN + ReLU, a residual add after a 3x3, a depthwise conv + ReLU6, a grouped
-    dilated conv with bias, and a plain conv without bias or epilogue."""
-
-    def __init__(self, c):
-        super().__init__()
-        self.a = torch.nn.Sequential(torch.nn.Conv2d(3, c, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(c),
-                                     torch.nn.ReLU())
-        self.b = torch.nn.Conv2d(c, c, 3, padding=1)
-        self.dw = torch.nn.Conv2d(c, c, 3, padding=1, groups=c)
-        self.g = torch.nn.Conv2d(c, 2 * c, 3, padding=2, dilation=2, groups=4)
-        self.plain = torch.nn.Conv2d(2 * c, 5, 1, bias=False)
-
-    def forward(self, x):
-        y = self.a(x)
-        y = torch.relu(self.b(y) + y)
-        y = torch.nn.functional.relu6(self.dw(y))
-        return self.plain(torch.sigmoid(self.g(y)))
+from cudalaunch import ConvNet as Net, accs
 
 
 def _sources(trt):
-    accs = [c for n, c in trt.named_children() if n.startswith("_run_on_acc_")]
-    assert accs
-    return [_C.Engine.deserialize(bytes(c.engine.numpy()), cache_dir="").info()["source"] for c in accs]
+    engines = accs(trt)
+    assert engines
+    return [_C.Engine.deserialize(bytes(c.engine.numpy()), cache_dir="").info()["source"] for c in engines]
 
 
 @pytest.mark.parametrize("value", ["0", "1"])

@@ -19,9 +19,8 @@ import pytest
 import torch
 
 import torchtrt_c
-from torchtrt_c import runtime
-from torchtrt_c.runtime import _cuda_launch, _execute
-from cudalaunch import why_not
+from cudalaunch import clear_knobs, close as _close, launch_call as _call, lib_stats as _stats
+from cudalaunch import restore_tf32, why_not
 
 DEV = torch.device("cuda", 0)
 
@@ -30,11 +29,9 @@ pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
 
 @pytest.fixture(autouse=True)
 def knobs(monkeypatch):
-    for v in ("TORCHTRT_C_CUDA_LAUNCH", "TORCHTRT_C_CUDA_GRAPHS", "TORCHTRT_C_CUDA_LIBS"):
-        monkeypatch.delenv(v, raising=False)
-    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    old = clear_knobs(monkeypatch)
     yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
+    restore_tf32(old)
 
 
 class Block(torch.nn.Module):
@@ -51,28 +48,6 @@ class Block(torch.nn.Module):
         y = self.down(torch.nn.functional.gelu(self.up(x))) + x
         a = torch.matmul(y, y.transpose(-1, -2)) * 0.125
         return self.head(torch.matmul(a.softmax(-1), y)), a
-
-
-def _accs(trt):
-    return [mod for n, mod in trt.named_children() if n.startswith("_run_on_acc_")]
-
-
-def _stats(trt):
-    st = [_cuda_launch.stats(_execute._plan(a.meta, a.engine)) for a in _accs(trt)]
-    return {k: sum(s[k] for s in st) for k in ("lib_kernels", "lib_calls", "lib_timed", "calls", "graph_calls")}
-
-
-def _call(trt, *xs, **kw):
-    with torch.inference_mode():
-        out = trt(*xs, **kw)
-    assert runtime.cuda_path()["path"] == "launch", runtime.cuda_path()
-    return out
-
-
-def _close(a, b, tol, what):
-    err = (a.float() - b.float()).abs().max().item()
-    scale = max(b.float().abs().max().item(), 1.0)
-    assert err <= tol * scale, f"{what}: max abs difference {err:.3g} (scale {scale:.3g}, tol {tol})"
 
 
 CASES = [  # (batch, tokens, width, precision, tf32)

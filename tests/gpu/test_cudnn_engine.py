@@ -19,9 +19,9 @@ import pytest
 import torch
 
 import torchtrt_c
-from torchtrt_c import _C, runtime
-from torchtrt_c.runtime import _cuda_launch, _execute
-from cudalaunch import why_not
+from torchtrt_c import _C
+from cudalaunch import ConvNet as Net, clear_knobs, close as _close, launch_call as _call
+from cudalaunch import lib_stats as _stats, restore_tf32, why_not
 from thirdparty import import_torchvision, randomize_constant_init
 
 DEV = torch.device("cuda", 0)
@@ -40,54 +40,9 @@ pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_rea
 
 @pytest.fixture(autouse=True)
 def knobs(monkeypatch):
-    for v in ("TORCHTRT_C_CUDA_LAUNCH", "TORCHTRT_C_CUDA_GRAPHS", "TORCHTRT_C_CUDA_LIBS"):
-        monkeypatch.delenv(v, raising=False)
-    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    old = clear_knobs(monkeypatch)
     yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
-
-
-class Net(torch.nn.Module):
-    """conv + BN + ReLU (stride 2), a 3x3 with bias + residual + ReLU, a depthwise conv +
-    ReLU6, a grouped dilated conv + sigmoid, a 1x1 without bias."""
-
-    def __init__(self, c):
-        super().__init__()
-        self.a = torch.nn.Sequential(torch.nn.Conv2d(3, c, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(c),
-                                     torch.nn.ReLU())
-        self.b = torch.nn.Conv2d(c, c, 3, padding=1)
-        self.dw = torch.nn.Conv2d(c, c, 3, padding=1, groups=c)
-        self.g = torch.nn.Conv2d(c, 2 * c, 3, padding=2, dilation=2, groups=4)
-        self.plain = torch.nn.Conv2d(2 * c, 5, 1, bias=False)
-
-    def forward(self, x):
-        y = self.a(x)
-        y = torch.relu(self.b(y) + y)
-        y = torch.nn.functional.relu6(self.dw(y))
-        return self.plain(torch.sigmoid(self.g(y)))
-
-
-def _accs(trt):
-    return [mod for n, mod in trt.named_children() if n.startswith("_run_on_acc_")]
-
-
-def _stats(trt):
-    st = [_cuda_launch.stats(_execute._plan(a.meta, a.engine)) for a in _accs(trt)]
-    return {k: sum(s[k] for s in st) for k in ("lib_kernels", "lib_calls", "lib_timed", "calls", "graph_calls")}
-
-
-def _call(trt, *xs):
-    with torch.inference_mode():
-        out = trt(*xs)
-    assert runtime.cuda_path()["path"] == "launch", runtime.cuda_path()
-    return out
-
-
-def _close(a, b, tol, what):
-    err = (a.float() - b.float()).abs().max().item()
-    scale = max(b.float().abs().max().item(), 1.0)
-    print(f"{what}: max abs difference {err:.3g}, scale {scale:.3g}")   # pytest -s: the measured errors
-    assert err <= tol * scale, f"{what}: max abs difference {err:.3g} (scale {scale:.3g}, tol {tol})"
+    restore_tf32(old)
 
 
 MODES = [("fp32", False), ("fp32", True), ("fp16", False)]
