@@ -10,8 +10,8 @@ and turn it off (=0), and check, on random inputs of odd sizes:
 - results against eager: 2e-3 of max(|ref|, 1) in fp32 with TF32 off (both sides cuBLAS or
   kernels in true fp32), 2e-2 with TF32 on and in fp16 (other summation orders and roundings;
   the epilogue reads the product rounded to the output's dtype).
-A real third-party model (Hugging Face BERT, small config, random weights) runs with cuBLAS at
-batch 8 against eager too.
+A real third-party model (Hugging Face BERT, small config, random weights), called with
+input_ids= and attention_mask= (one row padded), runs with cuBLAS at batch 8 against eager too.
 
 Needs a CUDA torch, libcuda, libcublas (torch's) and an NVIDIA OpenCL device; skipped elsewhere.
 """
@@ -137,10 +137,13 @@ def test_hf_bert_batch8(prec, monkeypatch):
     dt = torch.float16 if prec == "fp16" else torch.float32
     m = m.to(dt)
     ids = torch.randint(0, 512, (8, 77))
-    trt = torchtrt_c.compile(m, arg_inputs=[ids], enabled_precisions={dt}).to(DEV)
-    got = _call(trt, ids.to(DEV))
+    am = torch.ones(8, 77, dtype=torch.long)
+    am[3, 50:] = 0                                  # a padded row, as a tokenizer's batch has
+    trt = torchtrt_c.compile(m, kwarg_inputs=dict(input_ids=ids, attention_mask=am), enabled_precisions={dt}).to(DEV)
+    kw = dict(input_ids=ids.to(DEV), attention_mask=am.to(DEV))
+    got = _call(trt, **kw)
     got = got.last_hidden_state if hasattr(got, "last_hidden_state") else got[0]
     assert _stats(trt)["lib_calls"] > 0, _stats(trt)
     with torch.no_grad():
-        ref = m.to(DEV)(ids.to(DEV)).last_hidden_state
+        ref = m.to(DEV)(**kw).last_hidden_state
     _close(got, ref, 2e-2 if dt == torch.float16 else 2e-3, f"BERT b8 {prec}")
