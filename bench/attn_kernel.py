@@ -1,9 +1,10 @@
-"""Attention at the zoo's batch-32 shapes: one-op fp16 SDPA engines beside torch's SDPA.
+"""Attention at the zoo's batch-32 shapes: one-op SDPA engines beside torch's SDPA.
 
-    python bench/attn_kernel.py [--tiles 4x64,8x64] [--runs 20] [--batch 32]
+    python bench/attn_kernel.py [--tiles 4x64,8x64] [--runs 20] [--batch 32] [--precision fp32]
 
 Per shape (ViT-B/16, BERT-base with its bool padding mask and with an additive [B,1,1,S] one,
-GPT-2 causal, Llama-style GQA causal): the tensor-core kernel (attn_mma.cl; each tile of
+GPT-2 causal, Llama-style GQA causal): the tensor-core kernel (attn_mma.cl for fp16,
+attn_tf32.cl for fp32; each tile of
 --tiles forced through TORCHTRT_C_ATTN_TILE), the row kernel (TORCHTRT_C_ATTN_MMA=0) and
 torch.nn.functional.scaled_dot_product_attention on the torch device (CUDA: its flash /
 memory-efficient kernels). Engine times: Engine.benchmark (inputs resident in device buffers,
@@ -38,36 +39,38 @@ def shapes(b):
     ]
 
 
-def make_inputs(qs, ks, ms, mdt, seed=0):
+def make_inputs(qs, ks, ms, mdt, seed=0, dtype=torch.float16):
     g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(s, generator=g).half() for s in (qs, ks, ks))
+    q, k, v = (torch.randn(s, generator=g).to(dtype) for s in (qs, ks, ks))
     m = None
     if ms is not None:
         if mdt == torch.bool:
             m = torch.ones(ms, dtype=torch.bool)
             m[: ms[0] // 2, ..., 100:] = False     # padding in half the batch
         else:
-            m = torch.zeros(ms, dtype=mdt)
+            m = torch.zeros(ms, dtype=mdt if dtype == torch.float16 else torch.float32)
             m[: ms[0] // 2, ..., 100:] = float("-inf")
     return q, k, v, m
 
 
-def time_engine(env, args, ref, runs):
+def time_engine(env, args, ref, runs, precision):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    dt = torch.float16 if precision == "fp16" else torch.float32
     try:
-        _, e = build(SDPA, args, [ref.half()], precision="fp16")
+        _, e = build(SDPA, args, [ref.to(dt)], precision=precision)
     finally:
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    got = run(e, args, [ref.half()])[0].float()
+    got = run(e, args, [ref.to(dt)])[0].float()
     err = float((got - ref).abs().max())
     ins = [a.contiguous().numpy() for a in args if isinstance(a, torch.Tensor)]
     ms = statistics.median(e.benchmark(ins, runs=runs, warmup=3))
-    return ms, err, "attn_mma" in e.info()["source"]
+    src = e.info()["source"]
+    return ms, err, "attn_mma" in src or "attn_tf32" in src
 
 
 def time_torch(q, k, v, m, causal, gqa, dev, runs):
@@ -101,24 +104,30 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--no-row", action="store_true", help="skip the row kernel")
+    ap.add_argument("--precision", default="fp16", choices=["fp16", "fp32"])
     a = ap.parse_args()
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    print(f"torch {torch.__version__} on {dev}; batch {a.batch}; runs {a.runs}")
+    print(f"torch {torch.__version__} on {dev}; batch {a.batch}; runs {a.runs}; {a.precision}")
+    dt = torch.float16 if a.precision == "fp16" else torch.float32
     for name, qs, ks, ms, mdt, causal, gqa in shapes(a.batch):
-        q, k, v, m = make_inputs(qs, ks, ms, mdt)
-        mref = m if m is None or m.dtype == torch.bool else m.float()
-        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mref, is_causal=causal,
-                                             enable_gqa=gqa)
+        q, k, v, m = make_inputs(qs, ks, ms, mdt, dtype=dt)
+        mref = m if m is None or m.dtype == torch.bool else m.double()
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mref, is_causal=causal,
+                                             enable_gqa=gqa).float()
         args = [q, k, v, m, 0.0, causal, None, gqa]
         flop = 4 * qs[0] * qs[1] * qs[2] * ks[2] * qs[3] * (0.5 if causal else 1.0)
         tms = time_torch(q, k, v, m, causal, gqa, dev, a.runs)
-        print(f"{name:18s} torch sdpa         {tms:8.3f} ms {flop / tms / 1e9:7.1f} TFLOP/s")
+        terr = float((F.scaled_dot_product_attention(*(t.to(dev) for t in (q, k, v)), attn_mask=None if m is None else
+                                                     m.to(dev), is_causal=causal, enable_gqa=gqa).float().cpu()
+                      - ref).abs().max())
+        print(f"{name:18s} torch sdpa         {tms:8.3f} ms {flop / tms / 1e9:7.1f} TFLOP/s  err {terr:.2e}")
         for t in a.tiles.split(","):
-            ems, err, mma = time_engine({"TORCHTRT_C_ATTN_MMA": "1", "TORCHTRT_C_ATTN_TILE": t}, args, ref, a.runs)
+            ems, err, mma = time_engine({"TORCHTRT_C_ATTN_MMA": "1", "TORCHTRT_C_ATTN_TILE": t}, args, ref, a.runs,
+                                        a.precision)
             print(f"{name:18s} attn_mma {t:>6s}{'' if mma else ' (not taken)'}   {ems:8.3f} ms {flop / ems / 1e9:7.1f} "
                   f"TFLOP/s  {ems / tms:5.2f}x torch  err {err:.2e}")
         if not a.no_row:
-            ems, err, _ = time_engine({"TORCHTRT_C_ATTN_MMA": "0"}, args, ref, max(3, a.runs // 4))
+            ems, err, _ = time_engine({"TORCHTRT_C_ATTN_MMA": "0"}, args, ref, max(3, a.runs // 4), a.precision)
             print(f"{name:18s} row kernel         {ems:8.3f} ms {flop / ems / 1e9:7.1f} TFLOP/s  {ems / tms:5.2f}x torch  "
                   f"err {err:.2e}")
         sys.stdout.flush()

@@ -103,7 +103,8 @@ typedef struct ttc_target {
                                    * =0 never, =auto (default) each shape timed once against the
                                    * engine's kernel, =1 always where the library can (and the
                                    * epilogue kernels emitted on any device: tests) */
-    int32_t attn_mma;             /* fp16 attention on tensor cores (attn_mma.cl): -1 choose (NVIDIA),
+    int32_t attn_mma;             /* attention on tensor cores (attn_mma.cl fp16, attn_tf32.cl fp32):
+                                   * -1 choose (NVIDIA),
                                    * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
                                    * and keys per block; 0: choose */
