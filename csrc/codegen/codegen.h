@@ -106,6 +106,8 @@ typedef struct ttc_eop_spelling {
     const char *in;      /* integer node; NULL: as fl */
     const char *half;    /* node computed in half; NULL: as fl/in */
     const char *boolean; /* node of dtype bool; NULL: as fl/in */
+    const char *fl16;    /* floating node computed in float in an expression whose value is
+                          * stored as half: where half's precision allows a cheaper form; NULL: as fl */
     bool by_operand;     /* fl/in chosen by operand a's dtype, not the node's */
 } ttc_eop_spelling;
 typedef struct ttc_spelling {

@@ -157,20 +157,24 @@ static ttc_status spell(ttc_sbuf *b, const char *fmt, const spell_args *sa) {
     return TTC_OK;
 }
 
-/* The spelling of node nd (held in type ct, half when half), NULL when the table has none. */
-static const char *spelling_of(const ttc_spelling *sp, const ttc_expr *e, const ttc_enode *nd, bool half) {
+/* The spelling of node nd (held in type ct, half when half; ends_half: the expression's value
+ * is stored as half), NULL when the table has none. */
+static const char *spelling_of(const ttc_spelling *sp, const ttc_expr *e, const ttc_enode *nd, bool half,
+                               bool ends_half) {
     if ((unsigned)nd->op >= TTC_EOP_COUNT) return NULL;
     const ttc_eop_spelling *r = &sp->op[nd->op];
     if (half && r->half) return r->half;
+    if (!half && ends_half && r->fl16 && ttc_codegen_floatish(nd->dtype)) return r->fl16;
     if (nd->dtype == TTC_DTYPE_BOOL && r->boolean) return r->boolean;
     bool fl = r->by_operand ? nd->a >= 0 && nd->a < e->n && ttc_codegen_floatish(e->nodes[nd->a].dtype)
                             : ttc_codegen_floatish(nd->dtype);
     return fl || !r->in ? r->fl : r->in;
 }
 
-/* Emits "v<i> = ..." for every node of e. acc_name names the produced value. */
+/* Emits "v<i> = ..." for every node of e. acc_name names the produced value; ends_half: e's
+ * value is stored as half (every node only feeds it). */
 static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, const ttc_expr *e,
-                            const char *acc_name) {
+                            const char *acc_name, bool ends_half) {
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
         const char *ct = node_type(k, e, i);
@@ -194,7 +198,7 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *s
                    (e->nodes[nd->b].f == 2.0 || (e->nodes[nd->b].f == 0.5 && ttc_codegen_floatish(nd->dtype)))) {
             st = spell(b, e->nodes[nd->b].f == 2.0 ? sp->pow_square : sp->pow_sqrt, &sa);
         } else {
-            const char *f = spelling_of(sp, e, nd, half);
+            const char *f = spelling_of(sp, e, nd, half, ends_half);
             st = f ? spell(b, f, &sa) : ttc_fail(TTC_ERR_INTERNAL, "codegen: unknown expression op %d", nd->op);
         }
         bool oom = ops[0].oom || ops[1].oom || ops[2].oom;
@@ -311,7 +315,7 @@ ttc_status ttc_codegen_store_fn_given(ttc_sbuf *src, const ttc_kir *k, const ttc
     const char *res = "acc";
     char rbuf[16];
     if (e->n > 0) {
-        TTC_TRY(emit_expr(src, k, sp, e, "acc"));
+        TTC_TRY(emit_expr(src, k, sp, e, "acc", out->dtype == TTC_DTYPE_FLOAT16));
         snprintf(rbuf, sizeof rbuf, "v%d", e->root);
         res = rbuf;
     }
