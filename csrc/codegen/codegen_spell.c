@@ -39,13 +39,10 @@ static const ttc_spelling opencl = {
         OP(SIGMOID, .fl = "1.0f / (1.0f + exp(-%a))"),
         OP(TANH, .fl = "ttc_tanh(%a)"),
         /* GELU: ours (mathfn.cl, erfc-based: 4 ulp of float64 everywhere, also in the negative
-         * tail) in float; a value that ends as half takes torch's own CUDA formula in its
-         * float opmath, 1 + erf (tanh), with the device's erf (tanh): far cheaper on GPUs (the
-         * epilogue of a ConvNeXt-T FC1 at batch 32: 147 -> 75 us on the H100), its error only
-         * below half's resolution, and the value torch computes */
-        OP(GELU_ERF, .fl = "ttc_gelu_erf(%a)", .fl16 = "0.5f * %a * (1.0f + ttc_erf(%a * 0.70710678118654752f))"),
-        OP(GELU_TANH, .fl = "ttc_gelu_tanh(%a)",
-           .fl16 = "0.5f * %a * (1.0f + ttc_tanh(0.79788456080286536f * (%a + 0.044715f * %a * %a * %a)))"),
+         * tail) in float; a value that ends as half takes the cheaper forms of mathfn.cl's
+         * *_h, their error below half's resolution */
+        OP(GELU_ERF, .fl = "ttc_gelu_erf(%a)", .fl16 = "ttc_gelu_erf_h(%a)"),
+        OP(GELU_TANH, .fl = "ttc_gelu_tanh(%a)", .fl16 = "ttc_gelu_tanh_h(%a)"),
         OP(SILU, .fl = "%a / (1.0f + exp(-%a))"),
         OP(HARDSWISH, .fl = "%a * (%a < -3.0f ? 0.0f : %a > 3.0f ? 6.0f : %a + 3.0f) / 6.0f",
            .half = "%a * (%a < (half)-3.0f ? (half)0.0f : %a > (half)3.0f ? (half)6.0f : %a + (half)3.0f) / (half)6.0f"),

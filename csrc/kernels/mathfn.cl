@@ -54,6 +54,22 @@ TTC_MATH_INLINE float ttc_gelu_tanh(float x) {
     float e = exp(-2.0f * fabs(u));   /* exp(+2|u|) would overflow where the result is still normal */
     return x * (u >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
+/* GELU whose value is stored as half (codegen_spell.c fl16): half's 2^-11 leaves room for
+ * cheaper forms. Erf: 1 + erf(x/sqrt2) as erfc(z) = t P(t) exp(-z^2), t = 1 / (1 + 0.3275911 z),
+ * z = |x|/sqrt2 (Abramowitz & Stegun 7.1.26: absolute error below 1.5e-7), taken directly for
+ * x < 0 (no cancellation in the tail) and as 2 - erfc for x >= 0; tanh form: x * sigmoid(2u).
+ * Both use the device's fast reciprocal and exp (GPUs: one special-function instruction each;
+ * their error, ~2^-22, is far below half's). NaN and +-inf as ttc_gelu_erf/ttc_gelu_tanh. */
+TTC_MATH_INLINE float ttc_gelu_erf_h(float x) {
+    float z = fabs(x) * 0.70710678118654752f, t = native_recip(1.0f + 0.3275911f * z);
+    float q = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))))
+              * native_exp(-z * z);
+    return 0.5f * x * (x < 0.0f ? q : 2.0f - q);
+}
+TTC_MATH_INLINE float ttc_gelu_tanh_h(float x) {
+    float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return x * native_recip(1.0f + native_exp(-2.0f * u));
+}
 /* torch's floor division of floats (div_floor_floating): through fmod, so that inf // 2 is
  * NaN and -1 // inf is -1, where floor(a / b) gives inf and -0 */
 float ttc_floordiv(float a, float b) {
