@@ -485,8 +485,10 @@ ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling
     ttc_sbuf src = {0};
     ttc_sbuf_printf(&src, "/* torchtrt_c engine program (generated) */\n");
     if (k->half_compute) ttc_sbuf_printf(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
-    {   /* erf, tanh, GELU, floor division (mathfn.cl): vectorisable versions on CPU devices */
-        const char *defs[] = {"TTC_CPU_MATH", gpu ? "0" : "1", NULL};
+    {   /* erf, tanh, GELU, floor division (mathfn.cl): vectorisable versions on CPU devices; the
+         * native (implementation-defined) exp/reciprocal only where measured: NVIDIA */
+        const char *defs[] = {"TTC_CPU_MATH", gpu ? "0" : "1", "TTC_NATIVE_MATH", ttc_kir_target(k)->nvidia ? "1" : "0",
+                              NULL};
         ttc_status ms = emit_template(&src, "mathfn", defs);
         if (ms != TTC_OK) { ttc_sbuf_free(&src); return ms; }
     }

@@ -21,7 +21,7 @@
  * tanh: |x| < 0.3, the Taylor series to x^11 (next term < 1e-9 relative); else
  * (1 - e) / (1 + e) with e = exp(-2|x|), free of cancellation there (e < 0.55).
  * GPUs keep the built-in erf and tanh (fast and accurate there); GELU is ours everywhere.
- * Specialised by: TTC_CPU_MATH. */
+ * Specialised by: TTC_CPU_MATH, TTC_NATIVE_MATH. */
 /* erf(x) = TTC_ERF_SMALL(x, x*x) for |x| < 0.5; erfc(a) = exp(-a*a) * TTC_ERFC_Q(t) / (a + 2).
  * PoCL vectorises a kernel across work-items only when every call in it is inlined; LLVM's
  * cost threshold (225) left GELU a call and the kernel ran scalar, 25x slower. */
@@ -58,18 +58,28 @@ TTC_MATH_INLINE float ttc_gelu_tanh(float x) {
  * cheaper forms. Erf: 1 + erf(x/sqrt2) as erfc(z) = t P(t) exp(-z^2), t = 1 / (1 + 0.3275911 z),
  * z = |x|/sqrt2 (Abramowitz & Stegun 7.1.26: absolute error below 1.5e-7), taken directly for
  * x < 0 (no cancellation in the tail) and as 2 - erfc for x >= 0; tanh form: x * sigmoid(2u).
- * Both use the device's fast reciprocal and exp (GPUs: one special-function instruction each;
- * their error, ~2^-22, is far below half's). NaN and +-inf as ttc_gelu_erf/ttc_gelu_tanh. */
+ * On NVIDIA (TTC_NATIVE_MATH) both use the native reciprocal and exp, one special-function
+ * instruction each, their error (~2^-22) far below half's; elsewhere native_* accuracy is the
+ * implementation's, so the standard exp and division. NaN and +-inf as ttc_gelu_erf/_tanh. */
+#if TTC_NATIVE_MATH
+#define TTC_RCP_H(x) native_recip(x)
+#define TTC_EXP_H(x) native_exp(x)
+#else
+#define TTC_RCP_H(x) (1.0f / (x))
+#define TTC_EXP_H(x) exp(x)
+#endif
 TTC_MATH_INLINE float ttc_gelu_erf_h(float x) {
-    float z = fabs(x) * 0.70710678118654752f, t = native_recip(1.0f + 0.3275911f * z);
+    float z = fabs(x) * 0.70710678118654752f, t = TTC_RCP_H(1.0f + 0.3275911f * z);
     float q = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))))
-              * native_exp(-z * z);
+              * TTC_EXP_H(-z * z);
     return 0.5f * x * (x < 0.0f ? q : 2.0f - q);
 }
 TTC_MATH_INLINE float ttc_gelu_tanh_h(float x) {
     float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return x * native_recip(1.0f + native_exp(-2.0f * u));
+    return x * TTC_RCP_H(1.0f + TTC_EXP_H(-2.0f * u));
 }
+#undef TTC_RCP_H
+#undef TTC_EXP_H
 /* torch's floor division of floats (div_floor_floating): through fmod, so that inf // 2 is
  * NaN and -1 // inf is -1, where floor(a / b) gives inf and -0 */
 float ttc_floordiv(float a, float b) {

@@ -1,6 +1,6 @@
 """GELU whose value is stored as half (fp16 engines): mathfn.cl's ttc_gelu_erf_h (erfc after
 Abramowitz & Stegun 7.1.26, absolute error below 1.5e-7) and ttc_gelu_tanh_h (x sigmoid(2u)),
-with the device's fast reciprocal and exp (codegen_spell.c fl16), where float results keep
+with the native reciprocal and exp on NVIDIA, the standard ones elsewhere (codegen_spell.c fl16), where float results keep
 mathfn.cl's erfc-based GELU. Against float64 GELU of the same half inputs rounded to half: within
 one half ulp (2^-10 relative) plus 2^-21 absolute, over [-8, 8] (torch's own float CPU GELU is off
 by 0.9% at x = -4.5, where 1 + erf cancels), odd sizes, as an elementwise kernel and as a GEMM's
