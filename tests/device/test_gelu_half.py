@@ -5,6 +5,7 @@ mathfn.cl's erfc-based GELU. Against float64 GELU of the same half inputs rounde
 one half ulp (2^-10 relative) plus 2^-21 absolute, over [-8, 8] (torch's own float CPU GELU is off
 by 0.9% at x = -4.5, where 1 + erf cancels), odd sizes, as an elementwise kernel and as a GEMM's
 fused epilogue."""
+import math
 import re
 
 import pytest
@@ -28,7 +29,7 @@ def _calls(src, fn):
 
 
 def _check(got, x, approx, what):
-    want = F.gelu(x.double(), approximate=approx).half().double()
+    want = (_gelu64(x) if approx == "none" else F.gelu(x.double(), approximate=approx)).half().double()
     err = (got.double() - want).abs()
     lim = want.abs() * 2.0 ** -10 + 2.0 ** -21
     bad = err > lim
@@ -77,9 +78,15 @@ def test_gelu_half_gemm_epilogue(approx, shape):
     assert float((got - want).abs().max()) <= 2e-3 + 2e-3 * float(want.abs().max())
 
 
+def _gelu64(x):
+    """GELU in float64 through erfc: torch's double GELU, 1 + erf, is itself 1.9% off at x = -8"""
+    x = x.double()
+    return 0.5 * x * torch.special.erfc(-x / math.sqrt(2.0))
+
+
 def test_float_gelu_keeps_erfc_form():
-    x = torch.linspace(-5, 8, 101)
+    x = torch.linspace(-8, 8, 101)
     trt = torchtrt_c.compile(Act("none").eval(), inputs=[x], min_block_size=1)
     assert _calls(_src(trt), "ttc_gelu_erf") and not _calls(_src(trt), "ttc_gelu_erf_h")
-    want = F.gelu(x.double()).float()
-    assert float(((trt(x) - want).abs() / want.abs().clamp_min(1e-30)).max()) < 1e-5
+    want = _gelu64(x)
+    assert float(((trt(x).double() - want).abs() / want.abs().clamp_min(1e-30)).max()) < 1e-6
