@@ -4,12 +4,7 @@
 # of PROFILE models ("model:batch:precision" rows) on the CUDA launch path.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-O=${OUT:-/tmp/out}; mkdir -p "$O"
-T0=$(date +%s)
-mkdir -p /etc/OpenCL/vendors; echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-python3 setup.py -q build_ext --inplace -j "$(nproc)" > "$O/build.log" 2>&1 || { tail -30 "$O/build.log"; exit 1; }
-export PYTHONPATH=$PWD TORCHTRT_C_DEVICE=gpu
-echo "build $(( $(date +%s) - T0 )) s"; nvidia-smi -L
+. bench/probe/gpu_prelude.sh
 TESTS=${TESTS-tests/device/test_attn_mma.py tests/device/test_nonfinite.py tests/device/test_op_harness.py}
 if [ -n "$TESTS" ]; then
     timeout ${TEST_S:-200} python3 -m pytest $TESTS -q -n 14 -p no:cacheprovider -rfE -k "${TEST_K:-attn or attention or sdpa or scaled_dot}" > "$O/pytest.log" 2>&1

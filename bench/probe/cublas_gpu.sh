@@ -5,12 +5,7 @@
 # ViT, GPT-2; b8 fp32 BERT).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-O=${OUT:-/tmp/out}; mkdir -p "$O"
-T0=$(date +%s)
-mkdir -p /etc/OpenCL/vendors; echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-python3 setup.py -q build_ext --inplace -j "$(nproc)" > "$O/build.log" 2>&1 || { tail -30 "$O/build.log"; exit 1; }
-export PYTHONPATH=$PWD TORCHTRT_C_DEVICE=gpu
-echo "build $(( $(date +%s) - T0 )) s"; nvidia-smi -L
+. bench/probe/gpu_prelude.sh
 if [ -n "${PRE:-}" ]; then eval "$PRE"; fi
 TESTS=${TESTS-tests/gpu/test_cublas_gemm.py tests/gpu/test_cuda_graphs.py tests/gpu/test_gemm_dynsmem.py tests/gpu/test_cuda_launch.py}
 if [ -n "$TESTS" ]; then

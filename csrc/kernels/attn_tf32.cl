@@ -52,21 +52,20 @@ TTC_INL void TILE(__local float *dst, __global const float *src, int base, int r
     }
 }
 
-/* x as big (tf32), small (tf32 of the rest; 0 where x is not finite) and big where finite */
-TTC_INL void SPLIT(float x, uint *big, uint *small, uint *bigf) {
+/* x as big (tf32) and small (tf32 of the rest; 0 where x is not finite) */
+TTC_INL void SPLIT(float x, uint *big, uint *small) {
     uint b = ttc_tf32(x);
     bool fin = isfinite(x) && isfinite(ttc_tf32_val(b));
     *big = b;
     *small = fin ? ttc_tf32(x - ttc_tf32_val(b)) : 0u;
-    *bigf = fin ? b : 0u;
 }
 
 /* a landed [BN, D] tile split in place: big parts over the floats, small parts into sml */
 TTC_INL void TTC_GLUE(KNAME, _split_tile)(__local float *t, __local uint *sml, int tid) {
     for (int c = tid; c < BN * D; c += NTH) {
         int i = (c / D) * SK + c % D;
-        uint b, sm, unused;
-        SPLIT(t[i], &b, &sm, &unused);
+        uint b, sm;
+        SPLIT(t[i], &b, &sm);
         ((__local uint *)t)[i] = b;
         sml[i] = sm;
     }
@@ -105,11 +104,8 @@ void KNAME(int L, int S, int nh, __global const float *q, int q_off, int q_s0, i
     /* Q's A fragments, split: rows warp*16 + g (+8), dims kd*8 + t (+4) */
     uint qbig[D / 8][4], qsml[D / 8][4];
     UNROLL for (int kd = 0; kd < D / 8; kd++) {
-        UNROLL for (int i = 0; i < 4; i++) {
-            uint unused;
-            SPLIT(Qs[(warp * 16 + g + (i & 1) * 8) * SK + kd * 8 + t + (i >> 1) * 4], &qbig[kd][i], &qsml[kd][i],
-                  &unused);
-        }
+        UNROLL for (int i = 0; i < 4; i++)
+            SPLIT(Qs[(warp * 16 + g + (i & 1) * 8) * SK + kd * 8 + t + (i >> 1) * 4], &qbig[kd][i], &qsml[kd][i]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);   /* Q's space becomes K's and V's */
 
@@ -196,10 +192,11 @@ void KNAME(int L, int S, int nh, __global const float *q, int q_off, int q_s0, i
         UNROLL for (int kk = 0; kk < BN / 8; kk++) {
             /* P's A fragment for keys kk*8..: k-index t is key 2t (c0 row g, c2 row g+8), t+4 key 2t+1 */
             uint pb[4], ps[4], pf[4];
-            SPLIT(s[kk][0], &pb[0], &ps[0], &pf[0]);
-            SPLIT(s[kk][2], &pb[1], &ps[1], &pf[1]);
-            SPLIT(s[kk][1], &pb[2], &ps[2], &pf[2]);
-            SPLIT(s[kk][3], &pb[3], &ps[3], &pf[3]);
+            SPLIT(s[kk][0], &pb[0], &ps[0]);
+            SPLIT(s[kk][2], &pb[1], &ps[1]);
+            SPLIT(s[kk][1], &pb[2], &ps[2]);
+            SPLIT(s[kk][3], &pb[3], &ps[3]);
+            UNROLL for (int i = 0; i < 4; i++) pf[i] = FIN(pb[i]);
             UNROLL for (int dn = 0; dn < D / 8; dn++) {
                 int x = (kk * 8 + 2 * t) * SK + dn * 8 + g;   /* V: k = key kk*8 + 2t (+1), n = dim dn*8 + g */
                 uint bb[2] = {Vb[x], Vb[x + SK]}, bs[2] = {Vl[x], Vl[x + SK]}, bf[2] = {FIN(bb[0]), FIN(bb[1])};
