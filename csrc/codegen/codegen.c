@@ -261,7 +261,13 @@ ttc_status ttc_gen_elementwise(const ttc_kgen *g) {
     ttc_kp_init(&p, g->k, g->ks, false);
     ttc_kp_int(&p, TTC_ARG_PROD, g->op->out, 0, out->rank, 0, "n");
     ttc_status s = ttc_kp_done(&p);
-    if (s == TTC_OK)
+    if (s == TTC_OK && g->vec > 1) {
+        /* vec adjacent elements per work-item (<name>_storev) */
+        ttc_sbuf_printf(g->src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0) * %d;\n"
+                        "    if (lin >= n) return;\n    %s_storev(lin%s);\n}\n", g->ks->name, ttc_kp_sig(&p), g->P,
+                        g->vec, g->ks->name, g->A_);
+        g->ks->g[0].div = g->vec;
+    } else if (s == TTC_OK)
         ttc_sbuf_printf(g->src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n"
                         "    if (lin >= n) return;\n    %s_store(0.0f, lin%s);\n}\n", g->ks->name, ttc_kp_sig(&p), g->P,
                         g->ks->name, g->A_);
@@ -397,7 +403,7 @@ static bool lib_epi_wanted(const ttc_kir *k, const ttc_kop *op) {
  * in these kernels). The pointers are restrict (the tensors of one kernel never overlap:
  * plan.c gives them disjoint lifetimes), so that the leaves' loads need not wait for stores. */
 static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spelling *sp, const ttc_kop *op,
-                              ttc_kspec *ks, const char *P, const char *A_) {
+                              ttc_kspec *ks, const char *P, const char *A_, int32_t vec) {
     ttc_sbuf rp = {0};
     for (const char *c = P; *c; c++) {
         ttc_sbuf_append(&rp, c, 1);
@@ -405,6 +411,19 @@ static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spellin
     }
     if (!rp.data || rp.oom) { ttc_sbuf_free(&rp); return TTC_ERR_NOMEM; }
     ttc_dtype d = k->ts[op->out].dtype;
+    ks->lib_epi = true;
+    if (vec > 1) {
+        /* runs of vec adjacent elements (<name>_storev), TTC_LIB_EPI_V / vec per work-item:
+         * run r of work-item t starts at element (t + r * L) * vec of the group's 8L */
+        ttc_sbuf_printf(src, "__kernel void %s_e(int n%s) {\n"
+                        "    const int L = get_local_size(0), b = get_group_id(0) * L * %d + get_local_id(0) * %d;\n",
+                        ks->name, rp.data, TTC_LIB_EPI_V, vec);
+        for (int r = 0; r < TTC_LIB_EPI_V / vec; r++)
+            ttc_sbuf_printf(src, "    if (b + %d * L < n) %s_storev(b + %d * L%s);\n", r * vec, ks->name, r * vec, A_);
+        ttc_sbuf_printf(src, "}\n");
+        ttc_sbuf_free(&rp);
+        return TTC_OK;
+    }
     /* a work-group of L covers 8L elements: element j of work-item t is t + j*L, so that each
      * load and store of a warp is one contiguous run (8 consecutive elements per work-item made
      * every store instruction touch 16 sectors with 2 bytes each) */
@@ -422,7 +441,6 @@ static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spellin
         ttc_sbuf_printf(src, "    if (b + %d * L < n) %s_store(v%d, b + %d * L%s);\n", j, ks->name, j, j, A_);
     ttc_sbuf_printf(src, "}\n");
     ttc_sbuf_free(&rp);
-    ks->lib_epi = true;
     return TTC_OK;
 }
 
@@ -436,14 +454,20 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
     /* transposing tiles use local memory: the GPU kernel families only (forced on PoCL by tests) */
     int32_t tp0 = -1, tp1 = -1;
     int32_t tleaf = !nat && (gpu || ttc_codegen_gpu_forced(k)) ? ttc_codegen_tiled_leaf(k, op, &tp0, &tp1) : -1;
+    /* adjacent elements per work-item: the library epilogue ("<name>_e") on any device, and
+     * elementwise kernels of the GPU families (CPU devices run most elementwise ops natively) */
+    bool lib = !nat && tleaf < 0 && lib_epi_wanted(k, op);
+    int32_t vec = 1;
+    if (lib || (!nat && tleaf < 0 && op->kind == TTC_KOP_ELEMENTWISE && (gpu || ttc_codegen_gpu_forced(k))))
+        vec = ttc_codegen_vec_width(k, op);
     ttc_kparams epi;
     ttc_kp_init(&epi, k, ks, true);
-    ttc_status s = ttc_codegen_store_fn_given(src, k, op, sp, &epi, tleaf);
+    ttc_status s = ttc_codegen_store_fns(src, k, op, sp, &epi, tleaf, vec, lib);
     if (s == TTC_OK) {
         /* The store-function arguments come first in ks->args; kernels put them last:
          * rotate after the kind-specific arguments are appended. */
         int32_t n_epi = ks->n_args;
-        ttc_kgen g = {src, k, op, ks, gpu, sp, ttc_kp_sig(&epi), ttc_kp_call(&epi), tleaf, tp0, tp1};
+        ttc_kgen g = {src, k, op, ks, gpu, sp, ttc_kp_sig(&epi), ttc_kp_call(&epi), tleaf, tp0, tp1, lib ? 1 : vec};
         if (row->launch == TTC_LAUNCH_OUT) {
             gdim(ks, 0, op->out, 0, k->ts[op->out].rank, 1, 0);
             ks->work_dims = 1;
@@ -451,7 +475,7 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         if (nat) s = native->gen(src, k, op, ks, g.P, g.A_);
         else s = row->gen(&g);
         ks->n_store_args = n_epi;
-        if (s == TTC_OK && !nat && tleaf < 0 && lib_epi_wanted(k, op)) s = gen_lib_epi(src, k, sp, op, ks, g.P, g.A_);
+        if (s == TTC_OK && lib) s = gen_lib_epi(src, k, sp, op, ks, g.P, g.A_, vec);
         if (s == TTC_OK && src->oom) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);
         if (s == TTC_OK) {
             int32_t n_kind = ks->n_args - n_epi;

@@ -201,6 +201,7 @@ typedef struct ttc_kgen {
     const ttc_spelling *sp;
     const char *P, *A_;
     int32_t tile_leaf, tile_p0, tile_p1;   /* ELEMENTWISE: ttc_codegen_tiled_leaf's choice (-1: none) */
+    int32_t vec;                           /* ELEMENTWISE: elements per work-item ("<name>_storev" when > 1) */
 } ttc_kgen;
 typedef ttc_status (*ttc_kind_gen)(const ttc_kgen *g);
 /* How big a kind's launch is, set before its generator runs (which may still replace it). */

@@ -254,6 +254,149 @@ const char *ttc_codegen_leaf_type(const ttc_kir *k, int32_t t) {
 
 ttc_status ttc_codegen_store_fn_given(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
                                       ttc_kparams *p, int32_t given) {
+    return ttc_codegen_store_fns(src, k, op, sp, p, given, 1, false);
+}
+
+int32_t ttc_codegen_vec_width(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank;
+    if (R < 1 || R > TTC_MAX_RANK || (out->dtype != TTC_DTYPE_FLOAT16 && out->dtype != TTC_DTYPE_FLOAT32) ||
+        out->dims[R - 1].sym >= 0)
+        return 1;
+    int64_t D = out->dims[R - 1].add;
+    int32_t V = out->dtype == TTC_DTYPE_FLOAT16 ? 8 : 4;   /* 16 bytes */
+    while (V > 1 && (D <= 0 || D % V)) V /= 2;
+    return V;
+}
+
+/* The pointer expression's alignment test for a V-element run of dtype d (16, 8 or 4 bytes). */
+static void aligned(ttc_sbuf *b, const char *ptr, const char *idx, int32_t V, ttc_dtype d) {
+    ttc_sbuf_printf(b, "(((size_t)(%s + %s) & %d) == 0)", ptr, idx, V * (int)ttc_dtype_size(d) - 1);
+}
+
+/* dst[0..V) = the V floats at ptr[idx..] (float16 or float32, aligned(...) holds): one access
+ * of V * size bytes; float16 goes through a private copy that vload_half<V> converts. */
+static void load_run(ttc_sbuf *b, const char *ptr, const char *idx, int32_t V, ttc_dtype d, const char *dst,
+                     const char *dst_type, const char *ind) {
+    static const char *h[] = {"", "", "uint", "", "uint2", "", "", "", "uint4"};
+    if (d == TTC_DTYPE_FLOAT16) {
+        ttc_sbuf_printf(b, "%s{ const %s raw = *(__global const %s *)(%s + %s);\n"
+                           "%s  const float%d f = vload_half%d(0, (const __private half *)&raw);\n",
+                        ind, h[V], h[V], ptr, idx, ind, V, V);
+    } else {
+        ttc_sbuf_printf(b, "%s{ const float%d f = *(__global const float%d *)(%s + %s);\n", ind, V, V, ptr, idx);
+    }
+    ttc_sbuf_printf(b, "%s ", ind);
+    for (int32_t j = 0; j < V; j++) ttc_sbuf_printf(b, " %s[%d] = (%s)f.s%x;", dst, j, dst_type, j);
+    ttc_sbuf_printf(b, " }\n");
+}
+
+/* "<name>_storev(int lin, ...)": the store function for the V elements lin .. lin + V - 1 of the
+ * output (lin a multiple of V, V dividing the output's innermost dim: ttc_codegen_vec_width), so
+ * that they share every index but the innermost. The output's index is decomposed once; each
+ * leaf is read as one V-wide access where its V elements are adjacent and aligned (dense
+ * leaves, strided leaves whose innermost stride is 1 at run time), once where they are one
+ * element (innermost stride 0: a bias or a per-channel scale), else element by element; the
+ * result is stored as one access where aligned. raw_acc: acc is the output's value (a library
+ * call's raw result, "<name>_e"), else 0. Same parameters as <name>_store. */
+static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                              const ttc_kparams *p, int32_t V, bool raw_acc, bool need_idx) {
+    const ttc_et *out = &k->ts[op->out];
+    const ttc_expr *e = &op->epi;
+    int32_t R = out->rank;
+    bool has_index = false;
+    for (int32_t i = 0; i < e->n; i++) has_index = has_index || e->nodes[i].op == TTC_EOP_INDEX;
+    ttc_sbuf_printf(src, "static inline void %s_storev(int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
+    if (need_idx) {
+        ttc_sbuf_printf(src, "    int rem = lin;\n");
+        for (int32_t d = R - 1; d >= 1; d--) {
+            if (out->dims[d].sym >= 0) ttc_sbuf_printf(src, "    const int b%d = rem %% od%d; rem /= od%d;\n", d, d, d);
+            else ttc_sbuf_printf(src, "    const int b%d = rem %% %lld; rem /= %lld;\n", d, (long long)out->dims[d].add,
+                                 (long long)out->dims[d].add);
+        }
+        ttc_sbuf_printf(src, "    const int b0 = rem;\n");
+    }
+    ttc_sbuf_printf(src, "    float acc[%d];\n", V);
+    if (raw_acc) {
+        ttc_sbuf_printf(src, "    if ");
+        aligned(src, "o_", "o_off + lin", V, out->dtype);
+        ttc_sbuf_printf(src, "\n");
+        load_run(src, "o_", "o_off + lin", V, out->dtype, "acc", "float", "        ");
+        ttc_sbuf_printf(src, "    else for (int j = 0; j < %d; j++) acc[j] = ", V);
+        ttc_codegen_load(src, k, sp, out->dtype, "o_", "o_off + lin + j");
+        ttc_sbuf_printf(src, ";\n");
+    } else {
+        ttc_sbuf_printf(src, "    for (int j = 0; j < %d; j++) acc[j] = 0.0f;\n", V);
+    }
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        int32_t t = e->leaves[l];
+        ttc_dtype d = k->ts[t].dtype;
+        const char *lt = ttc_codegen_leaf_type(k, t);
+        bool dense = leaf_dense(k, out, t), vec = d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT32;
+        char ptr[16], idx[32], dst[16], at[48];
+        snprintf(ptr, sizeof ptr, "l%d", l);
+        snprintf(idx, sizeof idx, "l%d_p", l);
+        snprintf(dst, sizeof dst, "l%d_a", l);
+        ttc_sbuf_printf(src, "    %s l%d_a[%d];\n    const int l%d_p = l%d_off", lt, l, V, l, l);
+        if (dense) ttc_sbuf_printf(src, " + lin");
+        else for (int32_t dd = 0; dd < R; dd++) ttc_sbuf_printf(src, " + b%d * l%d_s%d", dd, l, dd);
+        ttc_sbuf_printf(src, ";\n");
+        if (dense) snprintf(at, sizeof at, "l%d_p + j", l);
+        else snprintf(at, sizeof at, "l%d_p + j * l%d_s%d", l, l, R - 1);
+        ttc_sbuf_printf(src, "    ");
+        if (vec) {
+            ttc_sbuf_printf(src, "if (");
+            if (!dense) ttc_sbuf_printf(src, "l%d_s%d == 1 && ", l, R - 1);
+            aligned(src, ptr, idx, V, d);
+            ttc_sbuf_printf(src, ")\n");
+            load_run(src, ptr, idx, V, d, dst, lt, "        ");
+            ttc_sbuf_printf(src, "    else ");
+        }
+        if (!dense) {
+            ttc_sbuf_printf(src, "if (l%d_s%d == 0) { const %s x = ", l, R - 1, lt);
+            ttc_codegen_load(src, k, sp, d, ptr, idx);
+            ttc_sbuf_printf(src, "; for (int j = 0; j < %d; j++) l%d_a[j] = x; }\n    else ", V, l);
+        }
+        ttc_sbuf_printf(src, "for (int j = 0; j < %d; j++) l%d_a[j] = ", V, l);
+        ttc_codegen_load(src, k, sp, d, ptr, at);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    ttc_sbuf_printf(src, "    float r[%d];\n", V);
+    for (int32_t j = 0; j < V; j++) {   /* element j, in a block of its own */
+        ttc_sbuf_printf(src, "    {\n");
+        if (has_index)
+            for (int32_t dd = 0; dd < R; dd++)
+                ttc_sbuf_printf(src, "    const int i%d = b%d + %d;\n", dd, dd, dd == R - 1 ? j : 0);
+        for (int32_t l = 0; l < e->n_leaves; l++)
+            ttc_sbuf_printf(src, "    const %s l%d_v = l%d_a[%d];\n", ttc_codegen_leaf_type(k, e->leaves[l]), l, l, j);
+        char an[16];
+        snprintf(an, sizeof an, "acc[%d]", j);
+        if (e->n > 0) {
+            TTC_TRY(emit_expr(src, k, sp, e, an, out->dtype == TTC_DTYPE_FLOAT16));
+            ttc_sbuf_printf(src, "    r[%d] = (float)v%d;\n", j, e->root);
+        } else {
+            ttc_sbuf_printf(src, "    r[%d] = %s;\n", j, an);
+        }
+        ttc_sbuf_printf(src, "    }\n");
+    }
+    ttc_sbuf_printf(src, "    if ");
+    aligned(src, "o_", "o_off + lin", V, out->dtype);
+    if (out->dtype == TTC_DTYPE_FLOAT16) {
+        static const char *h[] = {"", "", "uint", "", "uint2", "", "", "", "uint4"};
+        ttc_sbuf_printf(src, " {\n        %s w;\n        vstore_half%d(vload%d(0, r), 0, (__private half *)&w);\n"
+                             "        *(__global %s *)(o_ + o_off + lin) = w;\n    }\n",
+                        h[V], V, V, h[V]);
+    } else {
+        ttc_sbuf_printf(src, " *(__global float%d *)(o_ + o_off + lin) = vload%d(0, r);\n", V, V);
+    }
+    ttc_sbuf_printf(src, "    else for (int j = 0; j < %d; j++) {\n", V);
+    ttc_codegen_store(src, k, sp, out->dtype, "r[j]", "r[j]", "lin + j", "        ");
+    ttc_sbuf_printf(src, "    }\n}\n");
+    return TTC_OK;
+}
+
+ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                 ttc_kparams *p, int32_t given, int32_t vec, bool raw_acc) {
     const ttc_et *out = &k->ts[op->out];
     const ttc_expr *e = &op->epi;
     int32_t R = out->rank;
@@ -323,5 +466,6 @@ ttc_status ttc_codegen_store_fn_given(ttc_sbuf *src, const ttc_kir *k, const ttc
     snprintf(fres, sizeof fres, "(float)%s", res);
     ttc_codegen_store(src, k, sp, out->dtype, res, fres, "lin", "    ");
     ttc_sbuf_printf(src, "}\n");
+    if (vec > 1 && given < 0) TTC_TRY(emit_storev(src, k, op, sp, p, vec, raw_acc, need_idx));
     return TTC_OK;
 }

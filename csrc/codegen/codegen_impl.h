@@ -20,6 +20,17 @@ ttc_status ttc_codegen_store_fn(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *
  * parameter "given" (held in ttc_codegen_leaf_type) instead of read from memory. */
 ttc_status ttc_codegen_store_fn_given(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
                                       ttc_kparams *p, int32_t given);
+/* The same, and where vec > 1 also "<kname>_storev(int lin, ...)" with the same parameters:
+ * the V = vec elements from lin (a multiple of vec) computed and stored together (one decomposed
+ * index, V-wide accesses where adjacent and aligned); raw_acc: their acc is the output's current
+ * value (a library call's raw result), else 0. vec must be ttc_codegen_vec_width's or a
+ * divisor of it. */
+ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                 ttc_kparams *p, int32_t given, int32_t vec, bool raw_acc);
+/* How many adjacent output elements of op one work-item may store together (_storev): 8 float16
+ * or 4 float32 (16 bytes), halved until it divides the output's innermost dim; 1 where that dim
+ * is symbolic or the output is neither float16 nor float32. */
+int32_t ttc_codegen_vec_width(const ttc_kir *k, const ttc_kop *op);
 const char *ttc_codegen_leaf_type(const ttc_kir *k, int32_t t);
 /* The leaf of ELEMENTWISE op that is a permuted view of a dense tensor whose innermost dim is
  * not the output's (an NHWC <-> NCHW copy): read one element per work-item, neighbouring
