@@ -44,11 +44,12 @@ def accs(trt):
 
 
 def lib_stats(trt):
-    """The engines' CUDA-launch counters summed: library kernels, library calls, shapes timed,
-    calls, graph calls."""
+    """The engines' CUDA-launch counters summed: library kernels, library calls, those that
+    applied the epilogue themselves (cuBLASLt), shapes timed, calls, graph calls."""
     from torchtrt_c.runtime import _cuda_launch, _execute
     st = [_cuda_launch.stats(_execute._plan(a.meta, a.engine)) for a in accs(trt)]
-    return {k: sum(s[k] for s in st) for k in ("lib_kernels", "lib_calls", "lib_timed", "calls", "graph_calls")}
+    return {k: sum(s[k] for s in st) for k in ("lib_kernels", "lib_calls", "lib_fused", "lib_timed", "calls",
+                                                 "graph_calls")}
 
 
 def launch_call(trt, *xs, **kw):

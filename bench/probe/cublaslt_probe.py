@@ -16,7 +16,9 @@ WANT = {"CUBLASLT_MATMUL_DESC_TRANSA": 3, "CUBLASLT_MATMUL_DESC_TRANSB": 4, "CUB
         "CUBLASLT_EPILOGUE_DEFAULT": 1, "CUBLASLT_EPILOGUE_RELU": 2, "CUBLASLT_EPILOGUE_BIAS": 4,
         "CUBLASLT_EPILOGUE_RELU_BIAS": 6, "CUBLASLT_EPILOGUE_GELU": 32, "CUBLASLT_EPILOGUE_GELU_BIAS": 36,
         "CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT": 5, "CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET": 6,
-        "CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES": 1}
+        "CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES": 1, "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES": 5,
+        "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES": 6, "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES": 7,
+        "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES": 8, "CUBLASLT_MATMUL_DESC_TRANSC": 5}
 hdrs = [h for pat in ("/usr/local/cuda*/include/cublasLt.h", "/usr/include/cublasLt.h",
                       "/opt/torch/.venv/lib/python3*/site-packages/nvidia/cu*/include/cublasLt.h",
                       "/opt/torch/.venv/lib/python3*/site-packages/nvidia/cublas/include/cublasLt.h")

@@ -52,6 +52,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_launch = true;
     t->cuda_graphs = 8;
     t->cuda_libs = TTC_CUDA_LIBS_AUTO;
+    t->cuda_lt = true;
     t->attn_mma = -1;
     t->build_threads = 1;
     t->build_procs = 1;
@@ -175,6 +176,10 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
         else if (!strcmp(v, "1")) t.cuda_libs = TTC_CUDA_LIBS_ALL;
         else if (!strcmp(v, "auto")) t.cuda_libs = TTC_CUDA_LIBS_AUTO;
         else return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_LIBS=%s: expected 0, 1 or auto", v);
+    }
+    if ((v = env("TORCHTRT_C_CUDA_LT")) != NULL) {
+        if (strcmp(v, "0") && strcmp(v, "1")) return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_LT=%s: expected 0 or 1", v);
+        t.cuda_lt = v[0] == '1';
     }
     /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device
      * is not NVIDIA (tests on PoCL), =0 keeps the row kernel on NVIDIA (A/B runs) */

@@ -103,6 +103,9 @@ typedef struct ttc_target {
                                    * =0 never, =auto (default) each shape timed once against the
                                    * engine's kernel, =1 always where the library can (and the
                                    * epilogue kernels emitted on any device: tests) */
+    bool cuda_lt;                 /* CUDA launch path: a cuBLAS GEMM's whole epilogue inside the product
+                                   * where cuBLASLt can take it (bias, residual, ReLU, tanh GELU), no
+                                   * epilogue kernel after it (TORCHTRT_C_CUDA_LT=0: never) */
     int32_t attn_mma;             /* attention on tensor cores (attn_mma.cl fp16, attn_tf32.cl fp32):
                                    * -1 choose (NVIDIA),
                                    * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */

@@ -56,7 +56,7 @@ struct ttc_cuda_engine {
     uint64_t *cw;                /* per convolution kernel cuDNN may run: its weights, OIHW in the
                                   * input's dtype (in cw_mem) */
     uint64_t cw_mem;
-    int64_t lib_calls, lib_timed;   /* atomics */
+    int64_t lib_calls, lib_timed, lib_fused;   /* atomics */
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -443,7 +443,7 @@ static uint64_t addr_of(void *ctx, int32_t t) {
 /* A kernel's library call: cuBLAS's product (conv NULL) or cuDNN's convolution of x by w
  * into y. */
 typedef struct lib_call {
-    ttc_cublas_gemm g;
+    ttc_cublas_gemm g;     /* fused (ttc_cublas_gemm_fused): cuBLASLt applies the epilogue, no "_e" */
     const ttc_cudnn_plan *conv;
     uint64_t x, w, y;
 } lib_call;
@@ -458,6 +458,10 @@ static ttc_status lib_run(const call_mem *m, int32_t ki, const lib_call *lc, uin
     else TTC_TRY(ttc_cublas_gemm_run(c->ordinal, &lc->g, stream, ws, c->ws_bytes));
     __atomic_fetch_add(&c->lib_calls, 1, __ATOMIC_RELAXED);
     (*launched)++;
+    if (!lc->conv && ttc_cublas_gemm_fused(&lc->g)) {
+        __atomic_fetch_add(&c->lib_fused, 1, __ATOMIC_RELAXED);
+        return TTC_OK;
+    }
     if (!c->efn[ki]) return TTC_OK;
     const ttc_kspec *ks = &c->e->cg.kernels[ki];
     int64_t n = m->p->res[c->e->k->ops[ks->op].out].numel;
@@ -482,7 +486,11 @@ static bool lib_call_of(const call_mem *m, int32_t ki, lib_call *lc, ttc_cuda_li
     memset(lc, 0, sizeof *lc);
     if (op->kind != TTC_KOP_CONV2D) {
         if (!ttc_cuda_lib_gemm(e, m->p, ki, addr_of, (void *)m, &lc->g, NULL, 0)) return false;
-        ttc_cuda_lib_key_make(&lc->g, op->tile, c->efn[ki] != NULL, key);
+        /* the epilogue inside the product where cuBLASLt can take all of it */
+        if (c->efn[ki] && e->tg.cuda_lt && ttc_cuda_lib_gemm_epi(e, m->p, ki, addr_of, (void *)m, &lc->g) &&
+            !ttc_cublaslt_ready(c->ordinal, &lc->g, c->ws_bytes))
+            lc->g.bias = lc->g.res = 0, lc->g.act = TTC_CUBLAS_ACT_NONE;
+        ttc_cuda_lib_key_make(&lc->g, op->tile, c->efn[ki] != NULL && !ttc_cublas_gemm_fused(&lc->g), key);
         *guess = ttc_cuda_lib_guess(&lc->g);
         return true;
     }
@@ -707,7 +715,8 @@ ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
                                 __atomic_load_n(&c->launches, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes, 0, 0, c->n_gs, c->dyn_max,
                                 c->n_lib, __atomic_load_n(&c->lib_calls, __ATOMIC_RELAXED),
-                                __atomic_load_n(&c->lib_timed, __ATOMIC_RELAXED)};
+                                __atomic_load_n(&c->lib_timed, __ATOMIC_RELAXED),
+                                __atomic_load_n(&c->lib_fused, __ATOMIC_RELAXED)};
     if (c->n_gs) {
         ttc_cuda_engine *m = (ttc_cuda_engine *)c;   /* the lock only: counters are read */
         pthread_mutex_lock(&m->glock);

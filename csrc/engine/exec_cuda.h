@@ -57,6 +57,7 @@ typedef struct ttc_cuda_engine_stats {
      * GEMM and convolution shapes this engine timed against the library */
     int32_t lib_kernels;
     int64_t lib_calls, lib_timed;
+    int64_t lib_fused;   /* library calls that applied the kernel's epilogue themselves (cuBLASLt) */
 } ttc_cuda_engine_stats;
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c);
 

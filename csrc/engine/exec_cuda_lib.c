@@ -89,6 +89,80 @@ out:
     return !w;
 }
 
+static bool floaty(ttc_dtype d) { return d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT32; }
+
+/* Node i past float16/float32 casts of float values (the epilogue's roundings, which one
+ * rounding of cuBLASLt's fp32 result replaces). */
+static int32_t past_casts(const ttc_expr *x, int32_t i) {
+    while (i >= 0 && i < x->n && x->nodes[i].op == TTC_EOP_CAST && floaty(x->nodes[i].dtype) && x->nodes[i].a >= 0 &&
+           x->nodes[i].a < i && floaty(x->nodes[x->nodes[i].a].dtype))
+        i = x->nodes[i].a;
+    return i;
+}
+
+/* The terms of a sum: the accumulator once and up to two leaves, each once. */
+typedef struct epi_terms {
+    int32_t acc, n, leaf[2];
+} epi_terms;
+
+static bool sum_terms(const ttc_expr *x, int32_t i, epi_terms *t, int32_t depth) {
+    i = past_casts(x, i);
+    if (i < 0 || i >= x->n || depth > 8) return false;
+    const ttc_enode *nd = &x->nodes[i];
+    if (nd->op == TTC_EOP_ADD)
+        return nd->a < i && nd->b < i && sum_terms(x, nd->a, t, depth + 1) && sum_terms(x, nd->b, t, depth + 1);
+    if (nd->op != TTC_EOP_LEAF || !floaty(nd->dtype)) return false;
+    if (nd->a < 0) return t->acc++ == 0;
+    if (nd->a >= x->n_leaves || t->n == 2) return false;
+    for (int32_t j = 0; j < t->n; j++)
+        if (t->leaf[j] == nd->a) return false;
+    t->leaf[t->n++] = nd->a;
+    return true;
+}
+
+/* Stride of tensor t (its plan entry r) for dim d of a rank-R index space, right-aligned, 0
+ * where it broadcasts. */
+static int64_t stride_in(const ttc_kir *k, const ttc_res *r, int32_t t, int32_t d, int32_t R) {
+    int32_t td = d - (R - k->ts[t].rank);
+    return td < 0 || r->shape[td] == 1 ? 0 : r->strides[td];
+}
+
+bool ttc_cuda_lib_gemm_epi(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
+                           ttc_cublas_gemm *g) {
+    const ttc_kir *k = e->k;
+    const ttc_kop *op = &k->ops[e->cg.kernels[ki].op];
+    const ttc_expr *x = &op->epi;
+    int32_t C = op->out, R = k->ts[C].rank;
+    const ttc_res *rc = &p->res[C];
+    if (op->kind != TTC_KOP_GEMM || x->n == 0 || g->batch != 1 || R < 1 || rc->shape[R - 1] != g->n) return false;
+    int32_t act = TTC_CUBLAS_ACT_NONE, top = past_casts(x, x->root);
+    if (top < 0 || top >= x->n) return false;
+    if (x->nodes[top].op == TTC_EOP_RELU || x->nodes[top].op == TTC_EOP_GELU_TANH) {
+        act = x->nodes[top].op == TTC_EOP_RELU ? TTC_CUBLAS_ACT_RELU : TTC_CUBLAS_ACT_GELU_TANH;
+        if (x->nodes[top].a >= top) return false;
+        top = x->nodes[top].a;
+    }
+    epi_terms t = {0};
+    if (!sum_terms(x, top, &t, 0) || t.acc != 1) return false;
+    uint64_t bias = 0, res = 0;
+    for (int32_t j = 0; j < t.n; j++) {
+        int32_t lt = x->leaves[t.leaf[j]];
+        const ttc_res *rl = &p->res[lt];
+        if (k->ts[lt].dtype != k->ts[C].dtype || k->ts[lt].rank > R) return false;
+        bool along_n = stride_in(k, rl, lt, R - 1, R) == 1 && rl->shape[k->ts[lt].rank - 1] == g->n;
+        for (int32_t d = 0; d < R - 1 && along_n; d++) along_n = stride_in(k, rl, lt, d, R) == 0;
+        bool same = k->ts[lt].rank == R && dense(rl, R);
+        for (int32_t d = 0; d < R && same; d++) same = rl->shape[d] == rc->shape[d];
+        if (along_n && !bias) bias = addr(ctx, lt);
+        else if (same && !res) res = addr(ctx, lt);
+        else return false;
+    }
+    g->bias = bias;
+    g->res = res;
+    g->act = act;
+    return true;
+}
+
 bool ttc_cuda_lib_conv(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
                        ttc_cudnn_conv *d, uint64_t *x, uint64_t *y, char *why, size_t why_len) {
     const ttc_kir *k = e->k;

@@ -23,6 +23,15 @@ typedef uint64_t (*ttc_cuda_addr_fn)(void *ctx, int32_t t);
 bool ttc_cuda_lib_gemm(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
                        ttc_cublas_gemm *g, char *why, size_t why_len);
 
+/* GEMM kernel ki's epilogue as cuBLASLt's (g made by ttc_cuda_lib_gemm for the same call):
+ * true, with g's bias, res and act set, where the whole epilogue is act(acc + bias + res)
+ * (any order of the additions, float casts between them), act none, ReLU or tanh GELU, bias a
+ * leaf of the output's dtype along the output's innermost dim (= the product's N, dense), res
+ * a dense leaf of the output's shape and dtype, each at most once, and the product not
+ * batched; false, g unchanged, otherwise. */
+bool ttc_cuda_lib_gemm_epi(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
+                           ttc_cublas_gemm *g);
+
 /* Convolution kernel ki at plan p as a cuDNN call (NCHW, the engine's own layout), x and y
  * its input's and output's addresses; false (why, if given) where cuDNN cannot run it as the
  * kernel does (split-K partials, dtypes, strided or misaligned tensors). The weights are the

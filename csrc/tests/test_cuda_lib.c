@@ -158,4 +158,114 @@ static void test_descriptors_match_the_engine(void) {
                 s4b, 3, 2, true);
 }
 
-TEST_MAIN(test_gemm_ok_rules, test_choices, test_descriptors_match_the_engine)
+/* The epilogue ttc_cuda_lib_gemm_epi hands cuBLASLt: for one GEMM engine over inputs x [2, 5, 16],
+ * w [24, 16] (a linear's weight) and the graph's other inputs (a bias, a residual), whether it is
+ * taken and which parts, and where taken, act(A.B + bias + res) computed here from the
+ * descriptor (host addresses) against the engine's own output (1e-4 of max(|ref|, 1)). */
+static void check_epi(const char *what, const char *text, int n_in, const int64_t *n_el, const int64_t (*shp_in)[3],
+                      const int *ranks, bool taken, int act, bool has_bias, bool has_res) {
+    ttc_engine *e = build_engine(text, NULL);
+    if (!e) return;
+    float *in[4] = {0};
+    const void *cin[4];
+    size_t inb[4];
+    int64_t shp[4][TTC_MAX_RANK] = {{0}};
+    for (int i = 0; i < n_in; i++) {
+        in[i] = malloc(sizeof(float) * (size_t)n_el[i]);
+        for (int64_t j = 0; j < n_el[i]; j++) in[i][j] = (float)((j * (7 + 2 * i) + 3 * i + 1) % 29) / 14.0f - 1.0f;
+        cin[i] = in[i];
+        inb[i] = sizeof(float) * (size_t)n_el[i];
+        memcpy(shp[i], shp_in[i], sizeof(int64_t) * (size_t)ranks[i]);
+    }
+    const int64_t nc = 2 * 5 * 24;
+    float *y = malloc(sizeof(float) * nc), *want = calloc(nc, sizeof(float));
+    void *out[1] = {y};
+    size_t outb[1] = {sizeof(float) * nc};
+    CHECK_OK(ttc_engine_execute(e, cin, inb, (const int64_t(*)[TTC_MAX_RANK])shp, out, outb));
+    int64_t sv[64] = {0};
+    ttc_plan *p = NULL;
+    CHECK_OK(ttc_engine_symbols_from_shapes(e, (const int64_t(*)[TTC_MAX_RANK])shp, sv));
+    CHECK_OK(ttc_engine_get_plan(e, sv, &p));
+    int found = 0;
+    for (int32_t ki = 0; p && ki < e->cg.n_kernels; ki++) {
+        if (e->k->ops[e->cg.kernels[ki].op].kind != TTC_KOP_GEMM) continue;
+        found++;
+        host_mem m = {p, in, want};
+        ttc_cublas_gemm g;
+        char why[96];
+        if (!ttc_cuda_lib_gemm(e, p, ki, host_addr, &m, &g, why, sizeof why)) {
+            CHECK(0, "%s: no descriptor (%s)", what, why);
+            continue;
+        }
+        ttc_cublas_gemm before = g;
+        bool got = ttc_cuda_lib_gemm_epi(e, p, ki, host_addr, &m, &g);
+        CHECK(got == taken, "%s: epilogue %s", what, got ? "taken" : "refused");
+        if (!got) {
+            CHECK(!memcmp(&before, &g, sizeof g), "%s: a refused epilogue changed the descriptor", what);
+            continue;
+        }
+        CHECK(g.act == act && (g.bias != 0) == has_bias && (g.res != 0) == has_res, "%s: act %d bias %d res %d", what,
+              (int)g.act, g.bias != 0, g.res != 0);
+        CHECK(ttc_cublas_gemm_ok(&g, why, sizeof why), "%s: %s", what, why);
+        const float *A = (const float *)(uintptr_t)g.a, *B = (const float *)(uintptr_t)g.b;
+        const float *bias = (const float *)(uintptr_t)g.bias, *res = (const float *)(uintptr_t)g.res;
+        float *C = (float *)(uintptr_t)g.c;
+        for (int64_t i = 0; i < g.m; i++)
+            for (int64_t j = 0; j < g.n; j++) {
+                double s = 0;
+                for (int64_t kk = 0; kk < g.k; kk++) s += (double)A[i * g.a_rs + kk * g.a_cs] * B[kk * g.b_rs + j * g.b_cs];
+                if (bias) s += bias[j];
+                if (res) s += res[i * g.ldc + j];
+                if (g.act == TTC_CUBLAS_ACT_RELU) s = s > 0 ? s : 0;
+                if (g.act == TTC_CUBLAS_ACT_GELU_TANH) s = 0.5 * s * (1 + tanh(0.7978845608028654 * (s + 0.044715 * s * s * s)));
+                C[i * g.ldc + j] = (float)s;
+            }
+        double err = 0, scale = 1;
+        for (int64_t i = 0; i < nc; i++) {
+            err = fmax(err, fabs((double)want[i] - y[i]));
+            scale = fmax(scale, fabs((double)y[i]));
+        }
+        CHECK(err <= 1e-4 * scale, "%s: the fused descriptor's result differs from the engine's by %g", what, err);
+    }
+    CHECK(found == 1, "%s: %d GEMM kernels", what, found);
+    if (p) ttc_plan_release(e, p);
+    ttc_engine_free(e);
+    for (int i = 0; i < n_in; i++) free(in[i]);
+    free(y); free(want);
+}
+
+#define HEAD3 "graph(%x : Float(2, 5, 16), %w : Float(24, 16), %b : Float(24), %r : Float(2, 5, 24)):\n"
+#define LIN "  %one : int = prim.Constant[value=1]()\n  %l : Float(2, 5, 24) = aten.linear.default(%x, %w, %b)\n"
+
+static void test_epilogues_for_cublaslt(void) {
+    if (!have_device()) return;
+    const int64_t n4[] = {2 * 5 * 16, 24 * 16, 24, 2 * 5 * 24};
+    const int64_t s4[][3] = {{2, 5, 16}, {24, 16}, {24}, {2, 5, 24}};
+    const int r4[] = {3, 2, 1, 3};
+    check_epi("bias", "graph(%x : Float(2, 5, 16), %w : Float(24, 16), %b : Float(24)):\n" LIN "  return (%l)\n", 3, n4,
+              s4, r4, true, TTC_CUBLAS_ACT_NONE, true, false);
+    check_epi("bias + residual", HEAD3 LIN "  %y : Float(2, 5, 24) = aten.add.Tensor(%r, %l, %one)\n  return (%y)\n", 4, n4, s4,
+              r4, true, TTC_CUBLAS_ACT_NONE, true, true);
+    check_epi("relu(bias + residual)", HEAD3 LIN "  %s : Float(2, 5, 24) = aten.add.Tensor(%l, %r, %one)\n"
+              "  %y : Float(2, 5, 24) = aten.relu.default(%s)\n  return (%y)\n", 4, n4, s4, r4, true, TTC_CUBLAS_ACT_RELU,
+              true, true);
+    check_epi("tanh gelu(bias)", "graph(%x : Float(2, 5, 16), %w : Float(24, 16), %b : Float(24)):\n" LIN
+              "  %t : str = prim.Constant[value=\"tanh\"]()\n"
+              "  %y : Float(2, 5, 24) = aten.gelu.default(%l, %t)\n  return (%y)\n", 3, n4, s4, r4, true,
+              TTC_CUBLAS_ACT_GELU_TANH, true, false);
+    /* not cuBLASLt's: erf GELU, the residual after the activation, a sigmoid, a per-row term */
+    check_epi("erf gelu", "graph(%x : Float(2, 5, 16), %w : Float(24, 16), %b : Float(24)):\n" LIN
+              "  %t : str = prim.Constant[value=\"none\"]()\n"
+              "  %y : Float(2, 5, 24) = aten.gelu.default(%l, %t)\n  return (%y)\n", 3, n4, s4, r4, false, 0, false, false);
+    check_epi("relu then residual", HEAD3 LIN "  %a : Float(2, 5, 24) = aten.relu.default(%l)\n"
+              "  %y : Float(2, 5, 24) = aten.add.Tensor(%a, %r, %one)\n  return (%y)\n", 4, n4, s4, r4, false, 0, false, false);
+    check_epi("sigmoid", "graph(%x : Float(2, 5, 16), %w : Float(24, 16), %b : Float(24)):\n" LIN
+              "  %y : Float(2, 5, 24) = aten.sigmoid.default(%l)\n  return (%y)\n", 3, n4, s4, r4, false, 0, false, false);
+    const int64_t n5[] = {2 * 5 * 16, 24 * 16, 24, 2 * 5};
+    const int64_t s5[][3] = {{2, 5, 16}, {24, 16}, {24}, {2, 5, 1}};
+    check_epi("per-row term", "graph(%x : Float(2, 5, 16), %w : Float(24, 16), %b : Float(24), %r : Float(2, 5, 1)):\n"
+              LIN "  %y : Float(2, 5, 24) = aten.add.Tensor(%l, %r, %one)\n  return (%y)\n", 4, n5, s5, r4, false, 0, false,
+              false);
+}
+
+TEST_MAIN(test_gemm_ok_rules, test_choices, test_descriptors_match_the_engine, test_epilogues_for_cublaslt)

@@ -32,6 +32,20 @@ def test_bad_value_is_named(bad, monkeypatch, caplog):
         torch.testing.assert_close(trt(x), m(x))
 
 
+@pytest.mark.parametrize("bad", ["2", "on"])
+def test_bad_lt_value_is_named(bad, monkeypatch, caplog):
+    """TORCHTRT_C_CUDA_LT (cuBLASLt epilogues, tests/gpu/test_cublaslt_epilogue.py): 0 or 1."""
+    monkeypatch.setenv("TORCHTRT_C_CUDA_LT", bad)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU()).eval()
+    x = torch.randn(3, 4)
+    with caplog.at_level(logging.WARNING):
+        trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    assert not _accs(trt)
+    assert f"TORCHTRT_C_CUDA_LT={bad}" in caplog.text, caplog.text
+    with torch.no_grad():
+        torch.testing.assert_close(trt(x), m(x))
+
+
 class _Block(torch.nn.Module):
     """GEMMs with epilogues: bias + GELU, a residual add, a batched product of activations."""
 

@@ -45,14 +45,40 @@ typedef struct ttc_cublas_gemm {
     uint64_t a, b, c;                 /* device addresses of the first elements */
     int64_t a_rs, a_cs, b_rs, b_cs, ldc;
     int64_t a_bs, b_bs, c_bs;
+    /* The kernel's epilogue inside the product (cuBLASLt, cublaslt.c), one batch only:
+     * C = act(A.B + bias + res), each rounded once. bias: n elements of c_type along C's rows
+     * (0: none); res: a tensor laid out as C (0: none); act: TTC_CUBLAS_ACT_*. All 0: a plain
+     * product (cublasGemmStridedBatchedEx). */
+    uint64_t bias, res;
+    int32_t act;
 } ttc_cublas_gemm;
 
+enum { TTC_CUBLAS_ACT_NONE = 0, TTC_CUBLAS_ACT_RELU = 1, TTC_CUBLAS_ACT_GELU_TANH = 2 };
+
+/* Whether g has an epilogue for cuBLASLt (bias, res or act set). */
+static inline bool ttc_cublas_gemm_fused(const ttc_cublas_gemm *g) { return g->bias || g->res || g->act; }
+/* Whether cuBLASLt (torch's libcublasLt) loads; why (if given) says why not. Kept for the
+ * process. */
+bool ttc_cublaslt_available(char *why, size_t why_len);
+/* Whether cuBLASLt has an algorithm for fused g on device `ordinal` within workspace_bytes
+ * (asked once per shape, operand alignment and epilogue; kept for the process). Host work
+ * only: may be called while a stream is being recorded. */
+bool ttc_cublaslt_ready(int32_t ordinal, const ttc_cublas_gemm *g, size_t workspace_bytes);
+/* Enqueues fused g through cuBLASLt (ttc_cublaslt_ready said yes). */
+ttc_status ttc_cublaslt_run(int32_t ordinal, const ttc_cublas_gemm *g, uint64_t stream, uint64_t workspace,
+                            size_t workspace_bytes);
+
+/* One operand of cuBLAS's column-major call: a row-major r x c matrix with row/column strides
+ * rs/cs is, read column-major, its c x r transpose (*op 0) or, stored the other way, that
+ * transposed (*op 1); *ld its leading dimension. False where neither stride is 1 as needed. */
+bool ttc_cublas_operand(int64_t r, int64_t c, int64_t rs, int64_t cs, int *op, int64_t *ld);
 /* Whether cuBLAS can run g as described (sizes within int, strides it takes, dtypes); why (if
  * given) says what not. No call is made. */
 bool ttc_cublas_gemm_ok(const ttc_cublas_gemm *g, char *why, size_t why_len);
 /* The workspace bytes a call may use (ttc_cublas_gemm_run's workspace). */
 size_t ttc_cublas_workspace_bytes(void);
-/* Enqueues g on stream (0: the legacy default stream) with the context of `ordinal` current. */
+/* Enqueues g on stream (0: the legacy default stream) with the context of `ordinal` current
+ * (fused ones through ttc_cublaslt_run). */
 ttc_status ttc_cublas_gemm_run(int32_t ordinal, const ttc_cublas_gemm *g, uint64_t stream, uint64_t workspace,
                                size_t workspace_bytes);
 
