@@ -2,7 +2,7 @@
 # One device command on a machine of two GPUs (kind nvidia-h200-x2): build once, then two
 # groups at once, one per GPU (CUDA_VISIBLE_DEVICES; NVIDIA's OpenCL honours it):
 #   GPU 0: the GPU tests (TESTS), the cuBLASLt probe, then AB rows ROWS0;
-#   GPU 1: AB rows ROWS1.
+#   GPU 1: PRE1 (a command, output in $O/pre1.txt), then AB rows ROWS1.
 # Rows are "models:batch:precision[:libs]" for bench/probe/cuda_libs_ab.py (libs default
 # "auto"), each group stopping its rows at LIMIT seconds. Logs and JSON lines in $OUT.
 set -uo pipefail
@@ -30,6 +30,7 @@ D0=$(pick 0); D1=$(pick 1)
 echo "OpenCL devices: GPU0 -> $D0, GPU1 -> $D1"
 (
     export CUDA_VISIBLE_DEVICES=1 TORCHTRT_C_DEVICE=$D1
+    if [ -n "${PRE1:-}" ]; then eval "$PRE1" > "$O/pre1.txt" 2>&1; fi
     rows 1 "${ROWS1:-}" > "$O/ab1.txt" 2>&1
 ) &
 (
@@ -44,4 +45,5 @@ echo "OpenCL devices: GPU0 -> $D0, GPU1 -> $D1"
 wait
 echo "== GPU 0 rows"; grep -E "ms \(|no time|Error|error" "$O/ab0.txt" | sed 's/ (setup/\n   (setup/' | cut -c1-400
 echo "== GPU 1 rows"; grep -E "ms \(|no time|Error|error" "$O/ab1.txt" | cut -c1-400
+if [ -n "${PRE1:-}" ]; then echo "== GPU 1 PRE1"; grep -v "^\[torchtrt_c" "$O/pre1.txt" | tail -${PRE1_TAIL:-40}; fi
 echo "done in $(( $(date +%s) - T0 )) s"

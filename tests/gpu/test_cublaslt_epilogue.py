@@ -13,6 +13,8 @@ TORCHTRT_C_CUDA_LT=0 (no fused call, results within the same bound), and Hugging
 The matcher's decisions and the fused descriptor's arithmetic are also checked without a GPU
 (csrc/tests/test_cuda_lib.c test_epilogues_for_cublaslt).
 """
+import copy
+
 import pytest
 import torch
 
@@ -63,7 +65,7 @@ def test_fused_epilogues_match_eager(libs, dt, b, t, d, h, monkeypatch):
     torch.manual_seed(b * t + d)
     m = Layer(d, h).eval().to(dt)
     x = torch.randn(b, t, d).to(dt)
-    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={dt}).to(DEV)
+    trt = torchtrt_c.compile(copy.deepcopy(m), inputs=[x], min_block_size=1, enabled_precisions={dt}).to(DEV)
     xd = x.to(DEV)
     outs = [launch_call(trt, xd) for _ in range(4)]   # plain (timed under auto), recorded, replays
     st = lib_stats(trt)
@@ -74,15 +76,15 @@ def test_fused_epilogues_match_eager(libs, dt, b, t, d, h, monkeypatch):
     for o in outs[1:]:
         for u, v in zip(o, outs[0]):
             assert torch.equal(u, v), "a call differs from the first"
+    # the same model's GEMMs without cuBLASLt: the epilogue kernels run instead
+    monkeypatch.setenv("TORCHTRT_C_CUDA_LT", "0")
+    trt0 = torchtrt_c.compile(copy.deepcopy(m), inputs=[x], min_block_size=1, enabled_precisions={dt}).to(DEV)
+    outs0 = launch_call(trt0, xd)
     with torch.no_grad():
-        ref = m.double().to(DEV)(xd.double())
+        ref = copy.deepcopy(m).double().to(DEV)(xd.double())
     tol = 2e-2 if dt == torch.float16 else 2e-3
     for u, v, nm in zip(outs[0], ref, ("tanh", "erf")):
         close(u, v, tol, f"{nm} ({libs}, {dt}, {b}x{t}x{d})")
-    # the same engine's GEMMs without cuBLASLt: the epilogue kernels run instead
-    monkeypatch.setenv("TORCHTRT_C_CUDA_LT", "0")
-    trt0 = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={dt}).to(DEV)
-    outs0 = launch_call(trt0, xd)
     assert lib_stats(trt0)["lib_fused"] == 0
     for u, v, nm in zip(outs0, ref, ("tanh", "erf")):
         close(u, v, tol, f"{nm} without cuBLASLt ({libs}, {dt})")
@@ -101,5 +103,5 @@ def test_hf_gpt2_fused(monkeypatch):
     st = lib_stats(trt)
     assert st["lib_fused"] > 0, st
     with torch.no_grad():
-        ref = m.float().to(DEV)(input_ids=ids.to(DEV)).last_hidden_state
+        ref = copy.deepcopy(m).float().to(DEV)(input_ids=ids.to(DEV)).last_hidden_state
     close(got, ref, 2e-2, "GPT-2 fp16 b4")
