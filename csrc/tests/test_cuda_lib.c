@@ -78,6 +78,20 @@ static uint64_t host_addr(void *ctx, int32_t t) {
     return 0;
 }
 
+/* Runs engine e once on its inputs into its one output y (ny bytes), then returns its plan for
+ * those shapes (NULL on failure; CHECKed). */
+static ttc_plan *run_and_plan(ttc_engine *e, const void *const *in, const size_t *inb, const int64_t (*shp)[TTC_MAX_RANK],
+                              float *y, size_t ny) {
+    void *out[1] = {y};
+    size_t outb[1] = {ny};
+    CHECK_OK(ttc_engine_execute(e, in, inb, shp, out, outb));
+    int64_t sv[64] = {0};
+    ttc_plan *p = NULL;
+    CHECK_OK(ttc_engine_symbols_from_shapes(e, shp, sv));
+    CHECK_OK(ttc_engine_get_plan(e, sv, &p));
+    return p;
+}
+
 /* One GEMM engine over two inputs: its descriptor's product against the engine's output. */
 static void check_graph(const char *what, const char *text, int64_t na, int64_t nb, int64_t nc, const int64_t *sa,
                         const int64_t *sb, int ra, int rb, bool folded) {
@@ -88,16 +102,11 @@ static void check_graph(const char *what, const char *text, int64_t na, int64_t 
     for (int64_t i = 0; i < na; i++) a[i] = (float)((i * 7 + 3) % 19) / 9.0f - 1.0f;
     for (int64_t i = 0; i < nb; i++) b[i] = (float)((i * 5 + 1) % 23) / 11.0f - 1.0f;
     const void *in[2] = {a, b};
-    size_t inb[2] = {sizeof(float) * (size_t)na, sizeof(float) * (size_t)nb}, outb[1] = {sizeof(float) * (size_t)nc};
+    size_t inb[2] = {sizeof(float) * (size_t)na, sizeof(float) * (size_t)nb};
     int64_t shp[2][TTC_MAX_RANK] = {{0}};
     memcpy(shp[0], sa, sizeof(int64_t) * (size_t)ra);
     memcpy(shp[1], sb, sizeof(int64_t) * (size_t)rb);
-    void *out[1] = {y};
-    CHECK_OK(ttc_engine_execute(e, in, inb, (const int64_t(*)[TTC_MAX_RANK])shp, out, outb));
-    int64_t sv[64] = {0};
-    ttc_plan *p = NULL;
-    CHECK_OK(ttc_engine_symbols_from_shapes(e, (const int64_t(*)[TTC_MAX_RANK])shp, sv));
-    CHECK_OK(ttc_engine_get_plan(e, sv, &p));
+    ttc_plan *p = run_and_plan(e, in, inb, (const int64_t(*)[TTC_MAX_RANK])shp, y, sizeof(float) * (size_t)nc);
     int found = 0;
     for (int32_t ki = 0; p && ki < e->cg.n_kernels; ki++) {
         if (e->k->ops[e->cg.kernels[ki].op].kind != TTC_KOP_GEMM) continue;
@@ -179,13 +188,7 @@ static void check_epi(const char *what, const char *text, int n_in, const int64_
     }
     const int64_t nc = 2 * 5 * 24;
     float *y = malloc(sizeof(float) * nc), *want = calloc(nc, sizeof(float));
-    void *out[1] = {y};
-    size_t outb[1] = {sizeof(float) * nc};
-    CHECK_OK(ttc_engine_execute(e, cin, inb, (const int64_t(*)[TTC_MAX_RANK])shp, out, outb));
-    int64_t sv[64] = {0};
-    ttc_plan *p = NULL;
-    CHECK_OK(ttc_engine_symbols_from_shapes(e, (const int64_t(*)[TTC_MAX_RANK])shp, sv));
-    CHECK_OK(ttc_engine_get_plan(e, sv, &p));
+    ttc_plan *p = run_and_plan(e, cin, inb, (const int64_t(*)[TTC_MAX_RANK])shp, y, sizeof(float) * nc);
     int found = 0;
     for (int32_t ki = 0; p && ki < e->cg.n_kernels; ki++) {
         if (e->k->ops[e->cg.kernels[ki].op].kind != TTC_KOP_GEMM) continue;

@@ -19,32 +19,20 @@ def _accs(trt):
     return [c for n, c in trt.named_children() if n.startswith("_run_on_acc_")]
 
 
-@pytest.mark.parametrize("bad", ["yes", "2", "on"])
-def test_bad_value_is_named(bad, monkeypatch, caplog):
-    monkeypatch.setenv("TORCHTRT_C_CUDA_LIBS", bad)
+@pytest.mark.parametrize("var,bad", [("TORCHTRT_C_CUDA_LIBS", "yes"), ("TORCHTRT_C_CUDA_LIBS", "2"),
+                                     ("TORCHTRT_C_CUDA_LIBS", "on"),
+                                     # cuBLASLt epilogues (tests/gpu/test_cublaslt_epilogue.py): 0 or 1
+                                     ("TORCHTRT_C_CUDA_LT", "2"), ("TORCHTRT_C_CUDA_LT", "on")])
+def test_bad_value_is_named(var, bad, monkeypatch, caplog):
+    monkeypatch.setenv(var, bad)
     m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU()).eval()
     x = torch.randn(3, 4)
     with caplog.at_level(logging.WARNING):
         trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
     assert not _accs(trt)
-    assert f"TORCHTRT_C_CUDA_LIBS={bad}" in caplog.text, caplog.text
+    assert f"{var}={bad}" in caplog.text, caplog.text
     with torch.no_grad():
         torch.testing.assert_close(trt(x), m(x))
-
-
-@pytest.mark.parametrize("bad", ["2", "on"])
-def test_bad_lt_value_is_named(bad, monkeypatch, caplog):
-    """TORCHTRT_C_CUDA_LT (cuBLASLt epilogues, tests/gpu/test_cublaslt_epilogue.py): 0 or 1."""
-    monkeypatch.setenv("TORCHTRT_C_CUDA_LT", bad)
-    m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU()).eval()
-    x = torch.randn(3, 4)
-    with caplog.at_level(logging.WARNING):
-        trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
-    assert not _accs(trt)
-    assert f"TORCHTRT_C_CUDA_LT={bad}" in caplog.text, caplog.text
-    with torch.no_grad():
-        torch.testing.assert_close(trt(x), m(x))
-
 
 class _Block(torch.nn.Module):
     """GEMMs with epilogues: bias + GELU, a residual add, a batched product of activations."""
