@@ -104,7 +104,7 @@ typedef struct ttc_target {
                                    * engine's kernel, =1 always where the library can (and the
                                    * epilogue kernels emitted on any device: tests) */
     bool cuda_lt;                 /* CUDA launch path: a cuBLAS GEMM's whole epilogue inside the product
-                                   * where cuBLASLt can take it (bias, residual, ReLU, tanh GELU), no
+                                   * where cuBLASLt can take it (bias, residual, tanh GELU), no
                                    * epilogue kernel after it (TORCHTRT_C_CUDA_LT=0: never) */
     int32_t attn_mma;             /* attention on tensor cores (attn_mma.cl fp16, attn_tf32.cl fp32):
                                    * -1 choose (NVIDIA),

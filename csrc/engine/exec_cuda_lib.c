@@ -137,8 +137,10 @@ bool ttc_cuda_lib_gemm_epi(const ttc_engine *e, const ttc_plan *p, int32_t ki, t
     if (op->kind != TTC_KOP_GEMM || x->n == 0 || g->batch != 1 || R < 1 || rc->shape[R - 1] != g->n) return false;
     int32_t act = TTC_CUBLAS_ACT_NONE, top = past_casts(x, x->root);
     if (top < 0 || top >= x->n) return false;
-    if (x->nodes[top].op == TTC_EOP_RELU || x->nodes[top].op == TTC_EOP_GELU_TANH) {
-        act = x->nodes[top].op == TTC_EOP_RELU ? TTC_CUBLAS_ACT_RELU : TTC_CUBLAS_ACT_GELU_TANH;
+    /* not ReLU: cuBLASLt's is a max(x, 0) whose NaN handling is not torch's (oneDNN's, on the
+     * CPU path, turns NaN into 0); tanh GELU is arithmetic that carries NaN */
+    if (x->nodes[top].op == TTC_EOP_GELU_TANH) {
+        act = TTC_CUBLAS_ACT_GELU_TANH;
         if (x->nodes[top].a >= top) return false;
         top = x->nodes[top].a;
     }

@@ -25,7 +25,7 @@ bool ttc_cuda_lib_gemm(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_c
 
 /* GEMM kernel ki's epilogue as cuBLASLt's (g made by ttc_cuda_lib_gemm for the same call):
  * true, with g's bias, res and act set, where the whole epilogue is act(acc + bias + res)
- * (any order of the additions, float casts between them), act none, ReLU or tanh GELU, bias a
+ * (any order of the additions, float casts between them), act none or tanh GELU, bias a
  * leaf of the output's dtype along the output's innermost dim (= the product's N, dense), res
  * a dense leaf of the output's shape and dtype, each at most once, and the product not
  * batched; false, g unchanged, otherwise. */

@@ -85,7 +85,7 @@ bool ttc_cublas_gemm_ok(const ttc_cublas_gemm *g, char *why, size_t why_len) {
     else if (g->ldc < g->n || !fits_int(g->ldc)) w = "C's row stride";
     else if (g->a_bs < 0 || g->b_bs < 0 || g->c_bs < g->m * g->ldc * (g->batch > 1)) w = "batch strides";
     else if (ttc_cublas_gemm_fused(g) && g->batch != 1) w = "an epilogue in a batched product";
-    else if (g->act < TTC_CUBLAS_ACT_NONE || g->act > TTC_CUBLAS_ACT_GELU_TANH) w = "an unknown activation";
+    else if (g->act != TTC_CUBLAS_ACT_NONE && g->act != TTC_CUBLAS_ACT_GELU_TANH) w = "an unknown activation";
     if (why && why_len) snprintf(why, why_len, "%s", w ? w : "");
     return !w;
 }

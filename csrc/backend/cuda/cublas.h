@@ -53,7 +53,7 @@ typedef struct ttc_cublas_gemm {
     int32_t act;
 } ttc_cublas_gemm;
 
-enum { TTC_CUBLAS_ACT_NONE = 0, TTC_CUBLAS_ACT_RELU = 1, TTC_CUBLAS_ACT_GELU_TANH = 2 };
+enum { TTC_CUBLAS_ACT_NONE = 0, TTC_CUBLAS_ACT_GELU_TANH = 1 };
 
 /* Whether g has an epilogue for cuBLASLt (bias, res or act set). */
 static inline bool ttc_cublas_gemm_fused(const ttc_cublas_gemm *g) { return g->bias || g->res || g->act; }
