@@ -103,5 +103,15 @@ for dt, tol in ((torch.float16, 2e-3), (torch.float32, 1e-5)):
         et, ee = rel(D, torch.nn.functional.gelu(x, approximate="tanh")), rel(D, torch.nn.functional.gelu(x))
         print(f"     GELU_BIAS {tag}: error vs tanh form {et:.3g}, vs erf form {ee:.3g} ({st})")
         check(et < tol, f"GELU_BIAS is the tanh form {tag}")
+# NaN and inf through the epilogues (informational: torch's relu keeps NaN; the engines fuse
+# no ReLU until this says cuBLASLt's does too)
+A = torch.randn(64, 64, device="cuda"); B = torch.randn(64, 72, device="cuda") / 8
+A[3, 5] = float("nan"); A[7, 1] = float("inf")
+bias = torch.zeros(72, device="cuda")
+for epi, nm in ((6, "RELU_BIAS"), (36, "GELU_BIAS"), (4, "BIAS")):
+    D, st = matmul(A, B, bias, None, epi=epi)
+    if D is not None:
+        print(f"     {nm}: NaN row -> {int(torch.isnan(D[3]).sum())}/72 NaN; inf row -> "
+              f"{int(torch.isnan(D[7]).sum())} NaN, {int(torch.isinf(D[7]).sum())} inf, {int((D[7] == 0).sum())} zeros")
 print("ALL OK" if ok else "SOME FAILED")
 sys.exit(0 if ok else 1)
