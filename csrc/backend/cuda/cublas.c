@@ -1,5 +1,6 @@
 /* cuBLAS through dlopen (cublas.h). */
 #include "cublas.h"
+#include "cuda_driver.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -31,10 +32,7 @@ static void *handles[MAX_DEV];
 static void load(void) {
     /* torch's own first (already in the process), then any the loader finds */
     static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"};
-    void *h = NULL;
-    for (int pass = 0; pass < 2 && !h; pass++)
-        for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
-            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | (pass ? 0 : RTLD_NOLOAD));
+    void *h = ttc_cuda_dlopen_first(names, sizeof names / sizeof names[0]);
     if (!h) { snprintf(load_msg, sizeof load_msg, "no libcublas could be loaded (torch without CUDA?)"); return; }
 #define X(field, sym)                                                                                      \
     *(void **)&cb.field = dlsym(h, sym);                                                                   \

@@ -5,6 +5,7 @@
  * Enum values and the heuristic result's size are cublasLt.h's, declared by layout and
  * checked against the header on a GPU machine by bench/probe/cublaslt_probe.py. */
 #include "cublas.h"
+#include "cuda_driver.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -50,10 +51,7 @@ static void *handles[MAX_DEV];
 
 static void load(void) {
     static const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"};
-    void *h = NULL;
-    for (int pass = 0; pass < 2 && !h; pass++)
-        for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
-            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | (pass ? 0 : RTLD_NOLOAD));
+    void *h = ttc_cuda_dlopen_first(names, sizeof names / sizeof names[0]);
     if (!h) { snprintf(load_msg, sizeof load_msg, "no libcublasLt could be loaded (torch without CUDA?)"); return; }
 #define X(field, sym)                                                                                      \
     *(void **)&lt.field = dlsym(h, sym);                                                                   \

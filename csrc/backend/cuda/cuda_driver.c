@@ -9,6 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+void *ttc_cuda_dlopen_first(const char *const *names, size_t n) {
+    void *h = NULL;
+    for (int pass = 0; pass < 2 && !h; pass++)
+        for (size_t i = 0; i < n && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | (pass ? 0 : RTLD_NOLOAD));
+    return h;
+}
+
 typedef int cu_result;
 
 #define CU_FUNCS(X)                                                                                        \

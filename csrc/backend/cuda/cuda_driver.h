@@ -44,6 +44,9 @@
 
 #include "../../common/status.h"
 
+/* The first of names (sonames) already in the process (torch's own: two copies of one CUDA
+ * library would each keep their own state), else the first the loader finds; NULL if none. */
+void *ttc_cuda_dlopen_first(const char *const *names, size_t n);
 /* Whether libcuda.so.1 loads, has what this path needs and initialises; why (if given) says
  * what is missing. Never fails; the answer is kept for the process. */
 bool ttc_cuda_available(char *why, size_t why_len);

@@ -91,9 +91,8 @@ static void load(void) {
     char why[256];
     if (!ttc_cuda_available(why, sizeof why)) { snprintf(load_msg, sizeof load_msg, "%s", why); return; }
     /* torch's own copy first: two cuDNNs in one process would each keep their own kernels */
-    void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
-    if (!h) h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libcudnn.so.8", RTLD_NOW | RTLD_LOCAL);
+    static const char *names[] = {"libcudnn.so.9", "libcudnn.so.8"};
+    void *h = ttc_cuda_dlopen_first(names, 2);
     if (!h) { snprintf(load_msg, sizeof load_msg, "libcudnn.so.9 (or .8) could not be loaded (no cuDNN on the loader's path)"); return; }
 #define X(name, type)                                                                                       \
     dnn.name = (type)dlsym(h, #name);                                                                       \
