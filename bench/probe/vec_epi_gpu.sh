@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 13, one device command: build, the library-epilogue / vector-store tests on the GPU,
 # the cuBLASLt facts (bench/probe/cublaslt_probe.py), ViT-B/16 b32 fp16's kernel profile in
-# the CUDA launch path, then AB rows as cublas_gpu.sh (AB="models:batch:precision[:extra]").
+# the CUDA launch path, then AB rows through cublas_gpu.sh (AB="models:batch:precision[:extra]").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/probe/gpu_prelude.sh
@@ -15,11 +15,6 @@ if [ -n "${PROFILE-tv_vit_b_16}" ]; then
     timeout 150 python3 bench/kernel_profile.py --models "${PROFILE-tv_vit_b_16}" --batch 32 --precision fp16 --cuda-path --top 25 \
         --json "$O/profile.json" 2>&1 | grep -v "^\[torchtrt_c" > "$O/profile.txt"; tail -60 "$O/profile.txt"
 fi
-for r in ${AB-tv_vit_b_16:32:fp16}; do
-    IFS=: read -r models batch prec extra <<< "$r"
-    left=$(( ${LIMIT:-560} - ($(date +%s) - T0) ))
-    [ "$left" -le 30 ] && { echo "no time left for $r"; continue; }
-    timeout "$left" python3 bench/probe/cuda_libs_ab.py --models "$models" --batch "$batch" --precision "$prec" --json "$O/ab.jsonl" $extra 2>&1 | \
-        grep -v "^\[torchtrt_c" | tee -a "$O/ab.txt" | tail -20
-done
+# the AB rows through cublas_gpu.sh (its prelude finds the build done)
+TESTS="" AB="${AB-tv_vit_b_16:32:fp16}" LIMIT=$(( ${LIMIT:-560} - ($(date +%s) - T0) )) bash bench/probe/cublas_gpu.sh
 echo "done in $(( $(date +%s) - T0 )) s"
