@@ -78,6 +78,9 @@ install_vision_libs() {
     # timm's own dependencies are pure Python (transformers needs most of them too)
     "$PY" -c "import yaml, huggingface_hub, safetensors" 2>/dev/null \
         || "$PY" -m pip install -q pyyaml huggingface_hub safetensors || return 1
+    # torchvision's own dependencies besides torch and numpy (installed with --no-deps below):
+    # without Pillow it does not import and every vision test skips
+    "$PY" -c "import PIL" 2>/dev/null || "$PY" -m pip install -q pillow || return 1
     if "$PY" -c "import torchvision" 2>/dev/null; then
         have_module timm || "$PY" -m pip install -q --no-deps timm || return 1
         return 0
