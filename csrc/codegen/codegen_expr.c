@@ -269,6 +269,19 @@ int32_t ttc_codegen_vec_width(const ttc_kir *k, const ttc_kop *op) {
     return V;
 }
 
+/* "<decl>d = ..." for each dim d of out: the output index of element lin, innermost first
+ * (the sizes of symbolic dims are the store function's od<d> arguments). */
+static void emit_index(ttc_sbuf *src, const ttc_et *out, const char *decl) {
+    int32_t R = out->rank;
+    ttc_sbuf_printf(src, "    int rem = lin;\n");
+    for (int32_t d = R - 1; d >= 1; d--) {
+        if (out->dims[d].sym >= 0) ttc_sbuf_printf(src, "    %s%d = rem %% od%d; rem /= od%d;\n", decl, d, d, d);
+        else ttc_sbuf_printf(src, "    %s%d = rem %% %lld; rem /= %lld;\n", decl, d, (long long)out->dims[d].add,
+                             (long long)out->dims[d].add);
+    }
+    if (R > 0) ttc_sbuf_printf(src, "    %s0 = rem;\n", decl);
+}
+
 /* The pointer expression's alignment test for a V-element run of dtype d (16, 8 or 4 bytes). */
 static void aligned(ttc_sbuf *b, const char *ptr, const char *idx, int32_t V, ttc_dtype d) {
     ttc_sbuf_printf(b, "(((size_t)(%s + %s) & %d) == 0)", ptr, idx, V * (int)ttc_dtype_size(d) - 1);
@@ -307,15 +320,7 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     bool has_index = false;
     for (int32_t i = 0; i < e->n; i++) has_index = has_index || e->nodes[i].op == TTC_EOP_INDEX;
     ttc_sbuf_printf(src, "static inline void %s_storev(int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
-    if (need_idx) {
-        ttc_sbuf_printf(src, "    int rem = lin;\n");
-        for (int32_t d = R - 1; d >= 1; d--) {
-            if (out->dims[d].sym >= 0) ttc_sbuf_printf(src, "    const int b%d = rem %% od%d; rem /= od%d;\n", d, d, d);
-            else ttc_sbuf_printf(src, "    const int b%d = rem %% %lld; rem /= %lld;\n", d, (long long)out->dims[d].add,
-                                 (long long)out->dims[d].add);
-        }
-        ttc_sbuf_printf(src, "    const int b0 = rem;\n");
-    }
+    if (need_idx) emit_index(src, out, "const int b");
     ttc_sbuf_printf(src, "    float acc[%d];\n", V);
     if (raw_acc) {
         ttc_sbuf_printf(src, "    if ");
@@ -429,15 +434,7 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
         ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin, %s given%s) {\n", p->ks->name,
                         ttc_codegen_leaf_type(k, e->leaves[given]), ttc_kp_sig(p));
     else ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
-    if (need_idx) {
-        ttc_sbuf_printf(src, "    int rem = lin;\n");
-        for (int32_t d = R - 1; d >= 1; d--) {
-            if (out->dims[d].sym >= 0) ttc_sbuf_printf(src, "    int i%d = rem %% od%d; rem /= od%d;\n", d, d, d);
-            else ttc_sbuf_printf(src, "    int i%d = rem %% %lld; rem /= %lld;\n", d, (long long)out->dims[d].add,
-                                 (long long)out->dims[d].add);
-        }
-        if (R > 0) ttc_sbuf_printf(src, "    int i0 = rem;\n");
-    }
+    if (need_idx) emit_index(src, out, "int i");
     for (int32_t l = 0; l < e->n_leaves; l++) {
         int32_t t = e->leaves[l];
         if (l == given) {   /* read by the caller (a transposing tile: codegen.c) */

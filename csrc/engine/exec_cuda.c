@@ -487,9 +487,10 @@ static bool lib_call_of(const call_mem *m, int32_t ki, lib_call *lc, ttc_cuda_li
     if (op->kind != TTC_KOP_CONV2D) {
         if (!ttc_cuda_lib_gemm(e, m->p, ki, addr_of, (void *)m, &lc->g, NULL, 0)) return false;
         /* the epilogue inside the product where cuBLASLt can take all of it */
-        if (c->efn[ki] && e->tg.cuda_lt && ttc_cuda_lib_gemm_epi(e, m->p, ki, addr_of, (void *)m, &lc->g) &&
-            !ttc_cublaslt_ready(c->ordinal, &lc->g, c->ws_bytes))
-            lc->g.bias = lc->g.res = 0, lc->g.act = TTC_CUBLAS_ACT_NONE;
+        ttc_cublas_gemm f = lc->g;
+        if (c->efn[ki] && e->tg.cuda_lt && ttc_cuda_lib_gemm_epi(e, m->p, ki, addr_of, (void *)m, &f) &&
+            ttc_cublaslt_ready(c->ordinal, &f, c->ws_bytes))
+            lc->g = f;
         ttc_cuda_lib_key_make(&lc->g, op->tile, c->efn[ki] != NULL && !ttc_cublas_gemm_fused(&lc->g), key);
         *guess = ttc_cuda_lib_guess(&lc->g);
         return true;

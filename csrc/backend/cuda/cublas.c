@@ -62,7 +62,7 @@ static bool fits_int(int64_t v) { return v >= 0 && v <= 2147483647; }
 
 /* One operand of cuBLAS's column-major call: a row-major r x c matrix with row/column strides
  * rs/cs is, read column-major, its c x r transpose; cuBLAS needs unit stride down a column. */
-bool ttc_cublas_operand(int64_t r, int64_t c, int64_t rs, int64_t cs, int *op, int64_t *ld) {
+static bool operand(int64_t r, int64_t c, int64_t rs, int64_t cs, int *op, int64_t *ld) {
     if (cs == 1 && (rs >= (c > 1 ? c : 1) || r == 1)) { *op = OP_N; *ld = rs > c ? rs : (c > 1 ? c : 1); return true; }
     if (rs == 1 && (cs >= (r > 1 ? r : 1) || c == 1)) { *op = OP_T; *ld = cs > r ? cs : (r > 1 ? r : 1); return true; }
     return false;
@@ -78,14 +78,24 @@ bool ttc_cublas_gemm_ok(const ttc_cublas_gemm *g, char *why, size_t why_len) {
     else if (g->ab_type == TTC_DTYPE_FLOAT32 && g->c_type != TTC_DTYPE_FLOAT32) w = "float32 operands, float16 result";
     else if (g->m <= 0 || g->n <= 0 || g->k <= 0 || g->batch <= 0) w = "an empty product";
     else if (!fits_int(g->m) || !fits_int(g->n) || !fits_int(g->k) || !fits_int(g->batch)) w = "sizes beyond int";
-    else if (!ttc_cublas_operand(g->k, g->n, g->b_rs, g->b_cs, &op, &ld) || !fits_int(ld)) w = "B's strides";
-    else if (!ttc_cublas_operand(g->m, g->k, g->a_rs, g->a_cs, &op, &ld) || !fits_int(ld)) w = "A's strides";
+    else if (!operand(g->k, g->n, g->b_rs, g->b_cs, &op, &ld) || !fits_int(ld)) w = "B's strides";
+    else if (!operand(g->m, g->k, g->a_rs, g->a_cs, &op, &ld) || !fits_int(ld)) w = "A's strides";
     else if (g->ldc < g->n || !fits_int(g->ldc)) w = "C's row stride";
     else if (g->a_bs < 0 || g->b_bs < 0 || g->c_bs < g->m * g->ldc * (g->batch > 1)) w = "batch strides";
     else if (ttc_cublas_gemm_fused(g) && g->batch != 1) w = "an epilogue in a batched product";
     else if (g->act != TTC_CUBLAS_ACT_NONE && g->act != TTC_CUBLAS_ACT_GELU_TANH) w = "an unknown activation";
     if (why && why_len) snprintf(why, why_len, "%s", w ? w : "");
     return !w;
+}
+
+void ttc_cublas_call_of(const ttc_cublas_gemm *g, ttc_cublas_call *c) {
+    c->opa = c->opb = OP_N;
+    c->lda = c->ldb = 1;
+    operand(g->k, g->n, g->b_rs, g->b_cs, &c->opa, &c->lda);
+    operand(g->m, g->k, g->a_rs, g->a_cs, &c->opb, &c->ldb);
+    c->ab = g->ab_type == TTC_DTYPE_FLOAT16 ? R_16F : R_32F;
+    c->ct = g->c_type == TTC_DTYPE_FLOAT16 ? R_16F : R_32F;
+    c->compute = g->ab_type == TTC_DTYPE_FLOAT32 && g->tf32 ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F;
 }
 
 ttc_status ttc_cublas_gemm_run(int32_t ordinal, const ttc_cublas_gemm *g, uint64_t stream, uint64_t workspace,
@@ -95,13 +105,8 @@ ttc_status ttc_cublas_gemm_run(int32_t ordinal, const ttc_cublas_gemm *g, uint64
     if (!ttc_cublas_available(why, sizeof why)) return ttc_fail(TTC_ERR_UNSUPPORTED, "cuBLAS unavailable: %s", why);
     if (!ttc_cublas_gemm_ok(g, why, sizeof why)) return ttc_fail(TTC_ERR_UNSUPPORTED, "cuBLAS GEMM: %s", why);
     if (ordinal < 0 || ordinal >= MAX_DEV) return ttc_fail(TTC_ERR_INVALID_ARG, "CUDA device %d out of range", (int)ordinal);
-    /* column-major C^T (n x m) = B^T (n x k) . A^T (k x m) */
-    int opa = OP_N, opb = OP_N;
-    int64_t lda = 1, ldb = 1;
-    ttc_cublas_operand(g->k, g->n, g->b_rs, g->b_cs, &opa, &lda);
-    ttc_cublas_operand(g->m, g->k, g->a_rs, g->a_cs, &opb, &ldb);
-    int ab = g->ab_type == TTC_DTYPE_FLOAT16 ? R_16F : R_32F, ct = g->c_type == TTC_DTYPE_FLOAT16 ? R_16F : R_32F;
-    int compute = g->ab_type == TTC_DTYPE_FLOAT32 && g->tf32 ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F;
+    ttc_cublas_call cc;
+    ttc_cublas_call_of(g, &cc);
     const float one = 1.0f, zero = 0.0f;
     pthread_mutex_lock(&lock);
     cb_status r = 0;
@@ -113,9 +118,10 @@ ttc_status ttc_cublas_gemm_run(int32_t ordinal, const ttc_cublas_gemm *g, uint64
     if (s == TTC_OK && (r = cb.set_workspace(h, (void *)(uintptr_t)workspace, workspace ? workspace_bytes : 0)))
         s = cb_fail(r, "cublasSetWorkspace");
     if (s == TTC_OK &&
-        (r = cb.gemm(h, opa, opb, (int)g->n, (int)g->m, (int)g->k, &one, (const void *)(uintptr_t)g->b, ab, (int)lda,
-                     (long long)g->b_bs, (const void *)(uintptr_t)g->a, ab, (int)ldb, (long long)g->a_bs, &zero,
-                     (void *)(uintptr_t)g->c, ct, (int)g->ldc, (long long)g->c_bs, (int)g->batch, compute, GEMM_DEFAULT)))
+        (r = cb.gemm(h, cc.opa, cc.opb, (int)g->n, (int)g->m, (int)g->k, &one, (const void *)(uintptr_t)g->b, cc.ab,
+                     (int)cc.lda, (long long)g->b_bs, (const void *)(uintptr_t)g->a, cc.ab, (int)cc.ldb,
+                     (long long)g->a_bs, &zero, (void *)(uintptr_t)g->c, cc.ct, (int)g->ldc, (long long)g->c_bs,
+                     (int)g->batch, cc.compute, GEMM_DEFAULT)))
         s = cb_fail(r, "cublasGemmStridedBatchedEx");
     pthread_mutex_unlock(&lock);
     return s;

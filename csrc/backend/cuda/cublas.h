@@ -68,10 +68,15 @@ bool ttc_cublaslt_ready(int32_t ordinal, const ttc_cublas_gemm *g, size_t worksp
 ttc_status ttc_cublaslt_run(int32_t ordinal, const ttc_cublas_gemm *g, uint64_t stream, uint64_t workspace,
                             size_t workspace_bytes);
 
-/* One operand of cuBLAS's column-major call: a row-major r x c matrix with row/column strides
- * rs/cs is, read column-major, its c x r transpose (*op 0) or, stored the other way, that
- * transposed (*op 1); *ld its leading dimension. False where neither stride is 1 as needed. */
-bool ttc_cublas_operand(int64_t r, int64_t c, int64_t rs, int64_t cs, int *op, int64_t *ld);
+/* cuBLAS's column-major call for g (ttc_cublas_gemm_ok said yes): C^T (n x m) = B^T (n x k) .
+ * A^T (k x m); cuBLAS's A is our B, its B our A: their operations (0 N, 1 T) and leading dims,
+ * the operands' and C's cudaDataType and the cublasComputeType. */
+typedef struct ttc_cublas_call {
+    int opa, opb;
+    int64_t lda, ldb;
+    int ab, ct, compute;
+} ttc_cublas_call;
+void ttc_cublas_call_of(const ttc_cublas_gemm *g, ttc_cublas_call *c);
 /* Whether cuBLAS can run g as described (sizes within int, strides it takes, dtypes); why (if
  * given) says what not. No call is made. */
 bool ttc_cublas_gemm_ok(const ttc_cublas_gemm *g, char *why, size_t why_len);

@@ -12,8 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { R_32F = 0, R_16F = 2 };
-enum { COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77 };
+enum { R_32F = 0 };   /* the scale type */
 enum { DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8, DESC_BIAS_DATA_TYPE = 26 };
 enum { EPI_DEFAULT = 1, EPI_BIAS = 4, EPI_GELU = 32, EPI_GELU_BIAS = 36 };
 enum { PREF_MAX_WORKSPACE_BYTES = 1, PREF_MIN_ALIGN_A = 5, PREF_MIN_ALIGN_B = 6, PREF_MIN_ALIGN_C = 7,
@@ -103,24 +102,22 @@ static int epilogue_of(const ttc_cublas_gemm *g) {
 
 static bool call_make(const ttc_cublas_gemm *g, lt_call *c) {
     memset(c, 0, sizeof *c);
-    int opa = 0, opb = 0;
-    int64_t lda = 1, ldb = 1;
-    ttc_cublas_operand(g->k, g->n, g->b_rs, g->b_cs, &opa, &lda);
-    ttc_cublas_operand(g->m, g->k, g->a_rs, g->a_cs, &opb, &ldb);
-    int ab = g->ab_type == TTC_DTYPE_FLOAT16 ? R_16F : R_32F, ct = g->c_type == TTC_DTYPE_FLOAT16 ? R_16F : R_32F;
-    int compute = g->ab_type == TTC_DTYPE_FLOAT32 && g->tf32 ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F;
+    ttc_cublas_call cc;
+    ttc_cublas_call_of(g, &cc);
     int32_t epi = epilogue_of(g);
     void *bias = (void *)(uintptr_t)g->bias;
-    bool ok = !lt.desc_create(&c->desc, compute, R_32F) && !lt.desc_set(c->desc, DESC_TRANSA, &opa, sizeof opa) &&
-              !lt.desc_set(c->desc, DESC_TRANSB, &opb, sizeof opb) &&
+    bool ok = !lt.desc_create(&c->desc, cc.compute, R_32F) &&
+              !lt.desc_set(c->desc, DESC_TRANSA, &cc.opa, sizeof cc.opa) &&
+              !lt.desc_set(c->desc, DESC_TRANSB, &cc.opb, sizeof cc.opb) &&
               !lt.desc_set(c->desc, DESC_EPILOGUE, &epi, sizeof epi);
     if (ok && g->bias)
         ok = !lt.desc_set(c->desc, DESC_BIAS_POINTER, &bias, sizeof bias) &&
-             !lt.desc_set(c->desc, DESC_BIAS_DATA_TYPE, &ct, sizeof ct);
+             !lt.desc_set(c->desc, DESC_BIAS_DATA_TYPE, &cc.ct, sizeof cc.ct);
     /* cuBLAS's A is our B: n x k (op N) or stored k x n (op T); its B is our A likewise */
-    ok = ok && !lt.layout_create(&c->la, ab, (uint64_t)(opa ? g->k : g->n), (uint64_t)(opa ? g->n : g->k), lda) &&
-         !lt.layout_create(&c->lb, ab, (uint64_t)(opb ? g->m : g->k), (uint64_t)(opb ? g->k : g->m), ldb) &&
-         !lt.layout_create(&c->lc, ct, (uint64_t)g->n, (uint64_t)g->m, g->ldc);
+    ok = ok &&
+         !lt.layout_create(&c->la, cc.ab, (uint64_t)(cc.opa ? g->k : g->n), (uint64_t)(cc.opa ? g->n : g->k), cc.lda) &&
+         !lt.layout_create(&c->lb, cc.ab, (uint64_t)(cc.opb ? g->m : g->k), (uint64_t)(cc.opb ? g->k : g->m), cc.ldb) &&
+         !lt.layout_create(&c->lc, cc.ct, (uint64_t)g->n, (uint64_t)g->m, g->ldc);
     if (!ok) call_free(c);
     return ok;
 }
@@ -168,7 +165,8 @@ static const lt_result *algo_of(int32_t ordinal, const ttc_cublas_gemm *g, size_
     int n = 0;
     uint64_t wsb = ws;
     uint32_t al[4] = {align_of(g->b), align_of(g->a), align_of(g->res ? g->res : g->c), align_of(g->c)};
-    bool ok = call_make(g, &c);
+    /* a bias cuBLASLt reads with vector loads: 16-byte aligned ones only */
+    bool ok = !(g->bias && align_of(g->bias) < 16) && call_make(g, &c);
     if (ok) {
         ok = !lt.pref_create(&pref) && !lt.pref_set(pref, PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb) &&
              !lt.pref_set(pref, PREF_MIN_ALIGN_A, &al[0], 4) && !lt.pref_set(pref, PREF_MIN_ALIGN_B, &al[1], 4) &&
@@ -177,8 +175,6 @@ static const lt_result *algo_of(int32_t ordinal, const ttc_cublas_gemm *g, size_
         if (pref) lt.pref_destroy(pref);
         call_free(&c);
     }
-    /* a bias cuBLASLt reads with vector loads: 16-byte aligned ones only */
-    if (g->bias && align_of(g->bias) < 16) ok = false;
     if (n_algos == ALGOS) return NULL;   /* table full: no new fused shapes */
     int32_t i = n_algos++;
     keys[i] = k;
