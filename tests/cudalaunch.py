@@ -23,7 +23,8 @@ def why_not():
 
 # ---- the library steps' tests (test_cublas_gemm.py, test_cudnn_engine.py, test_cudnn_epilogue.py)
 
-LIB_KNOBS = ("TORCHTRT_C_CUDA_LAUNCH", "TORCHTRT_C_CUDA_GRAPHS", "TORCHTRT_C_CUDA_LIBS")
+LIB_KNOBS = ("TORCHTRT_C_CUDA_LAUNCH", "TORCHTRT_C_CUDA_GRAPHS", "TORCHTRT_C_CUDA_LIBS", "TORCHTRT_C_CUDA_NHWC",
+             "TORCHTRT_C_CONV_KSPLIT")
 
 
 def clear_knobs(monkeypatch):
@@ -49,7 +50,7 @@ def lib_stats(trt):
     from torchtrt_c.runtime import _cuda_launch, _execute
     st = [_cuda_launch.stats(_execute._plan(a.meta, a.engine)) for a in accs(trt)]
     return {k: sum(s[k] for s in st) for k in ("lib_kernels", "lib_calls", "lib_fused", "lib_timed", "calls",
-                                                 "graph_calls")}
+                                                 "graph_calls", "lib_nhwc", "nhwc_calls", "nhwc_tensors")}
 
 
 def launch_call(trt, *xs, **kw):

@@ -1,6 +1,7 @@
 """cuBLAS library steps on/off in the CUDA launch path, one process: per model, eager, Inductor
 (unless --no-inductor) and two compiled modules (TORCHTRT_C_CUDA_LIBS=0 and =auto, or the
-values of --libs, read when the engines are made; "auto:lt0" also sets TORCHTRT_C_CUDA_LT=0), timed round robin per call with
+values of --libs, read when the engines are made; "auto:lt0" also sets TORCHTRT_C_CUDA_LT=0,
+"auto:nhwc0" TORCHTRT_C_CUDA_NHWC=0), timed round robin per call with
 torch.cuda.synchronize (medians, ms; CUDA tensors in and out), with the engines' library
 counters. torch's TF32 switches are left at their defaults unless --tf32-matmul.
     python3 bench/probe/cuda_libs_ab.py --models hf_bert,tv_vit_b_16 --batch 32 --precision fp16"""
@@ -70,9 +71,11 @@ def main():
             lib, _, lt = v.partition(":")   # "auto:lt0": cuBLASLt epilogues off (TORCHTRT_C_CUDA_LT=0)
             os.environ["TORCHTRT_C_CUDA_LIBS"] = lib
             os.environ["TORCHTRT_C_CUDA_LT"] = "0" if lt == "lt0" else "1"
+            os.environ["TORCHTRT_C_CUDA_NHWC"] = "0" if lt == "nhwc0" else "1"
             fns[f"ttc libs={v}"] = torchtrt_c.compile(copy.deepcopy(m), inputs=[x], enabled_precisions={dt}).to("cuda")
         os.environ.pop("TORCHTRT_C_CUDA_LIBS", None)
         os.environ.pop("TORCHTRT_C_CUDA_LT", None)
+        os.environ.pop("TORCHTRT_C_CUDA_NHWC", None)
         ts = {k: [] for k in fns}
         outs = {}
         with torch.inference_mode():

@@ -53,6 +53,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_graphs = 8;
     t->cuda_libs = TTC_CUDA_LIBS_AUTO;
     t->cuda_lt = true;
+    t->cuda_nhwc = true;
     t->attn_mma = -1;
     t->build_threads = 1;
     t->build_procs = 1;
@@ -180,6 +181,10 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
     if ((v = env("TORCHTRT_C_CUDA_LT")) != NULL) {
         if (strcmp(v, "0") && strcmp(v, "1")) return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_LT=%s: expected 0 or 1", v);
         t.cuda_lt = v[0] == '1';
+    }
+    if ((v = env("TORCHTRT_C_CUDA_NHWC")) != NULL) {
+        if (strcmp(v, "0") && strcmp(v, "1")) return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_NHWC=%s: expected 0 or 1", v);
+        t.cuda_nhwc = v[0] == '1';
     }
     /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device
      * is not NVIDIA (tests on PoCL), =0 keeps the row kernel on NVIDIA (A/B runs) */

@@ -106,6 +106,8 @@ typedef struct ttc_target {
     bool cuda_lt;                 /* CUDA launch path: a cuBLAS GEMM's whole epilogue inside the product
                                    * where cuBLASLt can take it (bias, residual, tanh GELU), no
                                    * epilogue kernel after it (TORCHTRT_C_CUDA_LT=0: never) */
+    bool cuda_nhwc;               /* CUDA launch path: tensors between cuDNN convolutions kept
+                                   * channels-last (kir/nhwc.c; TORCHTRT_C_CUDA_NHWC=0: never) */
     int32_t attn_mma;             /* attention on tensor cores (attn_mma.cl fp16, attn_tf32.cl fp32):
                                    * -1 choose (NVIDIA),
                                    * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */

@@ -403,7 +403,7 @@ static bool lib_epi_wanted(const ttc_kir *k, const ttc_kop *op) {
  * in these kernels). The pointers are restrict (the tensors of one kernel never overlap:
  * plan.c gives them disjoint lifetimes), so that the leaves' loads need not wait for stores. */
 static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spelling *sp, const ttc_kop *op,
-                              ttc_kspec *ks, const char *P, const char *A_, int32_t vec) {
+                              ttc_kspec *ks, const char *P, const char *A_, int32_t vec, int32_t vec_h) {
     ttc_sbuf rp = {0};
     for (const char *c = P; *c; c++) {
         ttc_sbuf_append(&rp, c, 1);
@@ -412,6 +412,16 @@ static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spellin
     if (!rp.data || rp.oom) { ttc_sbuf_free(&rp); return TTC_ERR_NOMEM; }
     ttc_dtype d = k->ts[op->out].dtype;
     ks->lib_epi = true;
+    if (vec_h > 0) {
+        /* channels-last: runs of vec_h along C (<name>_storeh), laid out as the runs below */
+        ks->lib_epih = true;
+        ttc_sbuf_printf(src, "__kernel void %s_eh(int n%s) {\n"
+                        "    const int L = get_local_size(0), b = get_group_id(0) * L * %d + get_local_id(0) * %d;\n",
+                        ks->name, rp.data, TTC_LIB_EPI_V, vec_h);
+        for (int r = 0; r < TTC_LIB_EPI_V / vec_h; r++)
+            ttc_sbuf_printf(src, "    if (b + %d * L < n) %s_storeh(b + %d * L%s);\n", r * vec_h, ks->name, r * vec_h, A_);
+        ttc_sbuf_printf(src, "}\n");
+    }
     if (vec > 1) {
         /* runs of vec adjacent elements (<name>_storev), TTC_LIB_EPI_V / vec per work-item:
          * run r of work-item t starts at element (t + r * L) * vec of the group's 8L */
@@ -445,7 +455,7 @@ static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spellin
 }
 
 static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec *ks, bool gpu, const ttc_spelling *sp,
-                         const ttc_codegen_native_ops *native) {
+                         const ttc_codegen_native_ops *native, const bool *nhwc) {
     const ttc_kop *op = &k->ops[oi];
     const ttc_kind_row *row = ttc_codegen_kind_row(op->kind);
     if (!row || !row->gen)
@@ -463,6 +473,9 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
     ttc_kparams epi;
     ttc_kp_init(&epi, k, ks, true);
     ttc_status s = ttc_codegen_store_fns(src, k, op, sp, &epi, tleaf, vec, lib);
+    /* a convolution whose output the CUDA path keeps channels-last: its epilogue over NHWC too */
+    int32_t vec_h = lib && nhwc && nhwc[op->out] ? ttc_codegen_vec_width_nhwc(k, op) : 0;
+    if (s == TTC_OK && vec_h) s = ttc_codegen_store_nhwc(src, k, op, sp, &epi, vec_h);
     if (s == TTC_OK) {
         /* The store-function arguments come first in ks->args; kernels put them last:
          * rotate after the kind-specific arguments are appended. */
@@ -475,7 +488,7 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         if (nat) s = native->gen(src, k, op, ks, g.P, g.A_);
         else s = row->gen(&g);
         ks->n_store_args = n_epi;
-        if (s == TTC_OK && lib) s = gen_lib_epi(src, k, sp, op, ks, g.P, g.A_, vec);
+        if (s == TTC_OK && lib) s = gen_lib_epi(src, k, sp, op, ks, g.P, g.A_, vec, vec_h);
         if (s == TTC_OK && src->oom) s = ttc_fail(TTC_ERR_NOMEM, "generating kernel %s", op->name);
         if (s == TTC_OK) {
             int32_t n_kind = ks->n_args - n_epi;
@@ -526,6 +539,9 @@ ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling
     if (!out->chunk_off || !out->chunk_name) { ttc_sbuf_free(&src); ttc_codegen_free(out); return TTC_ERR_NOMEM; }
     ttc_codegen_dedupe dd = {0};
     bool dedupe = ttc_codegen_dedupe_enabled(k);
+    bool *nhwc = ttc_calloc((size_t)k->n_ts + 1, sizeof(bool));
+    if (!nhwc) { ttc_sbuf_free(&src); ttc_codegen_free(out); return TTC_ERR_NOMEM; }
+    if (!ttc_kir_nhwc_plan(k, nhwc)) { free(nhwc); nhwc = NULL; }
     for (int32_t i = 0; i < k->n_ops; i++) {
         if (k->ops[i].dead) continue;
         ttc_kspec *ks = &out->kernels[out->n_kernels++];
@@ -534,9 +550,9 @@ ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling
         size_t head = src.len;
         ttc_sbuf_printf(&src, "\n/* %s: %s */\n", ks->name, k->ops[i].name);
         size_t start = src.len, cut = 0;
-        ttc_status s = gen_op(&src, k, i, ks, gpu, sp, native);
+        ttc_status s = gen_op(&src, k, i, ks, gpu, sp, native, nhwc);
         if (s == TTC_OK && dedupe) s = ttc_codegen_dedupe_add(&dd, &src, start, ks, &cut);
-        if (s != TTC_OK) { ttc_codegen_dedupe_free(&dd); ttc_sbuf_free(&src); ttc_codegen_free(out); return s; }
+        if (s != TTC_OK) { free(nhwc); ttc_codegen_dedupe_free(&dd); ttc_sbuf_free(&src); ttc_codegen_free(out); return s; }
         if (cut) src.len = head;   /* a copy of ks->name's kernel: launch that one */
         else {
             out->chunk_off[out->n_chunks] = head;
@@ -544,6 +560,7 @@ ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling
         }
         if (src.data && !src.oom) src.data[src.len] = 0;
     }
+    free(nhwc);
     out->chunk_off[out->n_chunks] = src.len;
     out->n_unique = dedupe ? dd.n : out->n_kernels;
     ttc_codegen_dedupe_free(&dd);

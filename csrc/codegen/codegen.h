@@ -62,6 +62,9 @@ typedef struct ttc_kspec {
      * there (the CUDA launch path's cuBLAS GEMMs, engine/exec_cuda_lib.c) */
     int32_t n_store_args;
     bool lib_epi;
+    /* lib_epih: also "<name>_eh(int n, <store arguments>)", the same over an output and dense
+     * leaves stored channels-last (kir/nhwc.c): a cuDNN NHWC convolution's epilogue */
+    bool lib_epih;
 } ttc_kspec;
 /* Elements per work-item of a "<name>_e" kernel: work-groups of L work-items cover
  * TTC_LIB_EPI_V * L elements (work-item t takes t + j * L, j < TTC_LIB_EPI_V). */

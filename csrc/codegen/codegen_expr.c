@@ -282,6 +282,20 @@ static void emit_index(ttc_sbuf *src, const ttc_et *out, const char *decl) {
     if (R > 0) ttc_sbuf_printf(src, "    %s0 = rem;\n", decl);
 }
 
+/* emit_index for an output stored channels-last (rank 4, kir/nhwc.c): lin walks [N, H, W, C],
+ * innermost C, and "<decl>d" is still the index along the output's dim d (NCHW). */
+static void emit_index_nhwc(ttc_sbuf *src, const ttc_et *out, const char *decl) {
+    static const int32_t order[3] = {1, 3, 2};
+    ttc_sbuf_printf(src, "    int rem = lin;\n");
+    for (int32_t i = 0; i < 3; i++) {
+        int32_t d = order[i];
+        if (out->dims[d].sym >= 0) ttc_sbuf_printf(src, "    %s%d = rem %% od%d; rem /= od%d;\n", decl, d, d, d);
+        else ttc_sbuf_printf(src, "    %s%d = rem %% %lld; rem /= %lld;\n", decl, d, (long long)out->dims[d].add,
+                             (long long)out->dims[d].add);
+    }
+    ttc_sbuf_printf(src, "    %s0 = rem;\n", decl);
+}
+
 /* The pointer expression's alignment test for a V-element run of dtype d (16, 8 or 4 bytes). */
 static void aligned(ttc_sbuf *b, const char *ptr, const char *idx, int32_t V, ttc_dtype d) {
     ttc_sbuf_printf(b, "(((size_t)(%s + %s) & %d) == 0)", ptr, idx, V * (int)ttc_dtype_size(d) - 1);
@@ -313,21 +327,30 @@ static void load_run(ttc_sbuf *b, const char *ptr, const char *idx, int32_t V, t
  * result is stored as one access where aligned. raw_acc: acc is the output's value (a library
  * call's raw result, "<name>_e"), else 0. Same parameters as <name>_store. */
 static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
-                              const ttc_kparams *p, int32_t V, bool raw_acc, bool need_idx) {
+                              const ttc_kparams *p, int32_t V, bool raw_acc, bool need_idx, bool nhwc) {
     const ttc_et *out = &k->ts[op->out];
     const ttc_expr *e = &op->epi;
     int32_t R = out->rank;
+    /* the dim a run of V elements goes along: the innermost stored one */
+    const int32_t inner = nhwc ? 1 : R - 1;
     bool has_index = false;
     for (int32_t i = 0; i < e->n; i++) has_index = has_index || e->nodes[i].op == TTC_EOP_INDEX;
-    ttc_sbuf_printf(src, "static inline void %s_storev(int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
-    if (need_idx) emit_index(src, out, "const int b");
+    ttc_sbuf_printf(src, "static inline void %s_store%s(int lin%s) {\n", p->ks->name, nhwc ? "h" : "v", ttc_kp_sig(p));
+    if (need_idx && nhwc) emit_index_nhwc(src, out, "const int b");
+    else if (need_idx) emit_index(src, out, "const int b");
     ttc_sbuf_printf(src, "    float acc[%d];\n", V);
+    /* V == 1 (a channels-last run where no width divides C): the element-by-element forms only */
     if (raw_acc) {
-        ttc_sbuf_printf(src, "    if ");
-        aligned(src, "o_", "o_off + lin", V, out->dtype);
-        ttc_sbuf_printf(src, "\n");
-        load_run(src, "o_", "o_off + lin", V, out->dtype, "acc", "float", "        ");
-        ttc_sbuf_printf(src, "    else for (int j = 0; j < %d; j++) acc[j] = ", V);
+        if (V > 1) {
+            ttc_sbuf_printf(src, "    if ");
+            aligned(src, "o_", "o_off + lin", V, out->dtype);
+            ttc_sbuf_printf(src, "\n");
+            load_run(src, "o_", "o_off + lin", V, out->dtype, "acc", "float", "        ");
+            ttc_sbuf_printf(src, "    else ");
+        } else {
+            ttc_sbuf_printf(src, "    ");
+        }
+        ttc_sbuf_printf(src, "for (int j = 0; j < %d; j++) acc[j] = ", V);
         ttc_codegen_load(src, k, sp, out->dtype, "o_", "o_off + lin + j");
         ttc_sbuf_printf(src, ";\n");
     } else {
@@ -337,7 +360,7 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         int32_t t = e->leaves[l];
         ttc_dtype d = k->ts[t].dtype;
         const char *lt = ttc_codegen_leaf_type(k, t);
-        bool dense = leaf_dense(k, out, t), vec = d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT32;
+        bool dense = leaf_dense(k, out, t), vec = V > 1 && (d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT32);
         char ptr[16], idx[32], dst[16], at[48];
         snprintf(ptr, sizeof ptr, "l%d", l);
         snprintf(idx, sizeof idx, "l%d_p", l);
@@ -347,18 +370,18 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         else for (int32_t dd = 0; dd < R; dd++) ttc_sbuf_printf(src, " + b%d * l%d_s%d", dd, l, dd);
         ttc_sbuf_printf(src, ";\n");
         if (dense) snprintf(at, sizeof at, "l%d_p + j", l);
-        else snprintf(at, sizeof at, "l%d_p + j * l%d_s%d", l, l, R - 1);
+        else snprintf(at, sizeof at, "l%d_p + j * l%d_s%d", l, l, inner);
         ttc_sbuf_printf(src, "    ");
         if (vec) {
             ttc_sbuf_printf(src, "if (");
-            if (!dense) ttc_sbuf_printf(src, "l%d_s%d == 1 && ", l, R - 1);
+            if (!dense) ttc_sbuf_printf(src, "l%d_s%d == 1 && ", l, inner);
             aligned(src, ptr, idx, V, d);
             ttc_sbuf_printf(src, ")\n");
             load_run(src, ptr, idx, V, d, dst, lt, "        ");
             ttc_sbuf_printf(src, "    else ");
         }
         if (!dense) {
-            ttc_sbuf_printf(src, "if (l%d_s%d == 0) { const %s x = ", l, R - 1, lt);
+            ttc_sbuf_printf(src, "if (l%d_s%d == 0) { const %s x = ", l, inner, lt);
             ttc_codegen_load(src, k, sp, d, ptr, idx);
             ttc_sbuf_printf(src, "; for (int j = 0; j < %d; j++) l%d_a[j] = x; }\n    else ", V, l);
         }
@@ -371,7 +394,7 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         ttc_sbuf_printf(src, "    {\n");
         if (has_index)
             for (int32_t dd = 0; dd < R; dd++)
-                ttc_sbuf_printf(src, "    const int i%d = b%d + %d;\n", dd, dd, dd == R - 1 ? j : 0);
+                ttc_sbuf_printf(src, "    const int i%d = b%d + %d;\n", dd, dd, dd == inner ? j : 0);
         for (int32_t l = 0; l < e->n_leaves; l++)
             ttc_sbuf_printf(src, "    const %s l%d_v = l%d_a[%d];\n", ttc_codegen_leaf_type(k, e->leaves[l]), l, l, j);
         char an[16];
@@ -384,17 +407,22 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         }
         ttc_sbuf_printf(src, "    }\n");
     }
-    ttc_sbuf_printf(src, "    if ");
-    aligned(src, "o_", "o_off + lin", V, out->dtype);
-    if (out->dtype == TTC_DTYPE_FLOAT16) {
-        static const char *h[] = {"", "", "uint", "", "uint2", "", "", "", "uint4"};
-        ttc_sbuf_printf(src, " {\n        %s w;\n        vstore_half%d(vload%d(0, r), 0, (__private half *)&w);\n"
-                             "        *(__global %s *)(o_ + o_off + lin) = w;\n    }\n",
-                        h[V], V, V, h[V]);
+    if (V > 1) {
+        ttc_sbuf_printf(src, "    if ");
+        aligned(src, "o_", "o_off + lin", V, out->dtype);
+        if (out->dtype == TTC_DTYPE_FLOAT16) {
+            static const char *h[] = {"", "", "uint", "", "uint2", "", "", "", "uint4"};
+            ttc_sbuf_printf(src, " {\n        %s w;\n        vstore_half%d(vload%d(0, r), 0, (__private half *)&w);\n"
+                                 "        *(__global %s *)(o_ + o_off + lin) = w;\n    }\n",
+                            h[V], V, V, h[V]);
+        } else {
+            ttc_sbuf_printf(src, " *(__global float%d *)(o_ + o_off + lin) = vload%d(0, r);\n", V, V);
+        }
+        ttc_sbuf_printf(src, "    else ");
     } else {
-        ttc_sbuf_printf(src, " *(__global float%d *)(o_ + o_off + lin) = vload%d(0, r);\n", V, V);
+        ttc_sbuf_printf(src, "    ");
     }
-    ttc_sbuf_printf(src, "    else for (int j = 0; j < %d; j++) {\n", V);
+    ttc_sbuf_printf(src, "for (int j = 0; j < %d; j++) {\n", V);
     ttc_codegen_store(src, k, sp, out->dtype, "r[j]", "r[j]", "lin + j", "        ");
     ttc_sbuf_printf(src, "    }\n}\n");
     return TTC_OK;
@@ -463,6 +491,29 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     snprintf(fres, sizeof fres, "(float)%s", res);
     ttc_codegen_store(src, k, sp, out->dtype, res, fres, "lin", "    ");
     ttc_sbuf_printf(src, "}\n");
-    if (vec > 1 && given < 0) TTC_TRY(emit_storev(src, k, op, sp, p, vec, raw_acc, need_idx));
+    if (vec > 1 && given < 0) TTC_TRY(emit_storev(src, k, op, sp, p, vec, raw_acc, need_idx, false));
     return TTC_OK;
+}
+
+int32_t ttc_codegen_vec_width_nhwc(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_et *out = &k->ts[op->out];
+    if (out->rank != 4 || (out->dtype != TTC_DTYPE_FLOAT16 && out->dtype != TTC_DTYPE_FLOAT32) || out->dims[1].sym >= 0)
+        return 1;
+    int64_t C = out->dims[1].add;
+    int32_t V = out->dtype == TTC_DTYPE_FLOAT16 ? 8 : 4;
+    while (V > 1 && (C <= 0 || C % V)) V /= 2;
+    return V;
+}
+
+ttc_status ttc_codegen_store_nhwc(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                  const ttc_kparams *p, int32_t V) {
+    const ttc_et *out = &k->ts[op->out];
+    const ttc_expr *e = &op->epi;
+    if (out->rank != 4) return ttc_fail(TTC_ERR_INTERNAL, "%s: a channels-last epilogue of a rank-%d output", op->name, out->rank);
+    bool need_idx = false;
+    for (int32_t l = 0; l < e->n_leaves; l++) need_idx = need_idx || !leaf_dense(k, out, e->leaves[l]);
+    for (int32_t i = 0; i < e->n; i++)
+        if (e->nodes[i].op == TTC_EOP_INDEX)
+            return ttc_fail(TTC_ERR_INTERNAL, "%s: index nodes in a channels-last epilogue", op->name);
+    return emit_storev(src, k, op, sp, p, V, true, need_idx, true);
 }

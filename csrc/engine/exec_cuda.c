@@ -57,6 +57,15 @@ struct ttc_cuda_engine {
                                   * input's dtype (in cw_mem) */
     uint64_t cw_mem;
     int64_t lib_calls, lib_timed, lib_fused;   /* atomics */
+    /* channels-last (kir/nhwc.c): per tensor whether it is kept NHWC (NULL: none, or the engine
+     * cannot: then every tensor is NCHW); per kernel whether it is a convolution cuDNN runs
+     * NHWC (its input or output kept so), its OHWI weights (in cw_mem) and "<name>_eh" */
+    bool *nhwc;
+    bool *conv_h;
+    uint64_t *cwh;
+    void **ehfn;
+    int32_t *ehmax;
+    int64_t lib_nhwc, nhwc_calls;   /* atomics: NHWC convolutions run, calls run channels-last */
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -121,21 +130,33 @@ static ttc_status upload_conv_weights(ttc_cuda_engine *c) {
                 c->lib[i] = false;
                 continue;
             }
-            off = align_up(off, CONST_ALIGN);
-            if (pass == 1) {
-                void *host = ttc_malloc((size_t)n * es + 1);
-                if (!host) return TTC_ERR_NOMEM;
-                for (int64_t j = 0; j < n; j++) {
-                    float v = ((const float *)wt->data->data)[j];
-                    if (xd == TTC_DTYPE_FLOAT32) ((float *)host)[j] = v;
-                    else ((uint16_t *)host)[j] = ttc_half_from_float(v);
+            /* OIHW for cuDNN's NCHW calls; OHWI (layout 1) too for a convolution run NHWC */
+            for (int32_t lay = 0; lay < 1 + (c->conv_h && c->conv_h[i]); lay++) {
+                off = align_up(off, CONST_ALIGN);
+                if (pass == 1) {
+                    void *host = ttc_malloc((size_t)n * es + 1);
+                    if (!host) return TTC_ERR_NOMEM;
+                    int64_t K = wt->dims[0].add, C = wt->dims[1].add, HW = wt->dims[2].add * wt->dims[3].add;
+                    for (int64_t j = 0; j < n; j++) {
+                        /* destination j: OIHW as it is, or OHWI [o][hw][ci] from source [o][ci][hw] */
+                        int64_t src = j;
+                        if (lay) {
+                            int64_t o = j / (HW * C), r = j % (HW * C);
+                            src = (o * C + r % C) * HW + r / C;
+                        }
+                        float v = ((const float *)wt->data->data)[src];
+                        if (xd == TTC_DTYPE_FLOAT32) ((float *)host)[j] = v;
+                        else ((uint16_t *)host)[j] = ttc_half_from_float(v);
+                    }
+                    (void)K;
+                    ttc_status s = ttc_cuda_upload(c->cw_mem + off, host, (size_t)n * es);
+                    free(host);
+                    TTC_TRY(s);
+                    if (lay) c->cwh[i] = c->cw_mem + off;
+                    else c->cw[i] = c->cw_mem + off;
                 }
-                ttc_status s = ttc_cuda_upload(c->cw_mem + off, host, (size_t)n * es);
-                free(host);
-                TTC_TRY(s);
-                c->cw[i] = c->cw_mem + off;
+                off += (size_t)n * es;
             }
-            off += (size_t)n * es;
         }
         total = off;
         if (pass == 0) {
@@ -220,6 +241,11 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
             snprintf(en, sizeof en, "%s_e", ks->name);
             s = ttc_cuda_function(c->mods[m], en, &c->efn[i], &c->emax[i]);
         }
+        if (s == TTC_OK && ks->lib_epih && c->ehfn) {
+            char en[24];
+            snprintf(en, sizeof en, "%s_eh", ks->name);
+            s = ttc_cuda_function(c->mods[m], en, &c->ehfn[i], &c->ehmax[i]);
+        }
     }
     free(ptx);
     return s;
@@ -229,6 +255,7 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
 static void free_arrays(ttc_cuda_engine *c) {
     free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
     free(c->lib); free(c->efn); free(c->emax); free(c->cw);
+    free(c->nhwc); free(c->conv_h); free(c->cwh); free(c->ehfn); free(c->ehmax);
 }
 
 ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine **out) {
@@ -249,10 +276,20 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
             c->efn = ttc_calloc((size_t)nk + 1, sizeof *c->efn);
             c->emax = ttc_calloc((size_t)nk + 1, sizeof *c->emax);
             c->cw = ttc_calloc((size_t)nk + 1, sizeof *c->cw);
+            if (ttc_cudnn_available(NULL, 0)) {
+                c->nhwc = ttc_calloc((size_t)e->k->n_ts + 1, sizeof *c->nhwc);
+                if (c->nhwc && !ttc_kir_nhwc_plan(e->k, c->nhwc)) { free(c->nhwc); c->nhwc = NULL; }
+                if (c->nhwc) {
+                    c->conv_h = ttc_calloc((size_t)nk + 1, sizeof *c->conv_h);
+                    c->cwh = ttc_calloc((size_t)nk + 1, sizeof *c->cwh);
+                    c->ehfn = ttc_calloc((size_t)nk + 1, sizeof *c->ehfn);
+                    c->ehmax = ttc_calloc((size_t)nk + 1, sizeof *c->ehmax);
+                }
+            }
         }
     }
     if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units ||
-        (c->lib && (!c->efn || !c->emax || !c->cw))) {
+        (c->lib && (!c->efn || !c->emax || !c->cw)) || (c->nhwc && (!c->conv_h || !c->cwh || !c->ehfn || !c->ehmax))) {
         if (c) { free_arrays(c); free(c); }
         return TTC_ERR_NOMEM;
     }
@@ -288,6 +325,8 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
                              (op->kind == TTC_KOP_CONV2D && op->p.conv.ksplit <= 1 && ttc_cudnn_available(NULL, 0)));
         gemms |= c->lib[i] && op->kind == TTC_KOP_GEMM;
         convs |= c->lib[i] && op->kind == TTC_KOP_CONV2D;
+        if (c->nhwc && ttc_kir_nhwc_conv(e->k, op))
+            c->conv_h[i] = c->nhwc[op->in[0]] || c->nhwc[op->out];
     }
     if (s == TTC_OK) s = upload_consts(c);
     if (s == TTC_OK && convs) s = upload_conv_weights(c);
@@ -295,6 +334,17 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
     for (int32_t i = 0; i < nk && c->lib; i++) {
         c->n_lib += c->lib[i];
         convs |= c->lib[i] && c->cw[i];
+    }
+    /* channels-last needs every convolution touching an NHWC tensor to run through cuDNN with
+     * its epilogue kernel: else the engine keeps every tensor NCHW */
+    for (int32_t i = 0; i < nk && c->nhwc && s == TTC_OK; i++) {
+        const ttc_kop *op = &e->k->ops[e->cg.kernels[i].op];
+        if (!c->conv_h[i]) continue;
+        bool epi = op->epi.n > 0;
+        if (!c->lib[i] || !c->cwh[i] || (epi && (!c->efn[i] || (c->nhwc[op->out] && !c->ehfn[i])))) {
+            free(c->nhwc);
+            c->nhwc = NULL;
+        }
     }
     if (gemms) c->ws_bytes = ttc_cublas_workspace_bytes();
     if (convs && c->ws_bytes < TTC_CUDNN_WS_MAX) c->ws_bytes = TTC_CUDNN_WS_MAX;
@@ -344,8 +394,25 @@ static ttc_status plan_for(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MA
  * steps: cuBLAS's or cuDNN's, whichever is larger), then the index-error flag. */
 static size_t ws_offset(const ttc_plan *p) { return align_up(p->arena_bytes ? p->arena_bytes : 16, ARENA_TAIL); }
 
+static size_t tensor_bytes(const ttc_cuda_engine *c, const ttc_plan *p, int32_t t) {
+    return align_up((size_t)p->res[t].numel * ttc_dtype_size(c->e->k->ts[t].dtype), ARENA_TAIL);
+}
+
+/* The scratch channels-last convolutions need after the workspace: a copy of an NCHW input
+ * in NHWC, and an NHWC result on its way to an NCHW output (the most any one kernel needs). */
+static size_t nhwc_scratch(const ttc_cuda_engine *c, const ttc_plan *p) {
+    size_t most = 0;
+    for (int32_t ki = 0; c->nhwc && ki < c->e->cg.n_kernels; ki++) {
+        if (!c->conv_h[ki]) continue;
+        const ttc_kop *op = &c->e->k->ops[c->e->cg.kernels[ki].op];
+        size_t b = (c->nhwc[op->in[0]] ? 0 : tensor_bytes(c, p, op->in[0])) + (c->nhwc[op->out] ? 0 : tensor_bytes(c, p, op->out));
+        if (b > most) most = b;
+    }
+    return most;
+}
+
 static size_t arena_need(const ttc_cuda_engine *c, const ttc_plan *p) {
-    return ws_offset(p) + c->ws_bytes + (c->errf ? ARENA_TAIL : 0);
+    return ws_offset(p) + c->ws_bytes + nhwc_scratch(c, p) + (c->errf ? ARENA_TAIL : 0);
 }
 
 ttc_status ttc_cuda_engine_arena_bytes(ttc_cuda_engine *c, const int64_t (*in_shapes)[TTC_MAX_RANK], size_t *out) {
@@ -448,6 +515,22 @@ typedef struct lib_call {
     uint64_t x, w, y;
 } lib_call;
 
+/* Kernel ki's epilogue kernel fn ("<name>_e" or "_eh", at most fmax threads a block) in place
+ * over the output's n elements (TTC_LIB_EPI_V per work-item). */
+static ttc_status epi_launch(const call_mem *m, int32_t ki, void *fn, int32_t fmax, uint64_t stream, arg_val *vals,
+                             void **params, int64_t *launched) {
+    const ttc_kspec *ks = &m->c->e->cg.kernels[ki];
+    int64_t n = m->p->res[m->c->e->k->ops[ks->op].out].numel;
+    vals[0].i = (int32_t)n;
+    params[0] = &vals[0];
+    fill_args(m, ki, ks->n_args - ks->n_store_args, vals + 1, params + 1);
+    uint32_t bs = fmax < 256 ? (uint32_t)fmax : 256;
+    int64_t per = (int64_t)bs * TTC_LIB_EPI_V;   /* elements per block */
+    uint32_t grid[3] = {(uint32_t)((n + per - 1) / per), 1, 1}, block[3] = {bs, 1, 1};
+    (*launched)++;
+    return ttc_cuda_launch(fn, grid, block, 0, stream, params);
+}
+
 /* The library's result, then the epilogue kernel in place over the output's n elements
  * (TTC_LIB_EPI_V per work-item). */
 static ttc_status lib_run(const call_mem *m, int32_t ki, const lib_call *lc, uint64_t stream, arg_val *vals,
@@ -463,16 +546,7 @@ static ttc_status lib_run(const call_mem *m, int32_t ki, const lib_call *lc, uin
         return TTC_OK;
     }
     if (!c->efn[ki]) return TTC_OK;
-    const ttc_kspec *ks = &c->e->cg.kernels[ki];
-    int64_t n = m->p->res[c->e->k->ops[ks->op].out].numel;
-    vals[0].i = (int32_t)n;
-    params[0] = &vals[0];
-    fill_args(m, ki, ks->n_args - ks->n_store_args, vals + 1, params + 1);
-    uint32_t bs = c->emax[ki] < 256 ? (uint32_t)c->emax[ki] : 256;
-    int64_t per = (int64_t)bs * TTC_LIB_EPI_V;   /* elements per block */
-    uint32_t grid[3] = {(uint32_t)((n + per - 1) / per), 1, 1}, block[3] = {bs, 1, 1};
-    (*launched)++;
-    return ttc_cuda_launch(c->efn[ki], grid, block, 0, stream, params);
+    return epi_launch(m, ki, c->efn[ki], c->emax[ki], stream, vals, params, launched);
 }
 
 /* Kernel ki's library call in this call (false: the library cannot run it), its choice key
@@ -561,6 +635,58 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
     return TTC_OK;
 }
 
+/* Kernel ki's cuDNN plan for its convolution in NHWC (conv_h), made on its shape's first call
+ * (timed unless the stream is being recorded). false: this call cannot run it so (sizes beyond
+ * int, a strided or misaligned tensor, no algorithm within the workspace). */
+static bool nhwc_plan_of(const call_mem *m, int32_t ki, const ttc_cudnn_plan **plan) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    ttc_engine *e = c->e;
+    ttc_cudnn_conv d;
+    uint64_t x, y;
+    if (!ttc_cuda_lib_conv(e, m->p, ki, addr_of, (void *)m, &d, &x, &y, NULL, 0)) return false;
+    d.nhwc = true;
+    ttc_cudnn_plan *p = NULL;
+    size_t ws = 0;
+    if (ttc_cudnn_conv_prepare(&d, c->ordinal, !ttc_cuda_stream_capturing(m->stream), &p, &ws) != TTC_OK ||
+        ws > c->ws_bytes) {
+        ttc_clear_error();
+        return false;
+    }
+    *plan = p;
+    return true;
+}
+
+/* Convolution ki channels-last: its input made NHWC in the scratch unless kept so, cuDNN's
+ * result written NHWC (into the scratch when the output is kept NCHW, then changed into it),
+ * then its epilogue kernel over the output as stored. */
+static ttc_status nhwc_run(const call_mem *m, int32_t ki, const ttc_cudnn_plan *plan, uint64_t stream, arg_val *vals,
+                          void **params, int64_t *launched) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    const ttc_kop *op = &c->e->k->ops[c->e->cg.kernels[ki].op];
+    const ttc_cudnn_conv *d = ttc_cudnn_plan_conv(plan);
+    int32_t X = op->in[0], Y = op->out;
+    uint64_t x = addr_of((void *)m, X), y = addr_of((void *)m, Y);
+    uint64_t ws = m->arena + ws_offset(m->p), scratch = ws + c->ws_bytes;
+    if (!c->nhwc[X]) {
+        TTC_TRY(ttc_cudnn_transform(c->ordinal, d->dtype, d->n, d->c, d->h, d->w, true, x, scratch, stream));
+        x = scratch;
+        scratch += tensor_bytes(c, m->p, X);
+        (*launched)++;
+    }
+    uint64_t yc = c->nhwc[Y] ? y : scratch;
+    TTC_TRY(ttc_cudnn_conv_run(plan, x, c->cwh[ki], yc, ws, c->ws_bytes, stream));
+    (*launched)++;
+    __atomic_fetch_add(&c->lib_calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->lib_nhwc, 1, __ATOMIC_RELAXED);
+    if (!c->nhwc[Y]) {
+        TTC_TRY(ttc_cudnn_transform(c->ordinal, d->dtype, d->n, d->k, d->oh, d->ow, false, yc, y, stream));
+        (*launched)++;
+    }
+    if (!c->efn[ki]) return TTC_OK;
+    if (c->nhwc[Y]) return epi_launch(m, ki, c->ehfn[ki], c->ehmax[ki], stream, vals, params, launched);
+    return epi_launch(m, ki, c->efn[ki], c->emax[ki], stream, vals, params, launched);
+}
+
 static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64_t *in, const uint64_t *out,
                              uint64_t arena, uint64_t flag, uint64_t stream, int64_t *launched) {
     ttc_engine *e = c->e;
@@ -574,11 +700,26 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
     /* every launch is checked before the first is made: a refusal leaves the stream untouched */
     for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++)
         if (!p->skip[ki]) s = dims(c, p, ki, g[ki], b[ki]);
+    /* channels-last where every convolution touching an NHWC tensor can run so in this call;
+     * else the whole call NCHW (as with TORCHTRT_C_CUDA_NHWC=0) */
+    const ttc_cudnn_plan **hp = NULL;
+    if (s == TTC_OK && c->nhwc) {
+        hp = ttc_calloc((size_t)nk + 1, sizeof *hp);
+        if (!hp) s = TTC_ERR_NOMEM;
+        for (int32_t ki = 0; ki < nk && hp; ki++)
+            if (c->conv_h[ki] && (p->skip[ki] || !nhwc_plan_of(&m, ki, &hp[ki]))) { free(hp); hp = NULL; }
+        if (hp) __atomic_fetch_add(&c->nhwc_calls, 1, __ATOMIC_RELAXED);
+    }
     if (s == TTC_OK && flag) s = ttc_cuda_memset32(flag, 0, 1, stream);
     int64_t n = 0;
     for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++) {
         if (p->skip[ki]) continue;
         const ttc_kspec *ks = &e->cg.kernels[ki];
+        if (hp && c->conv_h[ki]) {
+            s = nhwc_run(&m, ki, hp[ki], stream, vals, params, &n);
+            if (s != TTC_OK) s = ttc_fail_context(s, "running %s (%s) through cuDNN channels-last", ks->name, e->k->ops[ks->op].name);
+            continue;
+        }
         if (c->lib && c->lib[ki]) {
             lib_call lc;
             bool use = false, done = false;
@@ -596,6 +737,7 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
         n++;
     }
     *launched = n;
+    free(hp);
     free(g);
     free(vals);
     free(params);
@@ -717,7 +859,10 @@ ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
                                 __atomic_load_n(&c->flag_reads, __ATOMIC_RELAXED), c->const_bytes, 0, 0, c->n_gs, c->dyn_max,
                                 c->n_lib, __atomic_load_n(&c->lib_calls, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->lib_timed, __ATOMIC_RELAXED),
-                                __atomic_load_n(&c->lib_fused, __ATOMIC_RELAXED)};
+                                __atomic_load_n(&c->lib_fused, __ATOMIC_RELAXED),
+                                __atomic_load_n(&c->lib_nhwc, __ATOMIC_RELAXED),
+                                __atomic_load_n(&c->nhwc_calls, __ATOMIC_RELAXED), 0};
+    for (int32_t t = 0; c->nhwc && t < c->e->k->n_ts; t++) st.nhwc_tensors += c->nhwc[t];
     if (c->n_gs) {
         ttc_cuda_engine *m = (ttc_cuda_engine *)c;   /* the lock only: counters are read */
         pthread_mutex_lock(&m->glock);

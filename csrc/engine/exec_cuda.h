@@ -58,6 +58,10 @@ typedef struct ttc_cuda_engine_stats {
     int32_t lib_kernels;
     int64_t lib_calls, lib_timed;
     int64_t lib_fused;   /* library calls that applied the kernel's epilogue themselves (cuBLASLt) */
+    /* channels-last (kir/nhwc.c): cuDNN NHWC convolutions run, calls run channels-last, tensors
+     * the engine keeps NHWC (0: none, or it cannot) */
+    int64_t lib_nhwc, nhwc_calls;
+    int32_t nhwc_tensors;
 } ttc_cuda_engine_stats;
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c);
 

@@ -253,6 +253,14 @@ static inline int32_t ttc_kop_gemm_shape(const ttc_kop *op) {
     return op->kind == TTC_KOP_GEMM && op->p.gemm.reshaped ? op->p.gemm.shape : op->out;
 }
 
+/* kir/nhwc.c: the tensors the CUDA launch path keeps channels-last (NHWC) between cuDNN
+ * convolutions. nhwc: k->n_ts flags, set for those tensors (all false unless the target has
+ * cuda_nhwc and cuDNN may run: TORCHTRT_C_CUDA_LIBS=1 on any device, an NVIDIA device with the
+ * CUDA launch path otherwise). Returns how many. ttc_kir_nhwc_conv: whether op is a
+ * convolution cuDNN may run channels-last (dense, float32/float16, host weights). */
+int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc);
+bool ttc_kir_nhwc_conv(const ttc_kir *k, const ttc_kop *op);
+
 /* Concrete value of a dim for symbol values sv. */
 static inline int64_t ttc_dim_eval(ttc_dim d, const int64_t *sv) {
     return d.sym < 0 ? d.add : d.mul * sv[d.sym] + d.add;

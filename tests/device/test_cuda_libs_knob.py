@@ -22,7 +22,9 @@ def _accs(trt):
 @pytest.mark.parametrize("var,bad", [("TORCHTRT_C_CUDA_LIBS", "yes"), ("TORCHTRT_C_CUDA_LIBS", "2"),
                                      ("TORCHTRT_C_CUDA_LIBS", "on"),
                                      # cuBLASLt epilogues (tests/gpu/test_cublaslt_epilogue.py): 0 or 1
-                                     ("TORCHTRT_C_CUDA_LT", "2"), ("TORCHTRT_C_CUDA_LT", "on")])
+                                     ("TORCHTRT_C_CUDA_LT", "2"), ("TORCHTRT_C_CUDA_LT", "on"),
+                                     # channels-last convolutions (tests/gpu/test_cuda_nhwc.py): 0 or 1
+                                     ("TORCHTRT_C_CUDA_NHWC", "2"), ("TORCHTRT_C_CUDA_NHWC", "yes")])
 def test_bad_value_is_named(var, bad, monkeypatch, caplog):
     monkeypatch.setenv(var, bad)
     m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU()).eval()

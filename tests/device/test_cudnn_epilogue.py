@@ -54,3 +54,46 @@ def test_conv_epilogue_kernels(value, dtype, shape, monkeypatch):
     tol = 1e-4 if dtype == torch.float32 else 1e-2
     err = (got - want).abs().max().item() / max(want.abs().max().item(), 1.0)
     assert err <= tol, f"relative error {err:.3g} > {tol} ({value}, {dtype}, {shape})"
+
+
+class _Chain(torch.nn.Module):
+    """conv + ReLU -> conv + bias + residual + ReLU -> conv + ReLU -> strided conv: the middle
+    tensors are the ones the CUDA path keeps channels-last (csrc/kir/nhwc.c: two convolutions
+    NHWC on both sides, two changing a layout; 3x3: a 1x1 may become a GEMM)"""
+
+    def __init__(self, c):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, c, 3, padding=1)
+        self.b = torch.nn.Conv2d(c, c, 3, padding=1)
+        self.e = torch.nn.Conv2d(c, c, 3, padding=1)
+        self.c = torch.nn.Conv2d(c, 4, 3, stride=2, padding=1, bias=False)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        return self.c(torch.relu(self.e(torch.relu(self.b(y) + y))))
+
+
+@pytest.mark.parametrize("nhwc", ["0", "1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("c", [8, 13])
+def test_channels_last_epilogue_kernels(nhwc, dtype, c, monkeypatch):
+    """With TORCHTRT_C_CUDA_LIBS=1 the convolutions whose output the CUDA path keeps NHWC also get
+    "<kernel>_eh" (their epilogue over NHWC, runs of 8/4 halves/floats along C, or of one where
+    no width divides it: c=13); compiled here, run on a GPU by tests/gpu/test_cuda_nhwc.py and
+    on this device by csrc/tests/test_cuda_nhwc.c. TORCHTRT_C_CUDA_NHWC=0: none."""
+    for k, v in (("TORCHTRT_C_CUDA_LIBS", "1"), ("TORCHTRT_C_NATIVE", "0"), ("TORCHTRT_C_KERNELS", "gpu"),
+                 ("TORCHTRT_C_CONV_KSPLIT", "1"), ("TORCHTRT_C_CUDA_NHWC", nhwc)):
+        monkeypatch.setenv(k, v)
+    torch.manual_seed(c)
+    m, x = _Chain(c).eval(), torch.randn(2, 3, 9, 7)
+    if dtype == torch.float16:
+        m, x = m.half(), x.half()
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={dtype})
+    eh = [k for s in _sources(trt) for k in re.findall(r"__kernel void (k\d+_eh)\(", s)]
+    assert (len(eh) >= 1) == (nhwc == "1"), eh
+    with torch.no_grad():
+        want = m.float()(x.float())
+        got = trt(x).float()
+    tol = 1e-4 if dtype == torch.float32 else 1e-2
+    err = (got - want).abs().max().item() / max(want.abs().max().item(), 1.0)
+    assert err <= tol, f"relative error {err:.3g} > {tol}"

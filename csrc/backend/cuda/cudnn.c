@@ -55,7 +55,9 @@ typedef struct {
       dnn_status (*)(void *, void *, void *, void *, void *, int, size_t *))                                \
     X(cudnnConvolutionForward,                                                                              \
       dnn_status (*)(void *, const void *, void *, const void *, void *, const void *, void *, int, void *,   \
-                     size_t, const void *, void *, void *))
+                     size_t, const void *, void *, void *))                                                 \
+    X(cudnnTransformTensor,                                                                                 \
+      dnn_status (*)(void *, const void *, void *, const void *, const void *, void *, void *))
 
 static struct {
 #define X(name, type) __typeof__(type) name;
@@ -458,6 +460,40 @@ ttc_status ttc_cudnn_conv_run(const ttc_cudnn_plan *p, uint64_t x, uint64_t w, u
             s = dnn_fail(r, "cudnnConvolutionForward");
     }
     pthread_mutex_unlock(&dev_lock[p->ordinal]);
+    ttc_cuda_leave(&sc);
+    return s;
+}
+
+ttc_status ttc_cudnn_transform(int32_t ordinal, ttc_dtype dtype, int32_t n, int32_t c, int32_t h, int32_t w, bool to_nhwc,
+                               uint64_t x, uint64_t y, uint64_t stream) {
+    if (ordinal < 0 || ordinal >= MAX_DEV) return ttc_fail(TTC_ERR_INVALID_ARG, "CUDA device %d out of range", (int)ordinal);
+    if (dtype != TTC_DTYPE_FLOAT32 && dtype != TTC_DTYPE_FLOAT16 && dtype != TTC_DTYPE_BFLOAT16)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "cuDNN layout change in %s", ttc_dtype_name(dtype));
+    if (n < 1 || c < 1 || h < 1 || w < 1 || !x || !y)
+        return ttc_fail(TTC_ERR_INVALID_ARG, "cuDNN layout change of %dx%dx%dx%d at %#llx -> %#llx", n, c, h, w,
+                        (unsigned long long)x, (unsigned long long)y);
+    char why[256];
+    if (!ttc_cudnn_available(why, sizeof why)) return ttc_fail(TTC_ERR_UNSUPPORTED, "cuDNN unavailable: %s", why);
+    ttc_cuda_scope sc;
+    TTC_TRY(ttc_cuda_enter(ordinal, &sc));
+    const float one = 1.0f, zero = 0.0f;
+    void *xd = NULL, *yd = NULL, *hd = NULL;
+    int ty = dnn_type(dtype);
+    ttc_status s = TTC_OK;
+    pthread_mutex_lock(&dev_lock[ordinal]);
+    s = get_handle(ordinal, &hd);
+    if (s != TTC_OK) goto fail;
+    DNN(dnn.cudnnCreateTensorDescriptor(&xd), "cudnnCreateTensorDescriptor");
+    DNN(dnn.cudnnSetTensor4dDescriptor(xd, to_nhwc ? DNN_NCHW : DNN_NHWC, ty, n, c, h, w), "cudnnSetTensor4dDescriptor");
+    DNN(dnn.cudnnCreateTensorDescriptor(&yd), "cudnnCreateTensorDescriptor");
+    DNN(dnn.cudnnSetTensor4dDescriptor(yd, to_nhwc ? DNN_NHWC : DNN_NCHW, ty, n, c, h, w), "cudnnSetTensor4dDescriptor");
+    DNN(dnn.cudnnSetStream(hd, (void *)(uintptr_t)stream), "cudnnSetStream");
+    DNN(dnn.cudnnTransformTensor(hd, &one, xd, (const void *)(uintptr_t)x, &zero, yd, (void *)(uintptr_t)y),
+        "cudnnTransformTensor");
+fail:
+    if (xd) dnn.cudnnDestroyTensorDescriptor(xd);
+    if (yd) dnn.cudnnDestroyTensorDescriptor(yd);
+    pthread_mutex_unlock(&dev_lock[ordinal]);
     ttc_cuda_leave(&sc);
     return s;
 }

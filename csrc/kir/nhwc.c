@@ -1,0 +1,106 @@
+/* Channels-last tensors between the CUDA launch path's cuDNN convolutions (kir.h,
+ * ttc_kir_nhwc_plan). cuDNN's NHWC kernels ran ResNet-50's convolutions 1.3-10x faster than
+ * its NCHW ones at batch 32 on an H200 (TF32; bench/RESULTS.md, session 14), and torch's
+ * Inductor runs them channels-last too. The engine's boundary stays NCHW.
+ *
+ * A tensor is kept NHWC when a dense convolution cuDNN may run (ttc_kir_nhwc_conv) makes it
+ * and every reader takes it so:
+ *   - the input of such a convolution (cuDNN reads it NHWC);
+ *   - a dense leaf (the output's dims, contiguous) of such a convolution's epilogue whose own
+ *     output is NHWC too: its "<kernel>_eh" walks both in stored order.
+ * Anything else (a view of it, another kernel, an engine output) keeps it NCHW. A dense leaf
+ * and its reader's output must agree, so the plan drops tensors until nothing disagrees (it
+ * only ever drops: it ends); then it keeps none where layout changes would outnumber the
+ * convolutions that need none (below). Code generation and the CUDA path both call this,
+ * from the kernel IR and the target alone, so they agree on every tensor. */
+#include "kir.h"
+
+#include <string.h>
+
+static bool enabled(const ttc_kir *k) {
+    const ttc_target *tg = ttc_kir_target(k);
+    if (!tg->cuda_nhwc) return false;
+    return tg->cuda_libs == TTC_CUDA_LIBS_ALL || (tg->cuda_libs != TTC_CUDA_LIBS_OFF && tg->nvidia && tg->cuda_launch);
+}
+
+static int32_t root_of(const ttc_kir *k, int32_t t) {
+    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+    return t;
+}
+
+bool ttc_kir_nhwc_conv(const ttc_kir *k, const ttc_kop *op) {
+    if (op->dead || op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1 || op->p.conv.groups != 1) return false;
+    const ttc_et *x = &k->ts[op->in[0]], *y = &k->ts[op->out];
+    if (x->rank != 4 || y->rank != 4 || x->dtype != y->dtype ||
+        (y->dtype != TTC_DTYPE_FLOAT32 && y->dtype != TTC_DTYPE_FLOAT16))
+        return false;
+    /* the weights cuDNN takes are made from the float32 constant on the host (exec_cuda.c) */
+    int32_t w = root_of(k, op->in[1]);
+    if (w < 0 || k->ts[w].kind != TTC_ET_CONST || k->ts[w].rank != 4 || k->ts[w].dtype != TTC_DTYPE_FLOAT32 ||
+        !k->ts[w].data || !k->ts[w].data->data)
+        return false;
+    for (int32_t i = 0; i < op->epi.n; i++)
+        if (op->epi.nodes[i].op == TTC_EOP_INDEX) return false;   /* index nodes read logical dims */
+    return true;
+}
+
+/* Whether leaf t of op's epilogue is read at the output's own linear index. */
+static bool dense_leaf(const ttc_kir *k, const ttc_kop *op, int32_t t) {
+    const ttc_et *o = &k->ts[op->out], *l = &k->ts[t];
+    return l->contig && ttc_dims_eq(o->rank, o->dims, l->rank, l->dims);
+}
+
+int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc) {
+    memset(nhwc, 0, sizeof(bool) * (size_t)k->n_ts);
+    if (!enabled(k)) return 0;
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        const ttc_kop *op = &k->ops[i];
+        if (ttc_kir_nhwc_conv(k, op) && k->ts[op->out].kind == TTC_ET_INTER && k->ts[op->out].binding < 0)
+            nhwc[op->out] = true;
+    }
+    for (int32_t i = 0; i < k->n_outputs; i++) {
+        int32_t r = root_of(k, k->outputs[i]);
+        if (r >= 0) nhwc[r] = false;
+    }
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int32_t i = 0; i < k->n_ops; i++) {
+            const ttc_kop *op = &k->ops[i];
+            if (op->dead) continue;
+            bool conv = ttc_kir_nhwc_conv(k, op);
+            for (int32_t j = 0; j < 4; j++) {
+                int32_t t = op->in[j], r = root_of(k, t);
+                if (r < 0 || !nhwc[r]) continue;
+                if (!(conv && j == 0 && t == r)) { nhwc[r] = false; changed = true; }
+            }
+            for (int32_t l = 0; l < op->epi.n_leaves; l++) {
+                int32_t t = op->epi.leaves[l], r = root_of(k, t);
+                if (r < 0) continue;
+                bool direct = t == r && conv && dense_leaf(k, op, t);
+                if (nhwc[r] && !direct) { nhwc[r] = false; changed = true; }
+                else if (direct && nhwc[r] != nhwc[op->out]) {   /* the one kept NHWC goes */
+                    if (nhwc[r]) nhwc[r] = false;
+                    else nhwc[op->out] = false;
+                    changed = true;
+                }
+            }
+        }
+    }
+    /* A convolution with one side NCHW pays a layout change (a pass over that tensor) for its
+     * NHWC speed. Where those outnumber the convolutions with both sides NHWC, the engine stays
+     * NCHW: MobileNetV2's and EfficientNet-B0's pointwise convolutions sit between depthwise
+     * ones, each NHWC one changing a layout; at batch 32 fp32 on the H200 they ran 6% slower
+     * so, while ResNet-50 (2 free for each 1 changing) ran 1.56x faster (bench/RESULTS.md). */
+    int32_t both = 0, one = 0;
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        const ttc_kop *op = &k->ops[i];
+        if (!ttc_kir_nhwc_conv(k, op) || !(nhwc[op->in[0]] || nhwc[op->out])) continue;
+        if (nhwc[op->in[0]] && nhwc[op->out]) both++;
+        else one++;
+    }
+    if (both < one) memset(nhwc, 0, sizeof(bool) * (size_t)k->n_ts);
+    int32_t n = 0;
+    for (int32_t t = 0; t < k->n_ts; t++) n += nhwc[t];
+    return n;
+}
