@@ -472,10 +472,10 @@ static ttc_status gen_op(ttc_sbuf *src, const ttc_kir *k, int32_t oi, ttc_kspec 
         vec = ttc_codegen_vec_width(k, op);
     ttc_kparams epi;
     ttc_kp_init(&epi, k, ks, true);
-    ttc_status s = ttc_codegen_store_fns(src, k, op, sp, &epi, tleaf, vec, lib);
     /* a convolution whose output the CUDA path keeps channels-last: its epilogue over NHWC too */
     int32_t vec_h = lib && nhwc && nhwc[op->out] ? ttc_codegen_vec_width_nhwc(k, op) : 0;
-    if (s == TTC_OK && vec_h) s = ttc_codegen_store_nhwc(src, k, op, sp, &epi, vec_h);
+    ttc_status s = ttc_codegen_store_fns(src, k, op, sp, &epi, tleaf, vec, lib, vec_h > 0);
+    if (s == TTC_OK && vec_h) s = ttc_codegen_store_nhwc(src, k, op, sp, &epi, vec_h, nhwc);
     if (s == TTC_OK) {
         /* The store-function arguments come first in ks->args; kernels put them last:
          * rotate after the kind-specific arguments are appended. */

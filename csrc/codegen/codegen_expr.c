@@ -254,7 +254,7 @@ const char *ttc_codegen_leaf_type(const ttc_kir *k, int32_t t) {
 
 ttc_status ttc_codegen_store_fn_given(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
                                       ttc_kparams *p, int32_t given) {
-    return ttc_codegen_store_fns(src, k, op, sp, p, given, 1, false);
+    return ttc_codegen_store_fns(src, k, op, sp, p, given, 1, false, false);
 }
 
 int32_t ttc_codegen_vec_width(const ttc_kir *k, const ttc_kop *op) {
@@ -326,8 +326,17 @@ static void load_run(ttc_sbuf *b, const char *ptr, const char *idx, int32_t V, t
  * element (innermost stride 0: a bias or a per-channel scale), else element by element; the
  * result is stored as one access where aligned. raw_acc: acc is the output's value (a library
  * call's raw result, "<name>_e"), else 0. Same parameters as <name>_store. */
+/* Output dim d's size in a store function: its literal, or its od<d> argument. */
+static void dim_str(const ttc_et *out, int32_t d, char *buf, size_t len) {
+    if (out->dims[d].sym >= 0) snprintf(buf, len, "od%d", d);
+    else snprintf(buf, len, "%lld", (long long)out->dims[d].add);
+}
+
+/* nhwc: the output is stored channels-last, and so is dense leaf l where leaf_nhwc[l] (a dense
+ * leaf that is not is read at its NCHW index, from the decomposed output index). */
 static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
-                              const ttc_kparams *p, int32_t V, bool raw_acc, bool need_idx, bool nhwc) {
+                              const ttc_kparams *p, int32_t V, bool raw_acc, bool need_idx, bool nhwc,
+                              const bool *leaf_nhwc) {
     const ttc_et *out = &k->ts[op->out];
     const ttc_expr *e = &op->epi;
     int32_t R = out->rank;
@@ -361,11 +370,24 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         ttc_dtype d = k->ts[t].dtype;
         const char *lt = ttc_codegen_leaf_type(k, t);
         bool dense = leaf_dense(k, out, t), vec = V > 1 && (d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT32);
-        char ptr[16], idx[32], dst[16], at[48];
+        char ptr[16], idx[32], dst[16], at[96];
         snprintf(ptr, sizeof ptr, "l%d", l);
         snprintf(idx, sizeof idx, "l%d_p", l);
         snprintf(dst, sizeof dst, "l%d_a", l);
         ttc_sbuf_printf(src, "    %s l%d_a[%d];\n    const int l%d_p = l%d_off", lt, l, V, l, l);
+        if (dense && nhwc && !(leaf_nhwc && leaf_nhwc[l])) {
+            /* NCHW beside an NHWC output: its own index, the run going along C (H * W apart) */
+            char C[16], H[16], W[16];
+            dim_str(out, 1, C, sizeof C);
+            dim_str(out, 2, H, sizeof H);
+            dim_str(out, 3, W, sizeof W);
+            ttc_sbuf_printf(src, " + ((b0 * %s + b1) * %s + b2) * %s + b3;\n", C, H, W);
+            snprintf(at, sizeof at, "l%d_p + j * (%s * %s)", l, H, W);
+            ttc_sbuf_printf(src, "    for (int j = 0; j < %d; j++) l%d_a[j] = ", V, l);
+            ttc_codegen_load(src, k, sp, d, ptr, at);
+            ttc_sbuf_printf(src, ";\n");
+            continue;
+        }
         if (dense) ttc_sbuf_printf(src, " + lin");
         else for (int32_t dd = 0; dd < R; dd++) ttc_sbuf_printf(src, " + b%d * l%d_s%d", dd, l, dd);
         ttc_sbuf_printf(src, ";\n");
@@ -429,7 +451,7 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
 }
 
 ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
-                                 ttc_kparams *p, int32_t given, int32_t vec, bool raw_acc) {
+                                 ttc_kparams *p, int32_t given, int32_t vec, bool raw_acc, bool all_dims) {
     const ttc_et *out = &k->ts[op->out];
     const ttc_expr *e = &op->epi;
     int32_t R = out->rank;
@@ -446,7 +468,7 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     /* the index of each output dim: divisions by concrete dims are written as literals (the
      * compiler turns them into a multiply and shift: on the H100 the runtime divisions were
      * most of a b32 ViT's layout copies), and dim 0 needs none (lin is below the count) */
-    if (need_idx)
+    if (need_idx || all_dims)
         for (int32_t d = 1; d < R; d++)
             if (out->dims[d].sym >= 0) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "od%d", d);
     for (int32_t l = 0; l < e->n_leaves; l++) {
@@ -491,7 +513,7 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     snprintf(fres, sizeof fres, "(float)%s", res);
     ttc_codegen_store(src, k, sp, out->dtype, res, fres, "lin", "    ");
     ttc_sbuf_printf(src, "}\n");
-    if (vec > 1 && given < 0) TTC_TRY(emit_storev(src, k, op, sp, p, vec, raw_acc, need_idx, false));
+    if (vec > 1 && given < 0) TTC_TRY(emit_storev(src, k, op, sp, p, vec, raw_acc, need_idx, false, NULL));
     return TTC_OK;
 }
 
@@ -506,14 +528,17 @@ int32_t ttc_codegen_vec_width_nhwc(const ttc_kir *k, const ttc_kop *op) {
 }
 
 ttc_status ttc_codegen_store_nhwc(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
-                                  const ttc_kparams *p, int32_t V) {
+                                  const ttc_kparams *p, int32_t V, const bool *nhwc) {
     const ttc_et *out = &k->ts[op->out];
     const ttc_expr *e = &op->epi;
     if (out->rank != 4) return ttc_fail(TTC_ERR_INTERNAL, "%s: a channels-last epilogue of a rank-%d output", op->name, out->rank);
-    bool need_idx = false;
-    for (int32_t l = 0; l < e->n_leaves; l++) need_idx = need_idx || !leaf_dense(k, out, e->leaves[l]);
+    bool need_idx = false, leaf_nhwc[TTC_EXPR_MAX_LEAVES] = {0};
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        leaf_nhwc[l] = nhwc[e->leaves[l]];
+        need_idx = need_idx || !leaf_dense(k, out, e->leaves[l]) || !leaf_nhwc[l];
+    }
     for (int32_t i = 0; i < e->n; i++)
         if (e->nodes[i].op == TTC_EOP_INDEX)
             return ttc_fail(TTC_ERR_INTERNAL, "%s: index nodes in a channels-last epilogue", op->name);
-    return emit_storev(src, k, op, sp, p, V, true, need_idx, true);
+    return emit_storev(src, k, op, sp, p, V, true, need_idx, true, leaf_nhwc);
 }

@@ -26,12 +26,15 @@ ttc_status ttc_codegen_store_fn_given(ttc_sbuf *src, const ttc_kir *k, const ttc
  * value (a library call's raw result), else 0. vec must be ttc_codegen_vec_width's or a
  * divisor of it. */
 ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
-                                 ttc_kparams *p, int32_t given, int32_t vec, bool raw_acc);
-/* "<name>_storeh(int lin, ...)" (the store functions' parameters, p done): <name>_storev for an
- * output and dense leaves stored channels-last (kir/nhwc.c), lin walking [N, H, W, C]; acc
- * is the output's raw value (a cuDNN result). V: ttc_codegen_vec_width_nhwc (divides C). */
+                                 ttc_kparams *p, int32_t given, int32_t vec, bool raw_acc, bool all_dims);
+/* (all_dims: the sizes of every symbolic output dim among the parameters, as "<name>_storeh"
+ * needs them.) "<name>_storeh(int lin, ...)" (the store functions' parameters, p done, made
+ * with all_dims): <name>_storev for an output stored channels-last (kir/nhwc.c), lin walking
+ * [N, H, W, C]; a dense leaf is read at lin where nhwc (per tensor) says it is stored so too,
+ * else at its NCHW index; acc is the output's raw value (a cuDNN result). V:
+ * ttc_codegen_vec_width_nhwc (divides C). */
 ttc_status ttc_codegen_store_nhwc(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
-                                  const ttc_kparams *p, int32_t V);
+                                  const ttc_kparams *p, int32_t V, const bool *nhwc);
 int32_t ttc_codegen_vec_width_nhwc(const ttc_kir *k, const ttc_kop *op);
 /* How many adjacent output elements of op one work-item may store together (_storev): 8 float16
  * or 4 float32 (16 bytes), halved until it divides the output's innermost dim; 1 where that dim

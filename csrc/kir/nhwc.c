@@ -7,11 +7,12 @@
  * and every reader takes it so:
  *   - the input of such a convolution (cuDNN reads it NHWC);
  *   - a dense leaf (the output's dims, contiguous) of such a convolution's epilogue whose own
- *     output is NHWC too: its "<kernel>_eh" walks both in stored order.
- * Anything else (a view of it, another kernel, an engine output) keeps it NCHW. A dense leaf
- * and its reader's output must agree, so the plan drops tensors until nothing disagrees (it
- * only ever drops: it ends); then it keeps none where layout changes would outnumber the
- * convolutions that need none (below). Code generation and the CUDA path both call this,
+ *     output is NHWC too: its "<kernel>_eh" walks both in stored order (an NCHW dense leaf of
+ *     it is read at its own index).
+ * Anything else (a view of it, another kernel, an engine output) keeps it NCHW. Dropping one
+ * may drop others (an NHWC residual of an output now NCHW), so the plan drops tensors until
+ * nothing disagrees (it only ever drops: it ends); then it keeps none where layout changes
+ * would outnumber the convolutions that need none (below). Code generation and the CUDA path both call this,
  * from the kernel IR and the target alone, so they agree on every tensor. */
 #include "kir.h"
 
@@ -77,13 +78,10 @@ int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc) {
             for (int32_t l = 0; l < op->epi.n_leaves; l++) {
                 int32_t t = op->epi.leaves[l], r = root_of(k, t);
                 if (r < 0) continue;
-                bool direct = t == r && conv && dense_leaf(k, op, t);
+                /* an NHWC leaf is read at the output's stored index: the output must be NHWC too
+                 * (an NCHW leaf of an NHWC output is read at its own index) */
+                bool direct = t == r && conv && dense_leaf(k, op, t) && nhwc[op->out];
                 if (nhwc[r] && !direct) { nhwc[r] = false; changed = true; }
-                else if (direct && nhwc[r] != nhwc[op->out]) {   /* the one kept NHWC goes */
-                    if (nhwc[r]) nhwc[r] = false;
-                    else nhwc[op->out] = false;
-                    changed = true;
-                }
             }
         }
     }

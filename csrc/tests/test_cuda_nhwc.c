@@ -5,7 +5,8 @@
  *     the reader is a max pool, a depthwise convolution, an engine output, a residual whose
  *     layout disagrees with its reader's output, or with TORCHTRT_C_CUDA_NHWC=0;
  *   - the "_eh" kernel of a convolution with bias + residual + ReLU, run on the OpenCL device
- *     over a raw convolution result and a residual stored NHWC (computed here in double from
+ *     over a raw convolution result and a residual stored NHWC, or NCHW where a max pool reads
+ *     it too (read at its own index) (computed here in double from
  *     the engine's constants), against act(conv + bias + residual + a [1, 1, H, W] term) here,
  *     in NHWC: 1e-5 of
  *     max(|ref|, 1). Channel counts 8, 6 and 5 (runs of 4, 2 and 1 floats), 7x5 planes. */
@@ -60,9 +61,25 @@ static char *bias(const char *name, int o, int salt) {
  * -> a3 = relu(conv3x3(a2)) -> conv3x3 stride 2 (no bias) [2, 4, 4, 3], the engine's output:
  * two convolutions NHWC on both sides, two changing a layout. tail: extra lines after a2
  * ("" for none), out: what is returned. */
-static char *chain(int C, const char *tail, const char *out) {
+static char *chain_n(int C, int extra, const char *tail, const char *out);
+static char *chain(int C, const char *tail, const char *out) { return chain_n(C, 0, tail, out); }
+
+/* chain with `extra` more 3x3 convolutions + ReLU (x1, x2, ...) between a2 and c4 */
+static char *chain_n(int C, int extra, const char *tail, const char *out) {
     char *w1 = weight("w1", C, 3, 3, 1), *b1 = bias("b1", C, 2), *w2 = weight("w2", C, C, 1, 3), *b2 = bias("b2", C, 4),
          *w3 = weight("w3", 4, C, 3, 5), *w4 = weight("w4", C, C, 3, 7);
+    /* x<i> = relu(conv3x3(x<i-1>)), x0 standing for a2 */
+    ttc_sbuf ext = {0};
+    char last[8] = "a2";
+    for (int i = 1; i <= extra; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "we%d", i);
+        char *we = weight(nm, C, C, 3, 10 + i);
+        ttc_sbuf_printf(&ext, "%s  %%e%d : Float(2, %d, 7, 5) = aten.convolution.default(%%%s, %%%s, %%none, %%s1, %%p1, %%s1, %%f, %%p0, %%g1)\n"
+                        "  %%x%d : Float(2, %d, 7, 5) = aten.relu.default(%%e%d)\n", we, i, C, last, nm, i, C, i);
+        snprintf(last, sizeof last, "x%d", i);
+        free(we);
+    }
     float pv[35];
     for (int j = 0; j < 35; j++) pv[j] = val(j, 8);
     char *pl = tensor_lit(pv, 35);
@@ -75,13 +92,13 @@ static char *chain(int C, const char *tail, const char *out) {
                          "  %%q2 : Float(2, %d, 7, 5) = aten.add.Tensor(%%c2, %%a1, %%one)\n"
                          "  %%r2 : Float(2, %d, 7, 5) = aten.add.Tensor(%%q2, %%pos, %%one)\n"
                          "  %%a2 : Float(2, %d, 7, 5) = aten.relu.default(%%r2)\n"
-                         "%s"
-                         "  %%c4 : Float(2, %d, 7, 5) = aten.convolution.default(%%a2, %%w4, %%none, %%s1, %%p1, %%s1, %%f, %%p0, %%g1)\n"
+                         "%s%s"
+                         "  %%c4 : Float(2, %d, 7, 5) = aten.convolution.default(%%%s, %%w4, %%none, %%s1, %%p1, %%s1, %%f, %%p0, %%g1)\n"
                          "  %%a3 : Float(2, %d, 7, 5) = aten.relu.default(%%c4)\n"
                          "  %%y : Float(2, 4, 4, 3) = aten.convolution.default(%%a3, %%w3, %%none, %%s2, %%p1, %%s1, %%f, %%p0, %%g1)\n"
                          "  return (%s)\n",
-                         w1, b1, w2, b2, w3, w4, pos, C, C, C, C, C, C, tail, C, C, out);
-    free(w1); free(b1); free(w2); free(b2); free(w3); free(w4); free(pos);
+                         w1, b1, w2, b2, w3, w4, pos, C, C, C, C, C, C, tail, ext.data ? ext.data : "", C, last, C, out);
+    free(w1); free(b1); free(w2); free(b2); free(w3); free(w4); free(pos); ttc_sbuf_free(&ext);
     return s;
 }
 
@@ -123,6 +140,12 @@ static void test_plan(void) {
     t = chain(8, "  %k2 : int[] = prim.Constant[value=[2, 2]]()\n"
                  "  %mp : Float(2, 8, 3, 2) = aten.max_pool2d.default(%a1, %k2, %k2, %p0, %s1, %f)\n", "%y, %mp");
     expect_plan("a max pool", "1", t, "");
+    free(t);
+    /* the same with two more convolutions after a2: a2 stays NHWC (its epilogue reads a1 at
+     * a1's NCHW index), the layout changes (conv2's input, the last output) now fewer */
+    t = chain_n(8, 2, "  %k2 : int[] = prim.Constant[value=[2, 2]]()\n"
+                      "  %mp : Float(2, 8, 3, 2) = aten.max_pool2d.default(%a1, %k2, %k2, %p0, %s1, %f)\n", "%y, %mp");
+    expect_plan("a max pool, longer", "1", t, "a2 x1 x2 a3");
     free(t);
     /* two convolutions alone: both would change a layout, none runs NHWC on both sides */
     char *wa = weight("wa", 6, 3, 3, 1), *wb = weight("wb", 4, 6, 3, 2);
@@ -170,9 +193,13 @@ static int64_t nhwc_at(int64_t i, int C, int H, int W) {   /* NCHW index -> its 
 }
 
 /* conv2's "_eh" over a1 (NHWC) and conv2(a1) (NHWC, raw) against relu(conv2 + b2 + a1). */
-static void check_eh(int C) {
+static void check_eh(int C, bool mp) {
     knobs("1");
-    char *text = chain(C, "", "%y");
+    char tail[256];
+    snprintf(tail, sizeof tail, "  %%k2 : int[] = prim.Constant[value=[2, 2]]()\n"
+             "  %%mp : Float(2, %d, 3, 2) = aten.max_pool2d.default(%%a1, %%k2, %%k2, %%p0, %%s1, %%f)\n", C);
+    /* mp: a1 also read by a max pool (so NCHW), two more convolutions keep a2 NHWC */
+    char *text = chain_n(C, mp ? 2 : 0, mp ? tail : "", mp ? "%y, %mp" : "%y");
     ttc_engine *e = build_engine(text, NULL);
     free(text);
     if (!e) return;
@@ -199,7 +226,7 @@ static void check_eh(int C) {
     for (int64_t i = 0; i < n_a; i++) {
         int64_t j = nhwc_at(i, C, H, W);
         acc[j] = (float)c2[i];
-        res[j] = (float)a1[i];
+        res[mp ? i : j] = (float)a1[i];
         double v = (double)(float)c2[i] + b2[i / (H * W) % C] + (double)(float)a1[i] + val(i % (H * W), 8);
         want[j] = v < 0 ? 0 : v;
     }
@@ -220,7 +247,7 @@ static void check_eh(int C) {
         if (!ks->lib_epih) continue;
         bool resid = false;   /* conv2: a1 -> a2, a1 also a leaf (c4's epilogue reads no tensor) */
         for (int32_t l = 0; l < op->epi.n_leaves; l++) resid = resid || op->epi.leaves[l] == op->in[0];
-        if (op->kind != TTC_KOP_CONV2D || !f[op->in[0]] || !f[op->out] || !resid) continue;
+        if (op->kind != TTC_KOP_CONV2D || f[op->in[0]] == mp || !f[op->out] || !resid) continue;
         found++;
         ttc_buf *bo = NULL, *br = NULL;
         CHECK_OK(ttc_buf_alloc(qd, sizeof(float) * (size_t)n_a, acc, "acc", &bo));
@@ -264,7 +291,8 @@ static void check_eh(int C) {
         ttc_buf_free(bo);
         ttc_buf_free(br);
     }
-    CHECK(found == 1, "C=%d: %d convolutions with an NHWC epilogue over NHWC input, output and residual", C, found);
+    CHECK(found == 1, "C=%d%s: %d convolutions with an NHWC epilogue over an NHWC output and a residual %s", C,
+          mp ? " (max pool)" : "", found, mp ? "NCHW" : "NHWC");
     ttc_queue_free(q);
     free(f);
     if (p) ttc_plan_release(e, p);
@@ -274,9 +302,11 @@ static void check_eh(int C) {
 
 static void test_eh_kernels(void) {
     if (!have_device()) return;
-    check_eh(8);
-    check_eh(6);
-    check_eh(5);
+    for (int mp = 0; mp < 2; mp++) {
+        check_eh(8, mp);
+        check_eh(6, mp);
+        check_eh(5, mp);
+    }
 }
 
 TEST_MAIN(test_plan, test_eh_kernels)
