@@ -136,7 +136,7 @@ static ttc_status upload_conv_weights(ttc_cuda_engine *c) {
                 if (pass == 1) {
                     void *host = ttc_malloc((size_t)n * es + 1);
                     if (!host) return TTC_ERR_NOMEM;
-                    int64_t K = wt->dims[0].add, C = wt->dims[1].add, HW = wt->dims[2].add * wt->dims[3].add;
+                    int64_t C = wt->dims[1].add, HW = wt->dims[2].add * wt->dims[3].add;
                     for (int64_t j = 0; j < n; j++) {
                         /* destination j: OIHW as it is, or OHWI [o][hw][ci] from source [o][ci][hw] */
                         int64_t src = j;
@@ -148,7 +148,6 @@ static ttc_status upload_conv_weights(ttc_cuda_engine *c) {
                         if (xd == TTC_DTYPE_FLOAT32) ((float *)host)[j] = v;
                         else ((uint16_t *)host)[j] = ttc_half_from_float(v);
                     }
-                    (void)K;
                     ttc_status s = ttc_cuda_upload(c->cw_mem + off, host, (size_t)n * es);
                     free(host);
                     TTC_TRY(s);
