@@ -402,6 +402,19 @@ static bool lib_epi_wanted(const ttc_kir *k, const ttc_kop *op) {
  * flight per work-item ran at a third of the H100's bandwidth (ViT-B/16 b32 fp16: 1.9 of 7 ms
  * in these kernels). The pointers are restrict (the tensors of one kernel never overlap:
  * plan.c gives them disjoint lifetimes), so that the leaves' loads need not wait for stores. */
+/* "<name>_<suffix>(int n, P)": runs of vec adjacent elements through <name>_<store>,
+ * TTC_LIB_EPI_V / vec per work-item: run r of work-item t starts at element (t + r * L) * vec of
+ * the group's 8L. */
+static void runs_kernel(ttc_sbuf *src, const char *name, const char *suffix, const char *store, const char *P,
+                        const char *A_, int32_t vec) {
+    ttc_sbuf_printf(src, "__kernel void %s_%s(int n%s) {\n"
+                    "    const int L = get_local_size(0), b = get_group_id(0) * L * %d + get_local_id(0) * %d;\n",
+                    name, suffix, P, TTC_LIB_EPI_V, vec);
+    for (int r = 0; r < TTC_LIB_EPI_V / vec; r++)
+        ttc_sbuf_printf(src, "    if (b + %d * L < n) %s_%s(b + %d * L%s);\n", r * vec, name, store, r * vec, A_);
+    ttc_sbuf_printf(src, "}\n");
+}
+
 static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spelling *sp, const ttc_kop *op,
                               ttc_kspec *ks, const char *P, const char *A_, int32_t vec, int32_t vec_h) {
     ttc_sbuf rp = {0};
@@ -412,25 +425,12 @@ static ttc_status gen_lib_epi(ttc_sbuf *src, const ttc_kir *k, const ttc_spellin
     if (!rp.data || rp.oom) { ttc_sbuf_free(&rp); return TTC_ERR_NOMEM; }
     ttc_dtype d = k->ts[op->out].dtype;
     ks->lib_epi = true;
-    if (vec_h > 0) {
-        /* channels-last: runs of vec_h along C (<name>_storeh), laid out as the runs below */
+    if (vec_h > 0) {   /* channels-last: runs of vec_h along C (<name>_storeh) */
         ks->lib_epih = true;
-        ttc_sbuf_printf(src, "__kernel void %s_eh(int n%s) {\n"
-                        "    const int L = get_local_size(0), b = get_group_id(0) * L * %d + get_local_id(0) * %d;\n",
-                        ks->name, rp.data, TTC_LIB_EPI_V, vec_h);
-        for (int r = 0; r < TTC_LIB_EPI_V / vec_h; r++)
-            ttc_sbuf_printf(src, "    if (b + %d * L < n) %s_storeh(b + %d * L%s);\n", r * vec_h, ks->name, r * vec_h, A_);
-        ttc_sbuf_printf(src, "}\n");
+        runs_kernel(src, ks->name, "eh", "storeh", rp.data, A_, vec_h);
     }
     if (vec > 1) {
-        /* runs of vec adjacent elements (<name>_storev), TTC_LIB_EPI_V / vec per work-item:
-         * run r of work-item t starts at element (t + r * L) * vec of the group's 8L */
-        ttc_sbuf_printf(src, "__kernel void %s_e(int n%s) {\n"
-                        "    const int L = get_local_size(0), b = get_group_id(0) * L * %d + get_local_id(0) * %d;\n",
-                        ks->name, rp.data, TTC_LIB_EPI_V, vec);
-        for (int r = 0; r < TTC_LIB_EPI_V / vec; r++)
-            ttc_sbuf_printf(src, "    if (b + %d * L < n) %s_storev(b + %d * L%s);\n", r * vec, ks->name, r * vec, A_);
-        ttc_sbuf_printf(src, "}\n");
+        runs_kernel(src, ks->name, "e", "storev", rp.data, A_, vec);
         ttc_sbuf_free(&rp);
         return TTC_OK;
     }
