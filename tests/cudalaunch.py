@@ -1,5 +1,5 @@
 """Shared by the tests of the CUDA launch path (tests/gpu/test_cuda_launch.py,
-test_cuda_graphs.py, test_gemm_dynsmem.py, test_cublas_gemm.py, test_cudnn_engine.py;
+test_cuda_graphs.py, test_gemm_dynsmem.py, test_cublas_gemm.py, test_cudnn_engine.py, test_cuda_nhwc.py;
 tests/device/test_cudnn_epilogue.py): why they cannot run here, if they cannot, and the library
 steps' helpers (knobs, counters, calls through the launch path, tolerances, a convolution net)."""
 import torch
@@ -19,6 +19,31 @@ def why_not():
     if not any("NVIDIA" in f"{d.platform} {d.vendor}" for d in torchtrt_c.devices()):
         return "no NVIDIA OpenCL device"
     return None
+
+
+def why_not_cudnn():
+    """why_not(), and where that is None, why cuDNN cannot be had (None: it can)."""
+    w = why_not()
+    if w is not None:
+        return w
+    ok, why, _ = _C.cudnn_available()
+    return None if ok else why
+
+
+def torch_graph_replay(trt, *xs):
+    """trt(*xs) recorded in a caller's torch.cuda.graph (after one call on a side stream, as
+    torch asks) and replayed once: (the replay's outputs, the graph, kept while they are read)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        launch_call(trt, *xs)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.inference_mode(), torch.cuda.graph(g):
+        got = trt(*xs)
+    g.replay()
+    torch.cuda.synchronize()
+    return got, g
 
 
 # ---- the library steps' tests (test_cublas_gemm.py, test_cudnn_engine.py, test_cudnn_epilogue.py)

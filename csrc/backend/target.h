@@ -138,6 +138,12 @@ typedef struct ttc_target {
  * engine constant (reordered once), OpenBLAS for products of two activations; oneDNN for
  * every one. oneDNN where it loads, else OpenBLAS. */
 enum { TTC_CUDA_LIBS_OFF = 0, TTC_CUDA_LIBS_AUTO = 1, TTC_CUDA_LIBS_ALL = 2 };
+/* Whether the program carries what the CUDA launch path's library steps run beside the
+ * libraries (epilogue kernels "<name>_e", "_eh"): NVIDIA devices with the launch path and
+ * cuda_libs not off, or any device with TORCHTRT_C_CUDA_LIBS=1 (tests). */
+static inline bool ttc_target_lib_steps(const ttc_target *t) {
+    return t->cuda_libs == TTC_CUDA_LIBS_ALL || (t->cuda_libs != TTC_CUDA_LIBS_OFF && t->nvidia && t->cuda_launch);
+}
 enum { TTC_NATIVE_GEMM_BLAS = 0, TTC_NATIVE_GEMM_AUTO = 1, TTC_NATIVE_GEMM_DNNL = 2 };
 /* GEMM tuning at optimization_level 3 (TORCHTRT_C_TUNE): fast (the default) times the
  * heuristic's shortlist of the biggest tune_max shapes per engine (engine/tune.c); full every

@@ -393,7 +393,7 @@ static bool lib_epi_wanted(const ttc_kir *k, const ttc_kop *op) {
     bool conv = op->kind == TTC_KOP_CONV2D && op->p.conv.ksplit <= 1;
     if ((op->kind != TTC_KOP_GEMM && !conv) || op->epi.n == 0 || (d != TTC_DTYPE_FLOAT32 && d != TTC_DTYPE_FLOAT16))
         return false;
-    return tg->cuda_libs == TTC_CUDA_LIBS_ALL || (tg->cuda_libs != TTC_CUDA_LIBS_OFF && tg->nvidia && tg->cuda_launch);
+    return ttc_target_lib_steps(tg);
 }
 
 /* The epilogue alone ("<name>_e", lib_epi_wanted): TTC_LIB_EPI_V elements per work-item, their

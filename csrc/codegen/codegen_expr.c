@@ -332,11 +332,12 @@ static void dim_str(const ttc_et *out, int32_t d, char *buf, size_t len) {
     else snprintf(buf, len, "%lld", (long long)out->dims[d].add);
 }
 
-/* nhwc: the output is stored channels-last, and so is dense leaf l where leaf_nhwc[l] (a dense
- * leaf that is not is read at its NCHW index, from the decomposed output index). */
+/* leaf_nhwc non-NULL: the output is stored channels-last, and so is dense leaf l where
+ * leaf_nhwc[l] (a dense leaf that is not is read at its NCHW index, from the decomposed output
+ * index). */
 static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
-                              const ttc_kparams *p, int32_t V, bool raw_acc, bool need_idx, bool nhwc,
-                              const bool *leaf_nhwc) {
+                              const ttc_kparams *p, int32_t V, bool raw_acc, bool need_idx, const bool *leaf_nhwc) {
+    const bool nhwc = leaf_nhwc != NULL;
     const ttc_et *out = &k->ts[op->out];
     const ttc_expr *e = &op->epi;
     int32_t R = out->rank;
@@ -375,7 +376,7 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         snprintf(idx, sizeof idx, "l%d_p", l);
         snprintf(dst, sizeof dst, "l%d_a", l);
         ttc_sbuf_printf(src, "    %s l%d_a[%d];\n    const int l%d_p = l%d_off", lt, l, V, l, l);
-        if (dense && nhwc && !(leaf_nhwc && leaf_nhwc[l])) {
+        if (dense && nhwc && !leaf_nhwc[l]) {
             /* NCHW beside an NHWC output: its own index, the run going along C (H * W apart) */
             char C[16], H[16], W[16];
             dim_str(out, 1, C, sizeof C);
@@ -513,7 +514,7 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     snprintf(fres, sizeof fres, "(float)%s", res);
     ttc_codegen_store(src, k, sp, out->dtype, res, fres, "lin", "    ");
     ttc_sbuf_printf(src, "}\n");
-    if (vec > 1 && given < 0) TTC_TRY(emit_storev(src, k, op, sp, p, vec, raw_acc, need_idx, false, NULL));
+    if (vec > 1 && given < 0) TTC_TRY(emit_storev(src, k, op, sp, p, vec, raw_acc, need_idx, NULL));
     return TTC_OK;
 }
 
@@ -540,5 +541,5 @@ ttc_status ttc_codegen_store_nhwc(ttc_sbuf *src, const ttc_kir *k, const ttc_kop
     for (int32_t i = 0; i < e->n; i++)
         if (e->nodes[i].op == TTC_EOP_INDEX)
             return ttc_fail(TTC_ERR_INTERNAL, "%s: index nodes in a channels-last epilogue", op->name);
-    return emit_storev(src, k, op, sp, p, V, true, need_idx, true, leaf_nhwc);
+    return emit_storev(src, k, op, sp, p, V, true, need_idx, leaf_nhwc);
 }

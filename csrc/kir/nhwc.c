@@ -18,12 +18,6 @@
 
 #include <string.h>
 
-static bool enabled(const ttc_kir *k) {
-    const ttc_target *tg = ttc_kir_target(k);
-    if (!tg->cuda_nhwc) return false;
-    return tg->cuda_libs == TTC_CUDA_LIBS_ALL || (tg->cuda_libs != TTC_CUDA_LIBS_OFF && tg->nvidia && tg->cuda_launch);
-}
-
 static int32_t root_of(const ttc_kir *k, int32_t t) {
     while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
     return t;
@@ -53,7 +47,8 @@ static bool dense_leaf(const ttc_kir *k, const ttc_kop *op, int32_t t) {
 
 int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc) {
     memset(nhwc, 0, sizeof(bool) * (size_t)k->n_ts);
-    if (!enabled(k)) return 0;
+    const ttc_target *tg = ttc_kir_target(k);
+    if (!tg->cuda_nhwc || !ttc_target_lib_steps(tg)) return 0;
     for (int32_t i = 0; i < k->n_ops; i++) {
         const ttc_kop *op = &k->ops[i];
         if (ttc_kir_nhwc_conv(k, op) && k->ts[op->out].kind == TTC_ET_INTER && k->ts[op->out].binding < 0)

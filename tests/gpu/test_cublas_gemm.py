@@ -20,7 +20,7 @@ import torch
 
 import torchtrt_c
 from cudalaunch import clear_knobs, close as _close, launch_call as _call, lib_stats as _stats
-from cudalaunch import restore_tf32, why_not
+from cudalaunch import restore_tf32, torch_graph_replay, why_not
 
 DEV = torch.device("cuda", 0)
 
@@ -111,16 +111,7 @@ def test_inside_a_torch_cuda_graph(monkeypatch):
     x = torch.randn(8, 64, 64).half().to(DEV)
     trt = torchtrt_c.compile(m, inputs=[x.cpu()], min_block_size=1, enabled_precisions={torch.float16}).to(DEV)
     want = _call(trt, x)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        _call(trt, x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.inference_mode(), torch.cuda.graph(g):
-        got = trt(x)
-    g.replay()
-    torch.cuda.synchronize()
+    got, _graph = torch_graph_replay(trt, x)
     for u, v in zip(got, want):
         assert torch.equal(u, v), "the torch graph's replay differs from a plain call"
 

@@ -21,23 +21,14 @@ import pytest
 import torch
 
 import torchtrt_c
-from torchtrt_c import _C
 from cudalaunch import clear_knobs, close as _close, launch_call as _call
-from cudalaunch import lib_stats as _stats, restore_tf32, why_not
+from cudalaunch import lib_stats as _stats, restore_tf32, torch_graph_replay, why_not_cudnn
 from thirdparty import import_torchvision, randomize_constant_init
 
 DEV = torch.device("cuda", 0)
 
 
-def _skip_reason():
-    w = why_not()
-    if w is not None:
-        return w
-    ok, why, _ = _C.cudnn_available()
-    return None if ok else why
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+pytestmark = pytest.mark.skipif(why_not_cudnn() is not None, reason=str(why_not_cudnn()))
 
 
 @pytest.fixture(autouse=True)
@@ -124,16 +115,7 @@ def test_inside_a_torch_cuda_graph(monkeypatch):
     m, x, trt = _compile(_bn_stats(Block(16, 32)), torch.randn(8, 3, 32, 32), "fp16")
     x = x.to(DEV)
     want = _call(trt, x)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        _call(trt, x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.inference_mode(), torch.cuda.graph(g):
-        got = trt(x)
-    g.replay()
-    torch.cuda.synchronize()
+    got, _graph = torch_graph_replay(trt, x)
     assert torch.equal(got, want), "the torch graph's replay differs from a plain call"
     assert _stats(trt)["lib_nhwc"] > 0
 
