@@ -18,12 +18,6 @@ static const char *ctype(ttc_dtype d) {
     return "int";
 }
 
-/* A leaf reads with the output's linear index when it is dense with the output's dims. */
-static bool leaf_dense(const ttc_kir *k, const ttc_et *out, int32_t t) {
-    const ttc_et *lt = &k->ts[t];
-    return lt->contig && ttc_dims_eq(out->rank, out->dims, lt->rank, lt->dims);
-}
-
 void ttc_codegen_load(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype d, const char *ptr,
                       const char *idx) {
     if (d == TTC_DTYPE_FLOAT16 && !k->half_compute) ttc_sbuf_printf(b, sp->load_half, idx, ptr);
@@ -370,7 +364,7 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         int32_t t = e->leaves[l];
         ttc_dtype d = k->ts[t].dtype;
         const char *lt = ttc_codegen_leaf_type(k, t);
-        bool dense = leaf_dense(k, out, t), vec = V > 1 && (d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT32);
+        bool dense = ttc_kir_dense_like(k, out, t), vec = V > 1 && (d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_FLOAT32);
         char ptr[16], idx[32], dst[16], at[96];
         snprintf(ptr, sizeof ptr, "l%d", l);
         snprintf(idx, sizeof idx, "l%d_p", l);
@@ -458,7 +452,7 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     int32_t R = out->rank;
     bool need_idx = false;
     for (int32_t l = 0; l < e->n_leaves; l++)
-        if (l != given && !leaf_dense(k, out, e->leaves[l])) need_idx = true;
+        if (l != given && !ttc_kir_dense_like(k, out, e->leaves[l])) need_idx = true;
     for (int32_t i = 0; i < e->n; i++)
         if (e->nodes[i].op == TTC_EOP_INDEX) {
             if ((int32_t)e->nodes[i].f >= R)
@@ -477,7 +471,7 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
         char nm[16];
         snprintf(nm, sizeof nm, "l%d", l);
         ttc_kp_buffer(p, t, nm, NULL);
-        if (!leaf_dense(k, out, t))
+        if (!ttc_kir_dense_like(k, out, t))
             for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_STRIDE, t, d, R, 0, "l%d_s%d", l, d);
     }
     TTC_TRY(ttc_kp_done(p));
@@ -493,7 +487,7 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
             continue;
         }
         ttc_sbuf_printf(src, "    int l%d_p = l%d_off", l, l);
-        if (leaf_dense(k, out, t)) ttc_sbuf_printf(src, " + lin");
+        if (ttc_kir_dense_like(k, out, t)) ttc_sbuf_printf(src, " + lin");
         else for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + i%d * l%d_s%d", d, l, d);
         bool hl = k->half_compute && k->ts[t].dtype == TTC_DTYPE_FLOAT16;
         ttc_sbuf_printf(src, ";\n    %s l%d_v = ", hl ? "half" : ctype(k->ts[t].dtype), l);
@@ -536,7 +530,7 @@ ttc_status ttc_codegen_store_nhwc(ttc_sbuf *src, const ttc_kir *k, const ttc_kop
     bool need_idx = false, leaf_nhwc[TTC_EXPR_MAX_LEAVES] = {0};
     for (int32_t l = 0; l < e->n_leaves; l++) {
         leaf_nhwc[l] = nhwc[e->leaves[l]];
-        need_idx = need_idx || !leaf_dense(k, out, e->leaves[l]) || !leaf_nhwc[l];
+        need_idx = need_idx || !ttc_kir_dense_like(k, out, e->leaves[l]) || !leaf_nhwc[l];
     }
     for (int32_t i = 0; i < e->n; i++)
         if (e->nodes[i].op == TTC_EOP_INDEX)

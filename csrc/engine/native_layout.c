@@ -11,11 +11,6 @@
  * its enum: NATIVE_CONV 2, NATIVE_POOL 3, NATIVE_EW 4; x at slot 0 for both readers). */
 enum { LAYOUT_CONV = 2, LAYOUT_POOL = 3, LAYOUT_EW = 4 };
 
-static int32_t root_of(const ttc_kir *k, int32_t t) {
-    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
-    return t;
-}
-
 /* A rank-4 permute of a tensor itself (not of another view): ConvNeXt's depthwise result seen
  * channels-last by its layer norm, which over a NHWC tensor is a plain copy. */
 static bool permute_of_root(const ttc_kir *k, int32_t t) {
@@ -66,13 +61,13 @@ ttc_status ttc_native_layout_plan(ttc_engine *e) {
     }
     /* 2. ... and read only by native calls that take either layout, never through a view */
     for (int32_t t = 0; t < k->n_ts; t++)
-        if (k->ts[t].kind == TTC_ET_VIEW && !permute_of_root(k, t)) cand[root_of(k, t)] = 0;
+        if (k->ts[t].kind == TTC_ET_VIEW && !permute_of_root(k, t)) cand[ttc_kir_root(k, t)] = 0;
     for (int32_t ki = 0; ki < e->cg.n_kernels; ki++) {
         const ttc_kspec *ks = &e->cg.kernels[ki];
         const ttc_kop *op = &k->ops[ks->op];
         for (int32_t a = 0; a < ks->n_args; a++) {
             if (ks->args[a].kind != TTC_ARG_BUF) continue;
-            int32_t t = ks->args[a].t, r = root_of(k, t);
+            int32_t t = ks->args[a].t, r = ttc_kir_root(k, t);
             bool direct = t == r || (permute_of_root(k, t) && a >= ks->n_native_args + 1);
             if (r >= 0 && cand[r] && (!direct || !reads_any_layout(k, ks, op, a, t))) cand[r] = 0;
         }
@@ -86,9 +81,9 @@ ttc_status ttc_native_layout_plan(ttc_engine *e) {
             if (ks->native != LAYOUT_POOL || op->p.pool.kind != TTC_POOL_MAX) continue;
             int32_t in = op->in[0];
             if (in >= 0 && k->ts[in].kind != TTC_ET_VIEW && cand[in] == cand[op->out]) continue;
-            changed = changed || cand[op->out] || (in >= 0 && cand[root_of(k, in)]);
+            changed = changed || cand[op->out] || (in >= 0 && cand[ttc_kir_root(k, in)]);
             cand[op->out] = 0;
-            if (in >= 0) cand[root_of(k, in)] = 0;
+            if (in >= 0) cand[ttc_kir_root(k, in)] = 0;
         }
     }
     int32_t n = 0;
@@ -105,7 +100,7 @@ ttc_status ttc_native_layout_plan(ttc_engine *e) {
 void ttc_native_layout_epi(const ttc_engine *e, const ttc_kop *op, ttc_native_epi *epi) {
     if (!e->nhwc || epi->rank != 4) return;
     bool out_nhwc = ttc_native_nhwc(e, op->out), any = out_nhwc;
-    for (int32_t l = 0; l < epi->n_leaves; l++) any = any || ttc_native_nhwc(e, root_of(e->k, op->epi.leaves[l]));
+    for (int32_t l = 0; l < epi->n_leaves; l++) any = any || ttc_native_nhwc(e, ttc_kir_root(e->k, op->epi.leaves[l]));
     if (!any) return;
     const int64_t *d = epi->dims;
     /* iteration order: the output's stored order */
@@ -118,7 +113,7 @@ void ttc_native_layout_epi(const ttc_engine *e, const ttc_kop *op, ttc_native_ep
     for (int32_t l = 0; l < epi->n_leaves; l++) {
         int64_t s[4];   /* the leaf's strides by logical dim, in its stored layout */
         int32_t t = op->epi.leaves[l];
-        if (t != root_of(e->k, t) && ttc_native_nhwc(e, root_of(e->k, t))) {
+        if (t != ttc_kir_root(e->k, t) && ttc_native_nhwc(e, ttc_kir_root(e->k, t))) {
             /* a permute of a NHWC tensor (the plan allows no other view of one): dim i of the
              * leaf is dim perm[i] of the tensor, whose dims follow from the output's */
             const int32_t *pm = e->k->ts[t].perm;

@@ -24,11 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int32_t root_of(const ttc_kir *k, int32_t t) {
-    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
-    return t;
-}
-
 static bool fits_half(const ttc_tensor_data *d, int64_t numel) {
     const float *v = (const float *)d->data;
     for (int64_t i = 0; i < numel; i++)
@@ -53,7 +48,7 @@ static void mark_candidates(const ttc_kir *k, bool *want) {
         const ttc_kop *op = &k->ops[i];
         if (op->dead || (op->kind != TTC_KOP_CONV2D && op->kind != TTC_KOP_CONV_TRANSPOSE)) continue;
         for (int32_t j = 0; j < 4; j++) {
-            int32_t r = op->in[j] >= 0 ? root_of(k, op->in[j]) : -1;
+            int32_t r = op->in[j] >= 0 ? ttc_kir_root(k, op->in[j]) : -1;
             if (r >= 0) want[r] = false;
         }
     }
@@ -64,7 +59,7 @@ static void mark_candidates(const ttc_kir *k, bool *want) {
         for (int32_t i = 0; i < k->n_ops; i++) {
             const ttc_kop *op = &k->ops[i];
             if (op->dead || op->kind != TTC_KOP_NORM || op->in[1] < 0 || op->in[2] < 0) continue;
-            int32_t w = root_of(k, op->in[1]), b = root_of(k, op->in[2]);
+            int32_t w = ttc_kir_root(k, op->in[1]), b = ttc_kir_root(k, op->in[2]);
             bool hw = k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT16 || want[w];
             bool hb = k->ts[op->in[2]].dtype == TTC_DTYPE_FLOAT16 || want[b];
             if (hw == hb) continue;
@@ -106,7 +101,7 @@ ttc_status ttc_kir_consts_to_half(ttc_kir *k, int32_t *n_converted) {
     for (int32_t t = 0; t < k->n_ts && s == TTC_OK; t++) {
         ttc_et *et = &k->ts[t];
         if (et->kind != TTC_ET_VIEW || et->dtype != TTC_DTYPE_FLOAT32) continue;
-        int32_t r = root_of(k, t);
+        int32_t r = ttc_kir_root(k, t);
         if (r >= 0 && want[r]) et->dtype = TTC_DTYPE_FLOAT16;
     }
     free(want);

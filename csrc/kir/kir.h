@@ -266,5 +266,15 @@ static inline int64_t ttc_dim_eval(ttc_dim d, const int64_t *sv) {
     return d.sym < 0 ? d.add : d.mul * sv[d.sym] + d.add;
 }
 bool ttc_dims_eq(int32_t ra, const ttc_dim *a, int32_t rb, const ttc_dim *b);
+/* The tensor a view (of a view ...) of t stands on: t itself when it is no view; -1 for -1. */
+static inline int32_t ttc_kir_root(const ttc_kir *k, int32_t t) {
+    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+    return t;
+}
+/* Whether tensor t is read at out's own linear index: dense, with out's dims (an epilogue's
+ * leaf). */
+static inline bool ttc_kir_dense_like(const ttc_kir *k, const ttc_et *out, int32_t t) {
+    return k->ts[t].contig && ttc_dims_eq(out->rank, out->dims, k->ts[t].rank, k->ts[t].dims);
+}
 
 #endif

@@ -18,11 +18,6 @@
 
 #include <string.h>
 
-static int32_t root_of(const ttc_kir *k, int32_t t) {
-    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
-    return t;
-}
-
 bool ttc_kir_nhwc_conv(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || op->kind != TTC_KOP_CONV2D || op->p.conv.ksplit > 1 || op->p.conv.groups != 1) return false;
     const ttc_et *x = &k->ts[op->in[0]], *y = &k->ts[op->out];
@@ -30,19 +25,13 @@ bool ttc_kir_nhwc_conv(const ttc_kir *k, const ttc_kop *op) {
         (y->dtype != TTC_DTYPE_FLOAT32 && y->dtype != TTC_DTYPE_FLOAT16))
         return false;
     /* the weights cuDNN takes are made from the float32 constant on the host (exec_cuda.c) */
-    int32_t w = root_of(k, op->in[1]);
+    int32_t w = ttc_kir_root(k, op->in[1]);
     if (w < 0 || k->ts[w].kind != TTC_ET_CONST || k->ts[w].rank != 4 || k->ts[w].dtype != TTC_DTYPE_FLOAT32 ||
         !k->ts[w].data || !k->ts[w].data->data)
         return false;
     for (int32_t i = 0; i < op->epi.n; i++)
         if (op->epi.nodes[i].op == TTC_EOP_INDEX) return false;   /* index nodes read logical dims */
     return true;
-}
-
-/* Whether leaf t of op's epilogue is read at the output's own linear index. */
-static bool dense_leaf(const ttc_kir *k, const ttc_kop *op, int32_t t) {
-    const ttc_et *o = &k->ts[op->out], *l = &k->ts[t];
-    return l->contig && ttc_dims_eq(o->rank, o->dims, l->rank, l->dims);
 }
 
 int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc) {
@@ -55,7 +44,7 @@ int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc) {
             nhwc[op->out] = true;
     }
     for (int32_t i = 0; i < k->n_outputs; i++) {
-        int32_t r = root_of(k, k->outputs[i]);
+        int32_t r = ttc_kir_root(k, k->outputs[i]);
         if (r >= 0) nhwc[r] = false;
     }
     bool changed = true;
@@ -66,16 +55,16 @@ int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc) {
             if (op->dead) continue;
             bool conv = ttc_kir_nhwc_conv(k, op);
             for (int32_t j = 0; j < 4; j++) {
-                int32_t t = op->in[j], r = root_of(k, t);
+                int32_t t = op->in[j], r = ttc_kir_root(k, t);
                 if (r < 0 || !nhwc[r]) continue;
                 if (!(conv && j == 0 && t == r)) { nhwc[r] = false; changed = true; }
             }
             for (int32_t l = 0; l < op->epi.n_leaves; l++) {
-                int32_t t = op->epi.leaves[l], r = root_of(k, t);
+                int32_t t = op->epi.leaves[l], r = ttc_kir_root(k, t);
                 if (r < 0) continue;
                 /* an NHWC leaf is read at the output's stored index: the output must be NHWC too
                  * (an NCHW leaf of an NHWC output is read at its own index) */
-                bool direct = t == r && conv && dense_leaf(k, op, t) && nhwc[op->out];
+                bool direct = t == r && conv && ttc_kir_dense_like(k, &k->ts[op->out], t) && nhwc[op->out];
                 if (nhwc[r] && !direct) { nhwc[r] = false; changed = true; }
             }
         }
