@@ -211,7 +211,17 @@ void ttc_kernel_free(ttc_kernel *k) { if (k) k->dev->be->kernel_free(k); }
 const char *ttc_kernel_name(const ttc_kernel *k) { return k->name; }
 ttc_status ttc_kernel_set_buf(ttc_kernel *k, uint32_t i, ttc_buf *b) { return k->dev->be->kernel_set_buf(k, i, b); }
 ttc_status ttc_kernel_set_i32(ttc_kernel *k, uint32_t i, int32_t v) { return k->dev->be->kernel_set_i32(k, i, v); }
-ttc_status ttc_kernel_set_local(ttc_kernel *k, uint32_t i, size_t bytes) { return k->dev->be->kernel_set_local(k, i, bytes); }
+ttc_status ttc_kernel_set_local(ttc_kernel *k, uint32_t i, size_t bytes) {
+    /* kernels sized for the CUDA launch path's dynamic shared memory (the warpgroup-MMA GEMM
+     * tiles on NVIDIA) must not reach OpenCL's launch, which would fail with a bare error code */
+    uint64_t lm = k->dev->facts.local_mem;
+    if (lm && bytes > lm)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s (argument %u) needs %zu bytes of local memory and device %s "
+                        "allows %llu per work-group: the engine holds a kernel that only the CUDA launch path runs "
+                        "(call it with CUDA tensors, or build it with another GEMM tile)", k->name, (unsigned)i, bytes,
+                        k->dev->facts.name, (unsigned long long)lm);
+    return k->dev->be->kernel_set_local(k, i, bytes);
+}
 
 ttc_status ttc_queue_new(ttc_device *d, bool profiling, ttc_queue **out) {
     *out = NULL;

@@ -37,6 +37,8 @@ typedef struct ttc_target {
     ttc_device_kind kind;
     bool is_gpu, is_cpu;          /* kind == GPU / CPU, for readability */
     bool nvidia;                  /* NVIDIA device or platform (tensor-core GEMM family) */
+    int32_t nv_sm;                /* NVIDIA compute capability as major * 10 + minor (90: H100/H200;
+                                   * 0 unknown or not NVIDIA): sm_90a instructions need exactly 90 */
     bool fp16;                    /* half arithmetic usable (advertised, or a known-good GPU) */
     bool fp16_advertised;         /* the driver says so (cl_khr_fp16) */
     bool lang2;                   /* kernel language 2.0+ (OpenCL C 2/3) */

@@ -57,6 +57,13 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_TC, 128, 128, 32, 2, 4, 3, 8, 6}, {TTC_GEMM_TC, 128, 128, 32, 2, 4, 6, 8, 6},
     {TTC_GEMM_TC, 256, 128, 16, 4, 2, 8, 8, 7}, {TTC_GEMM_TC, 256, 128, 16, 4, 4, 8, 8, 7},
     {TTC_GEMM_TF32, 128, 128, 16, 2, 2, 6, 8, 7},
+    /* session 15 (fl & 8: warpgroup MMA, sm_90a wgmma straight from the swizzled stages;
+     * tm = BM / 16 warps, each warpgroup of 4 owns 64 rows x BN): 56 = 128x256x64 in up to 4
+     * stages (48 KiB each), 57 = 128x128x64 in up to 6 (32 KiB). On NVIDIA only the CUDA launch
+     * path runs them (exactly compute capability 9.0; more than OpenCL's local memory, all kw
+     * stages); elsewhere the prelude's emulation, with kw stages. Forced only (tune.c). */
+    {TTC_GEMM_TC, 128, 256, 64, 8, 1, 4, 8, 14}, {TTC_GEMM_TC, 128, 128, 64, 8, 1, 6, 8, 14},
+    {TTC_GEMM_TC, 192, 256, 64, 12, 1, 4, 8, 14},
 };
 
 /* Stages of tile t an OpenCL launch on tg holds (uncapped by kw), and the bytes of one. Beside
@@ -75,6 +82,11 @@ static bool takes_local(const ttc_gemm_tile *t) {
     return (t->family == TTC_GEMM_TC || t->family == TTC_GEMM_TF32) && (t->fl & 4);
 }
 
+/* Warpgroup-MMA tiles (fl & 8): on NVIDIA they need sm_90 and run through the CUDA launch path
+ * only, with all kw stages (more than OpenCL's local memory: its launch refuses them, backend.c);
+ * elsewhere the emulation needs kw stages of local memory. */
+static bool wg_tile(const ttc_gemm_tile *t) { return takes_local(t) && (t->fl & 8); }
+
 ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_bytes, int32_t *n_cl) {
     *unit_bytes = 0;
     *n_cl = 0;
@@ -82,6 +94,18 @@ ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_b
         return ttc_fail(TTC_ERR_INVALID_ARG, "GEMM tile %d takes no local-memory argument", (int)ti);
     const ttc_gemm_tile *t = &ttc_gemm_tiles[ti];
     int64_t unit, n = local_stages(tg, t, &unit);
+    if (wg_tile(t)) {
+        if (tg->nvidia && tg->nv_sm != 90)
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "GEMM tile %d (warpgroup MMA) needs an NVIDIA device of compute "
+                            "capability 9.0; %s is %d.%d", (int)ti, tg->name, (int)(tg->nv_sm / 10), (int)(tg->nv_sm % 10));
+        if (!tg->nvidia && n < t->kw)
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "GEMM tile %d needs %d stages of %lld bytes of local memory, device %s "
+                            "allows %llu per work-group", (int)ti, (int)t->kw, (long long)unit, tg->name,
+                            (unsigned long long)tg->local_mem);
+        *unit_bytes = unit;
+        *n_cl = t->kw;
+        return TTC_OK;
+    }
     if (n < 2)
         return ttc_fail(TTC_ERR_UNSUPPORTED, "GEMM tile %d needs two stages of %lld bytes of local memory, device %s "
                         "allows %llu per work-group", (int)ti, (long long)unit, tg->name,
@@ -94,6 +118,8 @@ ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_b
 bool ttc_gemm_tile_fits(const ttc_target *tg, int32_t ti) {
     if (ti < 0 || ti >= TTC_GEMM_TILES) return false;
     int64_t unit;
+    if (wg_tile(&ttc_gemm_tiles[ti]))
+        return tg->nvidia ? tg->nv_sm == 90 : local_stages(tg, &ttc_gemm_tiles[ti], &unit) >= ttc_gemm_tiles[ti].kw;
     return !takes_local(&ttc_gemm_tiles[ti]) || local_stages(tg, &ttc_gemm_tiles[ti], &unit) >= 2;
 }
 
@@ -150,6 +176,8 @@ ttc_status ttc_codegen_template_checked(ttc_sbuf *src, const char *tmpl, const c
 ttc_status ttc_codegen_ptx_prelude(ttc_sbuf *src, const ttc_kir *k) {
     /* an identical redefinition is legal, and ptx.cl's include guard keeps one copy */
     if (ttc_kir_target(k)->nvidia) ttc_sbuf_printf(src, "#define TTC_PTX 1\n");
+    /* the warpgroup MMA's sm_90a statements (carried through NVIDIA's OpenCL build as comments) */
+    if (ttc_kir_target(k)->nvidia && ttc_kir_target(k)->nv_sm == 90) ttc_sbuf_printf(src, "#define TTC_SM90A 1\n");
     const char *none[] = {NULL};
     return emit_template(src, "ptx", none);
 }

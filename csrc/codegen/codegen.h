@@ -235,13 +235,14 @@ typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA, TT
 /* gm (TC/TF32): the grid rasterised in groups of gm tile rows for L2 reuse (0: row by row);
  * fl (TC/TF32): 1 copies global to local memory through L1 (gemm_tc.cl's FL) */
 typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw, gm, fl; } ttc_gemm_tile;
-#define TTC_GEMM_TILES 56
+#define TTC_GEMM_TILES 59
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 /* Tiles whose stages come from a __local argument (pipelined families, fl & 4): the bytes of
  * one stage and how many stages (2..kw) an OpenCL launch on target tg gets (what fits its local
  * memory per work-group beside the kernel's own); TTC_ERR_UNSUPPORTED when not even two fit. */
 ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_bytes, int32_t *n_cl);
-/* Whether tile ti runs on tg's OpenCL at all (true for tiles without a local-memory argument). */
+/* Whether tile ti runs on tg at all (true for tiles without a local-memory argument; the
+ * warpgroup-MMA tiles, fl & 8, on NVIDIA: compute capability 9.0, through the CUDA launch path). */
 bool ttc_gemm_tile_fits(const ttc_target *tg, int32_t ti);
 
 /* Storage type of dtype in OpenCL C ("float", "half", "long", "int", "uchar", "char"). */

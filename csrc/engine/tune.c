@@ -249,6 +249,8 @@ static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     /* tiles staging through a __local argument: two stages must fit OpenCL's local memory
      * (the CUDA launch path gives them more: exec_cuda.c) */
     if (!ttc_gemm_tile_fits(&e->tg, c)) return false;
+    /* warpgroup MMA: both operands K-major (nn.Linear's x @ W^T) */
+    if ((ttc_gemm_tiles[c].fl & 8) && !op->p.gemm.trans_b) return false;
     const ttc_kir *k = e->k;
     ttc_dtype a = k->ts[op->in[0]].dtype, b = k->ts[op->in[1]].dtype;
     /* TF32: float x float GEMMs of fp32 engines whose policy allows it (on any device when
@@ -490,6 +492,10 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
                 st = ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: %s (%s on %s)", forced,
                               ttc_gemm_tiles[forced].family == TTC_GEMM_TF32
                                   ? "the TF32 GEMM needs float32 inputs of an fp32 engine built with tf32_matmul"
+                              : (ttc_gemm_tiles[forced].fl & 8)
+                                  ? "the warpgroup-MMA GEMM needs float16 inputs or an fp16 engine, B transposed "
+                                    "(x @ W^T), and an NVIDIA device of compute capability 9.0 or the emulation's "
+                                    "local memory"
                                   : "the tensor-core GEMM needs float16 inputs or an fp16 engine (raw-PTX tiles: an NVIDIA device)",
                               op->name ? op->name : "gemm", e->tg.name);
                 goto done;

@@ -32,6 +32,13 @@
  * per work-group (48 KiB on NVIDIA, where the static arrays stop too); the CUDA launch path
  * (engine/exec_cuda.c) gives the argument dynamic shared memory, up to 227 KiB per block on an
  * H100, so the same PTX keeps more slices in flight there (bench/RESULTS.md, session 10).
+ * FL & 8: warpgroup MMA (sm_90a wgmma, through the prelude's TTC_WG_*; its emulation elsewhere):
+ * TM = BM / 16 warps, each warpgroup of 4 multiplying its 64 rows by the whole BN straight
+ * from local memory (no ldmatrix, no B fragments in registers): half operands, TRANS_B, BK =
+ * 64 (one 128-byte swizzled row per slice row, the layout TC_SW already gives), stages from
+ * dsm (FL & 4; the region is 1024-byte aligned: ttc_cuda_ptx_prepare aligns the dynamic shared
+ * memory so). One group of products stays in flight while the next slice's copies are issued,
+ * so a stage is refilled two slices after it was read: nst - 2 slices load ahead.
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
  * STAGES TF32 GM FL NST_MIN (the fewest stages a launch gives) (static local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48
  * KiB; with FL & 4 none, and nst stages of that in dsm). */
@@ -68,6 +75,28 @@
 #define TC_SWB(r, c) ((c) ^ ((((r) & 3) << 1) & (LCB - 1)))
 #else
 #define TC_SWB(r, c) TC_SW(r, c, LCB)
+#endif
+#if FL & 8
+#if TF32 || !TRANS_B || BK != 64 || TN != 1 || BM != 16 * TM || TM % 4 || !(FL & 4) || STAGES < 3
+#error "gemm_tc: warpgroup MMA takes half, TRANS_B, BK 64, TN 1, TM = BM / 16 (4 warps per group), dsm stages >= 3"
+#endif
+#if BN == 64
+#define TC_NA 32
+#elif BN == 128
+#define TC_NA 64
+#elif BN == 256
+#define TC_NA 128
+#else
+#error "gemm_tc: warpgroup MMA takes BN 64, 128 or 256"
+#endif
+/* slice kt landed: nst - 2 slices load ahead, so nst - 3 copy groups may stay pending */
+#define TC_WAIT8()                                                                                 \
+    if (nst >= 8) TTC_CP_ASYNC_WAIT(5);                                                            \
+    else if (nst == 7) TTC_CP_ASYNC_WAIT(4);                                                       \
+    else if (nst == 6) TTC_CP_ASYNC_WAIT(3);                                                       \
+    else if (nst == 5) TTC_CP_ASYNC_WAIT(2);                                                       \
+    else if (nst == 4) TTC_CP_ASYNC_WAIT(1);                                                       \
+    else TTC_CP_ASYNC_WAIT(0);
 #endif
 #if FL & 4
 /* nst stages (2 <= nst <= STAGES, set at launch): wait_group takes an immediate, so one per
@@ -324,6 +353,40 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
     }
 
     int KT = (K + BK - 1) / BK;
+#if FL & 8
+    /* warpgroup MMA: warpgroup warp / 4 multiplies rows 64 (warp / 4) .. + 63 of the stage by
+     * all of its B; acc[0][j][r] is the product's acc[4j + r] (same layout) */
+    {
+        __local const uchar *sb = (__local const uchar *)smem;
+        int wga = (warp >> 2) * 64 * LCA * 16;   /* byte offset of the warpgroup's A rows in a stage */
+        float *af = &acc[0][0][0];
+#pragma unroll
+        for (int s = 0; s < TC_NST - 2; s++) {
+            if (s < KT) TC_LOAD(s, s * BK)
+            ttc_cp_async_commit();
+        }
+        int rd = 0, wr = TC_NST - 2;
+        for (int kt = 0; kt < KT; kt++) {
+            /* slice kt has landed (this work-item's copies; the barrier shows everyone's), and
+             * every warpgroup's products of slice kt - 2 are complete (each waited for them
+             * before the barrier): stage wr is free */
+            TC_WAIT8();
+            ttc_fence_proxy_async();
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (kt + TC_NST - 2 < KT) TC_LOAD(wr, (kt + TC_NST - 2) * BK)
+            ttc_cp_async_commit();
+            int aS = rd * ACN * 16 + wga, bS = (TC_NST * ACN + rd * BCN) * 16;
+            TTC_WG_FENCE(af, TC_NA);
+TC_UNROLL
+            for (int ks = 0; ks < 4; ks++) TTC_WG_MMA_F16(af, TC_NA, sb, aS + ks * 32, bS + ks * 32, scr);
+            TTC_WG_COMMIT();
+            TTC_WG_WAIT1(af, TC_NA);
+            rd = rd == TC_NST - 1 ? 0 : rd + 1;
+            wr = wr == TC_NST - 1 ? 0 : wr + 1;
+        }
+        TTC_WG_WAIT0(af, TC_NA);
+    }
+#else
 #pragma unroll
     for (int s = 0; s < TC_NST - 1; s++) {
         if (s < KT) TC_LOAD(s, s * BK)
@@ -403,6 +466,7 @@ TC_UNROLL
         rd = rd == TC_NST - 1 ? 0 : rd + 1;
         wr = wr == TC_NST - 1 ? 0 : wr + 1;
     }
+#endif
     TTC_CP_ASYNC_WAIT(0);
 #if FL & 2
     /* Staged epilogue: each warp passes its block through local memory one 16-row strip at a
@@ -463,6 +527,8 @@ TC_UNROLL
 #undef TC_SW
 #undef TC_SWB
 #undef TC_WAIT
+#undef TC_WAIT8
+#undef TC_NA
 #undef TC_NST
 #undef TC_UNROLL
 #undef NTH

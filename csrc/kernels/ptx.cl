@@ -130,6 +130,72 @@ TTC_INL float ttc_shfl_xor(float v, int mask, __local uint *scr) {
     return r;
 }
 
+/* Warpgroup MMA (sm_90a's wgmma.mma_async), for kernels compiled with TTC_SM90A (codegen: NVIDIA
+ * devices of compute capability 9.0). A warpgroup is 4 consecutive warps (128 work-items); its
+ * m64nNk16 product reads A (64 rows x 16 k) and B (N rows x 16 k) from local memory through
+ * descriptors and accumulates into N / 2 floats per work-item, in the mma C layout of the
+ * warp's 16 rows (warp w % 4 of the group: rows 16 (w % 4) + g, + 8; acc[4j + r] is column
+ * 8j + 2t + (r & 1), row + 8 (r >> 1)). Both operands are K-major in the 128-byte swizzle:
+ * rows of 64 halves (128 bytes), row r's 16-byte chunk c stored at chunk c ^ (r % 8), groups
+ * of 8 rows 1024 bytes apart, the region 1024-byte aligned; a k16 step starts 32 bytes on.
+ * NVIDIA's OpenCL compiles for sm_90, where these instructions do not exist: they travel
+ * through its build as PTX comments (TTC_90A) and the CUDA launch path's PTX preparation
+ * (ttc_cuda_ptx_prepare) un-comments them and targets sm_90a. A kernel that holds them must
+ * never be launched by OpenCL on NVIDIA (codegen gives it more local memory than OpenCL allows
+ * there, and the OpenCL launch refuses it by name). The emulation (below) computes the same
+ * products from the same swizzled bytes, so layouts and descriptors are tested on any device. */
+#ifdef TTC_SM90A
+#define TTC_90A "//@ttc90a "
+#define TTC_WGF4(a, i) "+f"(a[i]), "+f"(a[(i) + 1]), "+f"(a[(i) + 2]), "+f"(a[(i) + 3])
+#define TTC_WGF16(a, i) TTC_WGF4(a, i), TTC_WGF4(a, (i) + 4), TTC_WGF4(a, (i) + 8), TTC_WGF4(a, (i) + 12)
+#define TTC_WGF32(a, i) TTC_WGF16(a, i), TTC_WGF16(a, (i) + 16)
+#define TTC_WGF64(a, i) TTC_WGF32(a, i), TTC_WGF32(a, (i) + 32)
+#define TTC_WGF128(a, i) TTC_WGF64(a, i), TTC_WGF64(a, (i) + 64)
+#define TTC_WGS32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define TTC_WGS64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define TTC_WGS128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+/* the descriptor of a K-major 128-byte-swizzled operand starting at shared address addr:
+ * start >> 4, leading offset 1 (unused by this layout), 8-row groups 1024 bytes apart, mode 1 */
+TTC_INL ulong ttc_wg_desc(uint addr) {
+    return (ulong)((addr & 0x3FFFFu) >> 4) | ((ulong)1 << 16) | ((ulong)(1024 >> 4) << 32) | ((ulong)1 << 62);
+}
+/* acc[i] for i < n, pinned around the asynchronous products: the compiler must neither read
+ * nor move them between a product and the wait that completes it */
+#define TTC_WG_PIN(asmtxt, acc, n) TTC_WG_PIN_(asmtxt, acc, n)
+#define TTC_WG_PIN_(asmtxt, acc, n) asm volatile(TTC_90A asmtxt : TTC_WGF##n(acc, 0) :: "memory")
+/* A at byte a_off, B at byte b_off of the 1024-aligned local region base */
+#define TTC_WG_MMA_F16(acc, n, base, a_off, b_off, scr) TTC_WG_MMA_F16_(acc, n, base, a_off, b_off)
+#define TTC_WG_MMA_F16_(acc, n, base, a_off, b_off)                                                          \
+    asm volatile(TTC_90A "{ .reg .pred p; setp.ne.b32 p, %" TTC_WG_IDX##n(2) ", 0; wgmma.mma_async.sync.aligned.m64n" \
+                 TTC_WG_N##n "k16.f32.f16.f16 " TTC_WGS##n ", %" TTC_WG_IDX##n(0) ", %" TTC_WG_IDX##n(1)          \
+                 ", p, 1, 1, 0, 0; }"                                                                          \
+                 : TTC_WGF##n(acc, 0)                                                                          \
+                 : "l"(ttc_wg_desc(TTC_SMEM(base) + (uint)(a_off))), "l"(ttc_wg_desc(TTC_SMEM(base) + (uint)(b_off))), \
+                   "r"(1)                                                                                      \
+                 : "memory")
+#define TTC_WG_N32 "64"
+#define TTC_WG_N64 "128"
+#define TTC_WG_N128 "256"
+#define TTC_WG_IDX32(i) TTC_WG_IDX32_##i
+#define TTC_WG_IDX32_0 "32"
+#define TTC_WG_IDX32_1 "33"
+#define TTC_WG_IDX32_2 "34"
+#define TTC_WG_IDX64(i) TTC_WG_IDX64_##i
+#define TTC_WG_IDX64_0 "64"
+#define TTC_WG_IDX64_1 "65"
+#define TTC_WG_IDX64_2 "66"
+#define TTC_WG_IDX128(i) TTC_WG_IDX128_##i
+#define TTC_WG_IDX128_0 "128"
+#define TTC_WG_IDX128_1 "129"
+#define TTC_WG_IDX128_2 "130"
+#define TTC_WG_FENCE(acc, n) TTC_WG_PIN("wgmma.fence.sync.aligned;", acc, n)
+#define TTC_WG_COMMIT() asm volatile(TTC_90A "wgmma.commit_group.sync.aligned;" ::: "memory")
+#define TTC_WG_WAIT1(acc, n) TTC_WG_PIN("wgmma.wait_group.sync.aligned 1;", acc, n)
+#define TTC_WG_WAIT0(acc, n) TTC_WG_PIN("wgmma.wait_group.sync.aligned 0;", acc, n)
+/* orders this work-item's local-memory writes (copies, stores) before the products' reads */
+TTC_INL void ttc_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
+
 #else /* the emulation */
 #define TTC_PTX_SCRATCH(name, nwarps) __local uint name[(nwarps) * TTC_PTX_EMU_WORDS]
 
@@ -244,6 +310,31 @@ TTC_INL float ttc_shfl_xor(float v, int mask, __local uint *scr) {
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
+/* warpgroup MMA (see the PTX side): work-item (warp w, lane g * 4 + t) adds its N / 2 outputs
+ * from the swizzled bytes, reading each half where the hardware's address (start + 1024 (r / 8)
+ * + 128 (r % 8) + byte of k, chunk bits XOR-ed with row bits 7..9) puts it. Reads local memory
+ * only (the kernel's barrier made it whole): no barriers, no scratch. n = N / 2. */
+TTC_INL float ttc_wg_emu_ld(__local const uchar *base, int start, int r, int kb) {
+    int a = start + (r >> 3) * 1024 + (r & 7) * 128 + kb;
+    a ^= ((a >> 7) & 7) << 4;
+    return vload_half(0, (__local const half *)(base + a));
+}
+TTC_INL void ttc_wg_mma_emu(float *acc, int n, __local const uchar *base, int a_off, int b_off) {
+    int l = ttc_lane(), g = l >> 2, t = l & 3, r0 = (ttc_warp() & 3) * 16 + g;
+    for (int j = 0; j < n / 4; j++)
+        for (int r = 0; r < 4; r++) {
+            int row = r0 + (r >> 1) * 8, col = j * 8 + 2 * t + (r & 1);
+            float s = 0.0f;
+            for (int k = 0; k < 16; k++) s += ttc_wg_emu_ld(base, a_off, row, 2 * k) * ttc_wg_emu_ld(base, b_off, col, 2 * k);
+            acc[j * 4 + r] += s;
+        }
+}
+#define TTC_WG_MMA_F16(acc, n, base, a_off, b_off, scr) ttc_wg_mma_emu(acc, n, base, a_off, b_off)
+#define TTC_WG_FENCE(acc, n) ((void)0)
+#define TTC_WG_COMMIT() ((void)0)
+#define TTC_WG_WAIT1(acc, n) ((void)0)
+#define TTC_WG_WAIT0(acc, n) ((void)0)
+TTC_INL void ttc_fence_proxy_async(void) {}
 #endif /* TTC_PTX */
 
 #endif /* TTC_PTX_CL */

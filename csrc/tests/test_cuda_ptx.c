@@ -43,11 +43,42 @@ static void test_local_params(void) {
                       "\tld.param.u64 \t%rd3, [k_param_1];\n\tret;\n}\n";
     char *out = NULL;
     CHECK_OK(ttc_cuda_ptx_prepare(src, strlen(src), &out));
-    CHECK(out && strstr(out, ".address_size 64\n.extern .shared .align 16 .b8 ttc_dsmem[];\n"), "%s", out ? out : "");
+    CHECK(out && strstr(out, ".address_size 64\n.extern .shared .align 1024 .b8 ttc_dsmem[];\n"), "%s", out ? out : "");
     CHECK(out && strstr(out, "\t.param .u64 k_param_1,\n\t.param .u32 k_param_10\n"), "%s", out ? out : "");
     CHECK(out && strstr(out, "[k_param_1]; { .reg .u64 %ttc_db; mov.u64 %ttc_db, ttc_dsmem; add.u64 %rd3, %rd3, %ttc_db; }"),
           "%s", out ? out : "");
     free(out);
+    /* a kernel keeping only the low word of the address loads it as .u32 */
+    const char *w = HEAD ".entry k(\n\t.param .u64 .ptr .shared .align 16 k_param_6\n)\n{\n"
+                    "\tld.param.u32 \t%r74, [k_param_6];\n\tret;\n}\n";
+    CHECK_OK(ttc_cuda_ptx_prepare(w, strlen(w), &out));
+    CHECK(out && strstr(out, "[k_param_6]; { .reg .u32 %ttc_dw; mov.u32 %ttc_dw, ttc_dsmem; add.u32 %r74, %r74, %ttc_dw; }"),
+          "%s", out ? out : "");
+    free(out);
+}
+
+/* sm_90a statements carried as comments through NVIDIA's OpenCL build come back, retargeted */
+static void test_carried_90a(void) {
+    const char *src = ".version 9.0\n.target sm_90, texmode_independent\n.address_size 64\n\n.entry k(\n)\n{\n"
+                      "\t// begin inline asm\n\t//@ttc90a wgmma.fence.sync.aligned;\n\t// end inline asm\n"
+                      "\t//@ttc90a { .reg .pred p; wgmma.commit_group.sync.aligned; }\n\tret;\n}\n";
+    char *out = NULL;
+    CHECK_OK(ttc_cuda_ptx_prepare(src, strlen(src), &out));
+    CHECK(out && strstr(out, ".target sm_90a, texmode_independent\n"), "%s", out ? out : "");
+    CHECK(out && strstr(out, "\n\twgmma.fence.sync.aligned;\n\t// end inline asm\n"), "%s", out ? out : "");
+    CHECK(out && strstr(out, "\n\t{ .reg .pred p; wgmma.commit_group.sync.aligned; }\n"), "%s", out ? out : "");
+    CHECK(out && !strstr(out, "@ttc90a"), "%s", out ? out : "");
+    free(out);
+    /* nothing carried: the target stays */
+    const char *plain = HEAD ".entry k(\n)\n{\n\tret;\n}\n";
+    CHECK_OK(ttc_cuda_ptx_prepare(plain, strlen(plain), &out));
+    CHECK(out && strstr(out, ".target sm_90, texmode_independent\n"), "%s", out ? out : "");
+    free(out);
+    /* carried statements on another architecture are refused by name */
+    const char *other = ".version 9.0\n.target sm_89\n.address_size 64\n.entry k(\n)\n{\n\t//@ttc90a wgmma.fence.sync.aligned;\n}\n";
+    out = (char *)1;
+    ttc_status st = ttc_cuda_ptx_prepare(other, strlen(other), &out);
+    CHECK(st == TTC_ERR_UNSUPPORTED && !out && strstr(ttc_last_error(), "sm_89"), "%s: %s", ttc_status_name(st), ttc_last_error());
 }
 
 static void test_reqntid(void) {
@@ -64,4 +95,4 @@ static void test_reqntid(void) {
     CHECK(r[0] == 0, "no such entry");
 }
 
-TEST_MAIN(test_rewrite, test_refusals, test_local_params, test_reqntid)
+TEST_MAIN(test_rewrite, test_refusals, test_local_params, test_carried_90a, test_reqntid)

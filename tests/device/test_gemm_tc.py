@@ -24,10 +24,11 @@ import torchtrt_c._C as C
 from convtest import DTYPES, assert_close, rand
 
 TILES = C.gemm_tiles()
-TC = [t["index"] for t in TILES if t["family"] == "tc"]
+# the warpgroup-MMA tiles (fl & 8: TRANS_B only) have their own tests (test_gemm_wgmma.py)
+TC = [t["index"] for t in TILES if t["family"] == "tc" and not t.get("fl", 0) & 8]
 TF32 = [t["index"] for t in TILES if t["family"] == "tf32"]
 # tiles whose grid is rasterised in groups of gm tile rows
-GM = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("gm", 0) > 0]
+GM = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("gm", 0) > 0 and not t.get("fl", 0) & 8]
 
 
 def _nvidia():
@@ -248,7 +249,7 @@ def test_untuned_choice_follows_policy_and_device(monkeypatch, tf32):
 
 
 # tiles whose epilogue is staged through local memory (fl & 2): stored by rows, lane = column
-STAGED = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("fl", 0) & 2]
+STAGED = [t["index"] for t in TILES if t["family"] in ("tc", "tf32") and t.get("fl", 0) & 2 and not t.get("fl", 0) & 8]
 
 
 @pytest.mark.parametrize("tile", [pytest.param(t, marks=() if t == _by_size([i for i in STAGED if TILES[i]["family"]

@@ -8,6 +8,8 @@ arrays (the stages OpenCL allows) and through the CUDA driver on CUDA tensors (a
 as the block may have). The stage count changes when slices are loaded, not the arithmetic, so
 the two outputs must be equal bit for bit; both are checked against a float64 product too
 (fp16: 2e-2 of max(|ref|, 1); TF32: 1e-2, what TF32 costs on these O(1) outputs).
+The warpgroup-MMA tiles (fl & 8) run only through the CUDA launch path on NVIDIA (sm_90): their
+OpenCL launch must be refused by name, and two CUDA calls must be equal bit for bit instead.
 """
 import os
 
@@ -48,15 +50,29 @@ def _engine(tile, m, n, k, tf32, seed):
     return e, (torch.randn(m, k, generator=gen) / 2).to(dt), w, b
 
 
+def _sm90():
+    return torch.cuda.get_device_capability(0) == (9, 0)
+
+
 @pytest.mark.parametrize("tile", LOCAL)
-@pytest.mark.parametrize("m,n,k", [(300, 270, 512), (129, 200, 203)])
+@pytest.mark.parametrize("m,n,k", [(300, 270, 512), (129, 200, 203), (1, 64, 64), (640, 512, 1000)])
 def test_cuda_launch_equals_opencl_and_reference(tile, m, n, k):
+    """Every tile staging from a __local argument, through the CUDA driver with all its stages.
+    The warpgroup-MMA tiles (fl & 8, sm_90 only) never run through OpenCL on NVIDIA: there its
+    launch must be refused by name, and two CUDA calls must agree bit for bit instead."""
     tf32 = TILES[tile]["family"] == "tf32"
+    wg = bool(TILES[tile]["fl"] & 8)
+    if wg and not _sm90():
+        pytest.skip("warpgroup MMA needs compute capability 9.0")
     e, x, w, b = _engine(tile, m, n, k, tf32, seed=m + n + k)
     assert set(e.info()["tiles"].values()) == {tile}
     dt = x.dtype
     host = np.empty((m, n), np.float32 if tf32 else np.float16)
-    e.execute([x.numpy()], [host])
+    if wg:
+        with pytest.raises(Exception, match="only the CUDA launch path runs"):
+            e.execute([x.numpy()], [host])
+    else:
+        e.execute([x.numpy()], [host])
     cap, why = _C.cuda_launch_new(e, 0)
     assert cap is not None, f"CUDA launch refused: {why}"
     xd = x.cuda()
@@ -73,10 +89,17 @@ def test_cuda_launch_equals_opencl_and_reference(tile, m, n, k):
     # the most stages the tile allows, and more than OpenCL's 48 KiB where that needs it
     assert st["dyn_shared_max"] == t["kw"] * unit, (st, unit)
     got = out.cpu()
+    if wg:
+        again = torch.full_like(out, float("nan"))
+        why = _C.cuda_launch_run(cap, [xd.data_ptr()], [(m, k)], [again.data_ptr()], arena.data_ptr(), nb,
+                                 torch.cuda.current_stream().cuda_stream)
+        assert why is None, why
+        torch.cuda.synchronize()
+        host = again.cpu().numpy()
     same = torch.equal(got.view(torch.int16 if not tf32 else torch.int32),
                        torch.from_numpy(host).view(torch.int16 if not tf32 else torch.int32))
     diff = (got.float() - torch.from_numpy(host).float()).abs().max().item()
-    assert same, f"tile {tile} {m}x{n}x{k}: CUDA launch and OpenCL outputs differ by up to {diff:.3g}"
+    assert same, f"tile {tile} {m}x{n}x{k}: CUDA launch and {'a second CUDA call' if wg else 'OpenCL'} differ by up to {diff:.3g}"
     ref = x.double() @ (w.half().double() if not tf32 else w.double()).t() + b.double()
     err = (got.double() - ref).abs().max().item()
     scale = max(ref.abs().max().item(), 1.0)

@@ -68,7 +68,7 @@ def test_local_arguments_become_dynamic_shared_memory():
     out, why = _prep(HEAD + _kernel("k", body, params=params) + _kernel("j", "\tmov.u32 \t%r1, %tid.x;\n"))
     assert why == "" and out is not None, why
     text = out.decode()
-    assert ".ptr .shared" not in text and text.count(".extern .shared .align 16 .b8 ttc_dsmem[];") == 1
+    assert ".ptr .shared" not in text and text.count(".extern .shared .align 1024 .b8 ttc_dsmem[];") == 1
     assert text.index(".extern .shared") > text.index(".address_size 64")
     assert "\t.param .u64 k_param_1,\n" in text and ".param .u32 k_param_10" in text
     assert ".param .u64 .ptr .global .align 4 k_param_0" in text

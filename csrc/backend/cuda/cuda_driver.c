@@ -181,7 +181,8 @@ static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c
 /* __local kernel arguments: NVIDIA's OpenCL declares each as a ".param .u64 .ptr .shared
  * .align N name" that its own launch fills with a .shared address. Here each becomes a plain
  * .u64 parameter holding a byte offset into the block's dynamic shared memory (the
- * ".extern .shared" array LOCAL_BASE, placed after any static arrays), and every
+ * ".extern .shared" array LOCAL_BASE, placed after any static arrays and 1024-byte aligned:
+ * what the warpgroup MMA's 128-byte swizzle needs of its operands), and every
  * "ld.param.u64 %rdN, [name];" adds that array's address to what it loaded: the launch passes
  * the offsets and sizes the dynamic shared memory (exec_cuda.c), whatever value OpenCL's own
  * launch would have put there. Any other use of such a parameter is refused. */
@@ -223,7 +224,7 @@ static ttc_status local_params(const char *s, char **out) {
     if (!decl_at) { ttc_sbuf_free(&names); return ttc_fail(TTC_ERR_UNSUPPORTED, "PTX without .address_size"); }
     decl_at++;
     ttc_sbuf_append(&b, s, (size_t)(decl_at - s));
-    ttc_sbuf_printf(&b, ".extern .shared .align 16 .b8 " LOCAL_BASE "[];\n");
+    ttc_sbuf_printf(&b, ".extern .shared .align 1024 .b8 " LOCAL_BASE "[];\n");
     p = decl_at;
     ttc_status st = TTC_OK;
     while (*p && st == TTC_OK) {
@@ -251,9 +252,11 @@ static ttc_status local_params(const char *s, char **out) {
             p = best + best_len;
             continue;
         }
-        /* "ld.param.u64 %rdN, [name];" */
+        /* "ld.param.u64 %rdN, [name];", or ".u32" where the kernel only keeps the address's low
+         * word (a shared address fits in it) */
         const char *r = stm;
-        bool ok = s[to] == ';' && !strncmp(r, "ld.param.u64", 12) && space(r[12]);
+        bool w32 = !strncmp(r, "ld.param.u32", 12);
+        bool ok = s[to] == ';' && (w32 || !strncmp(r, "ld.param.u64", 12)) && space(r[12]);
         const char *reg = NULL, *reg_end = NULL;
         if (ok) {
             r += 12;
@@ -278,8 +281,12 @@ static ttc_status local_params(const char *s, char **out) {
             break;
         }
         ttc_sbuf_append(&b, p, (size_t)(s + to + 1 - p));   /* through the ';' */
-        ttc_sbuf_printf(&b, " { .reg .u64 %%ttc_db; mov.u64 %%ttc_db, " LOCAL_BASE "; add.u64 %.*s, %.*s, %%ttc_db; }",
-                        (int)(reg_end - reg), reg, (int)(reg_end - reg), reg);
+        if (w32)
+            ttc_sbuf_printf(&b, " { .reg .u32 %%ttc_dw; mov.u32 %%ttc_dw, " LOCAL_BASE "; add.u32 %.*s, %.*s, %%ttc_dw; }",
+                            (int)(reg_end - reg), reg, (int)(reg_end - reg), reg);
+        else
+            ttc_sbuf_printf(&b, " { .reg .u64 %%ttc_db; mov.u64 %%ttc_db, " LOCAL_BASE "; add.u64 %.*s, %.*s, %%ttc_db; }",
+                            (int)(reg_end - reg), reg, (int)(reg_end - reg), reg);
         p = s + to + 1;
     }
     ttc_sbuf_free(&names);
@@ -287,6 +294,36 @@ static ttc_status local_params(const char *s, char **out) {
     char *r = ttc_sbuf_take(&b);
     if (!r) return TTC_ERR_NOMEM;
     *out = r;
+    return TTC_OK;
+}
+
+/* sm_90a statements that travelled through NVIDIA's OpenCL build (which targets sm_90) as PTX
+ * comments (kernels/ptx.cl, TTC_90A): the marker removed wherever it stands, and the module
+ * retargeted to sm_90a. In place; the text only shrinks. */
+#define CARRIED_90A "//@ttc90a "
+static ttc_status uncomment_90a(char *s) {
+    if (!strstr(s, CARRIED_90A)) return TTC_OK;
+    char *t = strstr(s, ".target");
+    if (!t) return ttc_fail(TTC_ERR_UNSUPPORTED, "PTX with sm_90a statements and no .target");
+    const char *a = t + 7;
+    while (space(*a)) a++;
+    if (strncmp(a, "sm_90", 5) || ident_char(a[5]))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "the PTX carries sm_90a statements but targets %.12s: they need an sm_90 "
+                        "device", a);
+    size_t ml = strlen(CARRIED_90A);
+    char *w = s;
+    for (const char *r = s; *r;) {
+        if (*r == '/' && !strncmp(r, CARRIED_90A, ml)) { r += ml; continue; }
+        *w++ = *r++;
+    }
+    *w = 0;
+    /* ".target sm_90" -> ".target sm_90a": one more byte; the text shrank by at least ml */
+    t = strstr(s, ".target");
+    char *v = t + 7;
+    while (space(*v)) v++;
+    v += 5;
+    memmove(v + 1, v, strlen(v) + 1);
+    *v = 'a';
     return TTC_OK;
 }
 
@@ -329,6 +366,8 @@ ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out) {
     ttc_sbuf_append(&b, ptx + done, len - done);
     char *s = ttc_sbuf_take(&b);
     if (!s) return TTC_ERR_NOMEM;
+    ttc_status u = uncomment_90a(s);
+    if (u != TTC_OK) { free(s); return u; }
     if (strstr(s, ".ptr .shared")) {
         char *r = NULL;
         ttc_status st = local_params(s, &r);

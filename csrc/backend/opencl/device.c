@@ -107,6 +107,13 @@ static void fill_device(ttc_cl_device *d, cl_platform_id p, cl_device_id id, int
     f->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
     f->kind = f->is_gpu ? TTC_DEVICE_GPU : f->is_cpu ? TTC_DEVICE_CPU : TTC_DEVICE_OTHER;
     f->nvidia = strstr(f->vendor, "NVIDIA") || strstr(f->platform, "NVIDIA");
+    if (f->nvidia) {
+        /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV / _MINOR_NV (cl_nv_device_attribute_query) */
+        cl_uint ma = 0, mi = 0;
+        if (TTC_CL(GetDeviceInfo)(id, 0x4000, sizeof ma, &ma, NULL) == CL_SUCCESS &&
+            TTC_CL(GetDeviceInfo)(id, 0x4001, sizeof mi, &mi, NULL) == CL_SUCCESS && ma < 100 && mi < 10)
+            f->nv_sm = (int32_t)(ma * 10 + mi);
+    }
     /* CPU devices compute on host memory: buffers over the caller's memory copy nothing */
     f->host_memory = f->is_cpu;
     cl_uint cu = 0, align = 0;
