@@ -24,6 +24,9 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import torchtrt_c._C as C  # noqa: E402
+
+# the tile itself, never cuBLAS in its place (the CUDA launch path's library steps, session 14)
+os.environ["TORCHTRT_C_CUDA_LIBS"] = "0"
 from convtest import DTYPES  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (4096, 768, 768), (4096, 2304, 768), (4096, 3072, 768), (4096, 768, 3072),

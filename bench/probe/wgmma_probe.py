@@ -1,0 +1,286 @@
+"""Can an OpenCL-built kernel reach Hopper's warpgroup tensor-core instructions (wgmma), and how
+fast is a plain cp.async + wgmma GEMM beside cuBLAS? (issue 12 item 2: >= 70% of cuBLAS at 4096^3)
+
+NVIDIA's OpenCL compiles for sm_90; wgmma needs sm_90a. Three routes are tried:
+  1. clBuildProgram options naming the architecture (-cl-nv-arch sm_90a and spellings);
+  2. the sm_90a instructions carried through the OpenCL build as PTX comments ("//@ttc90a "),
+     then un-commented and `.target sm_90a` set in the PTX, which is loaded
+     (a) into the CUDA driver (cuModuleLoadDataEx; the CUDA launch path's dynamic shared memory)
+     (b) back into OpenCL with clCreateProgramWithBinary.
+Then the GEMM C[M,N] = A[M,K] . B[N,K]^T (fp16 in, fp32 accumulate, fp16 out; both operands
+K-major: nn.Linear's layout) in several tile variants, checked against torch in float32 and
+timed with CUDA events beside torch.matmul (cuBLAS). ctypes + torch only; PTX under $OUT.
+Usage: [VARIANTS=BM:BN:ST[:mf][:rR],...] [SHAPES=MxNxK,...] python3 bench/probe/wgmma_probe.py"""
+import ctypes as C
+import os
+import re
+import statistics
+import sys
+
+import torch
+
+OUT = os.environ.get("PROBE_DIR", "/tmp/wgprobe")   # not $OUT: a device call returns few files
+os.makedirs(OUT, exist_ok=True)
+cu = C.CDLL("libcuda.so.1")
+cl = C.CDLL("libOpenCL.so.1")
+try:
+    import torchtrt_c._C as TC
+except Exception as e:  # the probe's own rewrite is used then
+    TC = None
+    print("no torchtrt_c._C:", e)
+
+
+def ck(r, what):
+    if r != 0:
+        raise RuntimeError(f"{what} -> {r}")
+
+
+torch.zeros(1, device="cuda")
+stream = C.c_void_p(torch.cuda.current_stream().cuda_stream)
+np_ = C.c_uint(); cl.clGetPlatformIDs(0, None, C.byref(np_))
+ps = (C.c_void_p * np_.value)(); cl.clGetPlatformIDs(np_, ps, None)
+dev = C.c_void_p()
+for p in ps:
+    if cl.clGetDeviceIDs(C.c_void_p(p), 4, 1, C.byref(dev), None) == 0:
+        break
+err = C.c_int()
+for f in ("clCreateContext", "clCreateCommandQueue", "clCreateProgramWithSource", "clCreateProgramWithBinary",
+          "clCreateKernel", "clCreateBuffer"):
+    getattr(cl, f).restype = C.c_void_p
+clctx = C.c_void_p(cl.clCreateContext(None, 1, C.byref(dev), None, None, C.byref(err))); ck(err.value, "ctx")
+
+
+def build_src(src, opts=b"-cl-std=CL1.2"):
+    prog = C.c_void_p(cl.clCreateProgramWithSource(clctx, 1, C.byref(C.c_char_p(src)), None, C.byref(err)))
+    r = cl.clBuildProgram(prog, 1, C.byref(dev), opts, None, None)
+    log = C.create_string_buffer(1 << 16)
+    cl.clGetProgramBuildInfo(prog, dev, 0x1183, 1 << 16, log, None)
+    if r:
+        return None, f"build {r}: {log.value.decode(errors='replace')[:600]}"
+    bsz = C.c_size_t(); cl.clGetProgramInfo(prog, 0x1165, 8, C.byref(bsz), None)
+    b = C.create_string_buffer(bsz.value + 1); pb = C.c_void_p(C.addressof(b))
+    cl.clGetProgramInfo(prog, 0x1166, 8, C.byref(pb), None)
+    return b.raw[: bsz.value].rstrip(b"\0").decode(), log.value.decode(errors="replace")[:300]
+
+
+def build_bin(ptx):
+    data = ptx.encode() + b"\0"
+    ln = C.c_size_t(len(data)); buf = C.c_char_p(data); st = C.c_int()
+    prog = C.c_void_p(cl.clCreateProgramWithBinary(clctx, 1, C.byref(dev), C.byref(ln), C.byref(buf), C.byref(st),
+                                                   C.byref(err)))
+    if err.value:
+        return f"clCreateProgramWithBinary {err.value} (binary status {st.value})"
+    r = cl.clBuildProgram(prog, 1, C.byref(dev), None, None, None)
+    log = C.create_string_buffer(1 << 14)
+    cl.clGetProgramBuildInfo(prog, dev, 0x1183, 1 << 14, log, None)
+    return f"build {r} {log.value.decode(errors='replace')[:300]}"
+
+
+MARK = "//@ttc90a "
+
+
+def sm90a(ptx):
+    """un-comment the carried instructions and target sm_90a"""
+    n = ptx.count(MARK)
+    t = ptx.replace(MARK, "")
+    t = re.sub(r"\.target\s+sm_90\b", ".target sm_90a", t, count=1)
+    return t, n
+
+
+def prepare(ptx):
+    if TC is not None:
+        out, why = TC.cuda_ptx_prepare(ptx.encode())
+        if out is None:
+            raise RuntimeError(why)
+        return out.decode() if isinstance(out, bytes) else out
+    raise RuntimeError("needs torchtrt_c._C")
+
+
+def load(text, tag):
+    m = C.c_void_p()
+    logbuf = C.create_string_buffer(8192)
+    opts = (C.c_int * 2)(5, 6); vals = (C.c_void_p * 2)(C.cast(logbuf, C.c_void_p), C.c_void_p(8192))
+    r = cu.cuModuleLoadDataEx(C.byref(m), C.c_char_p(text.encode() + b"\0"), 2, opts, vals)
+    if r:
+        print(f"  load {tag}: error {r}: {logbuf.value.decode(errors='replace')[:600]}")
+        return None
+    return m
+
+
+# ---- 1. build options ----
+TINY = b"""__kernel void t(__global float *o) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    o[get_global_id(0)] = 1.0f;
+}"""
+for opt in (b"-cl-nv-arch sm_90a", b"-cl-nv-arch=sm_90a"):
+    ptx, log = build_src(TINY, opt)
+    print(f"route 1 {opt.decode()!r}: {'BUILT' if ptx else 'refused'}: {log[:300]!r}")
+    if ptx:
+        print("   target:", re.findall(r"\.target[^\n]*", ptx))
+
+
+# ---- 2. the GEMM kernel, sm_90a instructions carried as comments ----
+def kernel_src(BN, ST, BK=64, BM=128, raster=8, mma_first=False):
+    """BM / 64 warpgroups (BM = 128: 256 work-items), each 64 rows x BN; mma_first: the slice's
+    products are issued right after the barrier, before the copies of the slice D ahead"""
+    assert BK == 64 and BM % 64 == 0
+    NT = 2 * BM
+    D = ST - 2                    # stages loaded ahead; one wgmma group stays in flight
+    NA = BN // 2                  # f32 accumulators per thread (m64nBN: 64*BN / 128 threads)
+    stage_bytes = (BM + BN) * 128
+    acc_ops = ", ".join(f"%{i}" for i in range(NA))
+    fence_ops = ", ".join(f'"+f"(acc[{i}])' for i in range(NA))
+    COPIES = ("if (nk < KT) load_stage(base + (nk % ST) * STAGE_BYTES, A, B, m0, n0, K, nk * BK, tid);\n"
+              '        asm volatile("cp.async.commit_group;" ::: "memory");')
+    wg = (f'asm volatile("{MARK}{{ .reg .pred p; setp.ne.b32 p, %{NA + 2}, 0; '
+          f'wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.f16.f16 {{{acc_ops}}}, %{NA}, %{NA + 1}, p, 1, 1, 0, 0; }}" '
+          f': {fence_ops} : "l"(da), "l"(db), "r"(sc) : "memory")')
+    return f"""
+#define BM {BM}
+#define BN {BN}
+#define BK 64
+#define ST {ST}
+#define STAGE_BYTES {stage_bytes}
+static inline ulong desc128(uint addr) {{   /* K-major, 128-byte swizzle, 8-row groups 1024 bytes apart */
+    return (ulong)((addr & 0x3FFFFu) >> 4) | ((ulong)1 << 16) | ((ulong)(1024 >> 4) << 32) | ((ulong)1 << 62);
+}}
+static inline void cpa16(uint dst, __global const ushort *src) {{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+}}
+static inline void load_stage(uint sb, __global const ushort *A, __global const ushort *B, int m0, int n0, int K, int k0, int tid) {{
+    for (int c = tid; c < (BM + BN) * 8; c += {NT}) {{
+        int r = c >> 3, j = c & 7;
+        uint dst = sb + (uint)(r * 128 + ((j ^ (r & 7)) << 4));
+        __global const ushort *src = r < BM ? A + (size_t)(m0 + r) * K + k0 + j * 8
+                                            : B + (size_t)(n0 + r - BM) * K + k0 + j * 8;
+        cpa16(dst, src);
+    }}
+}}
+__kernel __attribute__((reqd_work_group_size({NT}, 1, 1)))
+void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *Cm, int M, int N, int K,
+             __local uchar *dsm) {{
+    int tid = get_local_id(0), wgi = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31;
+    int tiles_m = M / BM, tiles_n = N / BN, pid = get_group_id(0);
+    int per = {raster} * tiles_n, grp = pid / per, first = grp * {raster};
+    int gm = min(tiles_m - first, {raster});
+    int tm = first + (pid % per) % gm, tn = (pid % per) / gm;
+    int m0 = tm * BM, n0 = tn * BN;
+    uint base = (((uint)(size_t)dsm) + 1023u) & ~1023u;
+    float acc[{NA}];
+#pragma unroll
+    for (int i = 0; i < {NA}; i++) acc[i] = 0.0f;
+    int KT = K / BK;
+    for (int s = 0; s < {D}; s++) {{
+        if (s < KT) load_stage(base + s * STAGE_BYTES, A, B, m0, n0, K, s * BK, tid);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }}
+    for (int kt = 0; kt < KT; kt++) {{
+        asm volatile("cp.async.wait_group {D - 1};" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int nk = kt + {D};
+        {"" if mma_first else COPIES}
+        uint sa = base + (kt % ST) * STAGE_BYTES + wgi * 64 * 128, sbb = base + (kt % ST) * STAGE_BYTES + BM * 128;
+        asm volatile("{MARK}wgmma.fence.sync.aligned;" : {fence_ops} :: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {{
+            ulong da = desc128(sa + kk * 32), db = desc128(sbb + kk * 32);
+            int sc = 1;
+            {wg};
+        }}
+        asm volatile("{MARK}wgmma.commit_group.sync.aligned;" ::: "memory");
+        {COPIES if mma_first else ""}
+        asm volatile("{MARK}wgmma.wait_group.sync.aligned 1;" : {fence_ops} :: "memory");
+    }}
+    asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    int g = lane >> 2, t = lane & 3;
+    int row = m0 + wgi * 64 + w * 16 + g;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {{
+        int col = n0 + j * 8 + 2 * t;
+        uint lo, hi;
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(acc[j * 4 + 1]), "f"(acc[j * 4 + 0]));
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(acc[j * 4 + 3]), "f"(acc[j * 4 + 2]));
+        Cm[((size_t)row * N + col) >> 1] = lo;
+        Cm[((size_t)(row + 8) * N + col) >> 1] = hi;
+    }}
+}}
+"""
+
+
+def events(fn, runs=30):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(runs):
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / runs
+
+
+def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8):
+    tag = f"BM{BM}_BN{BN}_ST{ST}{'_mf' if mma_first else ''}_r{raster}"
+    src = kernel_src(BN, ST, BM=BM, mma_first=mma_first, raster=raster).encode()
+    open(f"{OUT}/{tag}.cl", "wb").write(src)
+    NT = 2 * BM
+    ptx, log = build_src(src, b"-cl-std=CL1.2" + (b" -cl-nv-maxrregcount=168" if NT > 256 else b""))
+    if not ptx:
+        print(f"{tag}: OpenCL build failed: {log}")
+        return
+    t, n = sm90a(ptx)
+    print(f"{tag}: OpenCL build ok, {n} carried statements; log {log[:200]!r}")
+    try:
+        p = prepare(t)
+    except Exception as e:
+        print(f"  prepare failed: {e}")
+        return
+    open(f"{OUT}/{tag}.ptx", "w").write(p)
+    m = load(p, tag)
+    if m is None:
+        return
+    f = C.c_void_p(); ck(cu.cuModuleGetFunction(C.byref(f), m, b"wg_gemm"), "fn")
+    regs = C.c_int(); cu.cuFuncGetAttribute(C.byref(regs), 4, f)
+    lcl = C.c_int(); cu.cuFuncGetAttribute(C.byref(lcl), 3, f)
+    dyn = ST * (BM + BN) * 128 + 1024
+    ck(cu.cuFuncSetAttribute(f, 8, dyn), "max dyn smem")
+    print(f"  loaded: {regs.value} registers, {lcl.value} bytes local (spill), {dyn} bytes dynamic shared")
+    for (M, N, K) in shapes:
+        if M % BM or N % BN or K % 64:
+            continue
+        g = torch.Generator(device="cuda").manual_seed(M + N + K)
+        a = (torch.randn(M, K, device="cuda", generator=g) / 4).half()
+        b = (torch.randn(N, K, device="cuda", generator=g) / 4).half()
+        c = torch.empty(M, N, device="cuda", dtype=torch.half)
+        args_v = [C.c_uint64(a.data_ptr()), C.c_uint64(b.data_ptr()), C.c_uint64(c.data_ptr()), C.c_int(M), C.c_int(N),
+                  C.c_int(K), C.c_uint64(0)]
+        args = (C.c_void_p * len(args_v))(*[C.cast(C.byref(v), C.c_void_p) for v in args_v])
+        grid = (M // BM) * (N // BN)
+
+        def run():
+            ck(cu.cuLaunchKernel(f, grid, 1, 1, NT, 1, 1, dyn, stream, args, None), "launch")
+        run(); torch.cuda.synchronize()
+        ref = a.float() @ b.float().t()
+        rel = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+        ours, theirs = [], []
+        for _ in range(5):
+            ours.append(events(run))
+            theirs.append(events(lambda: torch.matmul(a, b.t())))
+        mo, mt = statistics.median(ours), statistics.median(theirs)
+        tf = 2 * M * N * K / mo / 1e9
+        print(f"  {M}x{N}x{K}: {mo:.4f} ms ({tf:.0f} TFLOP/s) vs cuBLAS {mt:.4f} ms: of cuBLAS {mt / mo:.3f}; "
+              f"max err {rel:.2e} of max |ref|{'  WRONG' if not rel < 2e-2 else ''}")
+        sys.stdout.flush()
+
+
+SHAPES = [tuple(int(v) for v in x.split("x"))
+          for x in os.environ.get("SHAPES", "4096x4096x4096,4096x3072x768,4096x768x3072,8192x8192x8192").split(",")]
+# VARIANTS: "BM:BN:ST[:mf][:rR]" items
+for item in os.environ.get("VARIANTS", "128:256:4,128:128:3,128:128:6,128:256:4:mf,192:256:4:mf").split(","):
+    f_ = item.split(":")
+    kw = dict(BM=int(f_[0]), mma_first="mf" in f_[3:],
+              raster=next((int(x[1:]) for x in f_[3:] if x.startswith("r")), 8))
+    try:
+        variant(int(f_[1]), int(f_[2]), SHAPES, **kw)
+    except Exception as e:
+        print(f"{item}: {type(e).__name__}: {e}")
