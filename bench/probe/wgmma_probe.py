@@ -10,7 +10,7 @@ NVIDIA's OpenCL compiles for sm_90; wgmma needs sm_90a. Three routes are tried:
 Then the GEMM C[M,N] = A[M,K] . B[N,K]^T (fp16 in, fp32 accumulate, fp16 out; both operands
 K-major: nn.Linear's layout) in several tile variants, checked against torch in float32 and
 timed with CUDA events beside torch.matmul (cuBLAS). ctypes + torch only; PTX under $OUT.
-Usage: [VARIANTS=BM:BN:ST[:mf][:rR],...] [SHAPES=MxNxK,...] python3 bench/probe/wgmma_probe.py"""
+Usage: [VARIANTS=BM:BN:ST[:mf][:ws][:rR],...] [SHAPES=MxNxK,...] python3 bench/probe/wgmma_probe.py"""
 import ctypes as C
 import os
 import re
@@ -209,6 +209,112 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
 """
 
 
+
+def kernel_src_ws(BN, ST, BK=64, BM=128, raster=8):
+    """Warp-specialised: BM / 64 consumer warpgroups (wgmma) and one producer warpgroup (the
+    cp.async copies), synchronised by mbarriers per stage (full: the producer's copies landed,
+    cp.async.mbarrier.arrive.noinc per producer thread; empty: every consumer thread is done
+    with the stage). Consumers keep one wgmma group in flight and release the stage before it."""
+    assert BK == 64 and BM % 64 == 0
+    NC = 2 * BM                   # consumer threads
+    NT = NC + 128
+    NA = BN // 2
+    stage_bytes = (BM + BN) * 128
+    acc_ops = ", ".join(f"%{i}" for i in range(NA))
+    fence_ops = ", ".join(f'"+f"(acc[{i}])' for i in range(NA))
+    wg = (f'asm volatile("{MARK}{{ .reg .pred p; setp.ne.b32 p, %{NA + 2}, 0; '
+          f'wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.f16.f16 {{{acc_ops}}}, %{NA}, %{NA + 1}, p, 1, 1, 0, 0; }}" '
+          f': {fence_ops} : "l"(da), "l"(db), "r"(sc) : "memory")')
+    return f"""
+#define BM {BM}
+#define BN {BN}
+#define BK 64
+#define ST {ST}
+#define STAGE_BYTES {stage_bytes}
+static inline ulong desc128(uint addr) {{
+    return (ulong)((addr & 0x3FFFFu) >> 4) | ((ulong)1 << 16) | ((ulong)(1024 >> 4) << 32) | ((ulong)1 << 62);
+}}
+static inline void mb_wait(uint bar, uint parity) {{
+    uint done;
+    do {{
+        asm volatile("{{ .reg .pred P; mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2; selp.u32 %0, 1, 0, P; }}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    }} while (!done);
+}}
+__kernel __attribute__((reqd_work_group_size({NT}, 1, 1)))
+void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *Cm, int M, int N, int K,
+             __local uchar *dsm) {{
+    __local ulong bars[2 * ST];   /* full[ST], empty[ST] */
+    int tid = get_local_id(0);
+    int tiles_m = M / BM, tiles_n = N / BN, pid = get_group_id(0);
+    int per = {raster} * tiles_n, grp = pid / per, first = grp * {raster};
+    int gm = min(tiles_m - first, {raster});
+    int tm = first + (pid % per) % gm, tn = (pid % per) / gm;
+    int m0 = tm * BM, n0 = tn * BN;
+    uint base = (((uint)(size_t)dsm) + 1023u) & ~1023u;
+    uint fb = (uint)(size_t)bars, eb = fb + 8 * ST;
+    if (tid == 0) {{
+        for (int i = 0; i < ST; i++) {{
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(fb + 8 * i), "r"(128) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(eb + 8 * i), "r"({NC}) : "memory");
+        }}
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int KT = K / BK;
+    if (tid >= {NC}) {{
+        int p = tid - {NC};
+        for (int s = 0; s < KT; s++) {{
+            int slot = s % ST;
+            if (s >= ST) mb_wait(eb + 8 * slot, ((s / ST) & 1) ^ 1);
+            uint sb = base + slot * STAGE_BYTES;
+            int k0 = s * BK;
+            for (int c = p; c < (BM + BN) * 8; c += 128) {{
+                int r = c >> 3, j = c & 7;
+                uint dst = sb + (uint)(r * 128 + ((j ^ (r & 7)) << 4));
+                __global const ushort *src = r < BM ? A + (size_t)(m0 + r) * K + k0 + j * 8
+                                                    : B + (size_t)(n0 + r - BM) * K + k0 + j * 8;
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+            }}
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(fb + 8 * slot) : "memory");
+        }}
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        return;
+    }}
+    int wgi = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31;
+    float acc[{NA}];
+#pragma unroll
+    for (int i = 0; i < {NA}; i++) acc[i] = 0.0f;
+    for (int kt = 0; kt < KT; kt++) {{
+        int slot = kt % ST;
+        mb_wait(fb + 8 * slot, (kt / ST) & 1);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        uint sa = base + slot * STAGE_BYTES + wgi * 64 * 128, sbb = base + slot * STAGE_BYTES + BM * 128;
+        asm volatile("{MARK}wgmma.fence.sync.aligned;" : {fence_ops} :: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {{
+            ulong da = desc128(sa + kk * 32), db = desc128(sbb + kk * 32);
+            int sc = 1;
+            {wg};
+        }}
+        asm volatile("{MARK}wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("{MARK}wgmma.wait_group.sync.aligned 1;" : {fence_ops} :: "memory");
+        if (kt > 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(eb + 8 * ((kt - 1) % ST)) : "memory");
+    }}
+    asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
+    int g = lane >> 2, t = lane & 3;
+    int row = m0 + wgi * 64 + w * 16 + g;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {{
+        int col = n0 + j * 8 + 2 * t;
+        uint lo, hi;
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(acc[j * 4 + 1]), "f"(acc[j * 4 + 0]));
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(acc[j * 4 + 3]), "f"(acc[j * 4 + 2]));
+        Cm[((size_t)row * N + col) >> 1] = lo;
+        Cm[((size_t)(row + 8) * N + col) >> 1] = hi;
+    }}
+}}
+"""
+
 def events(fn, runs=30):
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
@@ -219,11 +325,12 @@ def events(fn, runs=30):
     return s.elapsed_time(e) / runs
 
 
-def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8):
-    tag = f"BM{BM}_BN{BN}_ST{ST}{'_mf' if mma_first else ''}_r{raster}"
-    src = kernel_src(BN, ST, BM=BM, mma_first=mma_first, raster=raster).encode()
+def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False):
+    tag = f"BM{BM}_BN{BN}_ST{ST}{'_mf' if mma_first else ''}{'_ws' if ws else ''}_r{raster}"
+    src = (kernel_src_ws(BN, ST, BM=BM, raster=raster) if ws else
+           kernel_src(BN, ST, BM=BM, mma_first=mma_first, raster=raster)).encode()
     open(f"{OUT}/{tag}.cl", "wb").write(src)
-    NT = 2 * BM
+    NT = 2 * BM + (128 if ws else 0)
     ptx, log = build_src(src, b"-cl-std=CL1.2" + (b" -cl-nv-maxrregcount=168" if NT > 256 else b""))
     if not ptx:
         print(f"{tag}: OpenCL build failed: {log}")
@@ -275,10 +382,10 @@ def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8):
 
 SHAPES = [tuple(int(v) for v in x.split("x"))
           for x in os.environ.get("SHAPES", "4096x4096x4096,4096x3072x768,4096x768x3072,8192x8192x8192").split(",")]
-# VARIANTS: "BM:BN:ST[:mf][:rR]" items
+# VARIANTS: "BM:BN:ST[:mf][:ws][:rR]" items
 for item in os.environ.get("VARIANTS", "128:256:4,128:128:3,128:128:6,128:256:4:mf,192:256:4:mf").split(","):
     f_ = item.split(":")
-    kw = dict(BM=int(f_[0]), mma_first="mf" in f_[3:],
+    kw = dict(BM=int(f_[0]), mma_first="mf" in f_[3:], ws="ws" in f_[3:],
               raster=next((int(x[1:]) for x in f_[3:] if x.startswith("r")), 8))
     try:
         variant(int(f_[1]), int(f_[2]), SHAPES, **kw)
