@@ -10,7 +10,7 @@ NVIDIA's OpenCL compiles for sm_90; wgmma needs sm_90a. Three routes are tried:
 Then the GEMM C[M,N] = A[M,K] . B[N,K]^T (fp16 in, fp32 accumulate, fp16 out; both operands
 K-major: nn.Linear's layout) in several tile variants, checked against torch in float32 and
 timed with CUDA events beside torch.matmul (cuBLAS). ctypes + torch only; PTX under $OUT.
-Usage: [VARIANTS=BM:BN:ST[:mf][:ws][:rR],...] [SHAPES=MxNxK,...] python3 bench/probe/wgmma_probe.py"""
+Usage: [VARIANTS=BM:BN:ST[:mf][:ws][:nf][:rR],...] [SHAPES=MxNxK,...] python3 bench/probe/wgmma_probe.py"""
 import ctypes as C
 import os
 import re
@@ -120,9 +120,11 @@ for opt in (b"-cl-nv-arch sm_90a", b"-cl-nv-arch=sm_90a"):
 
 
 # ---- 2. the GEMM kernel, sm_90a instructions carried as comments ----
-def kernel_src(BN, ST, BK=64, BM=128, raster=8, mma_first=False):
+def kernel_src(BN, ST, BK=64, BM=128, raster=8, mma_first=False, fence=True):
     """BM / 64 warpgroups (BM = 128: 256 work-items), each 64 rows x BN; mma_first: the slice's
-    products are issued right after the barrier, before the copies of the slice D ahead"""
+    products are issued right after the barrier, before the copies of the slice D ahead; fence:
+    fence.proxy.async after the copies' wait (SASS: MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S; CUTLASS's
+    cp.async + GMMA mainloops have none)"""
     assert BK == 64 and BM % 64 == 0
     NT = 2 * BM
     D = ST - 2                    # stages loaded ahead; one wgmma group stays in flight
@@ -176,7 +178,7 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
     }}
     for (int kt = 0; kt < KT; kt++) {{
         asm volatile("cp.async.wait_group {D - 1};" ::: "memory");
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        {'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");' if fence else ""}
         barrier(CLK_LOCAL_MEM_FENCE);
         int nk = kt + {D};
         {"" if mma_first else COPIES}
@@ -325,10 +327,10 @@ def events(fn, runs=30):
     return s.elapsed_time(e) / runs
 
 
-def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False):
-    tag = f"BM{BM}_BN{BN}_ST{ST}{'_mf' if mma_first else ''}{'_ws' if ws else ''}_r{raster}"
+def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False, fence=True):
+    tag = f"BM{BM}_BN{BN}_ST{ST}{'_mf' if mma_first else ''}{'_ws' if ws else ''}{'' if fence else '_nf'}_r{raster}"
     src = (kernel_src_ws(BN, ST, BM=BM, raster=raster) if ws else
-           kernel_src(BN, ST, BM=BM, mma_first=mma_first, raster=raster)).encode()
+           kernel_src(BN, ST, BM=BM, mma_first=mma_first, raster=raster, fence=fence)).encode()
     open(f"{OUT}/{tag}.cl", "wb").write(src)
     NT = 2 * BM + (128 if ws else 0)
     ptx, log = build_src(src, b"-cl-std=CL1.2" + (b" -cl-nv-maxrregcount=168" if NT > 256 else b""))
@@ -336,7 +338,7 @@ def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False):
         print(f"{tag}: OpenCL build failed: {log}")
         return
     t, n = sm90a(ptx)
-    print(f"{tag}: OpenCL build ok, {n} carried statements; log {log[:200]!r}")
+    print(f"{tag}: OpenCL build ok, {n} carried statements")
     try:
         p = prepare(t)
     except Exception as e:
@@ -351,7 +353,7 @@ def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False):
     lcl = C.c_int(); cu.cuFuncGetAttribute(C.byref(lcl), 3, f)
     dyn = ST * (BM + BN) * 128 + 1024
     ck(cu.cuFuncSetAttribute(f, 8, dyn), "max dyn smem")
-    print(f"  loaded: {regs.value} registers, {lcl.value} bytes local (spill), {dyn} bytes dynamic shared")
+    print(f"  {tag} loaded: {regs.value} registers, {lcl.value} bytes local (spill), {dyn} bytes dynamic shared")
     for (M, N, K) in shapes:
         if M % BM or N % BN or K % 64:
             continue
@@ -382,10 +384,10 @@ def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False):
 
 SHAPES = [tuple(int(v) for v in x.split("x"))
           for x in os.environ.get("SHAPES", "4096x4096x4096,4096x3072x768,4096x768x3072,8192x8192x8192").split(",")]
-# VARIANTS: "BM:BN:ST[:mf][:ws][:rR]" items
+# VARIANTS: "BM:BN:ST[:mf][:ws][:nf][:rR]" items
 for item in os.environ.get("VARIANTS", "128:256:4,128:128:3,128:128:6,128:256:4:mf,192:256:4:mf").split(","):
     f_ = item.split(":")
-    kw = dict(BM=int(f_[0]), mma_first="mf" in f_[3:], ws="ws" in f_[3:],
+    kw = dict(BM=int(f_[0]), mma_first="mf" in f_[3:], ws="ws" in f_[3:], fence="nf" not in f_[3:],
               raster=next((int(x[1:]) for x in f_[3:] if x.startswith("r")), 8))
     try:
         variant(int(f_[1]), int(f_[2]), SHAPES, **kw)
