@@ -120,6 +120,31 @@ for opt in (b"-cl-nv-arch sm_90a", b"-cl-nv-arch=sm_90a"):
 
 
 # ---- 2. the GEMM kernel, sm_90a instructions carried as comments ----
+# the accumulators stored as half pairs in the m64nN fragment layout (both kernels' tail)
+EPILOGUE = """    int g = lane >> 2, t = lane & 3;
+    int row = m0 + wgi * 64 + w * 16 + g;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        int col = n0 + j * 8 + 2 * t;
+        uint lo, hi;
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(acc[j * 4 + 1]), "f"(acc[j * 4 + 0]));
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(acc[j * 4 + 3]), "f"(acc[j * 4 + 2]));
+        Cm[((size_t)row * N + col) >> 1] = lo;
+        Cm[((size_t)(row + 8) * N + col) >> 1] = hi;
+    }"""
+
+
+def wg_asm(BN):
+    """(one m64nBNk16 product on descriptors da, db, as carried text; the accumulators' pin list)"""
+    NA = BN // 2
+    acc_ops = ", ".join(f"%{i}" for i in range(NA))
+    fence_ops = ", ".join(f'"+f"(acc[{i}])' for i in range(NA))
+    wg = (f'asm volatile("{MARK}{{ .reg .pred p; setp.ne.b32 p, %{NA + 2}, 0; '
+          f'wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.f16.f16 {{{acc_ops}}}, %{NA}, %{NA + 1}, p, 1, 1, 0, 0; }}" '
+          f': {fence_ops} : "l"(da), "l"(db), "r"(sc) : "memory")')
+    return wg, fence_ops
+
+
 def kernel_src(BN, ST, BK=64, BM=128, raster=8, mma_first=False, fence=True):
     """BM / 64 warpgroups (BM = 128: 256 work-items), each 64 rows x BN; mma_first: the slice's
     products are issued right after the barrier, before the copies of the slice D ahead; fence:
@@ -130,13 +155,9 @@ def kernel_src(BN, ST, BK=64, BM=128, raster=8, mma_first=False, fence=True):
     D = ST - 2                    # stages loaded ahead; one wgmma group stays in flight
     NA = BN // 2                  # f32 accumulators per thread (m64nBN: 64*BN / 128 threads)
     stage_bytes = (BM + BN) * 128
-    acc_ops = ", ".join(f"%{i}" for i in range(NA))
-    fence_ops = ", ".join(f'"+f"(acc[{i}])' for i in range(NA))
     COPIES = ("if (nk < KT) load_stage(base + (nk % ST) * STAGE_BYTES, A, B, m0, n0, K, nk * BK, tid);\n"
               '        asm volatile("cp.async.commit_group;" ::: "memory");')
-    wg = (f'asm volatile("{MARK}{{ .reg .pred p; setp.ne.b32 p, %{NA + 2}, 0; '
-          f'wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.f16.f16 {{{acc_ops}}}, %{NA}, %{NA + 1}, p, 1, 1, 0, 0; }}" '
-          f': {fence_ops} : "l"(da), "l"(db), "r"(sc) : "memory")')
+    wg, fence_ops = wg_asm(BN)
     return f"""
 #define BM {BM}
 #define BN {BN}
@@ -196,17 +217,7 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
     }}
     asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
     asm volatile("cp.async.wait_group 0;" ::: "memory");
-    int g = lane >> 2, t = lane & 3;
-    int row = m0 + wgi * 64 + w * 16 + g;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {{
-        int col = n0 + j * 8 + 2 * t;
-        uint lo, hi;
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(acc[j * 4 + 1]), "f"(acc[j * 4 + 0]));
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(acc[j * 4 + 3]), "f"(acc[j * 4 + 2]));
-        Cm[((size_t)row * N + col) >> 1] = lo;
-        Cm[((size_t)(row + 8) * N + col) >> 1] = hi;
-    }}
+{EPILOGUE}
 }}
 """
 
@@ -222,11 +233,7 @@ def kernel_src_ws(BN, ST, BK=64, BM=128, raster=8):
     NT = NC + 128
     NA = BN // 2
     stage_bytes = (BM + BN) * 128
-    acc_ops = ", ".join(f"%{i}" for i in range(NA))
-    fence_ops = ", ".join(f'"+f"(acc[{i}])' for i in range(NA))
-    wg = (f'asm volatile("{MARK}{{ .reg .pred p; setp.ne.b32 p, %{NA + 2}, 0; '
-          f'wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.f16.f16 {{{acc_ops}}}, %{NA}, %{NA + 1}, p, 1, 1, 0, 0; }}" '
-          f': {fence_ops} : "l"(da), "l"(db), "r"(sc) : "memory")')
+    wg, fence_ops = wg_asm(BN)
     return f"""
 #define BM {BM}
 #define BN {BN}
@@ -303,17 +310,7 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
         if (kt > 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(eb + 8 * ((kt - 1) % ST)) : "memory");
     }}
     asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
-    int g = lane >> 2, t = lane & 3;
-    int row = m0 + wgi * 64 + w * 16 + g;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {{
-        int col = n0 + j * 8 + 2 * t;
-        uint lo, hi;
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(acc[j * 4 + 1]), "f"(acc[j * 4 + 0]));
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(acc[j * 4 + 3]), "f"(acc[j * 4 + 2]));
-        Cm[((size_t)row * N + col) >> 1] = lo;
-        Cm[((size_t)(row + 8) * N + col) >> 1] = hi;
-    }}
+{EPILOGUE}
 }}
 """
 
