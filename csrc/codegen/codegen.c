@@ -87,6 +87,11 @@ static bool takes_local(const ttc_gemm_tile *t) {
  * elsewhere the emulation needs kw stages of local memory. */
 static bool wg_tile(const ttc_gemm_tile *t) { return takes_local(t) && (t->fl & 8); }
 
+/* Whether warpgroup tile t runs on tg, given the n stages OpenCL's local memory holds there. */
+static bool wg_runs(const ttc_target *tg, const ttc_gemm_tile *t, int64_t n) {
+    return tg->nvidia ? tg->nv_sm == 90 : n >= t->kw;
+}
+
 ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_bytes, int32_t *n_cl) {
     *unit_bytes = 0;
     *n_cl = 0;
@@ -95,10 +100,10 @@ ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_b
     const ttc_gemm_tile *t = &ttc_gemm_tiles[ti];
     int64_t unit, n = local_stages(tg, t, &unit);
     if (wg_tile(t)) {
-        if (tg->nvidia && tg->nv_sm != 90)
+        if (!wg_runs(tg, t, n) && tg->nvidia)
             return ttc_fail(TTC_ERR_UNSUPPORTED, "GEMM tile %d (warpgroup MMA) needs an NVIDIA device of compute "
                             "capability 9.0; %s is %d.%d", (int)ti, tg->name, (int)(tg->nv_sm / 10), (int)(tg->nv_sm % 10));
-        if (!tg->nvidia && n < t->kw)
+        if (!wg_runs(tg, t, n))
             return ttc_fail(TTC_ERR_UNSUPPORTED, "GEMM tile %d needs %d stages of %lld bytes of local memory, device %s "
                             "allows %llu per work-group", (int)ti, (int)t->kw, (long long)unit, tg->name,
                             (unsigned long long)tg->local_mem);
@@ -118,8 +123,7 @@ ttc_status ttc_gemm_tile_local(const ttc_target *tg, int32_t ti, int64_t *unit_b
 bool ttc_gemm_tile_fits(const ttc_target *tg, int32_t ti) {
     if (ti < 0 || ti >= TTC_GEMM_TILES) return false;
     int64_t unit;
-    if (wg_tile(&ttc_gemm_tiles[ti]))
-        return tg->nvidia ? tg->nv_sm == 90 : local_stages(tg, &ttc_gemm_tiles[ti], &unit) >= ttc_gemm_tiles[ti].kw;
+    if (wg_tile(&ttc_gemm_tiles[ti])) return wg_runs(tg, &ttc_gemm_tiles[ti], local_stages(tg, &ttc_gemm_tiles[ti], &unit));
     return !takes_local(&ttc_gemm_tiles[ti]) || local_stages(tg, &ttc_gemm_tiles[ti], &unit) >= 2;
 }
 

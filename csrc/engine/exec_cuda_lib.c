@@ -174,15 +174,14 @@ bool ttc_cuda_lib_conv(const ttc_engine *e, const ttc_plan *p, int32_t ki, ttc_c
     *x = *y = 0;
     if (op->kind != TTC_KOP_CONV2D) { w = "not a convolution"; goto out; }
     if (op->p.conv.ksplit > 1) { w = "split-K partial sums"; goto out; }
-    /* Depthwise (one input channel per group) stays ours: timed, cuDNN lost every such layer
-     * (README), and MobileNetV2's first call at batch 1 with the libraries on never ended in
-     * sessions 13-15 (a CPU-bound main thread inside the launch; with TORCHTRT_C_CUDA_LIBS=0
-     * it ran in 0.38 ms): bench/RESULTS.md, session 15. */
-    if (op->p.conv.groups > 1 && k->ts[op->in[0]].rank == 4 &&
-        p->res[op->in[0]].shape[1] == op->p.conv.groups) { w = "depthwise: the engine's own kernel"; goto out; }
     int32_t X = op->in[0], Y = op->out;
     const ttc_res *rx = &p->res[X], *ry = &p->res[Y];
     if (k->ts[X].rank != 4 || k->ts[Y].rank != 4) { w = "not 4-D"; goto out; }
+    /* Depthwise (one input channel per group) stays ours: timed, cuDNN lost every such layer
+     * (README), and MobileNetV2's first call at batch 1 with the libraries on never ended in
+     * sessions 13-15 (the main thread running inside the launch; with TORCHTRT_C_CUDA_LIBS=0
+     * it ran in 0.38 ms): bench/RESULTS.md, session 15. */
+    if (op->p.conv.groups > 1 && rx->shape[1] == op->p.conv.groups) { w = "depthwise: the engine's own kernel"; goto out; }
     d->dtype = k->ts[X].dtype;
     if (k->ts[Y].dtype != d->dtype || (d->dtype != TTC_DTYPE_FLOAT32 && d->dtype != TTC_DTYPE_FLOAT16)) {
         w = "dtypes";

@@ -89,14 +89,6 @@
 #else
 #error "gemm_tc: warpgroup MMA takes BN 64, 128 or 256"
 #endif
-/* slice kt landed: nst - 2 slices load ahead, so nst - 3 copy groups may stay pending */
-#define TC_WAIT8()                                                                                 \
-    if (nst >= 8) TTC_CP_ASYNC_WAIT(5);                                                            \
-    else if (nst == 7) TTC_CP_ASYNC_WAIT(4);                                                       \
-    else if (nst == 6) TTC_CP_ASYNC_WAIT(3);                                                       \
-    else if (nst == 5) TTC_CP_ASYNC_WAIT(2);                                                       \
-    else if (nst == 4) TTC_CP_ASYNC_WAIT(1);                                                       \
-    else TTC_CP_ASYNC_WAIT(0);
 #endif
 #if FL & 4
 /* nst stages (2 <= nst <= STAGES, set at launch): wait_group takes an immediate, so one per
@@ -105,14 +97,19 @@
 #error "gemm_tc: STAGES must be 2..8 with staging from a __local argument"
 #endif
 #define TC_NST nst
-#define TC_WAIT()                                                                                  \
-    if (nst >= 8) TTC_CP_ASYNC_WAIT(6);                                                            \
-    else if (nst == 7) TTC_CP_ASYNC_WAIT(5);                                                       \
-    else if (nst == 6) TTC_CP_ASYNC_WAIT(4);                                                       \
-    else if (nst == 5) TTC_CP_ASYNC_WAIT(3);                                                       \
-    else if (nst == 4) TTC_CP_ASYNC_WAIT(2);                                                       \
-    else if (nst == 3) TTC_CP_ASYNC_WAIT(1);                                                       \
+/* at most v (0..6) copy groups left pending */
+#define TC_WAITV(v)                                                                                \
+    if ((v) >= 6) TTC_CP_ASYNC_WAIT(6);                                                            \
+    else if ((v) == 5) TTC_CP_ASYNC_WAIT(5);                                                       \
+    else if ((v) == 4) TTC_CP_ASYNC_WAIT(4);                                                       \
+    else if ((v) == 3) TTC_CP_ASYNC_WAIT(3);                                                       \
+    else if ((v) == 2) TTC_CP_ASYNC_WAIT(2);                                                       \
+    else if ((v) == 1) TTC_CP_ASYNC_WAIT(1);                                                       \
     else TTC_CP_ASYNC_WAIT(0);
+/* slice kt landed: nst - 1 slices load ahead, so nst - 2 copy groups may stay pending (FL & 8:
+ * nst - 2 ahead, nst - 3 pending) */
+#define TC_WAIT() TC_WAITV(nst - 2)
+#define TC_WAIT8() TC_WAITV(nst - 3)
 #else
 #define TC_NST STAGES
 #if STAGES == 2
@@ -527,6 +524,7 @@ TC_UNROLL
 #undef TC_SW
 #undef TC_SWB
 #undef TC_WAIT
+#undef TC_WAITV
 #undef TC_WAIT8
 #undef TC_NA
 #undef TC_NST
