@@ -10,7 +10,7 @@ NVIDIA's OpenCL compiles for sm_90; wgmma needs sm_90a. Three routes are tried:
 Then the GEMM C[M,N] = A[M,K] . B[N,K]^T (fp16 in, fp32 accumulate, fp16 out; both operands
 K-major: nn.Linear's layout) in several tile variants, checked against torch in float32 and
 timed with CUDA events beside torch.matmul (cuBLAS). ctypes + torch only; PTX under $OUT.
-Usage: [VARIANTS=BM:BN:ST[:mf][:ws][:nf][:rR],...] [SHAPES=MxNxK,...] python3 bench/probe/wgmma_probe.py"""
+Usage: [VARIANTS=BM:BN:ST[:mf][:ws][:tma][:nf][:rR],...] [SHAPES=MxNxK,...] python3 bench/probe/wgmma_probe.py"""
 import ctypes as C
 import os
 import re
@@ -314,6 +314,119 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
 }}
 """
 
+
+def kernel_src_tma(BN, ST, BK=64, BM=128, raster=8):
+    """Hopper's tensor copy engine feeding the wgmma consumers: BM / 64 consumer warpgroups and
+    one producer warp whose first thread issues, per stage, one cp.async.bulk.tensor for A's
+    BM x 64 box and one for B's BN x 64 box (tensor maps in global memory, 128-byte swizzle:
+    the layout desc128 reads), completing on the stage's full mbarrier (expect_tx of the stage's
+    bytes); empty mbarriers as in the warp-specialised kernel. No cp.async address arithmetic,
+    no proxy fence (the copy engine writes through the async proxy)."""
+    assert BK == 64 and BM % 64 == 0
+    NC = 2 * BM
+    NT = NC + 32
+    NA = BN // 2
+    stage_bytes = (BM + BN) * 128
+    wg, fence_ops = wg_asm(BN)
+    return f"""
+#define BM {BM}
+#define BN {BN}
+#define BK 64
+#define ST {ST}
+#define STAGE_BYTES {stage_bytes}
+static inline ulong desc128(uint addr) {{
+    return (ulong)((addr & 0x3FFFFu) >> 4) | ((ulong)1 << 16) | ((ulong)(1024 >> 4) << 32) | ((ulong)1 << 62);
+}}
+static inline void mb_wait(uint bar, uint parity) {{
+    uint done;
+    do {{
+        asm volatile("{{ .reg .pred P; mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2; selp.u32 %0, 1, 0, P; }}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    }} while (!done);
+}}
+static inline void tma2(uint dst, __global const uchar *map, int c0, int c1, uint bar) {{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}}
+__kernel __attribute__((reqd_work_group_size({NT}, 1, 1)))
+void wg_gemm(__global const uchar *tmA, __global const uchar *tmB, __global uint *Cm, int M, int N, int K,
+             __local uchar *dsm) {{
+    __local ulong bars[2 * ST];   /* full[ST], empty[ST] */
+    int tid = get_local_id(0);
+    int tiles_m = M / BM, tiles_n = N / BN, pid = get_group_id(0);
+    int per = {raster} * tiles_n, grp = pid / per, first = grp * {raster};
+    int gm = min(tiles_m - first, {raster});
+    int tm = first + (pid % per) % gm, tn = (pid % per) / gm;
+    int m0 = tm * BM, n0 = tn * BN;
+    uint base = (((uint)(size_t)dsm) + 1023u) & ~1023u;
+    uint fb = (uint)(size_t)bars, eb = fb + 8 * ST;
+    if (tid == 0) {{
+        for (int i = 0; i < ST; i++) {{
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(fb + 8 * i), "r"(1) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(eb + 8 * i), "r"({NC}) : "memory");
+        }}
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int KT = K / BK;
+    if (tid >= {NC}) {{
+        if (tid == {NC}) {{
+            asm volatile("prefetch.tensormap [%0];" :: "l"(tmA) : "memory");
+            asm volatile("prefetch.tensormap [%0];" :: "l"(tmB) : "memory");
+            for (int s = 0; s < KT; s++) {{
+                int slot = s % ST;
+                if (s >= ST) mb_wait(eb + 8 * slot, ((s / ST) & 1) ^ 1);
+                uint sb = base + slot * STAGE_BYTES, fbar = fb + 8 * slot;
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(fbar), "r"(STAGE_BYTES) : "memory");
+                tma2(sb, tmA, s * BK, m0, fbar);
+                tma2(sb + BM * 128, tmB, s * BK, n0, fbar);
+            }}
+        }}
+        return;
+    }}
+    int wgi = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31;
+    float acc[{NA}];
+#pragma unroll
+    for (int i = 0; i < {NA}; i++) acc[i] = 0.0f;
+    for (int kt = 0; kt < KT; kt++) {{
+        int slot = kt % ST;
+        mb_wait(fb + 8 * slot, (kt / ST) & 1);
+        uint sa = base + slot * STAGE_BYTES + wgi * 64 * 128, sbb = base + slot * STAGE_BYTES + BM * 128;
+        asm volatile("{MARK}wgmma.fence.sync.aligned;" : {fence_ops} :: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {{
+            ulong da = desc128(sa + kk * 32), db = desc128(sbb + kk * 32);
+            int sc = 1;
+            {wg};
+        }}
+        asm volatile("{MARK}wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("{MARK}wgmma.wait_group.sync.aligned 1;" : {fence_ops} :: "memory");
+        if (kt > 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(eb + 8 * ((kt - 1) % ST)) : "memory");
+    }}
+    asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
+{EPILOGUE}
+}}
+"""
+
+
+def tensor_map(t, box_rows):
+    """a CUtensorMap (128 bytes) for the row-major fp16 matrix t [rows, K]: boxes of box_rows x 64
+    halves, 128-byte swizzle, as a CUDA tensor (the kernel reads it from global memory)"""
+    raw = C.create_string_buffer(128 + 64)
+    at = (C.addressof(raw) + 63) & ~63
+    rows, K = t.shape
+    dims = (C.c_uint64 * 2)(K, rows)
+    strides = (C.c_uint64 * 1)(K * 2)
+    box = (C.c_uint32 * 2)(64, box_rows)
+    estr = (C.c_uint32 * 2)(1, 1)
+    # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6, INTERLEAVE_NONE 0, SWIZZLE_128B 3, L2_PROMOTION_L2_256B 3,
+    # FLOAT_OOB_FILL_NONE 0
+    ck(cu.cuTensorMapEncodeTiled(C.c_void_p(at), 6, 2, C.c_void_p(t.data_ptr()), dims, strides, box, estr, 0, 3, 3, 0),
+       "cuTensorMapEncodeTiled")
+    return torch.frombuffer(bytearray(C.string_at(at, 128)), dtype=torch.uint8).to("cuda")
+
+
 def events(fn, runs=30):
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
@@ -324,13 +437,13 @@ def events(fn, runs=30):
     return s.elapsed_time(e) / runs
 
 
-def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False, fence=True):
-    tag = f"BM{BM}_BN{BN}_ST{ST}{'_mf' if mma_first else ''}{'_ws' if ws else ''}{'' if fence else '_nf'}_r{raster}"
-    src = (kernel_src_ws(BN, ST, BM=BM, raster=raster) if ws else
+def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False, fence=True, tma=False):
+    tag = f"BM{BM}_BN{BN}_ST{ST}{'_mf' if mma_first else ''}{'_ws' if ws else ''}{'_tma' if tma else ''}{'' if fence else '_nf'}_r{raster}"
+    src = (kernel_src_tma(BN, ST, BM=BM, raster=raster) if tma else kernel_src_ws(BN, ST, BM=BM, raster=raster) if ws else
            kernel_src(BN, ST, BM=BM, mma_first=mma_first, raster=raster, fence=fence)).encode()
     open(f"{OUT}/{tag}.cl", "wb").write(src)
-    NT = 2 * BM + (128 if ws else 0)
-    ptx, log = build_src(src, b"-cl-std=CL1.2" + (b" -cl-nv-maxrregcount=168" if NT > 256 else b""))
+    NT = 2 * BM + (128 if ws else 32 if tma else 0)
+    ptx, log = build_src(src, b"-cl-std=CL1.2" + (f" -cl-nv-maxrregcount={65536 // NT // 8 * 8}".encode() if NT > 256 else b""))
     if not ptx:
         print(f"{tag}: OpenCL build failed: {log}")
         return
@@ -358,7 +471,8 @@ def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False, fence=T
         a = (torch.randn(M, K, device="cuda", generator=g) / 4).half()
         b = (torch.randn(N, K, device="cuda", generator=g) / 4).half()
         c = torch.empty(M, N, device="cuda", dtype=torch.half)
-        args_v = [C.c_uint64(a.data_ptr()), C.c_uint64(b.data_ptr()), C.c_uint64(c.data_ptr()), C.c_int(M), C.c_int(N),
+        maps = (tensor_map(a, BM), tensor_map(b, BN)) if tma else (a, b)
+        args_v = [C.c_uint64(maps[0].data_ptr()), C.c_uint64(maps[1].data_ptr()), C.c_uint64(c.data_ptr()), C.c_int(M), C.c_int(N),
                   C.c_int(K), C.c_uint64(0)]
         args = (C.c_void_p * len(args_v))(*[C.cast(C.byref(v), C.c_void_p) for v in args_v])
         grid = (M // BM) * (N // BN)
@@ -381,10 +495,10 @@ def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False, fence=T
 
 SHAPES = [tuple(int(v) for v in x.split("x"))
           for x in os.environ.get("SHAPES", "4096x4096x4096,4096x3072x768,4096x768x3072,8192x8192x8192").split(",")]
-# VARIANTS: "BM:BN:ST[:mf][:ws][:nf][:rR]" items
+# VARIANTS: "BM:BN:ST[:mf][:ws][:tma][:nf][:rR]" items
 for item in os.environ.get("VARIANTS", "128:256:4,128:128:3,128:128:6,128:256:4:mf,192:256:4:mf").split(","):
     f_ = item.split(":")
-    kw = dict(BM=int(f_[0]), mma_first="mf" in f_[3:], ws="ws" in f_[3:], fence="nf" not in f_[3:],
+    kw = dict(BM=int(f_[0]), mma_first="mf" in f_[3:], ws="ws" in f_[3:], fence="nf" not in f_[3:], tma="tma" in f_[3:],
               raster=next((int(x[1:]) for x in f_[3:] if x.startswith("r")), 8))
     try:
         variant(int(f_[1]), int(f_[2]), SHAPES, **kw)
