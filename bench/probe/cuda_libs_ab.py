@@ -1,7 +1,7 @@
 """cuBLAS library steps on/off in the CUDA launch path, one process: per model, eager, Inductor
 (unless --no-inductor) and two compiled modules (TORCHTRT_C_CUDA_LIBS=0 and =auto, or the
 values of --libs, read when the engines are made; "auto:lt0" also sets TORCHTRT_C_CUDA_LT=0,
-"auto:nhwc0" TORCHTRT_C_CUDA_NHWC=0), timed round robin per call with
+"auto:nhwc0" TORCHTRT_C_CUDA_NHWC=0, "0:tile59" forces GEMM tile 59 with the libraries off), timed round robin per call with
 torch.cuda.synchronize (medians, ms; CUDA tensors in and out), with the engines' library
 counters. torch's TF32 switches are left at their defaults unless --tf32-matmul.
     python3 bench/probe/cuda_libs_ab.py --models hf_bert,tv_vit_b_16 --batch 32 --precision fp16"""
@@ -68,11 +68,20 @@ def main():
         if not a.no_inductor:
             fns["inductor"] = torch.compile(copy.deepcopy(m).to("cuda"))
         for v in a.libs.split(","):
-            lib, _, lt = v.partition(":")   # "auto:lt0": cuBLASLt epilogues off (TORCHTRT_C_CUDA_LT=0)
+            # "auto:lt0": cuBLASLt epilogues off (TORCHTRT_C_CUDA_LT=0); ":nhwc0" likewise; ":tileN" forces
+            # GEMM tile N (TORCHTRT_C_GEMM_TILE) on every GEMM
+            lib, *opts = v.split(":")
             os.environ["TORCHTRT_C_CUDA_LIBS"] = lib
-            os.environ["TORCHTRT_C_CUDA_LT"] = "0" if lt == "lt0" else "1"
-            os.environ["TORCHTRT_C_CUDA_NHWC"] = "0" if lt == "nhwc0" else "1"
-            fns[f"ttc libs={v}"] = torchtrt_c.compile(copy.deepcopy(m), inputs=[x], enabled_precisions={dt}).to("cuda")
+            os.environ["TORCHTRT_C_CUDA_LT"] = "0" if "lt0" in opts else "1"
+            os.environ["TORCHTRT_C_CUDA_NHWC"] = "0" if "nhwc0" in opts else "1"
+            tile = next((o[4:] for o in opts if o.startswith("tile")), None)
+            if tile:
+                os.environ["TORCHTRT_C_GEMM_TILE"] = tile
+            try:
+                fns[f"ttc libs={v}"] = torchtrt_c.compile(copy.deepcopy(m), inputs=[x], enabled_precisions={dt}).to("cuda")
+            except Exception as ex:
+                print(f"  {name} libs={v}: not compiled: {type(ex).__name__}: {str(ex)[:300]}", flush=True)
+            os.environ.pop("TORCHTRT_C_GEMM_TILE", None)
         os.environ.pop("TORCHTRT_C_CUDA_LIBS", None)
         os.environ.pop("TORCHTRT_C_CUDA_LT", None)
         os.environ.pop("TORCHTRT_C_CUDA_NHWC", None)

@@ -64,6 +64,13 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
      * stages); elsewhere the prelude's emulation, with kw stages. Forced only (tune.c). */
     {TTC_GEMM_TC, 128, 256, 64, 8, 1, 4, 8, 14}, {TTC_GEMM_TC, 128, 128, 64, 8, 1, 6, 8, 14},
     {TTC_GEMM_TC, 192, 256, 64, 12, 1, 4, 8, 14},
+    /* session 16 (fl & 16: the same with the stages filled by Hopper's tensor copy engine, one
+     * box per operand and slice on tensor maps the CUDA launch encodes; half operands, K a
+     * multiple of 8): 59 = tile 56, 60 = tile 57, 61 = tile 58; 62 = 128x128 in 3 stages, so
+     * that two work-groups share a multiprocessor (96 KiB each) and one's epilogue overlaps the
+     * other's products (short K: the transformers' K = 768). Forced only (tune.c). */
+    {TTC_GEMM_TC, 128, 256, 64, 8, 1, 4, 8, 30}, {TTC_GEMM_TC, 128, 128, 64, 8, 1, 6, 8, 30},
+    {TTC_GEMM_TC, 192, 256, 64, 12, 1, 4, 8, 30}, {TTC_GEMM_TC, 128, 128, 64, 8, 1, 3, 8, 30},
 };
 
 /* Stages of tile t an OpenCL launch on tg holds (uncapped by kw), and the bytes of one. Beside
@@ -366,6 +373,12 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
         int64_t unit = 0;
         s = ttc_gemm_tile_local(ttc_kir_target(k), ti, &unit, &n_cl);
         if (s == TTC_OK) ttc_kp_local(&loc, "uint4", "dsm", "nst", unit, n_cl, t.kw);
+        /* fl & 16: the operands' tensor maps (the CUDA launch's; elsewhere the buffers, unread) */
+        if (s == TTC_OK && (t.fl & 16)) {
+            if (!f16a || !f16b) s = ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor-copy GEMM tile %d needs float16 operands", ti);
+            ttc_kp_tmap(&loc, op->in[0], "tmA", 0, t.bm);
+            ttc_kp_tmap(&loc, op->in[1], "tmB", 1, t.bn);
+        }
         if (s == TTC_OK) s = ttc_kp_done(&loc);
     }
     ttc_sbuf_printf(&epi, "%s%s", ttc_kp_sig(&loc), g->P);

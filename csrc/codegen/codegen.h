@@ -36,6 +36,10 @@ typedef enum ttc_arg_kind {
 } ttc_arg_kind;
 
 typedef struct ttc_argspec { ttc_arg_kind kind; int32_t t, d, r; int64_t v; } ttc_argspec;
+/* TTC_ARG_BUF with v = TTC_ARG_BUF_TMAP: a GEMM operand's tensor map (gemm_tc.cl FL & 16; d =
+ * the box's rows, r = 0 for A, 1 for B). The CUDA launch path passes a CUtensorMap of the
+ * buffer by value (exec_cuda.c); elsewhere the buffer is bound and never read. */
+#define TTC_ARG_BUF_TMAP 1
 
 /* One launch dimension: ceil(product of dims [from, to) of tensor t * mul / div), rounded
  * up to a multiple of local (when local > 0). */
@@ -177,6 +181,9 @@ void ttc_kp_int(ttc_kparams *p, ttc_arg_kind kind, int32_t t, int32_t d, int32_t
     TTC_PRINTF(7, 8);
 /* The execution's error flag "__global int *errf" (index kernels; t: the op's output). */
 void ttc_kp_errflag(ttc_kparams *p, int32_t t);
+/* "__global const ulong16 *<nm>": operand (0 = A, 1 = B) tensor t's tensor map with boxes of
+ * box_rows rows (TTC_ARG_BUF_TMAP). */
+void ttc_kp_tmap(ttc_kparams *p, int32_t t, const char *nm, int32_t operand, int32_t box_rows);
 /* "__local <type> *<nm>, int <nm_n>": a local buffer of n units of unit_bytes (TTC_ARG_LOCAL,
  * TTC_ARG_LOCAL_N): n_cl units under OpenCL, up to n_max where the launch allows more. */
 void ttc_kp_local(ttc_kparams *p, const char *type, const char *nm, const char *nm_n, int64_t unit_bytes, int32_t n_cl,
@@ -235,7 +242,7 @@ typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA, TT
 /* gm (TC/TF32): the grid rasterised in groups of gm tile rows for L2 reuse (0: row by row);
  * fl (TC/TF32): 1 copies global to local memory through L1 (gemm_tc.cl's FL) */
 typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw, gm, fl; } ttc_gemm_tile;
-#define TTC_GEMM_TILES 59
+#define TTC_GEMM_TILES 63
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
 /* Tiles whose stages come from a __local argument (pipelined families, fl & 4): the bytes of
  * one stage and how many stages (2..kw) an OpenCL launch on target tg gets (what fits its local

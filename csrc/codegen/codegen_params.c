@@ -95,6 +95,19 @@ void ttc_kp_local(ttc_kparams *p, const char *type, const char *nm, const char *
     spec(p, TTC_ARG_LOCAL_N, 0, n_cl, n_max, unit_bytes);
 }
 
+void ttc_kp_tmap(ttc_kparams *p, int32_t t, const char *nm, int32_t operand, int32_t box_rows) {
+    if (p->st != TTC_OK) return;
+    if (t < 0 || t >= p->k->n_ts || operand < 0 || operand > 1 || box_rows < 1 || box_rows > 256) {
+        p->st = ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor map %s of tensor %d, operand %d, %d rows", nm, (int)t,
+                         (int)operand, (int)box_rows);
+        return;
+    }
+    sep(p);
+    ttc_sbuf_printf(&p->sig, "__global const ulong16 *%s", nm);
+    ttc_sbuf_printf(&p->call, "%s", nm);
+    spec(p, TTC_ARG_BUF, t, box_rows, operand, TTC_ARG_BUF_TMAP);
+}
+
 ttc_status ttc_kp_done(ttc_kparams *p) {
     if (p->st == TTC_OK && (p->sig.oom || p->call.oom)) p->st = ttc_fail(TTC_ERR_NOMEM, "generating kernel parameters");
     return p->st;

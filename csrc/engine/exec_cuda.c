@@ -29,6 +29,7 @@ struct ttc_cuda_engine {
     uint32_t (*req)[3];          /* per kernel: the block size its PTX requires (0: none) */
     size_t *dyn;                 /* per kernel: dynamic shared memory bytes (its __local argument) */
     int32_t *units;              /* per kernel: the units of its __local argument */
+    int32_t *n_maps;             /* per kernel: its tensor-map arguments (TTC_ARG_BUF_TMAP) */
     size_t dyn_max;
     uint64_t consts;             /* one block holding every constant */
     uint64_t *const_ptr;         /* per tensor id (0: not a constant) */
@@ -69,6 +70,8 @@ struct ttc_cuda_engine {
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static bool is_tmap(const ttc_argspec *as) { return as->kind == TTC_ARG_BUF && as->v == TTC_ARG_BUF_TMAP; }
 
 /* The constants' values, read back from the engine's OpenCL buffers (whatever conversion,
  * packing or half rounding made them) and uploaded into one CUDA block. */
@@ -233,6 +236,13 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
         const ttc_kspec *ks = &e->cg.kernels[i];
         if (np && ttc_program_part_of(e->prog, ks->name) != m) continue;
         ttc_cuda_ptx_reqntid(ptx, ks->name, c->req[i]);
+        for (int32_t a = 0; a < ks->n_args; a++) c->n_maps[i] += is_tmap(&ks->args[a]);
+        if (c->n_maps[i] && ttc_cuda_ptx_maps(ptx, ks->name) != c->n_maps[i]) {
+            s = ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %d tensor-map parameters, %d of them found in its PTX (NVIDIA's "
+                         "OpenCL declared them in another form)", ks->name, (int)c->n_maps[i],
+                         (int)ttc_cuda_ptx_maps(ptx, ks->name));
+            break;
+        }
         s = ttc_cuda_function(c->mods[m], ks->name, &c->fn[i], &c->max_threads[i]);
         if (s == TTC_OK) s = size_local(c, i);
         if (s == TTC_OK && ks->lib_epi && c->lib) {
@@ -252,7 +262,7 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
 
 /* The engine's host arrays (everything but its device objects). */
 static void free_arrays(ttc_cuda_engine *c) {
-    free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units);
+    free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units); free(c->n_maps);
     free(c->lib); free(c->efn); free(c->emax); free(c->cw);
     free(c->nhwc); free(c->conv_h); free(c->cwh); free(c->ehfn); free(c->ehmax);
 }
@@ -270,6 +280,7 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         c->req = ttc_calloc((size_t)nk + 1, sizeof *c->req);
         c->dyn = ttc_calloc((size_t)nk + 1, sizeof *c->dyn);
         c->units = ttc_calloc((size_t)nk + 1, sizeof *c->units);
+        c->n_maps = ttc_calloc((size_t)nk + 1, sizeof *c->n_maps);
         if (e->tg.cuda_libs != TTC_CUDA_LIBS_OFF && (ttc_cublas_available(NULL, 0) || ttc_cudnn_available(NULL, 0))) {
             c->lib = ttc_calloc((size_t)nk + 1, sizeof *c->lib);
             c->efn = ttc_calloc((size_t)nk + 1, sizeof *c->efn);
@@ -287,7 +298,7 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
             }
         }
     }
-    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units ||
+    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units || !c->n_maps ||
         (c->lib && (!c->efn || !c->emax || !c->cw)) || (c->nhwc && (!c->conv_h || !c->cwh || !c->ehfn || !c->ehmax))) {
         if (c) { free_arrays(c); free(c); }
         return TTC_ERR_NOMEM;
@@ -476,7 +487,8 @@ static uint64_t ptr_of(const ttc_cuda_engine *c, const ttc_plan *p, int32_t t, c
     return v ? v : arena;   /* empty tensors: any valid memory, never read */
 }
 
-typedef union { uint64_t p; int32_t i; } arg_val;
+/* A kernel argument's value: a pointer, an int, or (TTC_ARG_BUF_TMAP) a CUtensorMap by value. */
+typedef union { uint64_t p; int32_t i; _Alignas(64) unsigned char map[128]; } arg_val;
 
 /* One call's memory: what the launch plan's arguments map to. */
 typedef struct call_mem {
@@ -486,18 +498,60 @@ typedef struct call_mem {
     uint64_t arena, flag, stream;
 } call_mem;
 
+/* The tensor map of GEMM kernel ki's operand argument a (TTC_ARG_BUF_TMAP: gemm_tc.cl FL & 16)
+ * into map (64-byte aligned). Its arguments are A, offA, B, offB, M, N, K, sAb, sBb (codegen.c,
+ * ttc_gen_gemm); batches are rows further down one 2-D map (row b * (sAb / K) + m), so a
+ * batch stride must be a whole number of rows. */
+static ttc_status tmap_of(const call_mem *m, int32_t ki, int32_t a, unsigned char *map) {
+    const ttc_kspec *ks = &m->c->e->cg.kernels[ki];
+    const ttc_argspec *as = &ks->args[a];
+    const int64_t *av = m->p->argv[ki];
+    memset(map, 0, 128);
+    if (ks->n_args < 9 || ks->args[1].kind != TTC_ARG_OFF || ks->args[3].kind != TTC_ARG_OFF ||
+        ks->args[6].kind != TTC_ARG_DIM)
+        return ttc_fail(TTC_ERR_INTERNAL, "kernel %s: a tensor map outside a GEMM kernel's arguments", ks->name);
+    int32_t B = as->r == 1;
+    int64_t off = av[B ? 3 : 1], rows = av[B ? 5 : 4], K = av[6], sb = av[B ? 8 : 7], nb = (int64_t)m->p->gws[ki][2];
+    if (K <= 0 || rows <= 0) return TTC_OK;   /* the kernel copies nothing */
+    int64_t total = rows;
+    if (sb && nb > 1) {
+        if (sb % K)
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: GEMM operand %c's batch stride %lld is not a whole number of "
+                            "its %lld-element rows, which its tensor map needs (GEMM tile %d)", ks->name, B ? 'B' : 'A',
+                            (long long)sb, (long long)K, (int)m->c->e->k->ops[ks->op].tile);
+        total = (nb - 1) * (sb / K) + rows;
+    }
+    uint64_t base = ptr_of(m->c, m->p, (int32_t)av[a], m->in, m->out, m->arena) + (uint64_t)off * 2;
+    ttc_status s = ttc_cuda_tensor_map(map, base, (uint64_t)K, (uint64_t)total, 64, (uint32_t)as->d);
+    if (s != TTC_OK)
+        return ttc_fail_context(s, "kernel %s: GEMM operand %c (GEMM tile %d copies it through a tensor map)", ks->name,
+                                B ? 'B' : 'A', (int)m->c->e->k->ops[ks->op].tile);
+    return TTC_OK;
+}
+
 /* Kernel ki's arguments [from, n_args) as values vals[0..] (params point at them). */
-static void fill_args(const call_mem *m, int32_t ki, int32_t from, arg_val *vals, void **params) {
+static ttc_status fill_args(const call_mem *m, int32_t ki, int32_t from, arg_val *vals, void **params) {
     const ttc_kspec *ks = &m->c->e->cg.kernels[ki];
     for (int32_t a = from, j = 0; a < ks->n_args; a++, j++) {
         int64_t v = m->p->argv[ki][a];
-        if (ks->args[a].kind == TTC_ARG_BUF) vals[j].p = ptr_of(m->c, m->p, (int32_t)v, m->in, m->out, m->arena);
+        if (is_tmap(&ks->args[a])) TTC_TRY(tmap_of(m, ki, a, vals[j].map));
+        else if (ks->args[a].kind == TTC_ARG_BUF) vals[j].p = ptr_of(m->c, m->p, (int32_t)v, m->in, m->out, m->arena);
         else if (ks->args[a].kind == TTC_ARG_ERRFLAG) vals[j].p = m->flag;
         else if (ks->args[a].kind == TTC_ARG_LOCAL) vals[j].p = 0;   /* its offset in the dynamic shared memory */
         else if (ks->args[a].kind == TTC_ARG_LOCAL_N) vals[j].i = m->c->units[ki];
         else vals[j].i = (int32_t)v;
         params[j] = &vals[j];
     }
+    return TTC_OK;
+}
+
+/* Whether kernel ki's tensor maps can be made for this call (checked before any launch). */
+static ttc_status tmaps_check(const call_mem *m, int32_t ki) {
+    const ttc_kspec *ks = &m->c->e->cg.kernels[ki];
+    _Alignas(64) unsigned char map[128];
+    for (int32_t a = 0; a < ks->n_args; a++)
+        if (is_tmap(&ks->args[a])) TTC_TRY(tmap_of(m, ki, a, map));
+    return TTC_OK;
 }
 
 static uint64_t addr_of(void *ctx, int32_t t) {
@@ -522,7 +576,7 @@ static ttc_status epi_launch(const call_mem *m, int32_t ki, void *fn, int32_t fm
     int64_t n = m->p->res[m->c->e->k->ops[ks->op].out].numel;
     vals[0].i = (int32_t)n;
     params[0] = &vals[0];
-    fill_args(m, ki, ks->n_args - ks->n_store_args, vals + 1, params + 1);
+    TTC_TRY(fill_args(m, ki, ks->n_args - ks->n_store_args, vals + 1, params + 1));
     uint32_t bs = fmax < 256 ? (uint32_t)fmax : 256;
     int64_t per = (int64_t)bs * TTC_LIB_EPI_V;   /* elements per block */
     uint32_t grid[3] = {(uint32_t)((n + per - 1) / per), 1, 1}, block[3] = {bs, 1, 1};
@@ -613,8 +667,8 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
         int32_t reps = pass ? REPS : 1;
         if (pass) s = ttc_cuda_event_record(ev[0], m->stream);
         for (int32_t r = 0; r < reps && s == TTC_OK; r++) {
-            fill_args(m, ki, 0, vals, params);
-            s = ttc_cuda_launch(c->fn[ki], grid, block, c->dyn[ki], m->stream, params);
+            s = fill_args(m, ki, 0, vals, params);
+            if (s == TTC_OK) s = ttc_cuda_launch(c->fn[ki], grid, block, c->dyn[ki], m->stream, params);
             (*launched)++;
         }
         if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
@@ -691,14 +745,17 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
     ttc_engine *e = c->e;
     int32_t nk = e->cg.n_kernels;
     uint32_t (*g)[3] = ttc_malloc(sizeof(uint32_t) * 6 * ((size_t)nk + 1));
-    arg_val *vals = ttc_malloc(sizeof(arg_val) * ((size_t)c->max_args + 2));
+    arg_val *vals = aligned_alloc(_Alignof(arg_val), sizeof(arg_val) * ((size_t)c->max_args + 2));
     void **params = ttc_malloc(sizeof(void *) * ((size_t)c->max_args + 2));
     ttc_status s = g && vals && params ? TTC_OK : TTC_ERR_NOMEM;
     uint32_t (*b)[3] = g ? g + nk + 1 : NULL;
     call_mem m = {c, p, in, out, arena, flag, stream};
     /* every launch is checked before the first is made: a refusal leaves the stream untouched */
     for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++)
-        if (!p->skip[ki]) s = dims(c, p, ki, g[ki], b[ki]);
+        if (!p->skip[ki]) {
+            s = dims(c, p, ki, g[ki], b[ki]);
+            if (s == TTC_OK && c->n_maps[ki]) s = tmaps_check(&m, ki);
+        }
     /* channels-last where every convolution touching an NHWC tensor can run so in this call;
      * else the whole call NCHW (as with TORCHTRT_C_CUDA_NHWC=0) */
     const ttc_cudnn_plan **hp = NULL;
@@ -730,8 +787,8 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
                                      e->k->ops[ks->op].kind == TTC_KOP_CONV2D ? "cuDNN" : "cuBLAS");
             if (s != TTC_OK || use) continue;
         }
-        fill_args(&m, ki, 0, vals, params);
-        s = ttc_cuda_launch(c->fn[ki], g[ki], b[ki], c->dyn[ki], stream, params);
+        s = fill_args(&m, ki, 0, vals, params);
+        if (s == TTC_OK) s = ttc_cuda_launch(c->fn[ki], g[ki], b[ki], c->dyn[ki], stream, params);
         if (s != TTC_OK) s = ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);
         n++;
     }

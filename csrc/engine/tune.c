@@ -253,6 +253,15 @@ static bool gemm_runnable(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     if ((ttc_gemm_tiles[c].fl & 8) && !op->p.gemm.trans_b) return false;
     const ttc_kir *k = e->k;
     ttc_dtype a = k->ts[op->in[0]].dtype, b = k->ts[op->in[1]].dtype;
+    /* tensor copies: half operands (the copy engine converts nothing), rows of K halves in
+     * whole 16-byte units (a tensor map's row stride); a K known only at run time is checked
+     * by the launch (exec_cuda.c) */
+    if (ttc_gemm_tiles[c].fl & 16) {
+        const ttc_et *ta = &k->ts[op->in[0]];
+        ttc_dim kd = ta->dims[ta->rank - 1];
+        if (a != TTC_DTYPE_FLOAT16 || b != TTC_DTYPE_FLOAT16) return false;
+        if (ttc_dim_is_const(kd) && kd.add % 8) return false;
+    }
     /* TF32: float x float GEMMs of fp32 engines whose policy allows it (on any device when
      * forced: the prelude's emulation runs it) */
     if (f == TTC_GEMM_TF32) return !k->fp16 && e->tf32_matmul && a == TTC_DTYPE_FLOAT32 && b == TTC_DTYPE_FLOAT32;
@@ -492,6 +501,10 @@ ttc_status ttc_engine_tune(ttc_engine *e) {
                 st = ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_TILE=%d: %s (%s on %s)", forced,
                               ttc_gemm_tiles[forced].family == TTC_GEMM_TF32
                                   ? "the TF32 GEMM needs float32 inputs of an fp32 engine built with tf32_matmul"
+                              : (ttc_gemm_tiles[forced].fl & 16)
+                                  ? "the tensor-copy GEMM needs float16 operands, K a multiple of 8, B transposed "
+                                    "(x @ W^T), and an NVIDIA device of compute capability 9.0 or the emulation's "
+                                    "local memory"
                               : (ttc_gemm_tiles[forced].fl & 8)
                                   ? "the warpgroup-MMA GEMM needs float16 inputs or an fp16 engine, B transposed "
                                     "(x @ W^T), and an NVIDIA device of compute capability 9.0 or the emulation's "

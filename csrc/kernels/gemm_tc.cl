@@ -39,7 +39,19 @@
  * dsm (FL & 4; the region is 1024-byte aligned: ttc_cuda_ptx_prepare aligns the dynamic shared
  * memory so). One group of products stays in flight while the next slice's copies are issued,
  * so a stage is refilled two slices after it was read: nst - 2 slices load ahead.
- * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
+ * FL & 16 (with FL & 8): on the hardware, the stages are filled by Hopper's tensor copy engine
+ * instead of per-work-item copies: work-item 0 issues one box per operand and slice
+ * (cp.async.bulk.tensor on the maps tmA / tmB, BM or BN rows x 64 halves, 128-byte swizzle:
+ * the layout TC_SW gives), completing on the stage's mbarrier; edges past the operands read as
+ * zeros (the engine's out-of-bounds fill). Batches are rows further down the same map (row b *
+ * (sAb / K) + m), so rows past M read the next batch's, which only feed outputs never stored.
+ * nst - 1 slices load ahead; a barrier per slice, after each warpgroup's wait for its
+ * previous products, frees the stage the next box overwrites. No per-work-item address
+ * arithmetic and no proxy fence (the copy engine writes through the async proxy): 0.90 of
+ * cuBLAS at 4096^3 against 0.60 (bench/probe/wgmma_probe.py, RESULTS session 16). Half
+ * operands only; the emulation runs FL & 8's copies (the maps are bound, never read).
+ * Specialised by: KNAME STORE_FN EPI_PARAMS (FL & 4: dsm, nst first; FL & 16: then tmA, tmB)
+ * EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
  * STAGES TF32 GM FL NST_MIN (the fewest stages a launch gives) (static local memory: STAGES * (BM + BN) * BK * (TF32 ? 4 : 2) bytes <= 48
  * KiB; with FL & 4 none, and nst stages of that in dsm). */
 #define NTH (32 * TM * TN)
@@ -75,6 +87,9 @@
 #define TC_SWB(r, c) ((c) ^ ((((r) & 3) << 1) & (LCB - 1)))
 #else
 #define TC_SWB(r, c) TC_SW(r, c, LCB)
+#endif
+#if (FL & 16) && !(FL & 8)
+#error "gemm_tc: tensor copies (FL & 16) feed the warpgroup MMA (FL & 8)"
 #endif
 #if FL & 8
 #if TF32 || !TRANS_B || BK != 64 || TN != 1 || BM != 16 * TM || TM % 4 || !(FL & 4) || STAGES < 3
@@ -241,6 +256,9 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
 #endif
 #ifdef TTC_PTX
     __local uint *scr = 0;   /* the instructions need no scratch: the 48 KiB stay for the stages */
+#if (FL & 16) && (FL & 8)
+    __local ulong tc_full[STAGES];   /* one mbarrier per stage: its boxes landed (at kernel scope, as OpenCL wants) */
+#endif
 #else
     TTC_PTX_SCRATCH(scr, TM * TN);
 #endif
@@ -357,6 +375,43 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         __local const uchar *sb = (__local const uchar *)smem;
         int wga = (warp >> 2) * 64 * LCA * 16;   /* byte offset of the warpgroup's A rows in a stage */
         float *af = &acc[0][0][0];
+#if (FL & 16) && defined(TTC_PTX)
+#if A_F32 || B_F32
+#error "gemm_tc: tensor copies take half operands"
+#endif
+        uint fb = TTC_SMEM(tc_full), s0 = TTC_SMEM(smem);
+        int rA = (sAb && K > 0 ? b * (sAb / K) : 0) + m0, rB = (sBb && K > 0 ? b * (sBb / K) : 0) + n0;
+        if (tid == 0) {
+            for (int i = 0; i < TC_NST; i++) ttc_mbar_init(fb + 8 * i, 1);
+            ttc_mbar_init_fence();
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+#define TC_TMA(st, k0)                                                                             \
+    {                                                                                              \
+        ttc_mbar_expect(fb + 8 * (st), (ACN + BCN) * 16);                                          \
+        ttc_tma_load2(s0 + (st) * ACN * 16, tmA, (k0), rA, fb + 8 * (st));                         \
+        ttc_tma_load2(s0 + (TC_NST * ACN + (st) * BCN) * 16, tmB, (k0), rB, fb + 8 * (st));        \
+    }
+        if (tid == 0)
+            for (int s = 0; s < TC_NST - 1 && s < KT; s++) TC_TMA(s, s * BK)
+        int rd = 0, wr = TC_NST - 1;
+        uint ph = 0;
+        for (int kt = 0; kt < KT; kt++) {
+            ttc_mbar_wait(fb + 8 * rd, ph);
+            int aS = rd * ACN * 16 + wga, bS = (TC_NST * ACN + rd * BCN) * 16;
+            TTC_WG_FENCE(af, TC_NA);
+TC_UNROLL
+            for (int ks = 0; ks < 4; ks++) TTC_WG_MMA_F16(af, TC_NA, sb, aS + ks * 32, bS + ks * 32, scr);
+            TTC_WG_COMMIT();
+            TTC_WG_WAIT1(af, TC_NA);
+            /* every warpgroup's products of slice kt - 1 are complete: its stage (wr) is free */
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (tid == 0 && kt + TC_NST - 1 < KT) TC_TMA(wr, (kt + TC_NST - 1) * BK)
+            if (rd == TC_NST - 1) { rd = 0; ph ^= 1u; } else rd++;
+            wr = wr == TC_NST - 1 ? 0 : wr + 1;
+        }
+#undef TC_TMA
+#else
 #pragma unroll
         for (int s = 0; s < TC_NST - 2; s++) {
             if (s < KT) TC_LOAD(s, s * BK)
@@ -381,6 +436,7 @@ TC_UNROLL
             rd = rd == TC_NST - 1 ? 0 : rd + 1;
             wr = wr == TC_NST - 1 ? 0 : wr + 1;
         }
+#endif
         TTC_WG_WAIT0(af, TC_NA);
     }
 #else

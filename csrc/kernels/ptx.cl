@@ -194,6 +194,33 @@ TTC_INL ulong ttc_wg_desc(uint addr) {
 #define TTC_WG_WAIT0(acc, n) TTC_WG_PIN("wgmma.wait_group.sync.aligned 0;", acc, n)
 /* orders this work-item's local-memory writes (copies, stores) before the products' reads */
 TTC_INL void ttc_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* Hopper's tensor copy engine (plain sm_90 instructions; gemm_tc.cl FL & 16): 2-D boxes copied
+ * from global to local memory by cp.async.bulk.tensor, described by a CUtensorMap that the
+ * CUDA launch passes by value (ttc_cuda_ptx_prepare turns each `__global const ulong16 *`
+ * parameter into a 128-byte one, exec_cuda.c encodes the map), each completing on an
+ * mbarrier in local memory that expects the box's bytes. Local addresses are TTC_SMEM's. */
+TTC_INL void ttc_mbar_init(uint bar, uint count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+/* makes the initialised mbarriers visible to the copy engine */
+TTC_INL void ttc_mbar_init_fence(void) { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+/* this work-item's arrival, and `bytes` more for the barrier's phase to wait for */
+TTC_INL void ttc_mbar_expect(uint bar, uint bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+/* until the phase of the given parity has completed */
+TTC_INL void ttc_mbar_wait(uint bar, uint parity) {
+    uint done;
+    do {
+        asm volatile("{ .reg .pred P; mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2; selp.u32 %0, 1, 0, P; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+/* the box at (c0 innermost, c1) of the map into local address dst, completing on bar */
+TTC_INL void ttc_tma_load2(uint dst, __global const ulong16 *map, int c0, int c1, uint bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
 #endif
 
 #else /* the emulation */

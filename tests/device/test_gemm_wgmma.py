@@ -12,6 +12,7 @@ Shapes: partial tiles in M and N, K odd (synchronous loads), K a multiple of 8 b
 last slice zero-filled), K spanning more slices than the tile has stages (the stages rotate),
 a single row; fp32 operands of an fp16 engine (converted on the way into local memory); a batch
 of q @ k^T (TRANS_B with a batch stride on B); bias + relu as the epilogue.
+The tensor-copy tiles (FL & 16) run FL & 8's copies here, with their own signature.
 Tolerance 2e-2 (operands rounded to half, fp32 accumulation, half output), as the other
 tensor-core tiles.
 """
@@ -23,7 +24,9 @@ import torchtrt_c._C as C
 from convtest import DTYPES, assert_close, rand
 
 TILES = C.gemm_tiles()
-WG = [t["index"] for t in TILES if t["family"] == "tc" and t.get("fl", 0) & 8]
+WG = [t["index"] for t in TILES if t["family"] == "tc" and t.get("fl", 0) & 8 and not t.get("fl", 0) & 16]
+# the same fed by the tensor copy engine (FL & 16): half operands, K a multiple of 8
+TMA = [t["index"] for t in TILES if t["family"] == "tc" and t.get("fl", 0) & 16]
 DEV = C.devices()[C.default_device()]
 NVIDIA = "NVIDIA" in DEV["vendor"] or "NVIDIA" in DEV["platform"]
 
@@ -76,10 +79,36 @@ def test_linear_emulated(monkeypatch, tile, dtype):
         assert_close(got, ref, 2e-2, 2e-2, f"wgmma tile {tile} {dtype} linear {CASES[i]}")
 
 
+CASES_TMA = [((130, 200), 300), ((257, 72), 129), ((1, 64), 70), ((2, 33, 520), 136)]
+
+
 @pytest.mark.skipif(NVIDIA, reason="NVIDIA runs these tiles through the CUDA launch path only (tests/gpu)")
-def test_batched_q_kt(monkeypatch):
+@pytest.mark.parametrize("tile", TMA)
+def test_linear_emulated_tensor_copies(monkeypatch, tile):
+    """The tensor-copy tiles: the emulation runs FL & 8's copies (the maps are bound, unread), so
+    this checks their signature, bindings and products; the copy engine itself runs on the GPU
+    only (tests/gpu/test_gemm_dynsmem.py)."""
+    _force(monkeypatch, tile)
+    e, ins, refs = _linear_engine(CASES_TMA, torch.float16)
+    assert set(e.info()["tiles"].values()) == {tile}
+    for i, (got, ref) in enumerate(zip(_run(e, ins, refs), refs)):
+        assert_close(got, ref, 2e-2, 2e-2, f"tensor-copy tile {tile} linear {CASES_TMA[i]}")
+
+
+@pytest.mark.parametrize("case", ["fp32 input", "odd K"])
+def test_tensor_copies_refuse_by_name(monkeypatch, case):
+    """fp32 operands (the copy engine converts nothing) and a K whose rows are not whole 16-byte
+    units (a tensor map's row stride) are refused when the tile is forced, saying what it needs."""
+    _force(monkeypatch, TMA[0])
+    cases = [((20, 64), 30)] if case == "fp32 input" else [((20, 203), 30)]
+    with pytest.raises(Exception, match="tensor-copy GEMM needs float16 operands, K a multiple of 8"):
+        _linear_engine(cases, torch.float32 if case == "fp32 input" else torch.float16)
+
+
+@pytest.mark.skipif(NVIDIA, reason="NVIDIA runs these tiles through the CUDA launch path only (tests/gpu)")
+@pytest.mark.parametrize("tile", [WG[-1], TMA[-1]])
+def test_batched_q_kt(monkeypatch, tile):
     """q @ k^T over a batch: B transposed, its batch stride non-zero."""
-    tile = WG[-1]
     _force(monkeypatch, tile)
     q, k = rand(3, 70, 72, seed=1).half() / 8, rand(3, 65, 72, seed=2).half()
     ref = (q.float() @ k.float().transpose(-1, -2))

@@ -81,3 +81,28 @@ def test_no_envreg_passes_unchanged():
     src = HEAD + _kernel("k", "\tmov.u32 \t%r1, %tid.x;\n")
     out, why = _prep(src + "\0")
     assert why == "" and out.decode() == src
+
+
+def test_tensor_map_arguments_become_128_byte_parameters():
+    """A `__global const ulong16 *` argument (gemm_tc.cl FL & 16's tensor maps; the form clang's
+    NVPTX back end emits too): a 128-byte parameter the launch fills with a CUtensorMap, each load
+    its generic address; 8-byte-aligned global pointers and a local argument beside it keep
+    their own rewrites; a map used any other way is refused by name."""
+    params = (".param .u64 .ptr .global .align 2 {n}_param_0,\n\t.param .u64 .ptr .shared .align 16 {n}_param_1,\n"
+              "\t.param .u64 .ptr .global .align 128 {n}_param_2,\n\t.param .u64 .ptr .global .align 128 {n}_param_3")
+    body = ("\tld.param.u64 \t%rd1, [k_param_1];\n\tld.param.u64 \t%rd2, [k_param_2];\n"
+            "\tld.param.u64 \t%rd3, [k_param_3];\n\tld.param.u64 \t%rd0, [k_param_0];\n")
+    out, why = _prep(HEAD + _kernel("k", body, params=params))
+    assert why == "" and out is not None, why
+    text = out.decode()
+    assert "\t.param .align 64 .b8 k_param_2[128],\n" in text and "\t.param .align 64 .b8 k_param_3[128]\n" in text
+    assert "mov.u64 %rd2, k_param_2; cvta.param.u64 %rd2, %rd2;" in text
+    assert "mov.u64 %rd3, k_param_3; cvta.param.u64 %rd3, %rd3;" in text
+    assert "ld.param.u64 \t%rd0, [k_param_0];" in text and "add.u64 %rd1, %rd1, %ttc_db;" in text
+    # maps alone: no dynamic shared memory declared
+    out, why = _prep(HEAD + _kernel("m", "\tld.param.u64 \t%rd2, [m_param_0];\n",
+                                    params=".param .u64 .ptr .global .align 128 {n}_param_0"))
+    assert why == "" and "ttc_dsmem" not in out.decode() and ".b8 m_param_0[128]" in out.decode()
+    out, why = _prep(HEAD + _kernel("m", "\tld.param.u32 \t%r2, [m_param_0];\n",
+                                    params=".param .u64 .ptr .global .align 128 {n}_param_0"))
+    assert out is None and "tensor-map parameter used in an unexpected form" in why, why

@@ -66,6 +66,9 @@ static struct {
     cu_result (*cuEventElapsedTime)(float *, void *, void *);
     cu_result (*cuEventDestroy_v2)(void *);
     bool events;
+    /* tensor maps (optional: CUDA 12's; the tensor-copy GEMM tiles need it) */
+    cu_result (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+                                        const unsigned *, const unsigned *, int, int, int, int);
 } cu;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -99,6 +102,7 @@ static void load(void) {
     if (!cu.name) cu.events = false;
     E(cuEventCreate) E(cuEventRecord) E(cuEventSynchronize) E(cuEventElapsedTime) E(cuEventDestroy_v2)
 #undef E
+    *(void **)&cu.cuTensorMapEncodeTiled = dlsym(h, "cuTensorMapEncodeTiled");
     cu_result r = cu.cuInit(0);
     if (r) snprintf(load_msg, sizeof load_msg, "cuInit failed (CUDA error %d)", r);
 }
@@ -176,32 +180,31 @@ static bool space(char c) { return c == ' ' || c == '\t'; }
 static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$'; }
 
 #define LOCAL_DECL ".param .u64 .ptr .shared"
+#define TMAP_DECL ".param .u64 .ptr .global .align 128"
 #define LOCAL_BASE "ttc_dsmem"
 
-/* __local kernel arguments: NVIDIA's OpenCL declares each as a ".param .u64 .ptr .shared
- * .align N name" that its own launch fills with a .shared address. Here each becomes a plain
- * .u64 parameter holding a byte offset into the block's dynamic shared memory (the
- * ".extern .shared" array LOCAL_BASE, placed after any static arrays and 1024-byte aligned:
- * what the warpgroup MMA's 128-byte swizzle needs of its operands), and every
- * "ld.param.u64 %rdN, [name];" adds that array's address to what it loaded: the launch passes
- * the offsets and sizes the dynamic shared memory (exec_cuda.c), whatever value OpenCL's own
- * launch would have put there. Any other use of such a parameter is refused. */
-static ttc_status local_params(const char *s, char **out) {
-    *out = NULL;
-    ttc_sbuf b = {0};
-    const char *p = s, *q;
-    size_t dl = strlen(LOCAL_DECL);
-    /* the parameter names, each followed by a NUL, in one buffer */
-    ttc_sbuf names = {0};
-    int32_t n_names = 0;
-    for (q = s; (q = strstr(q, ".ptr .shared")); q += 12) {
-        if (q - s < (ptrdiff_t)(dl - 12) || strncmp(q - (dl - 12), LOCAL_DECL, dl)) {
-            ttc_sbuf_free(&names);
-            return ttc_fail(TTC_ERR_UNSUPPORTED, "a .shared pointer parameter in an unexpected form");
-        }
-        const char *r = q + 12;
+/* Two kinds of kernel parameter are rewritten (a parameter's kind by its declaration):
+ * - __local kernel arguments: NVIDIA's OpenCL declares each as a ".param .u64 .ptr .shared
+ *   .align N name" that its own launch fills with a .shared address. Here each becomes a plain
+ *   .u64 parameter holding a byte offset into the block's dynamic shared memory (the
+ *   ".extern .shared" array LOCAL_BASE, placed after any static arrays and 1024-byte aligned:
+ *   what the warpgroup MMA's 128-byte swizzle needs of its operands), and every
+ *   "ld.param.u64 %rdN, [name];" (or .u32) adds that array's address to what it loaded: the
+ *   launch passes the offsets and sizes the dynamic shared memory (exec_cuda.c), whatever value
+ *   OpenCL's own launch would have put there.
+ * - tensor maps: a `__global const ulong16 *` argument (declared ".param .u64 .ptr .global
+ *   .align 128 name"; no other kernel takes 128-byte-aligned pointers) becomes a 128-byte
+ *   parameter that the launch fills with a CUtensorMap (exec_cuda.c), and
+ *   "ld.param.u64 %rdN, [name];" becomes its generic address (cvta.param), what the tensor
+ *   copies (kernels/ptx.cl, ttc_tma_load2) take.
+ * Any other use of such a parameter is refused. *n_maps: the tensor-map parameters rewritten. */
+static ttc_status collect(const char *s, const char *decl, char kind, ttc_sbuf *names, int32_t *n) {
+    size_t dl = strlen(decl);
+    for (const char *q = s; (q = strstr(q, decl)); q += dl) {
+        const char *r = q + dl;
+        if (!space(*r)) continue;   /* a longer alignment (".align 1024") is another declaration */
         while (space(*r)) r++;
-        if (!strncmp(r, ".align", 6)) {
+        if (kind == 'L' && !strncmp(r, ".align", 6)) {
             r += 6;
             while (space(*r)) r++;
             while (*r >= '0' && *r <= '9') r++;
@@ -209,34 +212,55 @@ static ttc_status local_params(const char *s, char **out) {
         }
         const char *e = r;
         while (ident_char(*e)) e++;
-        if (e == r) {
-            ttc_sbuf_free(&names);
-            return ttc_fail(TTC_ERR_UNSUPPORTED, "a .shared pointer parameter without a name");
-        }
-        ttc_sbuf_append(&names, r, (size_t)(e - r));
-        ttc_sbuf_append(&names, "", 1);
-        n_names++;
+        if (e == r) return ttc_fail(TTC_ERR_UNSUPPORTED, "a %s parameter without a name", kind == 'L' ? ".shared pointer" : "tensor-map");
+        ttc_sbuf_append(names, &kind, 1);
+        ttc_sbuf_append(names, r, (size_t)(e - r));
+        ttc_sbuf_append(names, "", 1);
+        (*n)++;
     }
-    if (names.oom) { ttc_sbuf_free(&names); return TTC_ERR_NOMEM; }
-    /* one pass: declarations made plain, loads given the base, any other mention refused */
+    return TTC_OK;
+}
+
+static ttc_status special_params(const char *s, char **out, int32_t *n_maps) {
+    *out = NULL;
+    *n_maps = 0;
+    ttc_sbuf b = {0};
+    const char *p = s, *q;
+    size_t dl = strlen(LOCAL_DECL), tl = strlen(TMAP_DECL);
+    /* the parameter names, each after its kind ('L' or 'T') and followed by a NUL, in one buffer */
+    ttc_sbuf names = {0};
+    int32_t n_names = 0;
+    for (q = s; (q = strstr(q, ".ptr .shared")); q += 12)
+        if (q - s < (ptrdiff_t)(dl - 12) || strncmp(q - (dl - 12), LOCAL_DECL, dl)) {
+            ttc_sbuf_free(&names);
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "a .shared pointer parameter in an unexpected form");
+        }
+    ttc_status st = collect(s, LOCAL_DECL, 'L', &names, &n_names);
+    int32_t n_local = n_names;
+    if (st == TTC_OK) st = collect(s, TMAP_DECL, 'T', &names, &n_names);
+    if (st != TTC_OK || names.oom) {
+        ttc_sbuf_free(&names);
+        return st != TTC_OK ? st : TTC_ERR_NOMEM;
+    }
+    /* one pass: declarations rewritten, loads rewritten, any other mention refused */
     const char *ad = strstr(s, ".address_size");
     const char *decl_at = ad ? strchr(ad, '\n') : NULL;
     if (!decl_at) { ttc_sbuf_free(&names); return ttc_fail(TTC_ERR_UNSUPPORTED, "PTX without .address_size"); }
     decl_at++;
     ttc_sbuf_append(&b, s, (size_t)(decl_at - s));
-    ttc_sbuf_printf(&b, ".extern .shared .align 1024 .b8 " LOCAL_BASE "[];\n");
+    if (n_local) ttc_sbuf_printf(&b, ".extern .shared .align 1024 .b8 " LOCAL_BASE "[];\n");
     p = decl_at;
-    ttc_status st = TTC_OK;
     while (*p && st == TTC_OK) {
         /* the next mention of any name, at an identifier boundary */
         const char *best = NULL;
         size_t best_len = 0;
+        char best_kind = 0;
         const char *nm = names.data;
         for (int32_t i = 0; i < n_names; i++, nm += strlen(nm) + 1) {
-            size_t l = strlen(nm);
-            for (const char *f = p; (f = strstr(f, nm)); f += l)
+            size_t l = strlen(nm + 1);
+            for (const char *f = p; (f = strstr(f, nm + 1)); f += l)
                 if ((f == s || !ident_char(f[-1])) && !ident_char(f[l])) {
-                    if (!best || f < best) { best = f; best_len = l; }
+                    if (!best || f < best) { best = f; best_len = l; best_kind = nm[0]; }
                     break;
                 }
         }
@@ -245,17 +269,24 @@ static ttc_status local_params(const char *s, char **out) {
         statement(s, strlen(s), (size_t)(best - s), &from, &to);
         const char *stm = s + from;
         while (stm < best && (space(*stm) || *stm == '\n')) stm++;
-        if (!strncmp(stm, LOCAL_DECL, dl)) {
+        if (best_kind == 'L' && !strncmp(stm, LOCAL_DECL, dl)) {
             /* the declaration: ".param .u64 name" */
             ttc_sbuf_append(&b, p, (size_t)(stm - p));
             ttc_sbuf_printf(&b, ".param .u64 %.*s", (int)best_len, best);
             p = best + best_len;
             continue;
         }
-        /* "ld.param.u64 %rdN, [name];", or ".u32" where the kernel only keeps the address's low
-         * word (a shared address fits in it) */
+        if (best_kind == 'T' && !strncmp(stm, TMAP_DECL, tl)) {
+            ttc_sbuf_append(&b, p, (size_t)(stm - p));
+            ttc_sbuf_printf(&b, ".param .align 64 .b8 %.*s[128]", (int)best_len, best);
+            p = best + best_len;
+            (*n_maps)++;
+            continue;
+        }
+        /* "ld.param.u64 %rdN, [name];", or ".u32" where the kernel only keeps a local
+         * address's low word (a shared address fits in it) */
         const char *r = stm;
-        bool w32 = !strncmp(r, "ld.param.u32", 12);
+        bool w32 = best_kind == 'L' && !strncmp(r, "ld.param.u32", 12);
         bool ok = s[to] == ';' && (w32 || !strncmp(r, "ld.param.u64", 12)) && space(r[12]);
         const char *reg = NULL, *reg_end = NULL;
         if (ok) {
@@ -276,17 +307,24 @@ static ttc_status local_params(const char *s, char **out) {
             }
         }
         if (!ok) {
-            st = ttc_fail(TTC_ERR_UNSUPPORTED, "a .shared pointer parameter used in an unexpected form: %.*s",
-                          (int)(to - from > 80 ? 80 : to - from), s + from);
+            st = ttc_fail(TTC_ERR_UNSUPPORTED, "a %s parameter used in an unexpected form: %.*s",
+                          best_kind == 'L' ? ".shared pointer" : "tensor-map", (int)(to - from > 80 ? 80 : to - from), s + from);
             break;
+        }
+        int rl = (int)(reg_end - reg);
+        if (best_kind == 'T') {
+            ttc_sbuf_append(&b, p, (size_t)(stm - p));
+            ttc_sbuf_printf(&b, "mov.u64 %.*s, %.*s; cvta.param.u64 %.*s, %.*s;", rl, reg, (int)best_len, best, rl, reg, rl, reg);
+            p = s + to + 1;
+            continue;
         }
         ttc_sbuf_append(&b, p, (size_t)(s + to + 1 - p));   /* through the ';' */
         if (w32)
             ttc_sbuf_printf(&b, " { .reg .u32 %%ttc_dw; mov.u32 %%ttc_dw, " LOCAL_BASE "; add.u32 %.*s, %.*s, %%ttc_dw; }",
-                            (int)(reg_end - reg), reg, (int)(reg_end - reg), reg);
+                            rl, reg, rl, reg);
         else
             ttc_sbuf_printf(&b, " { .reg .u64 %%ttc_db; mov.u64 %%ttc_db, " LOCAL_BASE "; add.u64 %.*s, %.*s, %%ttc_db; }",
-                            (int)(reg_end - reg), reg, (int)(reg_end - reg), reg);
+                            rl, reg, rl, reg);
         p = s + to + 1;
     }
     ttc_sbuf_free(&names);
@@ -368,9 +406,10 @@ ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out) {
     if (!s) return TTC_ERR_NOMEM;
     ttc_status u = uncomment_90a(s);
     if (u != TTC_OK) { free(s); return u; }
-    if (strstr(s, ".ptr .shared")) {
+    if (strstr(s, ".ptr .shared") || strstr(s, TMAP_DECL)) {
         char *r = NULL;
-        ttc_status st = local_params(s, &r);
+        int32_t n_maps = 0;
+        ttc_status st = special_params(s, &r, &n_maps);
         free(s);
         if (st != TTC_OK) return st;
         s = r;
@@ -403,6 +442,38 @@ void ttc_cuda_ptx_reqntid(const char *ptx, const char *name, uint32_t req[3]) {
         for (int d = 0; d < 3; d++) if (!req[d]) req[d] = 1;
         return;
     }
+}
+
+int32_t ttc_cuda_ptx_maps(const char *ptx, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = ptx; (p = strstr(p, ".entry ")); p += 7) {
+        const char *q = p + 7;
+        while (space(*q)) q++;
+        if (strncmp(q, name, n) || (q[n] != '(' && !space(q[n]) && q[n] != '\n')) continue;
+        const char *end = strchr(q, ')');
+        int32_t c = 0;
+        for (const char *r = q; end && (r = strstr(r, ".param .align 64 .b8 ")) && r < end; r += 21) c++;
+        return c;
+    }
+    return 0;
+}
+
+ttc_status ttc_cuda_tensor_map(void *map, uint64_t base, uint64_t inner, uint64_t rows, uint32_t box_inner,
+                               uint32_t box_rows) {
+    TTC_TRY(need_driver());
+    if (!cu.cuTensorMapEncodeTiled)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (tensor maps need CUDA 12)");
+    if (base % 16 || (inner * 2) % 16 || !inner || !rows || inner > 0xffffffffu || rows > 0xffffffffu)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "a tensor map needs a 16-byte aligned start and rows of a multiple of 8 "
+                        "halves (start %% 16 = %d, %llu halves by %llu rows)", (int)(base % 16),
+                        (unsigned long long)inner, (unsigned long long)rows);
+    uint64_t dims[2] = {inner, rows}, strides[1] = {inner * 2};
+    unsigned box[2] = {box_inner, box_rows}, estr[2] = {1, 1};
+    /* CU_TENSOR_MAP_DATA_TYPE_FLOAT16 (6), INTERLEAVE_NONE (0), SWIZZLE_128B (3),
+     * L2_PROMOTION_L2_256B (3), FLOAT_OOB_FILL_NONE (0: out-of-bounds elements read as zeros) */
+    cu_result r = cu.cuTensorMapEncodeTiled(map, 6, 2, (void *)(uintptr_t)base, dims, strides, box, estr, 0, 3, 3, 0);
+    if (r) return cu_fail(r, "cuTensorMapEncodeTiled");
+    return TTC_OK;
 }
 
 /* ---- modules, launches, memory ---- */

@@ -34,6 +34,9 @@
  * ".param .u64 .ptr .shared" parameter. ttc_cuda_ptx_prepare makes it a byte offset into the
  * block's dynamic shared memory (an ".extern .shared" array): the launch passes offsets and the
  * dynamic size (ttc_cuda_launch's shared_bytes), above 48 KiB after ttc_cuda_set_dynamic_shared.
+ * A `__global const ulong16 *` parameter (".param .u64 .ptr .global .align 128") becomes a
+ * 128-byte by-value parameter that the launch fills with a CUtensorMap (ttc_cuda_tensor_map),
+ * and its loads its generic address (the tensor copies' operand).
  */
 #ifndef TTC_BACKEND_CUDA_DRIVER_H
 #define TTC_BACKEND_CUDA_DRIVER_H
@@ -69,6 +72,15 @@ ttc_status ttc_cuda_ptx_prepare(const char *ptx, size_t len, char **out);
  * OpenCL launches such a kernel with that local size when given none, CUDA refuses any other.
  * req[d] = 0 when the entry declares none. Pure text. */
 void ttc_cuda_ptx_reqntid(const char *ptx, const char *name, uint32_t req[3]);
+/* How many 128-byte (tensor-map) parameters entry `name` of prepared PTX declares. */
+int32_t ttc_cuda_ptx_maps(const char *ptx, const char *name);
+/* A CUtensorMap (128 bytes at map, 64-byte aligned) of the row-major half matrix at device
+ * address base, rows x inner, in boxes of box_rows x box_inner with the 128-byte swizzle
+ * (what the warpgroup MMA's descriptors read: kernels/ptx.cl); out-of-bounds elements read as
+ * zeros. TTC_ERR_UNSUPPORTED, saying why, where the start is not 16-byte aligned, inner is not
+ * a multiple of 8 or the driver has no tensor maps. */
+ttc_status ttc_cuda_tensor_map(void *map, uint64_t base, uint64_t inner, uint64_t rows, uint32_t box_inner,
+                               uint32_t box_rows);
 
 /* In the current context. */
 ttc_status ttc_cuda_module_load(const char *ptx, void **mod);
