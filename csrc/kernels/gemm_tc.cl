@@ -47,8 +47,8 @@
  * (sAb / K) + m), so rows past M read the next batch's, which only feed outputs never stored.
  * nst - 1 slices load ahead; a barrier per slice, after each warpgroup's wait for its
  * previous products, frees the stage the next box overwrites. No per-work-item address
- * arithmetic and no proxy fence (the copy engine writes through the async proxy): 0.90 of
- * cuBLAS at 4096^3 against 0.60 (bench/probe/wgmma_probe.py, RESULTS session 16). Half
+ * arithmetic and no proxy fence (the copy engine writes through the async proxy): on the
+ * H200 0.83-0.89 of cuBLAS at 4096^3 against FL & 8's 0.57 (bench/RESULTS.md, session 16). Half
  * operands only; the emulation runs FL & 8's copies (the maps are bound, never read).
  * Specialised by: KNAME STORE_FN EPI_PARAMS (FL & 4: dsm, nst first; FL & 16: then tmA, tmB)
  * EPI_ARGS TA TB A_F32 B_F32 TRANS_B BM BN BK TM TN
