@@ -49,7 +49,7 @@ def torch_graph_replay(trt, *xs):
 # ---- the library steps' tests (test_cublas_gemm.py, test_cudnn_engine.py, test_cudnn_epilogue.py)
 
 LIB_KNOBS = ("TORCHTRT_C_CUDA_LAUNCH", "TORCHTRT_C_CUDA_GRAPHS", "TORCHTRT_C_CUDA_LIBS", "TORCHTRT_C_CUDA_NHWC",
-             "TORCHTRT_C_CONV_KSPLIT")
+             "TORCHTRT_C_CONV_KSPLIT", "TORCHTRT_C_GEMM_WIDE", "TORCHTRT_C_GEMM_TILE")
 
 
 def clear_knobs(monkeypatch):

@@ -1,7 +1,7 @@
 """cuBLAS library steps on/off in the CUDA launch path, one process: per model, eager, Inductor
 (unless --no-inductor) and two compiled modules (TORCHTRT_C_CUDA_LIBS=0 and =auto, or the
 values of --libs, read when the engines are made; "auto:lt0" also sets TORCHTRT_C_CUDA_LT=0,
-"auto:nhwc0" TORCHTRT_C_CUDA_NHWC=0, "0:tile59" forces GEMM tile 59 with the libraries off), timed round robin per call with
+"auto:nhwc0" TORCHTRT_C_CUDA_NHWC=0, "0:tile59" forces GEMM tile 59 with the libraries off, ":wide0" sets TORCHTRT_C_GEMM_WIDE=0), timed round robin per call with
 torch.cuda.synchronize (medians, ms; CUDA tensors in and out), with the engines' library
 counters. torch's TF32 switches are left at their defaults unless --tf32-matmul.
     python3 bench/probe/cuda_libs_ab.py --models hf_bert,tv_vit_b_16 --batch 32 --precision fp16"""
@@ -74,6 +74,8 @@ def main():
             os.environ["TORCHTRT_C_CUDA_LIBS"] = lib
             os.environ["TORCHTRT_C_CUDA_LT"] = "0" if "lt0" in opts else "1"
             os.environ["TORCHTRT_C_CUDA_NHWC"] = "0" if "nhwc0" in opts else "1"
+            if "wide0" in opts:
+                os.environ["TORCHTRT_C_GEMM_WIDE"] = "0"
             tile = next((o[4:] for o in opts if o.startswith("tile")), None)
             if tile:
                 os.environ["TORCHTRT_C_GEMM_TILE"] = tile
@@ -82,6 +84,7 @@ def main():
             except Exception as ex:
                 print(f"  {name} libs={v}: not compiled: {type(ex).__name__}: {str(ex)[:300]}", flush=True)
             os.environ.pop("TORCHTRT_C_GEMM_TILE", None)
+            os.environ.pop("TORCHTRT_C_GEMM_WIDE", None)
         os.environ.pop("TORCHTRT_C_CUDA_LIBS", None)
         os.environ.pop("TORCHTRT_C_CUDA_LT", None)
         os.environ.pop("TORCHTRT_C_CUDA_NHWC", None)

@@ -52,6 +52,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_launch = true;
     t->cuda_graphs = 8;
     t->cuda_libs = TTC_CUDA_LIBS_AUTO;
+    t->gemm_wide = TTC_GEMM_WIDE_AUTO;
     t->cuda_lt = true;
     t->cuda_nhwc = true;
     t->attn_mma = -1;
@@ -177,6 +178,13 @@ ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
         else if (!strcmp(v, "1")) t.cuda_libs = TTC_CUDA_LIBS_ALL;
         else if (!strcmp(v, "auto")) t.cuda_libs = TTC_CUDA_LIBS_AUTO;
         else return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_LIBS=%s: expected 0, 1 or auto", v);
+    }
+    if ((v = env("TORCHTRT_C_GEMM_WIDE")) != NULL) {
+        if (!strcmp(v, "0")) t.gemm_wide = TTC_GEMM_WIDE_OFF;
+        else if (!strcmp(v, "1")) t.gemm_wide = TTC_GEMM_WIDE_ON;
+        else if (!strcmp(v, "always")) t.gemm_wide = TTC_GEMM_WIDE_ALWAYS;
+        else if (!strcmp(v, "auto")) t.gemm_wide = TTC_GEMM_WIDE_AUTO;
+        else return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_GEMM_WIDE=%s: expected 0, 1, always or auto", v);
     }
     if ((v = env("TORCHTRT_C_CUDA_LT")) != NULL) {
         if (strcmp(v, "0") && strcmp(v, "1")) return ttc_fail(TTC_ERR_INVALID_ARG, "TORCHTRT_C_CUDA_LT=%s: expected 0 or 1", v);

@@ -81,6 +81,15 @@ typedef struct ttc_target {
                                    * (DW=rows; default: the column kernel where it applies) */
     bool keep_binaries;           /* program builds fetch binaries (cache, engine blobs) */
     int32_t gemm_tile;            /* forced GEMM candidate, -1: choose */
+    int32_t gemm_wide;            /* TTC_GEMM_WIDE_*: half GEMMs also as "<name>_w", tile
+                                   * TTC_GEMM_WIDE_TILE (tensor copies + warpgroup MMA), which the
+                                   * CUDA launch path times against the kernel and the library per
+                                   * shape (exec_cuda.c): auto (default) where that path runs on
+                                   * NVIDIA compute capability 9.0 with the CUDA libraries off
+                                   * (with them on it gained nothing end to end and cost 2-2.5 s of
+                                   * compile per transformer: RESULTS session 16), 0 never, 1 on
+                                   * any device and beside the libraries, always as 1 and taken
+                                   * wherever it can run, untimed (tests) */
     int32_t conv_ksplit_cap;      /* most split-K slices of a convolution (1: never split) */
     int32_t conv_tile;            /* forced implicit-GEMM convolution tile, -1: choose (tensor-core
                                    * convolutions: an index into their own table) */
@@ -140,6 +149,9 @@ typedef struct ttc_target {
  * engine constant (reordered once), OpenBLAS for products of two activations; oneDNN for
  * every one. oneDNN where it loads, else OpenBLAS. */
 enum { TTC_CUDA_LIBS_OFF = 0, TTC_CUDA_LIBS_AUTO = 1, TTC_CUDA_LIBS_ALL = 2 };
+enum { TTC_GEMM_WIDE_OFF = 0, TTC_GEMM_WIDE_AUTO = 1, TTC_GEMM_WIDE_ON = 2, TTC_GEMM_WIDE_ALWAYS = 3 };
+/* the tile of "<name>_w" kernels (codegen.c: 128x128x64, 3 stages, tensor copies) */
+#define TTC_GEMM_WIDE_TILE 62
 /* Whether the program carries what the CUDA launch path's library steps run beside the
  * libraries (epilogue kernels "<name>_e", "_eh"): NVIDIA devices with the launch path and
  * cuda_libs not off, or any device with TORCHTRT_C_CUDA_LIBS=1 (tests). */

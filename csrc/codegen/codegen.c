@@ -314,40 +314,24 @@ ttc_status ttc_gen_elementwise(const ttc_kgen *g) {
     return s;
 }
 
-ttc_status ttc_gen_gemm(const ttc_kgen *g) {
+/* One GEMM kernel of op on tile ti named kname: its parameters' specs into ks (the template's
+ * checked against them), its text into src. */
+static ttc_status emit_gemm(const ttc_kgen *g, ttc_kspec *ks, const char *kname, int32_t ti) {
     const ttc_kir *k = g->k;
     const ttc_kop *op = g->op;
-    ttc_kspec *ks = g->ks;
     ttc_sbuf *src = g->src;
-    bool gpu = g->gpu;
-    /* dims [.., M, N] come from the GEMM's shape tensor: the store index (b * M + m) * N + n is
-     * the same linear index in a fused consumer's output that reshapes it (fuse.c) */
     int32_t st = ttc_kop_gemm_shape(op);
     const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]];
     int32_t R = k->ts[st].rank;
-    char kname[24], store[32], tb[8];
-    snprintf(kname, sizeof kname, "%s", ks->name);
-    snprintf(store, sizeof store, "%s_store", ks->name);
+    char store[32], tb[8];
+    snprintf(store, sizeof store, "%s_store", g->ks->name);
     snprintf(tb, sizeof tb, "%d", op->p.gemm.trans_b ? 1 : 0);
-    /* an index outside the table (never chosen by tune.c) falls back to the device's plainest kernel */
-    int32_t ti = op->tile >= 0 && op->tile < TTC_GEMM_TILES ? op->tile : (gpu ? 3 : 0);
     ttc_gemm_tile t = ttc_gemm_tiles[ti];
     bool f16a = a->dtype == TTC_DTYPE_FLOAT16, f16b = b->dtype == TTC_DTYPE_FLOAT16;
-    bool tc = t.family == TTC_GEMM_MMA || t.family == TTC_GEMM_TC;
-    if (tc && ((!f16a && a->dtype != TTC_DTYPE_FLOAT32) || (!f16b && b->dtype != TTC_DTYPE_FLOAT32)))
-        return ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor-core GEMM candidate %d needs float16/float32 inputs", ti);
-    if (t.family == TTC_GEMM_TF32 && (a->dtype != TTC_DTYPE_FLOAT32 || b->dtype != TTC_DTYPE_FLOAT32))
-        return ttc_fail(TTC_ERR_INTERNAL, "codegen: TF32 GEMM candidate %d needs float32 inputs", ti);
-    bool piped = t.family == TTC_GEMM_TC || t.family == TTC_GEMM_TF32;
-    /* the pipelined tensor-core kernels are written against the PTX prelude */
-    if (piped) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
     char v[8][8];
     int16_t tv[8] = {t.bm, t.bn, t.bk, t.tm, t.tn, t.kw > 1 ? t.kw : 1, t.gm, t.fl};
     for (int i = 0; i < 8; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
-    ttc_codegen_loader(src, g->sp, "LDA", a->dtype, false);
-    ttc_codegen_loader(src, g->sp, "LDA8", a->dtype, true);
-    ttc_codegen_loader(src, g->sp, "LDB", b->dtype, false);
-    ttc_codegen_loader(src, g->sp, "LDB8", b->dtype, true);
+    bool piped = t.family == TTC_GEMM_TC || t.family == TTC_GEMM_TF32;
     /* A, offA, B, offB, M, N, K and the batch strides (0: a 2-D operand every batch shares) */
     int32_t ra = a->rank, rb = b->rank;
     ttc_kparams p;
@@ -390,7 +374,7 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
                               "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
                               "TRANS_B", tb, "BM", v[0], "BN", v[1], "BK", v[2], "TM", v[3], "TN", v[4], "KW", v[5],
                               "A_F32", f16a ? "0" : "1", "B_F32", f16b ? "0" : "1",
-                              "UNROLL", gpu ? "_Pragma(\"unroll\")" : "",
+                              "UNROLL", g->gpu ? "_Pragma(\"unroll\")" : "",
                               "STAGES", v[5], "TF32", t.family == TTC_GEMM_TF32 ? "1" : "0", "GM", v[6], "FL", v[7],
                               "NST_MIN", nmin, NULL};
         static const char *tmpl[] = {"gemm_cpu", "gemm_gpu", "gemm_mma", "gemm_tc", "gemm_tc"};
@@ -399,7 +383,73 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     ttc_kp_free(&p);
     ttc_kp_free(&loc);
     ttc_sbuf_free(&epi);
-    TTC_TRY(s);
+    return s;
+}
+
+/* Whether GEMM op also gets "<name>_w" (ttc_kspec.gemm_w): by default where the CUDA launch
+ * path runs on an NVIDIA device of compute capability 9.0 with the CUDA libraries off (with
+ * cuBLAS timed beside it, BERT, ViT and GPT-2 at b32 ran no faster, and each engine compiled
+ * 2-2.5 s longer: bench/RESULTS.md, session 16); with TORCHTRT_C_GEMM_WIDE=1 or always on any
+ * device (so that its text is compiled and tested everywhere) and beside the libraries. For
+ * x @ W^T products of half operands whose K is a known multiple of 8 (a tensor map's rows),
+ * where no tile is forced and the kernel's own tile stages nothing through a __local argument. */
+static bool wide_wanted(const ttc_kir *k, const ttc_kop *op, int32_t ti) {
+    const ttc_target *tg = ttc_kir_target(k);
+    if (tg->gemm_wide == TTC_GEMM_WIDE_OFF || tg->gemm_tile >= 0) return false;
+    if (tg->gemm_wide == TTC_GEMM_WIDE_AUTO &&
+        !(tg->nvidia && tg->nv_sm == 90 && tg->cuda_launch && tg->cuda_libs == TTC_CUDA_LIBS_OFF))
+        return false;
+    if (!ttc_gemm_tile_fits(tg, TTC_GEMM_WIDE_TILE)) return false;
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[ti];
+    if ((t->family == TTC_GEMM_TC || t->family == TTC_GEMM_TF32) && (t->fl & 4)) return false;
+    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]];
+    ttc_dim kd = a->dims[a->rank - 1];
+    return op->p.gemm.trans_b && a->dtype == TTC_DTYPE_FLOAT16 && b->dtype == TTC_DTYPE_FLOAT16 &&
+           ttc_dim_is_const(kd) && kd.add > 0 && kd.add % 8 == 0;
+}
+
+ttc_status ttc_gen_gemm(const ttc_kgen *g) {
+    const ttc_kir *k = g->k;
+    const ttc_kop *op = g->op;
+    ttc_kspec *ks = g->ks;
+    ttc_sbuf *src = g->src;
+    bool gpu = g->gpu;
+    /* dims [.., M, N] come from the GEMM's shape tensor: the store index (b * M + m) * N + n is
+     * the same linear index in a fused consumer's output that reshapes it (fuse.c) */
+    int32_t st = ttc_kop_gemm_shape(op);
+    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]];
+    int32_t R = k->ts[st].rank;
+    char kname[24];
+    snprintf(kname, sizeof kname, "%s", ks->name);
+    /* an index outside the table (never chosen by tune.c) falls back to the device's plainest kernel */
+    int32_t ti = op->tile >= 0 && op->tile < TTC_GEMM_TILES ? op->tile : (gpu ? 3 : 0);
+    ttc_gemm_tile t = ttc_gemm_tiles[ti];
+    bool f16a = a->dtype == TTC_DTYPE_FLOAT16, f16b = b->dtype == TTC_DTYPE_FLOAT16;
+    bool tc = t.family == TTC_GEMM_MMA || t.family == TTC_GEMM_TC;
+    if (tc && ((!f16a && a->dtype != TTC_DTYPE_FLOAT32) || (!f16b && b->dtype != TTC_DTYPE_FLOAT32)))
+        return ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor-core GEMM candidate %d needs float16/float32 inputs", ti);
+    if (t.family == TTC_GEMM_TF32 && (a->dtype != TTC_DTYPE_FLOAT32 || b->dtype != TTC_DTYPE_FLOAT32))
+        return ttc_fail(TTC_ERR_INTERNAL, "codegen: TF32 GEMM candidate %d needs float32 inputs", ti);
+    bool wide = wide_wanted(k, op, ti);
+    bool piped = t.family == TTC_GEMM_TC || t.family == TTC_GEMM_TF32;
+    /* the pipelined tensor-core kernels are written against the PTX prelude */
+    if (piped || wide) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
+    ttc_codegen_loader(src, g->sp, "LDA", a->dtype, false);
+    ttc_codegen_loader(src, g->sp, "LDA8", a->dtype, true);
+    ttc_codegen_loader(src, g->sp, "LDB", b->dtype, false);
+    ttc_codegen_loader(src, g->sp, "LDB8", b->dtype, true);
+    TTC_TRY(emit_gemm(g, ks, kname, ti));
+    if (wide) {
+        /* its parameters' specs are those of ks's (the launch builds them: exec_cuda.c) */
+        ttc_kspec scratch;
+        memset(&scratch, 0, sizeof scratch);
+        scratch.op = ks->op;
+        snprintf(kname, sizeof kname, "%s_w", ks->name);
+        ttc_status s = emit_gemm(g, &scratch, kname, TTC_GEMM_WIDE_TILE);
+        free(scratch.args);
+        TTC_TRY(s);
+        ks->gemm_w = true;
+    }
     ttc_sbuf_printf(src, "#undef LDA\n#undef LDA8\n#undef LDB\n#undef LDB8\n");
     if (t.family == TTC_GEMM_SIMT) {
         /* work-group (bn/tn * kw, bm/tm): each work-item owns tm x tn outputs of a bm x bn tile

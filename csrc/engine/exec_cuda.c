@@ -30,6 +30,17 @@ struct ttc_cuda_engine {
     size_t *dyn;                 /* per kernel: dynamic shared memory bytes (its __local argument) */
     int32_t *units;              /* per kernel: the units of its __local argument */
     int32_t *n_maps;             /* per kernel: its tensor-map arguments (TTC_ARG_BUF_TMAP) */
+    /* "<name>_w" (ttc_kspec.gemm_w; NULL: none, or it could not be loaded): its function,
+     * dynamic shared memory and stages; per GEMM kernel the shape ({M, N, K, batches}) whose
+     * choice wpick holds (-1: none timed yet; 0: the kernel, 1: "_w"). Under wlock. */
+    void **wfn;
+    size_t *wdyn;
+    int32_t *wunits;
+    int8_t *wpick;
+    int64_t (*wkey)[4];
+    pthread_mutex_t wlock;
+    int32_t n_wide;
+    int64_t wide_calls, wide_timed;   /* atomics */
     size_t dyn_max;
     uint64_t consts;             /* one block holding every constant */
     uint64_t *const_ptr;         /* per tensor id (0: not a constant) */
@@ -220,6 +231,30 @@ static ttc_status size_local(ttc_cuda_engine *c, int32_t i) {
     return TTC_OK;
 }
 
+/* Kernel i's "<name>_w" from module m (prepared text ptx): its function, its two tensor-map
+ * parameters as the rewrite made them, and all the wide tile's stages of dynamic shared memory
+ * (each of its GEMMs needs them: two work-groups per multiprocessor at 96 KiB). */
+static ttc_status wide_load(ttc_cuda_engine *c, int32_t m, int32_t i, const char *ptx) {
+    const ttc_kspec *ks = &c->e->cg.kernels[i];
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[TTC_GEMM_WIDE_TILE];
+    char wn[24];
+    snprintf(wn, sizeof wn, "%s_w", ks->name);
+    int32_t mt = 0;
+    TTC_TRY(ttc_cuda_function(c->mods[m], wn, &c->wfn[i], &mt));
+    if (ttc_cuda_ptx_maps(ptx, wn) != 2)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: its tensor-map parameters were not found in the PTX", wn);
+    if (mt < 32 * t->tm * t->tn) return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %d threads per block", wn, (int)mt);
+    size_t st = 0, max = 0, bytes = (size_t)t->kw * (size_t)(t->bm + t->bn) * (size_t)t->bk * 2;
+    TTC_TRY(ttc_cuda_shared_limits(c->ordinal, c->wfn[i], &st, &max));
+    if (st + 1024 + bytes > max)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: %zu bytes of shared memory exceed the block's %zu", wn, st + bytes, max);
+    TTC_TRY(ttc_cuda_set_dynamic_shared(c->wfn[i], bytes));
+    c->wdyn[i] = bytes;
+    c->wunits[i] = t->kw;
+    c->n_wide++;
+    return TTC_OK;
+}
+
 /* Loads part m's PTX (the whole program's when it has no parts) and resolves the kernels
  * that part defines. */
 static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
@@ -250,6 +285,10 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
             snprintf(en, sizeof en, "%s_e", ks->name);
             s = ttc_cuda_function(c->mods[m], en, &c->efn[i], &c->emax[i]);
         }
+        if (s == TTC_OK && ks->gemm_w && e->tg.gemm_wide != TTC_GEMM_WIDE_OFF && wide_load(c, m, i, ptx) != TTC_OK) {
+            ttc_clear_error();   /* the kernel alone, as without "_w" */
+            c->wfn[i] = NULL;
+        }
         if (s == TTC_OK && ks->lib_epih && c->ehfn) {
             char en[24];
             snprintf(en, sizeof en, "%s_eh", ks->name);
@@ -264,6 +303,7 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
 static void free_arrays(ttc_cuda_engine *c) {
     free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units); free(c->n_maps);
     free(c->lib); free(c->efn); free(c->emax); free(c->cw);
+    free(c->wfn); free(c->wdyn); free(c->wunits); free(c->wpick); free(c->wkey);
     free(c->nhwc); free(c->conv_h); free(c->cwh); free(c->ehfn); free(c->ehmax);
 }
 
@@ -281,6 +321,11 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
         c->dyn = ttc_calloc((size_t)nk + 1, sizeof *c->dyn);
         c->units = ttc_calloc((size_t)nk + 1, sizeof *c->units);
         c->n_maps = ttc_calloc((size_t)nk + 1, sizeof *c->n_maps);
+        c->wfn = ttc_calloc((size_t)nk + 1, sizeof *c->wfn);
+        c->wdyn = ttc_calloc((size_t)nk + 1, sizeof *c->wdyn);
+        c->wunits = ttc_calloc((size_t)nk + 1, sizeof *c->wunits);
+        c->wpick = ttc_calloc((size_t)nk + 1, sizeof *c->wpick);
+        c->wkey = ttc_calloc((size_t)nk + 1, sizeof *c->wkey);
         if (e->tg.cuda_libs != TTC_CUDA_LIBS_OFF && (ttc_cublas_available(NULL, 0) || ttc_cudnn_available(NULL, 0))) {
             c->lib = ttc_calloc((size_t)nk + 1, sizeof *c->lib);
             c->efn = ttc_calloc((size_t)nk + 1, sizeof *c->efn);
@@ -298,13 +343,16 @@ ttc_status ttc_cuda_engine_new(ttc_engine *e, int32_t ordinal, ttc_cuda_engine *
             }
         }
     }
-    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units || !c->n_maps ||
+    if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units || !c->n_maps || !c->wfn ||
+        !c->wdyn || !c->wunits || !c->wpick || !c->wkey ||
         (c->lib && (!c->efn || !c->emax || !c->cw)) || (c->nhwc && (!c->conv_h || !c->cwh || !c->ehfn || !c->ehmax))) {
         if (c) { free_arrays(c); free(c); }
         return TTC_ERR_NOMEM;
     }
     c->e = e;
     c->ordinal = ordinal;
+    pthread_mutex_init(&c->wlock, NULL);
+    for (int32_t i = 0; i < nk; i++) c->wpick[i] = -1;
     for (int32_t i = 0; i < nk; i++) {
         const ttc_kspec *ks = &e->cg.kernels[i];
         if (ks->n_args > c->max_args) c->max_args = ks->n_args;
@@ -390,6 +438,7 @@ void ttc_cuda_engine_free(ttc_cuda_engine *c) {
     for (int32_t i = 0; i < c->n_gs; i++) free(c->gs[i].key);
     free(c->gs);
     if (c->n_gs) pthread_mutex_destroy(&c->glock);
+    pthread_mutex_destroy(&c->wlock);
     free(c);
 }
 
@@ -502,15 +551,14 @@ typedef struct call_mem {
  * into map (64-byte aligned). Its arguments are A, offA, B, offB, M, N, K, sAb, sBb (codegen.c,
  * ttc_gen_gemm); batches are rows further down one 2-D map (row b * (sAb / K) + m), so a
  * batch stride must be a whole number of rows. */
-static ttc_status tmap_of(const call_mem *m, int32_t ki, int32_t a, unsigned char *map) {
+static ttc_status tmap_make(const call_mem *m, int32_t ki, int32_t B, int32_t box_rows, int32_t tile,
+                            unsigned char *map) {
     const ttc_kspec *ks = &m->c->e->cg.kernels[ki];
-    const ttc_argspec *as = &ks->args[a];
     const int64_t *av = m->p->argv[ki];
     memset(map, 0, 128);
-    if (ks->n_args < 9 || ks->args[1].kind != TTC_ARG_OFF || ks->args[3].kind != TTC_ARG_OFF ||
-        ks->args[6].kind != TTC_ARG_DIM)
+    if (ks->n_args < 9 || ks->args[0].kind != TTC_ARG_BUF || ks->args[1].kind != TTC_ARG_OFF ||
+        ks->args[2].kind != TTC_ARG_BUF || ks->args[3].kind != TTC_ARG_OFF || ks->args[6].kind != TTC_ARG_DIM)
         return ttc_fail(TTC_ERR_INTERNAL, "kernel %s: a tensor map outside a GEMM kernel's arguments", ks->name);
-    int32_t B = as->r == 1;
     int64_t off = av[B ? 3 : 1], rows = av[B ? 5 : 4], K = av[6], sb = av[B ? 8 : 7], nb = (int64_t)m->p->gws[ki][2];
     if (K <= 0 || rows <= 0) return TTC_OK;   /* the kernel copies nothing */
     int64_t total = rows;
@@ -518,15 +566,20 @@ static ttc_status tmap_of(const call_mem *m, int32_t ki, int32_t a, unsigned cha
         if (sb % K)
             return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s: GEMM operand %c's batch stride %lld is not a whole number of "
                             "its %lld-element rows, which its tensor map needs (GEMM tile %d)", ks->name, B ? 'B' : 'A',
-                            (long long)sb, (long long)K, (int)m->c->e->k->ops[ks->op].tile);
+                            (long long)sb, (long long)K, (int)tile);
         total = (nb - 1) * (sb / K) + rows;
     }
-    uint64_t base = ptr_of(m->c, m->p, (int32_t)av[a], m->in, m->out, m->arena) + (uint64_t)off * 2;
-    ttc_status s = ttc_cuda_tensor_map(map, base, (uint64_t)K, (uint64_t)total, 64, (uint32_t)as->d);
+    uint64_t base = ptr_of(m->c, m->p, (int32_t)av[B ? 2 : 0], m->in, m->out, m->arena) + (uint64_t)off * 2;
+    ttc_status s = ttc_cuda_tensor_map(map, base, (uint64_t)K, (uint64_t)total, 64, (uint32_t)box_rows);
     if (s != TTC_OK)
         return ttc_fail_context(s, "kernel %s: GEMM operand %c (GEMM tile %d copies it through a tensor map)", ks->name,
-                                B ? 'B' : 'A', (int)m->c->e->k->ops[ks->op].tile);
+                                B ? 'B' : 'A', (int)tile);
     return TTC_OK;
+}
+
+static ttc_status tmap_of(const call_mem *m, int32_t ki, int32_t a, unsigned char *map) {
+    const ttc_kspec *ks = &m->c->e->cg.kernels[ki];
+    return tmap_make(m, ki, ks->args[a].r == 1, ks->args[a].d, m->c->e->k->ops[ks->op].tile, map);
 }
 
 /* Kernel ki's arguments [from, n_args) as values vals[0..] (params point at them). */
@@ -558,6 +611,99 @@ static uint64_t addr_of(void *ctx, int32_t t) {
     const call_mem *m = ctx;
     const ttc_res *r = &m->p->res[t];
     return ptr_of(m->c, m->p, t, m->in, m->out, m->arena) + (uint64_t)r->off * ttc_dtype_size(m->c->e->k->ts[t].dtype);
+}
+
+/* GEMM kernel ki as "<name>_w" (tile TTC_GEMM_WIDE_TILE): the kernel's first nine arguments,
+ * then dsm (offset 0 of the dynamic shared memory), nst and the tensor maps of A and B, then the
+ * store function's (codegen.c, ttc_kspec.gemm_w). vals holds n_args + 4 values. */
+static ttc_status wide_launch(const call_mem *m, int32_t ki, arg_val *vals, int64_t *launched) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    const ttc_kspec *ks = &c->e->cg.kernels[ki];
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[TTC_GEMM_WIDE_TILE];
+    int32_t n = ks->n_args;
+    void **wp = ttc_malloc(sizeof(void *) * ((size_t)n + 4));
+    if (!wp) return TTC_ERR_NOMEM;
+    ttc_status s = fill_args(m, ki, 0, vals, wp + 4);   /* wp[4 + a] = &vals[a] */
+    arg_val *x = vals + n;
+    x[0].p = 0;
+    x[1].i = c->wunits[ki];
+    if (s == TTC_OK) s = tmap_make(m, ki, 0, t->bm, TTC_GEMM_WIDE_TILE, x[2].map);
+    if (s == TTC_OK) s = tmap_make(m, ki, 1, t->bn, TTC_GEMM_WIDE_TILE, x[3].map);
+    if (s == TTC_OK) {
+        for (int32_t a = 0; a < 9; a++) wp[a] = &vals[a];
+        for (int32_t j = 0; j < 4; j++) wp[9 + j] = &x[j];
+        for (int32_t a = 9; a < n; a++) wp[a + 4] = &vals[a];
+        const int64_t *av = m->p->argv[ki];
+        int64_t M = av[4], N = av[5];
+        uint32_t grid[3] = {(uint32_t)((N + t->bn - 1) / t->bn), (uint32_t)((M + t->bm - 1) / t->bm),
+                            (uint32_t)m->p->gws[ki][2]};
+        uint32_t block[3] = {(uint32_t)(32 * t->tm * t->tn), 1, 1};
+        s = ttc_cuda_launch(c->wfn[ki], grid, block, c->wdyn[ki], m->stream, wp);
+        (*launched)++;
+        __atomic_fetch_add(&c->wide_calls, 1, __ATOMIC_RELAXED);
+    }
+    free(wp);
+    return s;
+}
+
+/* Kernel ki itself (wide: as "<name>_w"). */
+static ttc_status own_launch(const call_mem *m, int32_t ki, const uint32_t grid[3], const uint32_t block[3], bool wide,
+                             arg_val *vals, void **params, int64_t *launched) {
+    if (wide) return wide_launch(m, ki, vals, launched);
+    TTC_TRY(fill_args(m, ki, 0, vals, params));
+    (*launched)++;
+    return ttc_cuda_launch(m->c->fn[ki], grid, block, m->c->dyn[ki], m->stream, params);
+}
+
+/* Whether this call runs GEMM kernel ki as "<name>_w": where it was loaded and its tensor maps
+ * can be made for this call's pointers (16-byte aligned operands), TORCHTRT_C_GEMM_WIDE=always
+ * always, else the faster of the two for the shape, timed on its first call (a warm-up of each,
+ * then three of each, CUDA events on the caller's stream); where nothing can be timed (the
+ * stream is being recorded), "_w" for products of at least 512 rows. */
+static ttc_status wide_choice(const call_mem *m, int32_t ki, const uint32_t grid[3], const uint32_t block[3],
+                              arg_val *vals, void **params, bool *wide, int64_t *launched) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    *wide = false;
+    if (!c->wfn[ki]) return TTC_OK;
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[TTC_GEMM_WIDE_TILE];
+    _Alignas(64) unsigned char map[128];
+    if (tmap_make(m, ki, 0, t->bm, TTC_GEMM_WIDE_TILE, map) != TTC_OK ||
+        tmap_make(m, ki, 1, t->bn, TTC_GEMM_WIDE_TILE, map) != TTC_OK) {
+        ttc_clear_error();
+        return TTC_OK;
+    }
+    if (c->e->tg.gemm_wide == TTC_GEMM_WIDE_ALWAYS) { *wide = true; return TTC_OK; }
+    const int64_t *av = m->p->argv[ki];
+    int64_t key[4] = {av[4], av[5], av[6], (int64_t)m->p->gws[ki][2]};
+    pthread_mutex_lock(&c->wlock);
+    int pick = memcmp(c->wkey[ki], key, sizeof key) ? -1 : c->wpick[ki];
+    pthread_mutex_unlock(&c->wlock);
+    if (pick >= 0) { *wide = pick == 1; return TTC_OK; }
+    if (!ttc_cuda_events_available() || ttc_cuda_stream_capturing(m->stream)) { *wide = key[0] >= 512; return TTC_OK; }
+    void *ev[3] = {0};
+    ttc_status s = TTC_OK;
+    for (int i = 0; i < 3 && s == TTC_OK; i++) s = ttc_cuda_event_new(&ev[i]);
+    enum { REPS = 3 };
+    for (int32_t pass = 0; pass < 2 && s == TTC_OK; pass++) {
+        int32_t reps = pass ? REPS : 1;
+        if (pass) s = ttc_cuda_event_record(ev[0], m->stream);
+        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = own_launch(m, ki, grid, block, false, vals, params, launched);
+        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
+        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = own_launch(m, ki, grid, block, true, vals, params, launched);
+        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[2], m->stream);
+    }
+    float t_k = 0, t_w = 0;
+    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[0], ev[1], &t_k);
+    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[1], ev[2], &t_w);
+    for (int i = 0; i < 3; i++) ttc_cuda_event_free(ev[i]);
+    if (s != TTC_OK) return ttc_fail_context(s, "timing %s against %s_w", c->e->cg.kernels[ki].name, c->e->cg.kernels[ki].name);
+    pthread_mutex_lock(&c->wlock);
+    memcpy(c->wkey[ki], key, sizeof key);
+    c->wpick[ki] = t_w < t_k;
+    pthread_mutex_unlock(&c->wlock);
+    __atomic_fetch_add(&c->wide_timed, 1, __ATOMIC_RELAXED);
+    *wide = t_w < t_k;
+    return TTC_OK;
 }
 
 /* A kernel's library call: cuBLAS's product (conv NULL) or cuDNN's convolution of x by w
@@ -642,7 +788,7 @@ static bool lib_call_of(const call_mem *m, int32_t ki, lib_call *lc, ttc_cuda_li
  * times both ways once per shape (exec_cuda_lib.h) on the caller's stream, unless it is being
  * recorded; *done: the timing left the chosen (the library's) result in the output. */
 static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3], const uint32_t block[3],
-                           arg_val *vals, void **params, lib_call *lc, bool *use, bool *done,
+                           bool wide, arg_val *vals, void **params, lib_call *lc, bool *use, bool *done,
                            int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
     ttc_engine *e = c->e;
@@ -650,6 +796,7 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
     ttc_cuda_lib_key key;
     bool guess = false;
     if (!lib_call_of(m, ki, lc, &key, &guess)) return TTC_OK;
+    if (wide && !lc->conv) key.v[13] = TTC_GEMM_WIDE_TILE;   /* the kernel timed is "<name>_w" */
     if (m->c->efn[ki] && m->p->res[e->k->ops[e->cg.kernels[ki].op].out].numel > 2147483647 - 8 * 1024 * TTC_LIB_EPI_V)
         return TTC_OK;   /* its index b + j * L stays an int */
     if (e->tg.cuda_libs == TTC_CUDA_LIBS_ALL) { *use = true; return TTC_OK; }
@@ -667,9 +814,7 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
         int32_t reps = pass ? REPS : 1;
         if (pass) s = ttc_cuda_event_record(ev[0], m->stream);
         for (int32_t r = 0; r < reps && s == TTC_OK; r++) {
-            s = fill_args(m, ki, 0, vals, params);
-            if (s == TTC_OK) s = ttc_cuda_launch(c->fn[ki], grid, block, c->dyn[ki], m->stream, params);
-            (*launched)++;
+            s = own_launch(m, ki, grid, block, wide, vals, params, launched);
         }
         if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
         for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = lib_run(m, ki, lc, m->stream, vals, params, launched);
@@ -745,8 +890,8 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
     ttc_engine *e = c->e;
     int32_t nk = e->cg.n_kernels;
     uint32_t (*g)[3] = ttc_malloc(sizeof(uint32_t) * 6 * ((size_t)nk + 1));
-    arg_val *vals = aligned_alloc(_Alignof(arg_val), sizeof(arg_val) * ((size_t)c->max_args + 2));
-    void **params = ttc_malloc(sizeof(void *) * ((size_t)c->max_args + 2));
+    arg_val *vals = aligned_alloc(_Alignof(arg_val), sizeof(arg_val) * ((size_t)c->max_args + 8));
+    void **params = ttc_malloc(sizeof(void *) * ((size_t)c->max_args + 8));
     ttc_status s = g && vals && params ? TTC_OK : TTC_ERR_NOMEM;
     uint32_t (*b)[3] = g ? g + nk + 1 : NULL;
     call_mem m = {c, p, in, out, arena, flag, stream};
@@ -776,10 +921,13 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
             if (s != TTC_OK) s = ttc_fail_context(s, "running %s (%s) through cuDNN channels-last", ks->name, e->k->ops[ks->op].name);
             continue;
         }
+        bool wide = false;
+        s = wide_choice(&m, ki, g[ki], b[ki], vals, params, &wide, &n);
+        if (s != TTC_OK) break;
         if (c->lib && c->lib[ki]) {
             lib_call lc;
             bool use = false, done = false;
-            s = lib_pick(&m, ki, g[ki], b[ki], vals, params, &lc, &use, &done, &n);
+            s = lib_pick(&m, ki, g[ki], b[ki], wide, vals, params, &lc, &use, &done, &n);
             if (s == TTC_OK && done) continue;   /* timed, output written */
             if (s == TTC_OK && use) s = lib_run(&m, ki, &lc, stream, vals, params, &n);
             if (s != TTC_OK)
@@ -787,10 +935,8 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
                                      e->k->ops[ks->op].kind == TTC_KOP_CONV2D ? "cuDNN" : "cuBLAS");
             if (s != TTC_OK || use) continue;
         }
-        s = fill_args(&m, ki, 0, vals, params);
-        if (s == TTC_OK) s = ttc_cuda_launch(c->fn[ki], g[ki], b[ki], c->dyn[ki], stream, params);
-        if (s != TTC_OK) s = ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);
-        n++;
+        s = own_launch(&m, ki, g[ki], b[ki], wide, vals, params, &n);
+        if (s != TTC_OK) s = ttc_fail_context(s, "launching %s%s (%s)", ks->name, wide ? "_w" : "", e->k->ops[ks->op].name);
     }
     *launched = n;
     free(hp);
@@ -917,7 +1063,9 @@ ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
                                 __atomic_load_n(&c->lib_timed, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->lib_fused, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->lib_nhwc, __ATOMIC_RELAXED),
-                                __atomic_load_n(&c->nhwc_calls, __ATOMIC_RELAXED), 0};
+                                __atomic_load_n(&c->nhwc_calls, __ATOMIC_RELAXED), 0, c->n_wide,
+                                __atomic_load_n(&c->wide_calls, __ATOMIC_RELAXED),
+                                __atomic_load_n(&c->wide_timed, __ATOMIC_RELAXED)};
     for (int32_t t = 0; c->nhwc && t < c->e->k->n_ts; t++) st.nhwc_tensors += c->nhwc[t];
     if (c->n_gs) {
         ttc_cuda_engine *m = (ttc_cuda_engine *)c;   /* the lock only: counters are read */

@@ -62,6 +62,9 @@ typedef struct ttc_cuda_engine_stats {
      * the engine keeps NHWC (0: none, or it cannot) */
     int64_t lib_nhwc, nhwc_calls;
     int32_t nhwc_tensors;
+    /* GEMM kernels loaded with "<name>_w" (ttc_kspec.gemm_w), its launches, shapes timed */
+    int32_t wide_kernels;
+    int64_t wide_calls, wide_timed;
 } ttc_cuda_engine_stats;
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c);
 
