@@ -150,8 +150,10 @@ typedef struct ttc_target {
  * every one. oneDNN where it loads, else OpenBLAS. */
 enum { TTC_CUDA_LIBS_OFF = 0, TTC_CUDA_LIBS_AUTO = 1, TTC_CUDA_LIBS_ALL = 2 };
 enum { TTC_GEMM_WIDE_OFF = 0, TTC_GEMM_WIDE_AUTO = 1, TTC_GEMM_WIDE_ON = 2, TTC_GEMM_WIDE_ALWAYS = 3 };
-/* the tile of "<name>_w" kernels (codegen.c: 128x128x64, 3 stages, tensor copies) */
+/* the tiles of "<name>_w" kernels (codegen.c, wide_tile; tensor copies + warpgroup MMA):
+ * 128x128x64 in 3 stages, or 192x256x64 in 4 where its waves fill the device better */
 #define TTC_GEMM_WIDE_TILE 62
+#define TTC_GEMM_WIDE_TILE_BIG 61
 /* Whether the program carries what the CUDA launch path's library steps run beside the
  * libraries (epilogue kernels "<name>_e", "_eh"): NVIDIA devices with the launch path and
  * cuda_libs not off, or any device with TORCHTRT_C_CUDA_LIBS=1 (tests). */

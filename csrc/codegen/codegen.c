@@ -393,6 +393,31 @@ static ttc_status emit_gemm(const ttc_kgen *g, ttc_kspec *ks, const char *kname,
  * device (so that its text is compiled and tested everywhere) and beside the libraries. For
  * x @ W^T products of half operands whose K is a known multiple of 8 (a tensor map's rows),
  * where no tile is forced and the kernel's own tile stages nothing through a __local argument. */
+/* The tile of "<name>_w": TTC_GEMM_WIDE_TILE (62, 128x128: two work-groups per compute unit), or
+ * TTC_GEMM_WIDE_TILE_BIG (61, 192x256: one) where its waves fill the compute units better by
+ * more than a tenth of the slots (ViT-B/16's FC2 at b32, 6304 x 768 x 3072: 99 tiles on 132
+ * slots against 300 on 264, two waves; tile 61 0.74 of cuBLAS there, 62 0.67: bench/RESULTS.md,
+ * session 16, which also holds the shapes where 62 stays). 62 where the product's rows or
+ * batches are known only at run time. */
+static int32_t wide_tile(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_target *tg = ttc_kir_target(k);
+    const ttc_et *o = &k->ts[ttc_kop_gemm_shape(op)];
+    int64_t tiles[2] = {1, 1}, cu = tg->compute_units ? (int64_t)tg->compute_units : 1;
+    const int32_t cand[2] = {TTC_GEMM_WIDE_TILE, TTC_GEMM_WIDE_TILE_BIG}, slots[2] = {2, 1};
+    for (int32_t d = 0; d < o->rank; d++)
+        if (!ttc_dim_is_const(o->dims[d])) return TTC_GEMM_WIDE_TILE;
+    int64_t fill[2];
+    for (int i = 0; i < 2; i++) {
+        const ttc_gemm_tile *t = &ttc_gemm_tiles[cand[i]];
+        for (int32_t d = 0; d < o->rank - 2; d++) tiles[i] *= o->dims[d].add;
+        tiles[i] *= (o->dims[o->rank - 2].add + t->bm - 1) / t->bm * ((o->dims[o->rank - 1].add + t->bn - 1) / t->bn);
+        int64_t per = cu * slots[i], waves = (tiles[i] + per - 1) / per;
+        fill[i] = waves > 0 ? tiles[i] * 100 / (waves * per) : 0;
+    }
+    if (fill[1] > fill[0] + 10 && ttc_gemm_tile_fits(tg, TTC_GEMM_WIDE_TILE_BIG)) return TTC_GEMM_WIDE_TILE_BIG;
+    return TTC_GEMM_WIDE_TILE;
+}
+
 static bool wide_wanted(const ttc_kir *k, const ttc_kop *op, int32_t ti) {
     const ttc_target *tg = ttc_kir_target(k);
     if (tg->gemm_wide == TTC_GEMM_WIDE_OFF || tg->gemm_tile >= 0) return false;
@@ -445,10 +470,12 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
         memset(&scratch, 0, sizeof scratch);
         scratch.op = ks->op;
         snprintf(kname, sizeof kname, "%s_w", ks->name);
-        ttc_status s = emit_gemm(g, &scratch, kname, TTC_GEMM_WIDE_TILE);
+        int32_t wt = wide_tile(k, op);
+        ttc_status s = emit_gemm(g, &scratch, kname, wt);
         free(scratch.args);
         TTC_TRY(s);
         ks->gemm_w = true;
+        ks->gemm_w_tile = (int16_t)wt;
     }
     ttc_sbuf_printf(src, "#undef LDA\n#undef LDA8\n#undef LDB\n#undef LDB8\n");
     if (t.family == TTC_GEMM_SIMT) {

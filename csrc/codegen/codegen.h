@@ -70,10 +70,11 @@ typedef struct ttc_kspec {
      * leaves stored channels-last (kir/nhwc.c): a cuDNN NHWC convolution's epilogue */
     bool lib_epih;
     /* gemm_w: the program also defines "<name>_w", the same GEMM and epilogue on tile
-     * TTC_GEMM_WIDE_TILE (codegen.c, wide_wanted), whose arguments are the kernel's first nine
+     * gemm_w_tile (TTC_GEMM_WIDE_TILE or _BIG; codegen.c, wide_wanted), whose arguments are the kernel's first nine
      * (A, offA, B, offB, M, N, K, sAb, sBb), then dsm, nst and the tensor maps of A and B, then
      * the store function's: the CUDA launch path may run it instead (exec_cuda.c) */
     bool gemm_w;
+    int16_t gemm_w_tile;      /* its tile (codegen.c, wide_tile) */
 } ttc_kspec;
 /* Elements per work-item of a "<name>_e" kernel: work-groups of L work-items cover
  * TTC_LIB_EPI_V * L elements (work-item t takes t + j * L, j < TTC_LIB_EPI_V). */

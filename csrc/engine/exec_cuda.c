@@ -232,11 +232,13 @@ static ttc_status size_local(ttc_cuda_engine *c, int32_t i) {
 }
 
 /* Kernel i's "<name>_w" from module m (prepared text ptx): its function, its two tensor-map
- * parameters as the rewrite made them, and all the wide tile's stages of dynamic shared memory
- * (each of its GEMMs needs them: two work-groups per multiprocessor at 96 KiB). */
+ * parameters as the rewrite made them, and all its tile's stages of dynamic shared memory (tile
+ * 62: two work-groups per multiprocessor at 96 KiB). */
 static ttc_status wide_load(ttc_cuda_engine *c, int32_t m, int32_t i, const char *ptx) {
     const ttc_kspec *ks = &c->e->cg.kernels[i];
-    const ttc_gemm_tile *t = &ttc_gemm_tiles[TTC_GEMM_WIDE_TILE];
+    if (ks->gemm_w_tile < 0 || ks->gemm_w_tile >= TTC_GEMM_TILES || !(ttc_gemm_tiles[ks->gemm_w_tile].fl & 16))
+        return ttc_fail(TTC_ERR_INTERNAL, "kernel %s: \"_w\" tile %d", ks->name, (int)ks->gemm_w_tile);
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[ks->gemm_w_tile];
     char wn[24];
     snprintf(wn, sizeof wn, "%s_w", ks->name);
     int32_t mt = 0;
@@ -613,13 +615,13 @@ static uint64_t addr_of(void *ctx, int32_t t) {
     return ptr_of(m->c, m->p, t, m->in, m->out, m->arena) + (uint64_t)r->off * ttc_dtype_size(m->c->e->k->ts[t].dtype);
 }
 
-/* GEMM kernel ki as "<name>_w" (tile TTC_GEMM_WIDE_TILE): the kernel's first nine arguments,
+/* GEMM kernel ki as "<name>_w" (tile gemm_w_tile): the kernel's first nine arguments,
  * then dsm (offset 0 of the dynamic shared memory), nst and the tensor maps of A and B, then the
  * store function's (codegen.c, ttc_kspec.gemm_w). vals holds n_args + 4 values. */
 static ttc_status wide_launch(const call_mem *m, int32_t ki, arg_val *vals, int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
     const ttc_kspec *ks = &c->e->cg.kernels[ki];
-    const ttc_gemm_tile *t = &ttc_gemm_tiles[TTC_GEMM_WIDE_TILE];
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[ks->gemm_w_tile];
     int32_t n = ks->n_args;
     void **wp = ttc_malloc(sizeof(void *) * ((size_t)n + 4));
     if (!wp) return TTC_ERR_NOMEM;
@@ -627,8 +629,8 @@ static ttc_status wide_launch(const call_mem *m, int32_t ki, arg_val *vals, int6
     arg_val *x = vals + n;
     x[0].p = 0;
     x[1].i = c->wunits[ki];
-    if (s == TTC_OK) s = tmap_make(m, ki, 0, t->bm, TTC_GEMM_WIDE_TILE, x[2].map);
-    if (s == TTC_OK) s = tmap_make(m, ki, 1, t->bn, TTC_GEMM_WIDE_TILE, x[3].map);
+    if (s == TTC_OK) s = tmap_make(m, ki, 0, t->bm, ks->gemm_w_tile, x[2].map);
+    if (s == TTC_OK) s = tmap_make(m, ki, 1, t->bn, ks->gemm_w_tile, x[3].map);
     if (s == TTC_OK) {
         for (int32_t a = 0; a < 9; a++) wp[a] = &vals[a];
         for (int32_t j = 0; j < 4; j++) wp[9 + j] = &x[j];
@@ -665,10 +667,10 @@ static ttc_status wide_choice(const call_mem *m, int32_t ki, const uint32_t grid
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
     *wide = false;
     if (!c->wfn[ki]) return TTC_OK;
-    const ttc_gemm_tile *t = &ttc_gemm_tiles[TTC_GEMM_WIDE_TILE];
+    int32_t wt = c->e->cg.kernels[ki].gemm_w_tile;
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[wt];
     _Alignas(64) unsigned char map[128];
-    if (tmap_make(m, ki, 0, t->bm, TTC_GEMM_WIDE_TILE, map) != TTC_OK ||
-        tmap_make(m, ki, 1, t->bn, TTC_GEMM_WIDE_TILE, map) != TTC_OK) {
+    if (tmap_make(m, ki, 0, t->bm, wt, map) != TTC_OK || tmap_make(m, ki, 1, t->bn, wt, map) != TTC_OK) {
         ttc_clear_error();
         return TTC_OK;
     }
@@ -796,7 +798,7 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
     ttc_cuda_lib_key key;
     bool guess = false;
     if (!lib_call_of(m, ki, lc, &key, &guess)) return TTC_OK;
-    if (wide && !lc->conv) key.v[13] = TTC_GEMM_WIDE_TILE;   /* the kernel timed is "<name>_w" */
+    if (wide && !lc->conv) key.v[13] = e->cg.kernels[ki].gemm_w_tile;   /* the kernel timed is "<name>_w" */
     if (m->c->efn[ki] && m->p->res[e->k->ops[e->cg.kernels[ki].op].out].numel > 2147483647 - 8 * 1024 * TTC_LIB_EPI_V)
         return TTC_OK;   /* its index b + j * L stays an int */
     if (e->tg.cuda_libs == TTC_CUDA_LIBS_ALL) { *use = true; return TTC_OK; }

@@ -58,6 +58,42 @@ def test_wide_variant_signature_and_results(monkeypatch):
     assert np.array_equal(out.view(np.int16), out0.view(np.int16))
 
 
+def _defines(src, name):
+    m = re.search(r"^#define KNAME " + re.escape(name) + r"\n((?:#define [^\n]*\n)+)", src, re.M)
+    assert m, f"no kernel {name}"
+    return dict(re.findall(r"^#define (\w+) ?([^\n]*)$", m.group(1), re.M))
+
+
+def _fill(tiles, per):
+    waves = -(-tiles // per)
+    return tiles * 100 // (waves * per)
+
+
+@pytest.mark.parametrize("m,n", [(384, 256), (37, 70), (640, 512)])
+def test_wide_tile_by_wave_fill(monkeypatch, m, n):
+    """"_w" takes tile 62 (128x128, two work-groups per compute unit) unless tile 61's
+    (192x256, one) waves fill the device's compute units better by more than 10% of the slots."""
+    monkeypatch.setenv("TORCHTRT_C_GEMM_WIDE", "1")
+    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")
+    g = C.Graph()
+    xi = g.add_input("x", ("tensor", "float16", [m, 64]))
+    wi = g.add_tensor_constant("w", "float32", [n, 64], rand(n, 64, seed=2).numpy())
+    (y,) = g.add_node("aten.linear.default", [xi, wi, g.add_tensor_constant("b", "float32", [n], rand(n, seed=3).numpy())],
+                      [("tensor", "float16", [m, n])])
+    g.set_outputs([y])
+    e = C.Engine.build(g, cache_dir="", precision="fp16")
+    src = e.info()["source"]
+    name = re.search(r"^#define KNAME (\w+)_w$", src, re.M).group(1) + "_w"
+    d = _defines(src, name)
+    cu = max(int(C.devices()[C.default_device()]["compute_units"]), 1)
+    f62 = _fill(-(-m // 128) * -(-n // 128), 2 * cu)
+    f61 = _fill(-(-m // 192) * -(-n // 256), cu)
+    want = (192, 256) if f61 > f62 + 10 else (128, 128)
+    assert (int(d["BM"]), int(d["BN"])) == want, (d["BM"], d["BN"], f62, f61, cu)
+    out = np.empty((m, n), np.float16)
+    e.execute([(rand(m, 64, seed=1) / 4).half().numpy()], [out])   # the OpenCL path runs the kernel
+
+
 @pytest.mark.parametrize("case", ["K not a multiple of 8", "float32 operands"])
 def test_no_wide_variant_where_it_cannot_run(monkeypatch, case):
     if case == "float32 operands":
