@@ -145,6 +145,29 @@ def wg_asm(BN):
     return wg, fence_ops
 
 
+def tile_origin(raster):
+    """the work-group's output tile (m0, n0; the grid rasterised by `raster` tile rows) and its
+    1024-aligned stages (base)"""
+    return f"""    int tiles_m = M / BM, tiles_n = N / BN, pid = get_group_id(0);
+    int per = {raster} * tiles_n, grp = pid / per, first = grp * {raster};
+    int gm = min(tiles_m - first, {raster});
+    int tm = first + (pid % per) % gm, tn = (pid % per) / gm;
+    int m0 = tm * BM, n0 = tn * BN;
+    uint base = (((uint)(size_t)dsm) + 1023u) & ~1023u;
+"""
+
+def products(wg, fence_ops):
+    """one slice's four k16 wgmma products from the stage at sa (A) and sbb (B), committed as a group"""
+    return f"""        asm volatile("{MARK}wgmma.fence.sync.aligned;" : {fence_ops} :: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {{
+            ulong da = desc128(sa + kk * 32), db = desc128(sbb + kk * 32);
+            int sc = 1;
+            {wg};
+        }}
+        asm volatile("{MARK}wgmma.commit_group.sync.aligned;" ::: "memory");
+"""
+
 def kernel_src(BN, ST, BK=64, BM=128, raster=8, mma_first=False, fence=True):
     """BM / 64 warpgroups (BM = 128: 256 work-items), each 64 rows x BN; mma_first: the slice's
     products are issued right after the barrier, before the copies of the slice D ahead; fence:
@@ -183,13 +206,7 @@ __kernel __attribute__((reqd_work_group_size({NT}, 1, 1)))
 void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *Cm, int M, int N, int K,
              __local uchar *dsm) {{
     int tid = get_local_id(0), wgi = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31;
-    int tiles_m = M / BM, tiles_n = N / BN, pid = get_group_id(0);
-    int per = {raster} * tiles_n, grp = pid / per, first = grp * {raster};
-    int gm = min(tiles_m - first, {raster});
-    int tm = first + (pid % per) % gm, tn = (pid % per) / gm;
-    int m0 = tm * BM, n0 = tn * BN;
-    uint base = (((uint)(size_t)dsm) + 1023u) & ~1023u;
-    float acc[{NA}];
+{tile_origin(raster)}    float acc[{NA}];
 #pragma unroll
     for (int i = 0; i < {NA}; i++) acc[i] = 0.0f;
     int KT = K / BK;
@@ -204,15 +221,7 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
         int nk = kt + {D};
         {"" if mma_first else COPIES}
         uint sa = base + (kt % ST) * STAGE_BYTES + wgi * 64 * 128, sbb = base + (kt % ST) * STAGE_BYTES + BM * 128;
-        asm volatile("{MARK}wgmma.fence.sync.aligned;" : {fence_ops} :: "memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {{
-            ulong da = desc128(sa + kk * 32), db = desc128(sbb + kk * 32);
-            int sc = 1;
-            {wg};
-        }}
-        asm volatile("{MARK}wgmma.commit_group.sync.aligned;" ::: "memory");
-        {COPIES if mma_first else ""}
+{products(wg, fence_ops)}        {COPIES if mma_first else ""}
         asm volatile("{MARK}wgmma.wait_group.sync.aligned 1;" : {fence_ops} :: "memory");
     }}
     asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
@@ -221,6 +230,58 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
 }}
 """
 
+
+
+# the warp-specialised kernels' helpers: the operand descriptor and the mbarrier wait
+MB_HELPERS = """static inline ulong desc128(uint addr) {
+    return (ulong)((addr & 0x3FFFFu) >> 4) | ((ulong)1 << 16) | ((ulong)(1024 >> 4) << 32) | ((ulong)1 << 62);
+}
+static inline void mb_wait(uint bar, uint parity) {
+    uint done;
+    do {
+        asm volatile("{ .reg .pred P; mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2; selp.u32 %0, 1, 0, P; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+"""
+
+
+def ws_prologue(raster, full_count, NC, init_fence):
+    """the warp-specialised kernels' start: the work-group's tile (grid rasterised by `raster`
+    tile rows), its 1024-aligned stages, and the full / empty mbarriers (full expecting
+    full_count arrivals, empty NC), made visible to the copy engine where init_fence"""
+    fence = ('        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");\n'
+             '        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n') if init_fence else ""
+    return f"""    __local ulong bars[2 * ST];   /* full[ST], empty[ST] */
+    int tid = get_local_id(0);
+{tile_origin(raster)}    uint fb = (uint)(size_t)bars, eb = fb + 8 * ST;
+    if (tid == 0) {{
+        for (int i = 0; i < ST; i++) {{
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(fb + 8 * i), "r"({full_count}) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(eb + 8 * i), "r"({NC}) : "memory");
+        }}
+{fence}    }}
+"""
+
+
+def consumers(NA, wg, fence_ops, proxy_fence):
+    """the warp-specialised kernels' consumer warpgroups: wait for a stage's full mbarrier (then
+    the proxy fence where the stage came from cp.async), its wgmma products with one group in
+    flight, the previous stage released on its empty mbarrier; then the epilogue"""
+    fence = '        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n' if proxy_fence else ""
+    return f"""    int wgi = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31;
+    float acc[{NA}];
+#pragma unroll
+    for (int i = 0; i < {NA}; i++) acc[i] = 0.0f;
+    for (int kt = 0; kt < KT; kt++) {{
+        int slot = kt % ST;
+        mb_wait(fb + 8 * slot, (kt / ST) & 1);
+{fence}        uint sa = base + slot * STAGE_BYTES + wgi * 64 * 128, sbb = base + slot * STAGE_BYTES + BM * 128;
+{products(wg, fence_ops)}        asm volatile("{MARK}wgmma.wait_group.sync.aligned 1;" : {fence_ops} :: "memory");
+        if (kt > 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(eb + 8 * ((kt - 1) % ST)) : "memory");
+    }}
+    asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
+{EPILOGUE}"""
 
 
 def kernel_src_ws(BN, ST, BK=64, BM=128, raster=8):
@@ -240,35 +301,10 @@ def kernel_src_ws(BN, ST, BK=64, BM=128, raster=8):
 #define BK 64
 #define ST {ST}
 #define STAGE_BYTES {stage_bytes}
-static inline ulong desc128(uint addr) {{
-    return (ulong)((addr & 0x3FFFFu) >> 4) | ((ulong)1 << 16) | ((ulong)(1024 >> 4) << 32) | ((ulong)1 << 62);
-}}
-static inline void mb_wait(uint bar, uint parity) {{
-    uint done;
-    do {{
-        asm volatile("{{ .reg .pred P; mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2; selp.u32 %0, 1, 0, P; }}"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    }} while (!done);
-}}
-__kernel __attribute__((reqd_work_group_size({NT}, 1, 1)))
+{MB_HELPERS}__kernel __attribute__((reqd_work_group_size({NT}, 1, 1)))
 void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *Cm, int M, int N, int K,
              __local uchar *dsm) {{
-    __local ulong bars[2 * ST];   /* full[ST], empty[ST] */
-    int tid = get_local_id(0);
-    int tiles_m = M / BM, tiles_n = N / BN, pid = get_group_id(0);
-    int per = {raster} * tiles_n, grp = pid / per, first = grp * {raster};
-    int gm = min(tiles_m - first, {raster});
-    int tm = first + (pid % per) % gm, tn = (pid % per) / gm;
-    int m0 = tm * BM, n0 = tn * BN;
-    uint base = (((uint)(size_t)dsm) + 1023u) & ~1023u;
-    uint fb = (uint)(size_t)bars, eb = fb + 8 * ST;
-    if (tid == 0) {{
-        for (int i = 0; i < ST; i++) {{
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(fb + 8 * i), "r"(128) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(eb + 8 * i), "r"({NC}) : "memory");
-        }}
-    }}
-    barrier(CLK_LOCAL_MEM_FENCE);
+{ws_prologue(raster, 128, NC, False)}    barrier(CLK_LOCAL_MEM_FENCE);
     int KT = K / BK;
     if (tid >= {NC}) {{
         int p = tid - {NC};
@@ -289,28 +325,7 @@ void wg_gemm(__global const ushort *A, __global const ushort *B, __global uint *
         asm volatile("cp.async.wait_all;" ::: "memory");
         return;
     }}
-    int wgi = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31;
-    float acc[{NA}];
-#pragma unroll
-    for (int i = 0; i < {NA}; i++) acc[i] = 0.0f;
-    for (int kt = 0; kt < KT; kt++) {{
-        int slot = kt % ST;
-        mb_wait(fb + 8 * slot, (kt / ST) & 1);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        uint sa = base + slot * STAGE_BYTES + wgi * 64 * 128, sbb = base + slot * STAGE_BYTES + BM * 128;
-        asm volatile("{MARK}wgmma.fence.sync.aligned;" : {fence_ops} :: "memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {{
-            ulong da = desc128(sa + kk * 32), db = desc128(sbb + kk * 32);
-            int sc = 1;
-            {wg};
-        }}
-        asm volatile("{MARK}wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("{MARK}wgmma.wait_group.sync.aligned 1;" : {fence_ops} :: "memory");
-        if (kt > 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(eb + 8 * ((kt - 1) % ST)) : "memory");
-    }}
-    asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
-{EPILOGUE}
+{consumers(NA, wg, fence_ops, proxy_fence=True)}
 }}
 """
 
@@ -334,41 +349,14 @@ def kernel_src_tma(BN, ST, BK=64, BM=128, raster=8):
 #define BK 64
 #define ST {ST}
 #define STAGE_BYTES {stage_bytes}
-static inline ulong desc128(uint addr) {{
-    return (ulong)((addr & 0x3FFFFu) >> 4) | ((ulong)1 << 16) | ((ulong)(1024 >> 4) << 32) | ((ulong)1 << 62);
-}}
-static inline void mb_wait(uint bar, uint parity) {{
-    uint done;
-    do {{
-        asm volatile("{{ .reg .pred P; mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2; selp.u32 %0, 1, 0, P; }}"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    }} while (!done);
-}}
-static inline void tma2(uint dst, __global const uchar *map, int c0, int c1, uint bar) {{
+{MB_HELPERS}static inline void tma2(uint dst, __global const uchar *map, int c0, int c1, uint bar) {{
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];"
                  :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }}
 __kernel __attribute__((reqd_work_group_size({NT}, 1, 1)))
 void wg_gemm(__global const uchar *tmA, __global const uchar *tmB, __global uint *Cm, int M, int N, int K,
              __local uchar *dsm) {{
-    __local ulong bars[2 * ST];   /* full[ST], empty[ST] */
-    int tid = get_local_id(0);
-    int tiles_m = M / BM, tiles_n = N / BN, pid = get_group_id(0);
-    int per = {raster} * tiles_n, grp = pid / per, first = grp * {raster};
-    int gm = min(tiles_m - first, {raster});
-    int tm = first + (pid % per) % gm, tn = (pid % per) / gm;
-    int m0 = tm * BM, n0 = tn * BN;
-    uint base = (((uint)(size_t)dsm) + 1023u) & ~1023u;
-    uint fb = (uint)(size_t)bars, eb = fb + 8 * ST;
-    if (tid == 0) {{
-        for (int i = 0; i < ST; i++) {{
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(fb + 8 * i), "r"(1) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(eb + 8 * i), "r"({NC}) : "memory");
-        }}
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    }}
-    barrier(CLK_LOCAL_MEM_FENCE);
+{ws_prologue(raster, 1, NC, True)}    barrier(CLK_LOCAL_MEM_FENCE);
     int KT = K / BK;
     if (tid >= {NC}) {{
         if (tid == {NC}) {{
@@ -385,27 +373,7 @@ void wg_gemm(__global const uchar *tmA, __global const uchar *tmB, __global uint
         }}
         return;
     }}
-    int wgi = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31;
-    float acc[{NA}];
-#pragma unroll
-    for (int i = 0; i < {NA}; i++) acc[i] = 0.0f;
-    for (int kt = 0; kt < KT; kt++) {{
-        int slot = kt % ST;
-        mb_wait(fb + 8 * slot, (kt / ST) & 1);
-        uint sa = base + slot * STAGE_BYTES + wgi * 64 * 128, sbb = base + slot * STAGE_BYTES + BM * 128;
-        asm volatile("{MARK}wgmma.fence.sync.aligned;" : {fence_ops} :: "memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {{
-            ulong da = desc128(sa + kk * 32), db = desc128(sbb + kk * 32);
-            int sc = 1;
-            {wg};
-        }}
-        asm volatile("{MARK}wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("{MARK}wgmma.wait_group.sync.aligned 1;" : {fence_ops} :: "memory");
-        if (kt > 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(eb + 8 * ((kt - 1) % ST)) : "memory");
-    }}
-    asm volatile("{MARK}wgmma.wait_group.sync.aligned 0;" : {fence_ops} :: "memory");
-{EPILOGUE}
+{consumers(NA, wg, fence_ops, proxy_fence=False)}
 }}
 """
 

@@ -375,6 +375,17 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         __local const uchar *sb = (__local const uchar *)smem;
         int wga = (warp >> 2) * 64 * LCA * 16;   /* byte offset of the warpgroup's A rows in a stage */
         float *af = &acc[0][0][0];
+/* stage st's four k16 products (this warpgroup's A rows, all of B), then the wait that leaves
+ * them in flight and completes the previous slice's */
+#define TC_WG_SLICE(st)                                                                            \
+    {                                                                                              \
+        int aS = (st) * ACN * 16 + wga, bS = (TC_NST * ACN + (st) * BCN) * 16;                     \
+        TTC_WG_FENCE(af, TC_NA);                                                                   \
+        TC_UNROLL for (int ks = 0; ks < 4; ks++)                                                   \
+            TTC_WG_MMA_F16(af, TC_NA, sb, aS + ks * 32, bS + ks * 32, scr);                        \
+        TTC_WG_COMMIT();                                                                           \
+        TTC_WG_WAIT1(af, TC_NA);                                                                   \
+    }
 #if (FL & 16) && defined(TTC_PTX)
 #if A_F32 || B_F32
 #error "gemm_tc: tensor copies take half operands"
@@ -398,12 +409,7 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         uint ph = 0;
         for (int kt = 0; kt < KT; kt++) {
             ttc_mbar_wait(fb + 8 * rd, ph);
-            int aS = rd * ACN * 16 + wga, bS = (TC_NST * ACN + rd * BCN) * 16;
-            TTC_WG_FENCE(af, TC_NA);
-TC_UNROLL
-            for (int ks = 0; ks < 4; ks++) TTC_WG_MMA_F16(af, TC_NA, sb, aS + ks * 32, bS + ks * 32, scr);
-            TTC_WG_COMMIT();
-            TTC_WG_WAIT1(af, TC_NA);
+            TC_WG_SLICE(rd)
             /* every warpgroup's products of slice kt - 1 are complete: its stage (wr) is free */
             barrier(CLK_LOCAL_MEM_FENCE);
             if (tid == 0 && kt + TC_NST - 1 < KT) TC_TMA(wr, (kt + TC_NST - 1) * BK)
@@ -427,16 +433,12 @@ TC_UNROLL
             barrier(CLK_LOCAL_MEM_FENCE);
             if (kt + TC_NST - 2 < KT) TC_LOAD(wr, (kt + TC_NST - 2) * BK)
             ttc_cp_async_commit();
-            int aS = rd * ACN * 16 + wga, bS = (TC_NST * ACN + rd * BCN) * 16;
-            TTC_WG_FENCE(af, TC_NA);
-TC_UNROLL
-            for (int ks = 0; ks < 4; ks++) TTC_WG_MMA_F16(af, TC_NA, sb, aS + ks * 32, bS + ks * 32, scr);
-            TTC_WG_COMMIT();
-            TTC_WG_WAIT1(af, TC_NA);
+            TC_WG_SLICE(rd)
             rd = rd == TC_NST - 1 ? 0 : rd + 1;
             wr = wr == TC_NST - 1 ? 0 : wr + 1;
         }
 #endif
+#undef TC_WG_SLICE
         TTC_WG_WAIT0(af, TC_NA);
     }
 #else
