@@ -29,6 +29,7 @@ import time
 import torch
 
 import torchtrt_c._C as C
+from cuda_events import events_ms as _events
 
 # (Cin, Cout, k, stride, pad, H, groups)
 RESNET50 = [
@@ -47,16 +48,6 @@ DEPTHWISE = [  # MobileNetV2 and ConvNeXt-T
 ]
 MODES = {"fp16": (torch.float16, False), "tf32": (torch.float32, True), "fp32": (torch.float32, False)}
 NAMES = {torch.float32: "float32", torch.float16: "float16"}
-
-
-def _events(fn, runs):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(runs):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / runs
 
 
 def _graph(fn, runs):

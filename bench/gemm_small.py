@@ -21,6 +21,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import torchtrt_c._C as C  # noqa: E402
 from convtest import Const, _add_arg  # noqa: E402
+from cuda_events import events_ms  # noqa: E402
 
 SHAPES = [f"{m}x{n}x{k}" for m in (128, 197, 4096) for (n, k) in ((768, 768), (3072, 768), (768, 3072))]
 SIMT = [3, 4, 5, 6, 7, 8] + list(range(17, 26))
@@ -67,16 +68,7 @@ def _time(e, ins, ref):
 
 def _torch_us(fn, host, runs=50):
     torch.backends.cuda.matmul.allow_tf32 = False
-    f = fn([t.cuda() for t in host])
-    for _ in range(5):
-        f()
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(runs):
-        f()
-    t.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(t) / runs * 1e3
+    return events_ms(fn([t.cuda() for t in host]), runs, warm=5) * 1e3
 
 
 def main():

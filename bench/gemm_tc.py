@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import torchtrt_c._C as C  # noqa: E402
 from convtest import DTYPES  # noqa: E402
+from cuda_events import events_ms  # noqa: E402
 
 # 4096^3, then BERT-base / GPT-2 linear layers at batch 32 x 128 tokens, ViT-B/16's MLP at batch
 # 32 x 197 tokens, then batch 1
@@ -66,16 +67,7 @@ def _torch_ms(fn, runs=20):
         for _ in range(3):
             fn()
         return (time.perf_counter() - t) / 3 * 1e3
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(runs):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / runs
+    return events_ms(fn, runs, warm=3)
 
 
 def _rel(out, ref):

@@ -28,6 +28,7 @@ import torchtrt_c._C as C  # noqa: E402
 # the tile itself, never cuBLAS in its place (the CUDA launch path's library steps, session 14)
 os.environ["TORCHTRT_C_CUDA_LIBS"] = "0"
 from convtest import DTYPES  # noqa: E402
+from cuda_events import events_ms as _events  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (4096, 768, 768), (4096, 2304, 768), (4096, 3072, 768), (4096, 768, 3072),
           (6304, 3072, 768), (6304, 768, 3072)]
@@ -41,16 +42,6 @@ def _engine(m, n, k, dtype, precision, tf32, w, b):
     (y,) = g.add_node("aten.linear.default", [x, wi, bi], [("tensor", DTYPES[dtype], [m, n])])
     g.set_outputs([y])
     return C.Engine.build(g, name="gemm", cache_dir="", precision=precision, optimization_level=0, tf32_matmul=tf32)
-
-
-def _events(fn, runs):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(runs):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / runs
 
 
 def row(m, n, k, family, tile, runs):

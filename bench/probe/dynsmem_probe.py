@@ -15,15 +15,10 @@ import re
 
 import torch
 
+from probe_cl import cl, cl_gpu, ck, cu, cu_load
+
 OUT = os.environ.get("OUT", "/tmp/dynprobe")
 os.makedirs(f"{OUT}/ptx", exist_ok=True)
-cu = C.CDLL("libcuda.so.1")
-cl = C.CDLL("libOpenCL.so.1")
-
-
-def ck(r, what):
-    if r != 0:
-        raise RuntimeError(f"{what} -> {r}")
 
 
 torch.zeros(1, device="cuda")
@@ -36,17 +31,10 @@ for name, attr in (("MAX_SHARED_MEMORY_PER_BLOCK", 8), ("MAX_SHARED_MEMORY_PER_M
     r = cu.cuDeviceGetAttribute(C.byref(v), attr, cdev)
     print(f"CUDA {name} = {v.value} (r={r})")
 
-np_ = C.c_uint(); cl.clGetPlatformIDs(0, None, C.byref(np_))
-ps = (C.c_void_p * np_.value)(); cl.clGetPlatformIDs(np_, ps, None)
-dev = C.c_void_p()
-for p in ps:
-    if cl.clGetDeviceIDs(C.c_void_p(p), 4, 1, C.byref(dev), None) == 0:
-        break
+dev = cl_gpu()
 lm = C.c_uint64(); cl.clGetDeviceInfo(dev, 0x1023, 8, C.byref(lm), None)
 print("OpenCL CL_DEVICE_LOCAL_MEM_SIZE =", lm.value)
 err = C.c_int()
-for f in ("clCreateContext", "clCreateCommandQueue", "clCreateProgramWithSource", "clCreateKernel", "clCreateBuffer"):
-    getattr(cl, f).restype = C.c_void_p
 clctx = C.c_void_p(cl.clCreateContext(None, 1, C.byref(dev), None, None, C.byref(err))); ck(err.value, "ctx")
 q = C.c_void_p(cl.clCreateCommandQueue(clctx, dev, 0, C.byref(err))); ck(err.value, "queue")
 
@@ -154,14 +142,7 @@ def rewrite_env(t):
 
 
 def load(text, tag):
-    m = C.c_void_p()
-    logbuf = C.create_string_buffer(8192)
-    opts = (C.c_int * 2)(5, 6); vals = (C.c_void_p * 2)(C.cast(logbuf, C.c_void_p), C.c_void_p(8192))
-    r = cu.cuModuleLoadDataEx(C.byref(m), C.c_char_p(text.encode() + b"\0"), 2, opts, vals)
-    if r:
-        print(f"  load {tag}: error {r}: {logbuf.value.decode(errors='replace')[:400]}")
-        return None
-    return m
+    return cu_load(text, tag, log_chars=400)
 
 
 def extern_rewrite(t):

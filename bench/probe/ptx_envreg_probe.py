@@ -6,29 +6,17 @@ ctypes only; writes PTX files under $OUT/ptx. Usage: python3 bench/probe/ptx_env
 import ctypes as C, glob, os, re, struct, sys
 import torch
 
+from probe_cl import cl, cl_gpu, ck, cu
+
 OUT = os.environ.get("OUT", "/tmp/ptxprobe")
 os.makedirs(f"{OUT}/ptx", exist_ok=True)
-cu = C.CDLL("libcuda.so.1")
-cl = C.CDLL("libOpenCL.so.1")
-
-
-def ck(r, what):
-    if r != 0:
-        raise RuntimeError(f"{what} -> {r}")
 
 
 torch.zeros(1, device="cuda")
 ctx = C.c_void_p(); ck(cu.cuCtxGetCurrent(C.byref(ctx)), "ctx")
 stream = C.c_void_p(torch.cuda.current_stream().cuda_stream)
-np_ = C.c_uint(); cl.clGetPlatformIDs(0, None, C.byref(np_))
-ps = (C.c_void_p * np_.value)(); cl.clGetPlatformIDs(np_, ps, None)
-dev = C.c_void_p()
-for p in ps:
-    if cl.clGetDeviceIDs(C.c_void_p(p), 4, 1, C.byref(dev), None) == 0:
-        break
+dev = cl_gpu()
 err = C.c_int()
-for f in ("clCreateContext", "clCreateCommandQueue", "clCreateProgramWithSource", "clCreateKernel", "clCreateBuffer"):
-    getattr(cl, f).restype = C.c_void_p
 clctx = C.c_void_p(cl.clCreateContext(None, 1, C.byref(dev), None, None, C.byref(err))); ck(err.value, "ctx")
 q = C.c_void_p(cl.clCreateCommandQueue(clctx, dev, 0, C.byref(err))); ck(err.value, "queue")
 

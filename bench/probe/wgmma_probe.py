@@ -19,10 +19,12 @@ import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cuda_events import events_ms as events  # noqa: E402
+from probe_cl import cl, cl_gpu, ck, cu, cu_load  # noqa: E402
+
 OUT = os.environ.get("PROBE_DIR", "/tmp/wgprobe")   # not $OUT: a device call returns few files
 os.makedirs(OUT, exist_ok=True)
-cu = C.CDLL("libcuda.so.1")
-cl = C.CDLL("libOpenCL.so.1")
 try:
     import torchtrt_c._C as TC
 except Exception as e:  # the probe's own rewrite is used then
@@ -30,23 +32,10 @@ except Exception as e:  # the probe's own rewrite is used then
     print("no torchtrt_c._C:", e)
 
 
-def ck(r, what):
-    if r != 0:
-        raise RuntimeError(f"{what} -> {r}")
-
-
 torch.zeros(1, device="cuda")
 stream = C.c_void_p(torch.cuda.current_stream().cuda_stream)
-np_ = C.c_uint(); cl.clGetPlatformIDs(0, None, C.byref(np_))
-ps = (C.c_void_p * np_.value)(); cl.clGetPlatformIDs(np_, ps, None)
-dev = C.c_void_p()
-for p in ps:
-    if cl.clGetDeviceIDs(C.c_void_p(p), 4, 1, C.byref(dev), None) == 0:
-        break
+dev = cl_gpu()
 err = C.c_int()
-for f in ("clCreateContext", "clCreateCommandQueue", "clCreateProgramWithSource", "clCreateProgramWithBinary",
-          "clCreateKernel", "clCreateBuffer"):
-    getattr(cl, f).restype = C.c_void_p
 clctx = C.c_void_p(cl.clCreateContext(None, 1, C.byref(dev), None, None, C.byref(err))); ck(err.value, "ctx")
 
 
@@ -96,15 +85,7 @@ def prepare(ptx):
     raise RuntimeError("needs torchtrt_c._C")
 
 
-def load(text, tag):
-    m = C.c_void_p()
-    logbuf = C.create_string_buffer(8192)
-    opts = (C.c_int * 2)(5, 6); vals = (C.c_void_p * 2)(C.cast(logbuf, C.c_void_p), C.c_void_p(8192))
-    r = cu.cuModuleLoadDataEx(C.byref(m), C.c_char_p(text.encode() + b"\0"), 2, opts, vals)
-    if r:
-        print(f"  load {tag}: error {r}: {logbuf.value.decode(errors='replace')[:600]}")
-        return None
-    return m
+load = cu_load
 
 
 # ---- 1. build options ----
@@ -393,16 +374,6 @@ def tensor_map(t, box_rows):
     ck(cu.cuTensorMapEncodeTiled(C.c_void_p(at), 6, 2, C.c_void_p(t.data_ptr()), dims, strides, box, estr, 0, 3, 3, 0),
        "cuTensorMapEncodeTiled")
     return torch.frombuffer(bytearray(C.string_at(at, 128)), dtype=torch.uint8).to("cuda")
-
-
-def events(fn, runs=30):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(runs):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / runs
 
 
 def variant(BN, ST, shapes, BM=128, mma_first=False, raster=8, ws=False, fence=True, tma=False):

@@ -73,6 +73,16 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_TC, 192, 256, 64, 12, 1, 4, 8, 30}, {TTC_GEMM_TC, 128, 128, 64, 8, 1, 3, 8, 30},
 };
 
+int64_t ttc_gemm_tile_wgs(int32_t ti, int64_t B, int64_t M, int64_t N) {
+    const ttc_gemm_tile *t = &ttc_gemm_tiles[ti];
+    return B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
+}
+
+int64_t ttc_gemm_tile_fill(int32_t ti, int64_t B, int64_t M, int64_t N, int64_t cu, int64_t slots) {
+    int64_t w = ttc_gemm_tile_wgs(ti, B, M, N), per = cu * slots, waves = (w + per - 1) / per;
+    return waves > 0 ? w * 100 / (waves * per) : 0;
+}
+
 /* Stages of tile t an OpenCL launch on tg holds (uncapped by kw), and the bytes of one. Beside
  * the argument a work-group needs: where the PTX instructions run, what NVIDIA's OpenCL keeps
  * for itself (a 4000-byte argument took 4004 bytes of its 49152: bench/probe/dynsmem_probe.py,
@@ -402,19 +412,14 @@ static ttc_status emit_gemm(const ttc_kgen *g, ttc_kspec *ks, const char *kname,
 static int32_t wide_tile(const ttc_kir *k, const ttc_kop *op) {
     const ttc_target *tg = ttc_kir_target(k);
     const ttc_et *o = &k->ts[ttc_kop_gemm_shape(op)];
-    int64_t tiles[2] = {1, 1}, cu = tg->compute_units ? (int64_t)tg->compute_units : 1;
-    const int32_t cand[2] = {TTC_GEMM_WIDE_TILE, TTC_GEMM_WIDE_TILE_BIG}, slots[2] = {2, 1};
+    int64_t B = 1, cu = tg->compute_units ? (int64_t)tg->compute_units : 1;
     for (int32_t d = 0; d < o->rank; d++)
         if (!ttc_dim_is_const(o->dims[d])) return TTC_GEMM_WIDE_TILE;
-    int64_t fill[2];
-    for (int i = 0; i < 2; i++) {
-        const ttc_gemm_tile *t = &ttc_gemm_tiles[cand[i]];
-        for (int32_t d = 0; d < o->rank - 2; d++) tiles[i] *= o->dims[d].add;
-        tiles[i] *= (o->dims[o->rank - 2].add + t->bm - 1) / t->bm * ((o->dims[o->rank - 1].add + t->bn - 1) / t->bn);
-        int64_t per = cu * slots[i], waves = (tiles[i] + per - 1) / per;
-        fill[i] = waves > 0 ? tiles[i] * 100 / (waves * per) : 0;
-    }
-    if (fill[1] > fill[0] + 10 && ttc_gemm_tile_fits(tg, TTC_GEMM_WIDE_TILE_BIG)) return TTC_GEMM_WIDE_TILE_BIG;
+    for (int32_t d = 0; d < o->rank - 2; d++) B *= o->dims[d].add;
+    int64_t M = o->dims[o->rank - 2].add, N = o->dims[o->rank - 1].add;
+    if (ttc_gemm_tile_fill(TTC_GEMM_WIDE_TILE_BIG, B, M, N, cu, 1) > ttc_gemm_tile_fill(TTC_GEMM_WIDE_TILE, B, M, N, cu, 2) + 10 &&
+        ttc_gemm_tile_fits(tg, TTC_GEMM_WIDE_TILE_BIG))
+        return TTC_GEMM_WIDE_TILE_BIG;
     return TTC_GEMM_WIDE_TILE;
 }
 

@@ -250,6 +250,10 @@ typedef enum ttc_gemm_family { TTC_GEMM_CPU = 0, TTC_GEMM_SIMT, TTC_GEMM_MMA, TT
 typedef struct ttc_gemm_tile { ttc_gemm_family family; int16_t bm, bn, bk, tm, tn, kw, gm, fl; } ttc_gemm_tile;
 #define TTC_GEMM_TILES 63
 extern const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES];
+/* Work-groups of tile ti over a B x M x N product, and the fraction of the slots busy over its
+ * waves as a percentage (slots = work-groups one of cu compute units holds at once). */
+int64_t ttc_gemm_tile_wgs(int32_t ti, int64_t B, int64_t M, int64_t N);
+int64_t ttc_gemm_tile_fill(int32_t ti, int64_t B, int64_t M, int64_t N, int64_t cu, int64_t slots);
 /* Tiles whose stages come from a __local argument (pipelined families, fl & 4): the bytes of
  * one stage and how many stages (2..kw) an OpenCL launch on target tg gets (what fits its local
  * memory per work-group beside the kernel's own); TTC_ERR_UNSUPPORTED when not even two fit. */

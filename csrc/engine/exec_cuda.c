@@ -617,7 +617,8 @@ static uint64_t addr_of(void *ctx, int32_t t) {
 
 /* GEMM kernel ki as "<name>_w" (tile gemm_w_tile): the kernel's first nine arguments,
  * then dsm (offset 0 of the dynamic shared memory), nst and the tensor maps of A and B, then the
- * store function's (codegen.c, ttc_kspec.gemm_w). vals holds n_args + 4 values. */
+ * store function's (codegen.c, ttc_kspec.gemm_w). vals holds n_args + 4 values, the maps at
+ * n_args + 2 and + 3 already made for this call (wide_choice). */
 static ttc_status wide_launch(const call_mem *m, int32_t ki, arg_val *vals, int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
     const ttc_kspec *ks = &c->e->cg.kernels[ki];
@@ -629,8 +630,6 @@ static ttc_status wide_launch(const call_mem *m, int32_t ki, arg_val *vals, int6
     arg_val *x = vals + n;
     x[0].p = 0;
     x[1].i = c->wunits[ki];
-    if (s == TTC_OK) s = tmap_make(m, ki, 0, t->bm, ks->gemm_w_tile, x[2].map);
-    if (s == TTC_OK) s = tmap_make(m, ki, 1, t->bn, ks->gemm_w_tile, x[3].map);
     if (s == TTC_OK) {
         for (int32_t a = 0; a < 9; a++) wp[a] = &vals[a];
         for (int32_t j = 0; j < 4; j++) wp[9 + j] = &x[j];
@@ -657,6 +656,45 @@ static ttc_status own_launch(const call_mem *m, int32_t ki, const uint32_t grid[
     return ttc_cuda_launch(m->c->fn[ki], grid, block, m->c->dyn[ki], m->stream, params);
 }
 
+/* Two ways of running kernel ki, timed on the caller's stream: a warm-up of each (a library
+ * picks its kernel on its first call), then three of each between CUDA events; *t0, *t1 the
+ * milliseconds of way 0's and way 1's three. The output holds way 1's result afterwards. */
+typedef ttc_status (*way_fn)(const call_mem *m, int32_t ki, int32_t way, void *ctx);
+static ttc_status time_ways(const call_mem *m, int32_t ki, way_fn run, void *ctx, float *t0, float *t1) {
+    void *ev[3] = {0};
+    ttc_status s = TTC_OK;
+    for (int i = 0; i < 3 && s == TTC_OK; i++) s = ttc_cuda_event_new(&ev[i]);
+    enum { REPS = 3 };
+    for (int32_t pass = 0; pass < 2 && s == TTC_OK; pass++) {
+        int32_t reps = pass ? REPS : 1;
+        if (pass) s = ttc_cuda_event_record(ev[0], m->stream);
+        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = run(m, ki, 0, ctx);
+        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
+        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = run(m, ki, 1, ctx);
+        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[2], m->stream);
+    }
+    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[0], ev[1], t0);
+    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[1], ev[2], t1);
+    for (int i = 0; i < 3; i++) ttc_cuda_event_free(ev[i]);
+    return s;
+}
+
+/* What the timings launch: the kernel (wide: as "<name>_w") and, for the library's way, its call. */
+typedef struct way_ctx {
+    const uint32_t *grid, *block;
+    bool wide;
+    arg_val *vals;
+    void **params;
+    int64_t *launched;
+    const struct lib_call *lc;
+} way_ctx;
+
+/* way 0: the kernel; way 1: "<name>_w" */
+static ttc_status kernel_or_wide(const call_mem *m, int32_t ki, int32_t way, void *ctx) {
+    way_ctx *w = ctx;
+    return own_launch(m, ki, w->grid, w->block, way == 1, w->vals, w->params, w->launched);
+}
+
 /* Whether this call runs GEMM kernel ki as "<name>_w": where it was loaded and its tensor maps
  * can be made for this call's pointers (16-byte aligned operands), TORCHTRT_C_GEMM_WIDE=always
  * always, else the faster of the two for the shape, timed on its first call (a warm-up of each,
@@ -667,10 +705,11 @@ static ttc_status wide_choice(const call_mem *m, int32_t ki, const uint32_t grid
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
     *wide = false;
     if (!c->wfn[ki]) return TTC_OK;
+    /* the maps, made once for the call's launches of "_w" (wide_launch) */
     int32_t wt = c->e->cg.kernels[ki].gemm_w_tile;
     const ttc_gemm_tile *t = &ttc_gemm_tiles[wt];
-    _Alignas(64) unsigned char map[128];
-    if (tmap_make(m, ki, 0, t->bm, wt, map) != TTC_OK || tmap_make(m, ki, 1, t->bn, wt, map) != TTC_OK) {
+    arg_val *x = vals + c->e->cg.kernels[ki].n_args;
+    if (tmap_make(m, ki, 0, t->bm, wt, x[2].map) != TTC_OK || tmap_make(m, ki, 1, t->bn, wt, x[3].map) != TTC_OK) {
         ttc_clear_error();
         return TTC_OK;
     }
@@ -682,22 +721,9 @@ static ttc_status wide_choice(const call_mem *m, int32_t ki, const uint32_t grid
     pthread_mutex_unlock(&c->wlock);
     if (pick >= 0) { *wide = pick == 1; return TTC_OK; }
     if (!ttc_cuda_events_available() || ttc_cuda_stream_capturing(m->stream)) { *wide = key[0] >= 512; return TTC_OK; }
-    void *ev[3] = {0};
-    ttc_status s = TTC_OK;
-    for (int i = 0; i < 3 && s == TTC_OK; i++) s = ttc_cuda_event_new(&ev[i]);
-    enum { REPS = 3 };
-    for (int32_t pass = 0; pass < 2 && s == TTC_OK; pass++) {
-        int32_t reps = pass ? REPS : 1;
-        if (pass) s = ttc_cuda_event_record(ev[0], m->stream);
-        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = own_launch(m, ki, grid, block, false, vals, params, launched);
-        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
-        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = own_launch(m, ki, grid, block, true, vals, params, launched);
-        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[2], m->stream);
-    }
+    way_ctx w = {grid, block, false, vals, params, launched, NULL};
     float t_k = 0, t_w = 0;
-    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[0], ev[1], &t_k);
-    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[1], ev[2], &t_w);
-    for (int i = 0; i < 3; i++) ttc_cuda_event_free(ev[i]);
+    ttc_status s = time_ways(m, ki, kernel_or_wide, &w, &t_k, &t_w);
     if (s != TTC_OK) return ttc_fail_context(s, "timing %s against %s_w", c->e->cg.kernels[ki].name, c->e->cg.kernels[ki].name);
     pthread_mutex_lock(&c->wlock);
     memcpy(c->wkey[ki], key, sizeof key);
@@ -748,6 +774,13 @@ static ttc_status lib_run(const call_mem *m, int32_t ki, const lib_call *lc, uin
     }
     if (!c->efn[ki]) return TTC_OK;
     return epi_launch(m, ki, c->efn[ki], c->emax[ki], stream, vals, params, launched);
+}
+
+/* way 0: the kernel (or its "_w"); way 1: the library's call */
+static ttc_status kernel_or_library(const call_mem *m, int32_t ki, int32_t way, void *ctx) {
+    way_ctx *w = ctx;
+    if (way == 0) return own_launch(m, ki, w->grid, w->block, w->wide, w->vals, w->params, w->launched);
+    return lib_run(m, ki, w->lc, m->stream, w->vals, w->params, w->launched);
 }
 
 /* Kernel ki's library call in this call (false: the library cannot run it), its choice key
@@ -805,26 +838,10 @@ static ttc_status lib_pick(const call_mem *m, int32_t ki, const uint32_t grid[3]
     int pick = ttc_cuda_lib_choice(&key);
     if (pick >= 0) { *use = pick == 1; return TTC_OK; }
     if (!ttc_cuda_events_available() || ttc_cuda_stream_capturing(m->stream)) { *use = guess; return TTC_OK; }
-    void *ev[3] = {0};
-    ttc_status s = TTC_OK;
-    for (int i = 0; i < 3 && s == TTC_OK; i++) s = ttc_cuda_event_new(&ev[i]);
     const ttc_kspec *ks = &e->cg.kernels[ki];
-    enum { REPS = 3 };
+    way_ctx w = {grid, block, wide, vals, params, launched, lc};
     float t_k = 0, t_l = 0;
-    /* a warm-up of each (cuBLAS picks its kernel on the first call), then REPS of each */
-    for (int32_t pass = 0; pass < 2 && s == TTC_OK; pass++) {
-        int32_t reps = pass ? REPS : 1;
-        if (pass) s = ttc_cuda_event_record(ev[0], m->stream);
-        for (int32_t r = 0; r < reps && s == TTC_OK; r++) {
-            s = own_launch(m, ki, grid, block, wide, vals, params, launched);
-        }
-        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[1], m->stream);
-        for (int32_t r = 0; r < reps && s == TTC_OK; r++) s = lib_run(m, ki, lc, m->stream, vals, params, launched);
-        if (pass && s == TTC_OK) s = ttc_cuda_event_record(ev[2], m->stream);
-    }
-    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[0], ev[1], &t_k);
-    if (s == TTC_OK) s = ttc_cuda_event_ms(ev[1], ev[2], &t_l);
-    for (int i = 0; i < 3; i++) ttc_cuda_event_free(ev[i]);
+    ttc_status s = time_ways(m, ki, kernel_or_library, &w, &t_k, &t_l);
     if (s != TTC_OK) return ttc_fail_context(s, "timing %s against %s", ks->name, lc->conv ? "cuDNN" : "cuBLAS");
     ttc_cuda_lib_choose(&key, t_l < t_k);
     __atomic_fetch_add(&c->lib_timed, 1, __ATOMIC_RELAXED);

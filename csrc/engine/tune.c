@@ -289,6 +289,11 @@ static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
     return f != TTC_GEMM_CPU;
 }
 
+/* Indices of the pipelined tensor-core candidates (codegen.c's table). */
+enum { TC_128x128 = 26, TC_64x64 = 30, TF32_128x128 = 34, TF32_128x64 = 35, TF32_64x64 = 36, TF32_32x64 = 38,
+       TC_128x128_L1 = 39, TF32_128x128_4W = 41, TC_128x128_ST = 42, TC_128x128_4W_ST = 43, TF32_128x128_4W_ST = 45,
+       TC_192x128_ST = 48 };
+
 /* Untuned choice: on GPUs the biggest tile that still gives the compute units enough
  * work-groups (big tiles reuse more, but a 128x768 problem in 128x128 tiles leaves most SMs
  * idle). Orders and thresholds from sweeps of every tile on an H200 (bench/kernels.py
@@ -299,24 +304,6 @@ static bool gemm_candidate(const ttc_engine *e, const ttc_kop *op, int32_t c) {
  * and attention product at batch 1 and 32, and M = 1, 16, got its sweep winner or one within
  * 8% of it. Tensor cores: 128x64 from CU work-groups, else 64x64, else 16x64 with two k-split
  * warp pairs; M <= 16 the latter. */
-static int64_t gemm_wgs(int32_t tile, int64_t B, int64_t M, int64_t N) {
-    const ttc_gemm_tile *t = &ttc_gemm_tiles[tile];
-    return B * ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
-}
-
-/* Indices of the pipelined tensor-core candidates (codegen.c's table). */
-enum { TC_128x128 = 26, TC_64x64 = 30, TF32_128x128 = 34, TF32_128x64 = 35, TF32_64x64 = 36, TF32_32x64 = 38,
-       TC_128x128_L1 = 39, TF32_128x128_4W = 41, TC_128x128_ST = 42, TC_128x128_4W_ST = 43, TF32_128x128_4W_ST = 45,
-       TC_192x128_ST = 48 };
-
-/* The fraction of the slots busy over a launch's waves, slots = work-groups one compute unit
- * holds at once (registers and local memory: 2 for the 8-warp 128x128 tile's 126 registers, 1
- * for the 192x128 one's 198, on the H100), as a percentage. */
-static int64_t gemm_fill(int32_t tile, int64_t B, int64_t M, int64_t N, int64_t cu, int64_t slots) {
-    int64_t w = gemm_wgs(tile, B, M, N), per = cu * slots, waves = (w + per - 1) / per;
-    return waves > 0 ? w * 100 / (waves * per) : 0;
-}
-
 static int32_t gemm_default_cu(const ttc_engine *e, const ttc_kop *op, int64_t B, int64_t M, int64_t N, int64_t cu) {
     if (!gpu_family(e)) return 0;
     bool tc = gemm_candidate(e, op, TC_128x128);
@@ -337,28 +324,30 @@ static int32_t gemm_default_cu(const ttc_engine *e, const ttc_kop *op, int64_t B
      * better than 128x128 (4096 x 768 and 4096 x 2304: 132 and 396 tiles for 132 SMs, 1.14x
      * and 1.0x; 1.35x the fill or more), behind it elsewhere (6304 x 768: 1.32x the fill, 0.95x
      * the speed; its rate at full waves is ~0.73x). */
-    if (tc && gemm_wgs(TC_128x128_ST, B, M, N) >= cu) {
-        if (!op->p.gemm.trans_b && gemm_wgs(TC_128x128_4W_ST, B, M, N) >= 4 * cu) return TC_128x128_4W_ST;
-        if (gemm_fill(TC_192x128_ST, B, M, N, cu, 1) * 20 >= gemm_fill(TC_128x128_ST, B, M, N, cu, 2) * 27)
+    if (tc && ttc_gemm_tile_wgs(TC_128x128_ST, B, M, N) >= cu) {
+        if (!op->p.gemm.trans_b && ttc_gemm_tile_wgs(TC_128x128_4W_ST, B, M, N) >= 4 * cu) return TC_128x128_4W_ST;
+        /* work-groups per compute unit: 1 for the 192x128 tile's 198 registers, 2 for the 8-warp
+         * 128x128 tile's 126 (H100) */
+        if (ttc_gemm_tile_fill(TC_192x128_ST, B, M, N, cu, 1) * 20 >= ttc_gemm_tile_fill(TC_128x128_ST, B, M, N, cu, 2) * 27)
             return TC_192x128_ST;
         return TC_128x128_ST;
     }
     if (tc) {
-        if (gemm_wgs(TC_64x64, B, M, N) >= cu) return TC_64x64;
-        if (gemm_wgs(10, B, M, N) >= cu) return 10;
-        return gemm_wgs(11, B, M, N) >= cu ? 11 : 16;
+        if (ttc_gemm_tile_wgs(TC_64x64, B, M, N) >= cu) return TC_64x64;
+        if (ttc_gemm_tile_wgs(10, B, M, N) >= cu) return 10;
+        return ttc_gemm_tile_wgs(11, B, M, N) >= cu ? 11 : 16;
     }
     if (tf32) {
         /* the staged 4-warp tile: 1.02x (4096^3 linear, mm) to 1.11x (4096 x 3072 x 768) the
          * best of 34 and 41; not at 4096 x 768 (192 tiles: 0.96x tile 34) */
-        if (gemm_wgs(TF32_128x128_4W_ST, B, M, N) >= 2 * cu) return TF32_128x128_4W_ST;
-        if (gemm_wgs(TF32_128x128, B, M, N) >= cu) return TF32_128x128;
-        if (gemm_wgs(TF32_128x64, B, M, N) >= cu) return TF32_128x64;
-        return gemm_wgs(TF32_64x64, B, M, N) >= (cu + 7) / 8 ? TF32_64x64 : TF32_32x64;
+        if (ttc_gemm_tile_wgs(TF32_128x128_4W_ST, B, M, N) >= 2 * cu) return TF32_128x128_4W_ST;
+        if (ttc_gemm_tile_wgs(TF32_128x128, B, M, N) >= cu) return TF32_128x128;
+        if (ttc_gemm_tile_wgs(TF32_128x64, B, M, N) >= cu) return TF32_128x64;
+        return ttc_gemm_tile_wgs(TF32_64x64, B, M, N) >= (cu + 7) / 8 ? TF32_64x64 : TF32_32x64;
     }
-    if (gemm_wgs(22, B, M, N) >= 4 * cu) return 22;
-    if (gemm_wgs(25, B, M, N) >= 2 * cu) return 25;
-    int64_t w = gemm_wgs(18, B, M, N);
+    if (ttc_gemm_tile_wgs(22, B, M, N) >= 4 * cu) return 22;
+    if (ttc_gemm_tile_wgs(25, B, M, N) >= 2 * cu) return 25;
+    int64_t w = ttc_gemm_tile_wgs(18, B, M, N);
     if (w >= 2 * cu) return 18;
     if (w >= cu) return 23;
     return w >= (cu + 1) / 2 ? 19 : 17;
