@@ -45,10 +45,11 @@ $(BUILD)/tests/%: csrc/tests/%.c $(BUILD)/libttc.a csrc/tests/ctest.h csrc/tests
 # OMP_NUM_THREADS=1: oneDNN (CPU convolutions) runs on libgomp, and LeakSanitizer's exit-time
 # tracer crashes ("Tracer caught signal 11") while libgomp's idle worker threads are alive; one
 # OpenMP thread keeps the leak check working (the pytest ASan pass runs oneDNN multi-threaded).
+# run_ctests.sh ends with a summary naming each binary that failed.
 ctest: $(TEST_BIN)
-	@fail=0; for t in $(TEST_BIN); do echo "== $$t"; \
-	  $(if $(SAN),OMP_NUM_THREADS=1,) \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/csrc/tests/lsan.supp:print_suppressions=0 $$t || fail=1; done; exit $$fail
+	@$(if $(SAN),OMP_NUM_THREADS=1,) \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/csrc/tests/lsan.supp:print_suppressions=0 \
+	  bash csrc/tests/run_ctests.sh $(TEST_BIN)
 
 clean:
 	rm -rf build build-asan csrc/kernels/embedded.c
