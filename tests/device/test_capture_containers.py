@@ -1,9 +1,11 @@
 """Capture as users call models: kwarg inputs (in any dict order, with Input ranges), outputs
 that hold containers (dicts, registered pytree classes), a clear error for a container torch.export
-cannot flatten, the [B*S, K] matmul that GPT-2-style code writes kept 3-D when B and S are both
-dynamic, and save/load of such a module. Plain torch modules: transformers' own containers are
-in tests/models/."""
+cannot flatten, the [B*S, K] regions that GPT-2- and OPT-style code writes kept 3-D when B and S
+are both dynamic, dims our shapes cannot hold running in torch (named in a warning), sizes read
+where they are used, and save/load of such a module. Plain torch modules: transformers' own
+containers are in tests/models/."""
 import dataclasses
+import re
 
 import pytest
 import torch
@@ -179,19 +181,136 @@ class FlattensTwoDynamicDims(nn.Module):
         return torch.relu(x.reshape(-1)) * 2
 
 
-def test_product_of_two_dynamic_dims_is_a_clear_error():
+def _segments(gm):
+    names = [n for n, _ in gm.named_children()]
+    return sum(n.startswith("_run_on_acc_") for n in names), sum(n.startswith("_run_on_gpu_") for n in names)
+
+
+def test_product_of_two_dynamic_dims_runs_in_torch(caplog):
+    """x.reshape(-1) with both dims dynamic has dim s0*s1, which our shapes cannot hold: the
+    reshape and what reads it run in torch (right answers at every shape), a warning names the
+    node, its source line and what to make static, and the dry run gives the same reason."""
     spec = torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 5), max_shape=(4, 9))
-    with pytest.raises(torchtrt_c.Error, match=r"at node .*x.reshape\(-1\).* has dim s\d+\*s\d+;.*"
-                                               r"a product of dynamic dims.*Input with min == max"):
-        torchtrt_c.compile(FlattensTwoDynamicDims().eval(), inputs=[spec], min_block_size=1)
+    m = FlattensTwoDynamicDims().eval()
+    with caplog.at_level("WARNING", logger="torchtrt_c"):
+        trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert any(re.search(r"at node .*x.reshape\(-1\).* has dim s\d+\*s\d+;.*a product of dynamic dims, so it "
+                         r"runs in torch.*Input with min == max", r.getMessage()) for r in caplog.records), \
+        [r.getMessage() for r in caplog.records]
+    for shape in [(1, 2), (3, 7), (4, 9), (2, 5)]:
+        x = torch.randn(*shape)
+        _close(trt(x), m(x), what=f"{shape}")
+    rep = torchtrt_c.compile(m, inputs=[spec], min_block_size=1, dryrun=True).dryrun_report
+    reasons = [r for _c, rs in rep.unsupported.values() for r in rs]
+    assert any("depends on 2 symbols" in r and "runs in torch" in r for r in reasons), rep.unsupported
 
 
-def test_floor_divided_dynamic_dim_is_a_clear_error():
-    """A strided conv over a dynamic length gives (L - k) // s + 1: not affine in L."""
-    m = nn.Conv1d(2, 3, 5, stride=3).eval()
+def test_floor_divided_dynamic_dim_runs_in_torch(caplog):
+    """A strided conv over a dynamic length gives (L - k) // s + 1, not affine in L: the conv
+    and what follows run in torch, named in a warning."""
+    m = nn.Sequential(nn.Conv1d(2, 3, 5, stride=3), nn.ReLU()).eval()
     spec = torchtrt_c.Input(min_shape=(1, 2, 8), opt_shape=(1, 2, 20), max_shape=(1, 2, 40))
-    with pytest.raises(torchtrt_c.Error, match=r"has dim .*//.*floor division.*Input with min == max"):
-        torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    with caplog.at_level("WARNING", logger="torchtrt_c"):
+        trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert any(re.search(r"has dim .*//.*floor division.*runs in torch.*Input with min == max", r.getMessage())
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    for n in (8, 17, 40, 23):
+        x = torch.randn(1, 2, n)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=f"length {n}")
+
+
+class RowBlock(nn.Module):
+    """OPT's feed-forward block: x.reshape(-1, K), layer norm, fc1, activation, fc2, a softmax
+    over the row's features (dim 1 of the 2-D form), + the flattened residual, view back; then
+    a Linear on the 3-D result."""
+
+    def __init__(self, k=12, f=19):
+        super().__init__()
+        self.ln = nn.LayerNorm(k)
+        self.fc1 = nn.Linear(k, f)
+        self.fc2 = nn.Linear(f, k)
+        self.out = nn.Linear(k, 5)
+        self.scale = nn.Parameter(torch.randn(k))
+
+    def forward(self, x):
+        shape = x.shape
+        h = x.reshape(-1, x.size(-1))
+        r = h
+        h = self.fc2(torch.nn.functional.gelu(self.fc1(self.ln(h))))
+        h = torch.softmax(h, dim=1) * self.scale
+        h = (r + h).view(shape)
+        return self.out(h)
+
+
+class RowsThenReduce(nn.Module):
+    """A flattened [B*S, K] reduced over its rows: no row-wise region, so it stays in torch."""
+
+    def forward(self, x):
+        h = x.reshape(-1, x.size(-1))
+        return torch.relu(x) * 2, h.sum(0)
+
+
+def test_row_wise_region_kept_unflattened():
+    """With batch and sequence dynamic, the region between x.reshape(-1, K) and the view back
+    runs on the 3-D x: one engine, no torch segment, eager's answers at odd shapes."""
+    torch.manual_seed(0)
+    m = RowBlock().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 1, 12), opt_shape=(2, 5, 12), max_shape=(4, 9, 12))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert _segments(trt) == (1, 0), [n for n, _ in trt.named_children()]
+    for shape in [(1, 1, 12), (3, 7, 12), (4, 9, 12), (2, 5, 12)]:
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=f"{shape}")
+
+
+def test_rows_reduced_stay_in_torch():
+    m = RowsThenReduce().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 1, 6), opt_shape=(2, 5, 6), max_shape=(4, 9, 6))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert _segments(trt)[0] >= 1 and _segments(trt)[1] >= 1, [n for n, _ in trt.named_children()]
+    for shape in [(1, 1, 6), (3, 7, 6), (4, 9, 6)]:
+        x = torch.randn(*shape)
+        _close(trt(x), m(x), what=f"{shape}")
+
+
+class SizesShared(nn.Module):
+    """The input's sizes read once (b, s = ids.shape) and used by views of other tensors, by an
+    arange, and returned as an int: the views read the sizes from their own inputs, so the model
+    is one engine beside a torch segment of the size and the arange."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(40, 16)
+        self.pos = nn.Embedding(32, 16)
+        self.q = nn.Linear(16, 16)
+        self.k = nn.Linear(16, 16)
+
+    def forward(self, ids):
+        b, s = ids.shape
+        h = self.emb(ids) + self.pos(torch.arange(s))
+        q = self.q(h).view(b, s, 2, 8).transpose(1, 2)
+        k = self.k(h).view(b, s, 2, 8).transpose(1, 2)
+        a = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+        return (a @ q).transpose(1, 2).reshape(b, s, 16), s
+
+
+def test_sizes_read_where_they_are_used():
+    torch.manual_seed(0)
+    m = SizesShared().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 2), opt_shape=(2, 8), max_shape=(4, 16), dtype=torch.long)
+    rep = torchtrt_c.compile(m, inputs=[spec], min_block_size=1, dryrun=True).dryrun_report
+    seg_ops = {op for seg in rep.torch_segments for op in seg.ops}
+    assert len(rep.engines) == 1 and seg_ops <= {"aten.sym_size.int", "aten.arange.start_step"}, \
+        (len(rep.engines), [dict(seg.ops) for seg in rep.torch_segments])
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    for b, s in [(1, 2), (3, 11), (4, 16)]:
+        ids = torch.randint(0, 40, (b, s))
+        with torch.no_grad():
+            out, ref = trt(ids), m(ids)
+        assert out[1] == ref[1] == s
+        _close(out[0], ref[0], what=f"{b}x{s}")
 
 
 class WeightNormed(nn.Module):

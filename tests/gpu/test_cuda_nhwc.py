@@ -143,7 +143,7 @@ def test_torchvision_batch8(name, prec, monkeypatch):
 def test_dynamic_batch(monkeypatch):
     """A symbolic batch: the "_eh" kernels decompose the stored index with the call's batch, the
     scratch follows each call's shapes, graphs are kept per shape. (Symbolic planes through the
-    max pool and the strided convolutions give dims compile refuses by name: floor divisions.)"""
+    max pool and the strided convolutions give floor-divided dims, which run in torch.)"""
     monkeypatch.setenv("TORCHTRT_C_CUDA_LIBS", "1")
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(3)

@@ -36,6 +36,11 @@ class Case:
     runs: list                                            # (batch, seq) pairs checked at run time
     # op -> why it legitimately stays in torch (empty: the whole model is one engine)
     fallback: dict = dataclasses.field(default_factory=dict)
+    # ops that may run in torch segments although they are supported (an int among the outputs
+    # keeps what computes it in torch); the model is still one engine
+    torch_ops: frozenset = frozenset()
+    # other ops may fall back too, where each of their reasons says this
+    fallback_reason: str = ""
 
 
 def _seeded(fn):
@@ -64,8 +69,9 @@ def _text_specs():
     return {"input_ids": torchtrt_c.Input(**r), "attention_mask": torchtrt_c.Input(**r)}
 
 
-def _text(name, build, fallback=None):
-    return Case(name, _seeded(build), _text_inputs, _text_specs, TEXT_RUNS, dict(fallback or {}))
+def _text(name, build, fallback=None, torch_ops=(), fallback_reason=""):
+    return Case(name, _seeded(build), _text_inputs, _text_specs, TEXT_RUNS, dict(fallback or {}), frozenset(torch_ops),
+                fallback_reason)
 
 
 # TORCHTRT_C_HF_ATTN=eager builds every model with eager attention instead of its default
@@ -145,6 +151,32 @@ def _mistral():
     from transformers import MistralConfig, MistralModel
     return MistralModel(MistralConfig(**_small(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                                num_key_value_heads=1, intermediate_size=37, head_dim=16,
+                                               max_position_embeddings=32, sliding_window=None,
+                                               bos_token_id=1, eos_token_id=2)))
+
+
+def _opt():
+    # the feed-forward block runs on x.reshape(-1, hidden): a B*S dim, kept 3-D at capture
+    from transformers import OPTConfig, OPTModel
+    return OPTModel(OPTConfig(**_small(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, ffn_dim=37,
+                                       word_embed_proj_dim=32, max_position_embeddings=32)))
+
+
+def _gemma2():
+    # eager attention with soft-capping, sliding-window layers; an int (the sequence length)
+    # among the outputs keeps one sym_size and an arange in torch
+    from transformers import Gemma2Config, Gemma2Model
+    return Gemma2Model(Gemma2Config(**_small(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                             num_key_value_heads=1, intermediate_size=37, head_dim=16,
+                                             max_position_embeddings=32, sliding_window=4)))
+
+
+def _mixtral():
+    # mixture of experts: the routing (top-k, per-expert gathers of B*S rows) runs in torch
+    from transformers import MixtralConfig, MixtralModel
+    return MixtralModel(MixtralConfig(**_small(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                               num_key_value_heads=1, intermediate_size=48,
+                                               num_local_experts=4, num_experts_per_tok=2,
                                                max_position_embeddings=32, sliding_window=None,
                                                bos_token_id=1, eos_token_id=2)))
 
@@ -265,6 +297,15 @@ def _wav_specs():
     return {"input_values": torchtrt_c.Input(min_shape=(1, WAV), opt_shape=(2, WAV), max_shape=(4, WAV))}
 
 
+# Mixtral's experts: the router's top-k and the per-expert gathers run over the B*S token rows
+# (a product of two dynamic dims, and data-dependent sizes), so the mixture-of-experts blocks
+# stay in torch, each op for that reason (MOE_REASON) or, for these two, having no converter;
+# attention, norms and embeddings are engines.
+MOE_FALLBACK = {"aten.histc.default": "expert counts, no converter",
+                "transformers.grouped_mm_fallback.default": "transformers' own op (the grouped expert GEMMs)"}
+MOE_REASON = "depends on 2 symbols"
+
+
 CASES = {c.name: c for c in [
     _text("bert", _bert),
     _text("distilbert", _distilbert),
@@ -274,6 +315,9 @@ CASES = {c.name: c for c in [
     _text("llama", _llama),
     _text("qwen2", _qwen2),
     _text("mistral", _mistral),
+    _text("opt", _opt),
+    _text("gemma2", _gemma2, torch_ops={"aten.sym_size.int", "aten.arange.start_step"}),
+    _text("mixtral", _mixtral, fallback=MOE_FALLBACK, fallback_reason=MOE_REASON),
     _text("t5_encoder", _t5_encoder),
     Case("t5_encoder_decoder", _seeded(_t5), _t5_inputs, _t5_specs, TEXT_RUNS),
     Case("clip_text", _seeded(_clip_text), _clip_text_inputs, _text_specs, TEXT_RUNS),

@@ -33,17 +33,27 @@ def fallback_ops(report) -> dict:
     return {op: sorted(reasons) for op, (_count, reasons) in report.unsupported.items()}
 
 
-def check_one_engine(gm, model, specs: dict, fallback: dict):
+def check_one_engine(gm, model, specs: dict, fallback: dict, torch_ops=frozenset(), fallback_reason=""):
     """One engine and no torch segment; or, where `fallback` names ops that legitimately stay in
-    torch, only those ops fall back. The failure message lists the ops and the partitioner's
-    reasons (from a dry run with the same settings)."""
+    torch, only those ops fall back; or, where `torch_ops` names supported ops that may run in
+    torch segments, one engine and torch segments of those ops only. The failure message lists
+    the ops and the partitioner's reasons (from a dry run with the same settings). With
+    `fallback_reason`, ops outside `fallback` may fall back where every reason given says it."""
     eng, tor = segments(gm)
     if eng == 1 and tor == 0 and not fallback:
         return
     rep = dry_run(model, specs)
     ops = fallback_ops(rep)
+    if torch_ops and not fallback:
+        seg_ops = {op for s in rep.torch_segments for op in s.ops}
+        assert eng == 1 and not ops and seg_ops <= set(torch_ops), (
+            f"{eng} engine(s); torch segments hold {sorted(seg_ops)}, beyond {sorted(torch_ops)}; "
+            f"falling back: {ops}")
+        return
     if fallback:
-        unexpected = {k: v for k, v in ops.items() if k not in fallback}
+        assert eng >= 1, f"no engine; falling back: {ops}"
+        unexpected = {k: v for k, v in ops.items() if k not in fallback
+                      and not (fallback_reason and all(fallback_reason in r for r in v))}
         assert not unexpected, f"ops fall back beyond the stated ones {sorted(fallback)}: {unexpected}"
         return
     assert False, (f"{eng} engine(s), {tor} torch segment(s), coverage {rep.coverage:.1%}; "

@@ -23,7 +23,7 @@ from model_check import check_close, check_one_engine  # noqa: E402
 
 # One of each family runs by default; the rest of the list (same op mix, or the slowest compile:
 # T5's encoder-decoder) is marked slow: `-m "not slow"` keeps the tier to a few minutes.
-FAST = {"bert", "gpt2", "llama", "t5_encoder", "vit", "wav2vec2"}
+FAST = {"bert", "gpt2", "llama", "t5_encoder", "vit", "wav2vec2", "opt"}
 
 
 @pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in CASES])
@@ -38,7 +38,7 @@ def test_hf_model(name):
             ref = model(**kw)
             out = gm(**kw)
         check_close(out, ref, what=f"{name} at batch {b}" + (f", seq {s}" if s else ""))
-    check_one_engine(gm, model, specs, case.fallback)
+    check_one_engine(gm, model, specs, case.fallback, case.torch_ops, case.fallback_reason)
 
 
 def test_hf_cache_error_names_use_cache():

@@ -21,7 +21,7 @@ import torch
 
 from torchtrt_c._input import Input
 from torchtrt_c.dynamo.lowering import get_decompositions
-from torchtrt_c.dynamo.lowering._decompositions import infer_single_symbolic_size
+from torchtrt_c.dynamo.lowering._decompositions import infer_single_symbolic_size, localize_sym_sizes
 from torchtrt_c.dynamo.lowering._local_decomp import decompose_locally
 
 log = logging.getLogger("torchtrt_c")
@@ -231,8 +231,9 @@ def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
         local = decompose_locally(ep, table)
     ep = local if local is not None else ep.run_decompositions(table)
     fold_weight_computations(ep)
-    unflatten_matmuls(ep.graph_module)
+    unflatten_row_regions(ep.graph_module)
     infer_single_symbolic_size(ep.graph_module)
+    localize_sym_sizes(ep.graph_module)
     return ep
 
 
@@ -244,12 +245,77 @@ def _multi_symbol(d) -> bool:
     return isinstance(d, torch.SymInt) and len(d.node.expr.free_symbols) > 1
 
 
-def unflatten_matmuls(gm: torch.fx.GraphModule) -> int:
-    """x[B, S, K] -> view [B*S, K] -> mm/addmm with W[K, N] -> view [B, S, N] (GPT-2's
-    Conv1D, any Linear written with x.view(-1, K)) becomes matmul(x, W) (+ bias) on the 3-D
-    x. With batch and sequence both dynamic, B*S is a product of two symbols, which our
-    shapes (affine in one symbol) cannot hold; the 3-D form never builds it. Only done
-    where the flattened dim is such a product. Returns how many were rewritten."""
+_A = torch.ops.aten
+# Ops that treat each row of a 2-D [rows, N] tensor alone and keep it 2-D with the same rows:
+# on x[..., N] they compute the same per row. Binary ones take other operands that do not
+# depend on the row (rank <= 1, or one row).
+_ROW_UNARY = {getattr(_A, n).default for n in (
+    "relu", "gelu", "silu", "sigmoid", "tanh", "clone", "_to_copy", "alias", "neg", "exp", "erf",
+    "hardtanh", "leaky_relu", "elu", "softplus", "mish", "hardswish", "hardsigmoid", "abs", "sqrt",
+    "rsqrt", "square")} | {_A.pow.Tensor_Scalar, _A.mul.Scalar, _A.add.Scalar, _A.sub.Scalar, _A.div.Scalar}
+_ROW_BINARY = {_A.mul.Tensor, _A.add.Tensor, _A.sub.Tensor, _A.div.Tensor, _A.maximum.default,
+               _A.minimum.default}
+_ROW_NORMS = {_A.layer_norm.default, _A.rms_norm.default}
+_ROW_SOFTMAX = {_A._softmax.default, _A._log_softmax.default, _A.softmax.int, _A.log_softmax.int}
+
+
+def _row_region(flat, rows):
+    """The nodes fed by `flat` ([rows, K]) that compute row by row, and the views that end the
+    region (back to the unflattened shape); None when some use of the region is anything else."""
+    region, exits, work = {flat}, [], [flat]
+    while work:   # everything downstream of flat, up to the views that end it
+        n = work.pop()
+        for u in n.users:
+            if u in region or u in exits:
+                continue
+            if u.op == "call_function" and u.target in _VIEWS and u.args[0] is n:
+                exits.append(u)
+                continue
+            region.add(u)
+            work.append(u)
+
+    def row_free(a):   # broadcasts the same against [rows, N] and [..., N]
+        if not isinstance(a, torch.fx.Node):
+            return True
+        v = a.meta.get("val")
+        return (a not in region and isinstance(v, torch.Tensor)
+                and (v.dim() <= 1 or (v.dim() == 2 and v.shape[0] == 1)))
+
+    for u in region - {flat}:
+        v = u.meta.get("val")
+        if u.op != "call_function" or not isinstance(v, torch.Tensor) or v.dim() != 2:
+            return None
+        if not (v.shape[0] is rows or v.shape[0] == rows):
+            return None
+        t, a = u.target, u.args
+        if t in _ROW_UNARY:
+            ok = a[0] in region and all(row_free(x) for x in a[1:])
+        elif t in _ROW_BINARY:
+            ok = all(x in region or row_free(x) for x in a)
+        elif t is _A.linear.default or t is _A.mm.default:
+            ok = a[0] in region and all(x not in region for x in a[1:])
+        elif t is _A.addmm.default:
+            ok = a[1] in region and row_free(a[0]) and a[2] not in region
+        elif t in _ROW_NORMS:
+            ok = a[0] in region and all(x not in region for x in a[1:])
+        elif t in _ROW_SOFTMAX:
+            ok = a[0] in region and a[1] in (-1, 1)
+        else:
+            ok = False
+        if not ok or (u.kwargs and t not in (_A._to_copy.default, _A.clone.default)):
+            return None
+    return region, exits
+
+
+def unflatten_row_regions(gm: torch.fx.GraphModule) -> int:
+    """x[B, S, K] -> view [B*S, K] -> row-wise ops -> view [B, S, N] becomes the same ops on the
+    3-D x: GPT-2's Conv1D (addmm on the flattened x), OPT's feed-forward block (view(-1, K),
+    layer norm, fc1, relu, fc2, + residual, view back), any Linear written with x.view(-1, K).
+    mm/addmm become matmul (+ bias), softmax over the rows' dim stays on the last dim. With
+    batch and sequence both dynamic, B*S is a product of two symbols, which our shapes (affine
+    in one symbol) cannot hold; the 3-D form never builds it. Only done where the flattened dim
+    is such a product and every use of the region is row-wise or a view back. Returns how many
+    regions were rewritten."""
     changed = 0
     g = gm.graph
     for flat in list(g.nodes):
@@ -263,43 +329,49 @@ def unflatten_matmuls(gm: torch.fx.GraphModule) -> int:
             continue
         if fv.shape[1] is not xv.shape[-1] and fv.shape[1] != xv.shape[-1]:
             continue
-        for mm in list(flat.users):
-            if mm.op != "call_function":
+        found = _row_region(flat, fv.shape[0])
+        if found is None:
+            continue
+        region, exits = found
+        lead = list(xv.shape[:-1])
+        if not exits or not all(isinstance(e.meta.get("val"), torch.Tensor) and e.meta["val"].dim() == xv.dim()
+                                and list(e.meta["val"].shape[:-1]) == lead for e in exits):
+            continue
+        mode = getattr(xv, "fake_mode", None)
+        if mode is None:
+            continue
+        flat.replace_all_uses_with(x)
+        for n in [n for n in g.nodes if n in region and n is not flat]:
+            v = n.meta["val"]
+            with mode:
+                new_val = v.new_empty(lead + [v.shape[1]])
+            t = n.target
+            if t in (_A.mm.default, _A.addmm.default):
+                inp, w = (n.args[0], n.args[1]) if t is _A.mm.default else (n.args[1], n.args[2])
+                with g.inserting_before(n):
+                    new = g.call_function(_A.matmul.default, (inp, w))
+                    new.meta.update({k: v_ for k, v_ in n.meta.items() if k != "val"})
+                    new.meta["val"] = new_val
+                    if t is _A.addmm.default:
+                        new = g.call_function(_A.add.Tensor, (new, n.args[0]))
+                        new.meta.update({k: v_ for k, v_ in n.meta.items() if k != "val"})
+                        new.meta["val"] = new_val
+                n.replace_all_uses_with(new)
+                g.erase_node(n)
                 continue
-            if mm.target is torch.ops.aten.mm.default and mm.args[0] is flat:
-                bias, w = None, mm.args[1]
-            elif (mm.target is torch.ops.aten.addmm.default and len(mm.args) == 3
-                  and mm.args[1] is flat and not mm.kwargs):
-                bias, w = mm.args[0], mm.args[2]
-            else:
-                continue
-            backs = list(mm.users)
-            if not backs or not all(
-                    b.op == "call_function" and b.target in _VIEWS and b.args[0] is mm
-                    and isinstance(b.meta.get("val"), torch.Tensor)
-                    and b.meta["val"].dim() == xv.dim()
-                    and list(b.meta["val"].shape[:-1]) == list(xv.shape[:-1]) for b in backs):
-                continue
-            val = backs[0].meta["val"]
-            with g.inserting_before(mm):
-                new = g.call_function(torch.ops.aten.matmul.default, (x, w))
-                new.meta.update({k: v for k, v in mm.meta.items() if k != "val"})
-                new.meta["val"] = val
-                if bias is not None:
-                    new = g.call_function(torch.ops.aten.add.Tensor, (new, bias))
-                    new.meta.update({k: v for k, v in mm.meta.items() if k != "val"})
-                    new.meta["val"] = val
-            for b in backs:
-                b.replace_all_uses_with(new)
-                g.erase_node(b)
-            g.erase_node(mm)
-            changed += 1
-        if not flat.users:
-            g.erase_node(flat)
+            if t in _ROW_SOFTMAX:
+                n.args = (n.args[0], -1) + tuple(n.args[2:])
+            n.meta["val"] = new_val
+            n.meta.pop("tensor_meta", None)
+        for e in exits:
+            e.replace_all_uses_with(e.args[0])
+            g.erase_node(e)
+        g.erase_node(flat)
+        changed += 1
     if changed:
         g.lint()
         gm.recompile()
-        log.debug("unflatten_matmuls: %d matmul(s) kept 3-D", changed)
+        log.debug("unflatten_row_regions: %d row-wise region(s) kept unflattened", changed)
     return changed
 
 

@@ -467,26 +467,40 @@ def _first_node_with_dim(ep, expr: str):
     return None
 
 
+def _non_affine_text(ep, node_name, ex: NonAffineDim) -> str:
+    """What a dim our shapes cannot hold is, where it comes from and what to make static."""
+    n = next((x for x in ep.graph.nodes if x.name == node_name), None) if node_name else None
+    if n is None:
+        n = _first_node_with_dim(ep, ex.expr)
+    where = ""
+    if n is not None:
+        line = (n.meta.get("stack_trace") or "").strip().splitlines()
+        where = f" at node {n.name} ({n.target}{', `' + line[-1].strip() + '`' if line else ''})"
+    why = ("a product of dynamic dims" if ex.several_symbols else
+           "not of that form (a floor division, e.g. a strided convolution or pooling over a "
+           "dynamic length, or another non-affine function)")
+    return (f"a tensor{where} has dim {ex.expr}; torchtrt_c's dims are affine in one dynamic dim "
+            f"(a*s + b) and this is {why}")
+
+
 def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
-    """import_program; a dim our shapes cannot hold (B*S, L//5) becomes a torchtrt_c.Error
-    naming the node, the source line and what to change."""
+    """import_program. A node whose output has a dim our shapes cannot hold (B*S, L//5) runs in
+    torch, and what reads it follows it there: a warning names the first such node and what to
+    make static to compile it. Such a dim on a graph input is a torchtrt_c.Error."""
     try:
-        return import_program(ep, arg_inputs, kwarg_inputs, settings)
+        imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
     except NonAffineDim as ex:
         from torchtrt_c import Error
-        expr = ex.expr
-        n = _first_node_with_dim(ep, expr)
-        where = ""
-        if n is not None:
-            line = (n.meta.get("stack_trace") or "").strip().splitlines()
-            where = f" at node {n.name} ({n.target}{', `' + line[-1].strip() + '`' if line else ''})"
-        why = ("a product of dynamic dims" if ex.several_symbols else
-               "not of that form (a floor division, e.g. a strided convolution or pooling over a "
-               "dynamic length, or another non-affine function)")
-        raise Error(f"torchtrt_c.compile: a tensor{where} has dim {expr}; torchtrt_c's dims are "
-                    f"affine in one dynamic dim (a*s + b) and this is {why}. Make the dynamic dims "
-                    f"it comes from static (an Input with min == max there), or compute it "
-                    f"without combining them.") from None
+        raise Error(f"torchtrt_c.compile: {_non_affine_text(ep, None, ex)}. Make the dynamic dims it "
+                    f"comes from static (an Input with min == max there), or compute it without "
+                    f"combining them.") from None
+    if imp.non_affine:
+        name, ex = next(iter(imp.non_affine.items()))
+        more = len(imp.non_affine) - 1
+        log.warning("torchtrt_c.compile: %s, so it runs in torch, with what depends on it%s. Make the "
+                    "dynamic dims it comes from static (an Input with min == max there) to compile it.",
+                    _non_affine_text(ep, name, ex), f" ({more} more node(s) like it)" if more else "")
+    return imp
 
 
 def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):

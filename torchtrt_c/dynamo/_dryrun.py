@@ -67,7 +67,8 @@ class DryRunReport:
                 continue
             e = unsup[n["op"]]
             e[0] += 1
-            e[1].add(reason or "unsupported")
+            na = imp.non_affine.get(node)
+            e[1].add(f"output {na}; it runs in torch" if na else reason or "unsupported")
         forced_out = {}
         for name, info in part["nodes"].items():
             r = info.get("reason") or ""

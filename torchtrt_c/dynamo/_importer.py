@@ -66,6 +66,7 @@ class ImportResult:
     weights: dict                       # C value name -> torch.Tensor (the original)
     opaque: dict = field(default_factory=dict)
     fx_to_c: dict = field(default_factory=dict)   # fx node name -> C value name(s)
+    non_affine: dict = field(default_factory=dict)   # fx node name -> NonAffineDim: stays in torch
 
 
 def _literal(v):
@@ -99,6 +100,7 @@ class _Importer:
         self.opaque = {}
         self.n_const = 0
         self.n_lists = 0
+        self.non_affine = {}     # fx node name -> NonAffineDim (its output's dims cannot be ours)
         self.cur = "input"
         # truncate_double: every float64 in the graph becomes float32 (the stitched module
         # casts float64 inputs on entry).
@@ -307,11 +309,15 @@ class _Importer:
         return [self._out_type(val)], False
 
     def _out_type(self, v):
-        # an output dtype engines lack (the uint64 rng state of flash attention) only means
-        # the node stays in torch: "any" keeps it out of every converter
+        # an output dtype engines lack (the uint64 rng state of flash attention), or a dim our
+        # shapes cannot hold (B*S where both are dynamic, L // 5), only means the node stays in
+        # torch: "any" keeps it out of every converter, and what reads it follows it there
         try:
             return self._type(v)
         except TypeError:
+            return "any"
+        except NonAffineDim as ex:
+            self.non_affine.setdefault(self.cur, ex)
             return "any"
 
     def _module_stack(self, node):
@@ -382,7 +388,7 @@ class _Importer:
         self.g.set_outputs(outputs)
         fx_to_c = {n.name: v for n, v in self.env.items()}
         return ImportResult(self.g, self.input_names, outputs, self.symbols, self.weights,
-                            self.opaque, fx_to_c)
+                            self.opaque, fx_to_c, self.non_affine)
 
 
 def aten_sdpa():

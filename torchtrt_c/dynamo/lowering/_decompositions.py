@@ -349,6 +349,52 @@ def infer_single_symbolic_size(gm) -> int:
         gm.recompile()
     return changed
 
+def localize_sym_sizes(gm) -> int:
+    """An op that reads a symbolic size (aten.sym_size.int) of a tensor it does not take reads
+    it from one of its own tensor inputs instead, where one has a dim with the same value:
+    view(k_proj, [sym_size(input_ids, 0), sym_size(input_ids, 1), -1, 16]) reads both from
+    k_proj. Engines bind tensors only, so a size computed in another segment would send the op
+    (and what depends on it) to torch; read locally it stays in its engine (Gemma-2's attention,
+    whose shared sizes also feed a torch-side arange). Returns how many sizes were re-read."""
+    import torch.fx
+    size_op = aten.sym_size.int
+    g = gm.graph
+    changed = 0
+    for u in list(g.nodes):
+        if u.op != "call_function" or u.target is size_op:
+            continue
+        ins = u.all_input_nodes
+        tensors = [a for a in ins if isinstance(a.meta.get("val"), torch.Tensor)]
+        if not tensors:
+            continue
+        repl = {}
+        for s in ins:
+            if s.op != "call_function" or s.target is not size_op or s.args[0] in tensors:
+                continue
+            v = s.meta.get("val")
+            if not isinstance(v, torch.SymInt):
+                continue
+            expr = v.node.expr
+            found = next(((t, d) for t in tensors for d, dim in enumerate(t.meta["val"].shape)
+                          if isinstance(dim, torch.SymInt) and dim.node.expr == expr), None)
+            if found is None:
+                continue
+            t, d = found
+            with g.inserting_before(u):
+                new = g.call_function(size_op, (t, d))
+            new.meta.update({k: v_ for k, v_ in s.meta.items() if k != "val"})
+            new.meta["val"] = t.meta["val"].shape[d]
+            repl[s] = new
+        if repl:
+            u.args = torch.fx.node.map_arg(u.args, lambda a: repl.get(a, a))
+            u.kwargs = torch.fx.node.map_arg(u.kwargs, lambda a: repl.get(a, a))
+            changed += len(repl)
+    if changed:
+        g.eliminate_dead_code()
+        gm.recompile()
+    return changed
+
+
 from . import _decompositions_spatial  # noqa: E402,F401  (registers issue-11 spatial decompositions)
 from . import _decompositions_select  # noqa: E402,F401  (scatter reductions, pooling with indices)
 from . import _decompositions_math  # noqa: E402,F401  (clamp.Tensor, round.decimals, vector norms, instance-norm statistics, unfold)
