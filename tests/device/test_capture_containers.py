@@ -243,6 +243,23 @@ class RowBlock(nn.Module):
         return self.out(h)
 
 
+class RowsToHeads(nn.Module):
+    """A projection on the flattened rows viewed straight to heads ([B*S, 2*D] -> [B, S, 2, D]),
+    and another flattened back to one dim per batch ([B*S, N] -> [B, S*N])."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(8, 12)
+        self.o = nn.Linear(8, 3)
+
+    def forward(self, x):
+        b, s, k = x.shape
+        h = x.reshape(-1, k)
+        q = torch.relu(self.q(h)).view(b, s, 2, 6).transpose(1, 2)
+        o = self.o(h).view(b, s * 3)
+        return q, o
+
+
 class RowsThenReduce(nn.Module):
     """A flattened [B*S, K] reduced over its rows: no row-wise region, so it stays in torch."""
 
@@ -260,6 +277,20 @@ def test_row_wise_region_kept_unflattened():
     trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
     assert _segments(trt) == (1, 0), [n for n, _ in trt.named_children()]
     for shape in [(1, 1, 12), (3, 7, 12), (4, 9, 12), (2, 5, 12)]:
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=f"{shape}")
+
+
+def test_row_region_ending_in_other_views():
+    """Views that end a row-wise region into another shape reshape its 3-D result: the heads
+    view stays in the engine; [B, S*N] (s*3: affine in s, the batch kept) too."""
+    torch.manual_seed(0)
+    m = RowsToHeads().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 1, 8), opt_shape=(2, 5, 8), max_shape=(4, 9, 8))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert _segments(trt) == (1, 0), [n for n, _ in trt.named_children()]
+    for shape in [(1, 1, 8), (3, 7, 8), (4, 9, 8)]:
         x = torch.randn(*shape)
         with torch.no_grad():
             _close(trt(x), m(x), what=f"{shape}")

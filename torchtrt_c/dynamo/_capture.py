@@ -314,8 +314,9 @@ def unflatten_row_regions(gm: torch.fx.GraphModule) -> int:
     mm/addmm become matmul (+ bias), softmax over the rows' dim stays on the last dim. With
     batch and sequence both dynamic, B*S is a product of two symbols, which our shapes (affine
     in one symbol) cannot hold; the 3-D form never builds it. Only done where the flattened dim
-    is such a product and every use of the region is row-wise or a view back. Returns how many
-    regions were rewritten."""
+    is such a product and every use of the region is row-wise or a view (a view back to [B, S, N]
+    goes; another, [B, S, H, D] say, reshapes the 3-D result). Returns how many regions were
+    rewritten."""
     changed = 0
     g = gm.graph
     for flat in list(g.nodes):
@@ -334,8 +335,7 @@ def unflatten_row_regions(gm: torch.fx.GraphModule) -> int:
             continue
         region, exits = found
         lead = list(xv.shape[:-1])
-        if not exits or not all(isinstance(e.meta.get("val"), torch.Tensor) and e.meta["val"].dim() == xv.dim()
-                                and list(e.meta["val"].shape[:-1]) == lead for e in exits):
+        if not exits or not all(isinstance(e.meta.get("val"), torch.Tensor) for e in exits):
             continue
         mode = getattr(xv, "fake_mode", None)
         if mode is None:
@@ -363,9 +363,13 @@ def unflatten_row_regions(gm: torch.fx.GraphModule) -> int:
                 n.args = (n.args[0], -1) + tuple(n.args[2:])
             n.meta["val"] = new_val
             n.meta.pop("tensor_meta", None)
-        for e in exits:
-            e.replace_all_uses_with(e.args[0])
-            g.erase_node(e)
+        for e in exits:   # a view back to the unflattened shape goes; any other reshapes the 3-D result
+            src = e.args[0]
+            if list(e.meta["val"].shape) == list(src.meta["val"].shape):
+                e.replace_all_uses_with(src)
+                g.erase_node(e)
+            else:
+                e.target = _A.reshape.default
         g.erase_node(flat)
         changed += 1
     if changed:
