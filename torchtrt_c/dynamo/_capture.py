@@ -153,7 +153,8 @@ def _lazy_graph_modules():
 
 def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None) -> torch.export.ExportedProgram:
     """stack_traces: record each node's source stack (node.meta["stack_trace"]); None: only with
-    dynamic shapes, where an unsupported dim's error names the source line (_compiler._import).
+    dynamic shapes, where the warning for an unsupported dim names the source line
+    (_compiler._warn_non_affine).
     Recording them is 15-20% of a transformer's capture (a symbolised traceback per node:
     GPT-2 1.41 -> 1.15 s) and nothing else reads them."""
     args = tuple(i.example_tensor() for i in arg_inputs)

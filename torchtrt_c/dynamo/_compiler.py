@@ -485,8 +485,8 @@ def _non_affine_text(ep, node_name, ex: NonAffineDim) -> str:
 
 def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
     """import_program. A node whose output has a dim our shapes cannot hold (B*S, L//5) runs in
-    torch, and what reads it follows it there: a warning names the first such node and what to
-    make static to compile it. Such a dim on a graph input is a torchtrt_c.Error."""
+    torch, and what reads it follows it there (_warn_non_affine names the first such node and
+    what to make static to compile it). Such a dim on a graph input is a torchtrt_c.Error."""
     try:
         imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
     except NonAffineDim as ex:
@@ -494,13 +494,17 @@ def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
         raise Error(f"torchtrt_c.compile: {_non_affine_text(ep, None, ex)}. Make the dynamic dims it "
                     f"comes from static (an Input with min == max there), or compute it without "
                     f"combining them.") from None
+    return imp
+
+
+def _warn_non_affine(ep, imp: ImportResult):
+    """The warning for nodes that run in torch because of their dims (once per compile)."""
     if imp.non_affine:
         name, ex = next(iter(imp.non_affine.items()))
         more = len(imp.non_affine) - 1
         log.warning("torchtrt_c.compile: %s, so it runs in torch, with what depends on it%s. Make the "
                     "dynamic dims it comes from static (an Input with min == max there) to compile it.",
                     _non_affine_text(ep, name, ex), f" ({more} more node(s) like it)" if more else "")
-    return imp
 
 
 def compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSettings):
@@ -563,6 +567,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         progress.phase("import")
         imp = _import(ep, arg_inputs, kwarg_inputs, settings)
         lower(imp, settings, progress)
+    _warn_non_affine(ep, imp)
     part = partition(imp, settings, forced, progress)
     specs = list(zip(_input_names(ep, len(all_inputs)), all_inputs))
     if settings.dryrun:
