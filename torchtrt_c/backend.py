@@ -3,12 +3,17 @@
     fast = torch.compile(model, backend="torchtrt_c", options={"min_block_size": 3})
 
 Each graph dynamo hands over is compiled with torchtrt_c's pipeline for the shapes it was
-traced with. A graph that cannot be compiled runs eagerly (logged) unless
+traced with. A dynamic graph (dynamic=True, or dynamo's recompile after a shape changed: its
+symbolic sizes are graph inputs) is compiled for each call's concrete shapes when they are
+first seen, up to TORCHTRT_C_BACKEND_SHAPES signatures per graph (default 8; later ones run
+eagerly, logged once). A graph that cannot be compiled runs eagerly (logged) unless
 pass_through_build_failures=True. Bad settings always raise.
 """
 from __future__ import annotations
 
 import logging
+import os
+from collections import OrderedDict
 
 import torch
 
@@ -23,11 +28,7 @@ def torchtrt_c_backend(gm: torch.fx.GraphModule, example_inputs, options=None, *
     opts.update(kwargs)
     settings = CompilationSettings.from_kwargs(**opts)
     if not all(isinstance(t, torch.Tensor) for t in example_inputs):
-        msg = "graph has non-tensor (symbolic) inputs; dynamic torch.compile graphs are not compiled"
-        if settings.pass_through_build_failures:
-            raise NotImplementedError(msg)
-        log.warning("torchtrt_c backend: %s, running eagerly", msg)
-        return gm.forward
+        return _PerShape(gm, settings)
     inputs = [Input(shape=tuple(t.shape), dtype=t.dtype) for t in example_inputs]
     try:
         from torchtrt_c.dynamo._compiler import compile_module
@@ -38,6 +39,86 @@ def torchtrt_c_backend(gm: torch.fx.GraphModule, example_inputs, options=None, *
         log.warning("torchtrt_c backend: could not compile the graph, running it eagerly: %s", ex)
         return gm.forward
     return compiled
+
+
+class _FixedSizes(torch.nn.Module):
+    """A dynamic graph with its size inputs (and 0-d tensors read by value) fixed to one call's
+    values: takes the other tensors only."""
+
+    def __init__(self, gm, sizes: dict, n: int):
+        super().__init__()
+        self.gm = gm
+        self.sizes = dict(sizes)
+        self.n = n
+
+    def forward(self, *tensors):
+        it = iter(tensors)
+        return self.gm(*[self.sizes[i] if i in self.sizes else next(it) for i in range(self.n)])
+
+
+class _PerShape:
+    """The callable dynamo gets for a graph with symbolic sizes among its inputs: each call's
+    signature (tensor shapes, dtypes, devices and the sizes' values) compiled once, with static
+    shapes, when first seen; a signature that does not compile, or one past the limit, runs the
+    graph eagerly."""
+
+    def __init__(self, gm, settings):
+        self.gm = gm
+        self.settings = settings
+        self.limit = int(os.environ.get("TORCHTRT_C_BACKEND_SHAPES", "8"))
+        self.compiled = OrderedDict()
+        self.told = False
+        # 0-d tensor inputs the graph reads with .item(): Python floats of the model (a dropout
+        # probability, a scale) that dynamic dynamo passes as tensors; fixed by value like sizes
+        ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.by_value = {i for i, n in enumerate(ph)
+                         if any(u.op == "call_method" and u.target == "item" for u in n.users)}
+
+    def _fixed(self, i, a):
+        return not isinstance(a, torch.Tensor) or (i in self.by_value and a.dim() == 0)
+
+    def _key(self, args):
+        key = []
+        for i, a in enumerate(args):
+            if self._fixed(i, a):
+                v = a.item() if isinstance(a, torch.Tensor) else a
+                if not isinstance(v, (int, float, bool)):
+                    return None   # something else symbolic: run eagerly
+                key.append(("value", type(v).__name__, v))
+            else:
+                key.append((tuple(a.shape), a.dtype, a.device.type, a.device.index))
+        return tuple(key)
+
+    def _build(self, args):
+        from torchtrt_c.dynamo._compiler import compile_module
+        fixed = {i: a for i, a in enumerate(args) if self._fixed(i, a)}
+        tensors = [a for i, a in enumerate(args) if i not in fixed]
+        inputs = [Input(shape=tuple(t.shape), dtype=t.dtype) for t in tensors]
+        try:
+            mod = compile_module(_FixedSizes(self.gm, fixed, len(args)), inputs, {}, self.settings)
+        except Exception as ex:
+            if self.settings.pass_through_build_failures:
+                raise
+            log.warning("torchtrt_c backend: could not compile the graph for shapes %s, running them "
+                        "eagerly: %s", [tuple(t.shape) for t in tensors], ex)
+            return None
+        keep = [i for i in range(len(args)) if i not in fixed]
+        return lambda *a: mod(*[a[i] for i in keep])
+
+    def __call__(self, *args):
+        key = self._key(args)
+        if key is None:
+            return self.gm.forward(*args)
+        fn = self.compiled.get(key)
+        if fn is None and key not in self.compiled:
+            if len(self.compiled) >= self.limit:
+                if not self.told:
+                    log.warning("torchtrt_c backend: a dynamic graph has been compiled for %d shape "
+                                "signatures (TORCHTRT_C_BACKEND_SHAPES); new ones run eagerly", self.limit)
+                    self.told = True
+                return self.gm.forward(*args)
+            fn = self.compiled[key] = self._build(args)
+        return fn(*args) if fn is not None else self.gm.forward(*args)
 
 
 def _register():

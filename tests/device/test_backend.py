@@ -65,20 +65,67 @@ def test_backend_falls_back_to_eager_unless_pass_through(caplog):
                       options={"pass_through_build_failures": True})(z)
 
 
-def test_backend_runs_dynamic_graphs_eagerly_unless_pass_through(caplog):
-    # dynamic=True hands over symbolic sizes as graph inputs, which the backend does not compile
+class Scaled(nn.Module):
+    """A Python float attribute (as HF models' dropout probabilities): dynamic dynamo passes it as
+    a 0-d tensor input that the graph reads with .item()."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 6)
+        self.p = 0.1
+        self.scale = 1.5
+
+    def forward(self, x):
+        return torch.nn.functional.dropout(torch.relu(self.l(x)) * self.scale, self.p, False)
+
+
+def _counting(monkeypatch):
+    import torchtrt_c.dynamo._compiler as comp
+    calls = []
+    real = comp.compile_module
+
+    def counted(*a, **k):
+        calls.append([tuple(i.shape) for i in a[1]])
+        return real(*a, **k)
+    monkeypatch.setattr(comp, "compile_module", counted)
+    return calls
+
+
+@pytest.mark.parametrize("model", [Small, Scaled])
+def test_backend_compiles_dynamic_graphs_per_shape(monkeypatch, model):
+    """dynamic=True hands over symbolic sizes as graph inputs: each call's shapes are compiled
+    when first seen (static shapes, sizes fixed), then reused; answers match eager."""
     torch._dynamo.reset()
+    calls = _counting(monkeypatch)
+    m = model().eval()
+    f = torch.compile(m, backend="torchtrt_c", dynamic=True, options={"min_block_size": 1})
+    for n in (3, 5, 3, 7, 5):
+        x = torch.randn(n, 8)
+        with torch.no_grad():
+            assert_tree_close(f(x), m(x))
+    shapes = sorted({s for c in calls for s in c if s in ((3, 8), (5, 8), (7, 8))})   # x, beside the weights
+    assert len(calls) == 3 and shapes == [(3, 8), (5, 8), (7, 8)], calls
+
+
+def test_backend_dynamic_shape_limit_and_pass_through(monkeypatch, caplog):
+    """Past TORCHTRT_C_BACKEND_SHAPES signatures a dynamic graph runs eagerly (logged once); a
+    shape whose compile fails raises with pass_through_build_failures."""
+    torch._dynamo.reset()
+    monkeypatch.setenv("TORCHTRT_C_BACKEND_SHAPES", "1")
+    calls = _counting(monkeypatch)
     m = Small().eval()
     with caplog.at_level(logging.WARNING, logger="torchtrt_c"):
-        f = torch.compile(m, backend="torchtrt_c", dynamic=True)
-        for n in (3, 5):
+        f = torch.compile(m, backend="torchtrt_c", dynamic=True, options={"min_block_size": 1})
+        for n in (3, 5, 6):
             x = torch.randn(n, 8)
             assert_tree_close(f(x), m(x))
-    assert "running eagerly" in caplog.text, caplog.text
+    assert len(calls) == 1 and "new ones run eagerly" in caplog.text, (calls, caplog.text)
+    assert caplog.text.count("new ones run eagerly") == 1, caplog.text
     torch._dynamo.reset()
-    with pytest.raises(Exception, match="symbolic"):
-        torch.compile(m, backend="torchtrt_c", dynamic=True,
-                      options={"pass_through_build_failures": True})(torch.randn(3, 8))
+    z = torch.randn(4, 7, dtype=torch.complex64)
+    with pytest.raises(Exception, match="complex"):
+        torch.compile(ComplexInput(), backend="torchtrt_c", dynamic=True,
+                      options={"pass_through_build_failures": True})(z)
 
 
 def test_backend_rejects_bad_options():
