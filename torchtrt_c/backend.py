@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import OrderedDict
 
 import torch
 
@@ -28,7 +27,7 @@ def torchtrt_c_backend(gm: torch.fx.GraphModule, example_inputs, options=None, *
     opts.update(kwargs)
     settings = CompilationSettings.from_kwargs(**opts)
     if not all(isinstance(t, torch.Tensor) for t in example_inputs):
-        return _PerShape(gm, settings)
+        return _PerShape(gm, example_inputs, settings)
     inputs = [Input(shape=tuple(t.shape), dtype=t.dtype) for t in example_inputs]
     try:
         from torchtrt_c.dynamo._compiler import compile_module
@@ -58,41 +57,37 @@ class _FixedSizes(torch.nn.Module):
 
 class _PerShape:
     """The callable dynamo gets for a graph with symbolic sizes among its inputs: each call's
-    signature (tensor shapes, dtypes, devices and the sizes' values) compiled once, with static
-    shapes, when first seen; a signature that does not compile, or one past the limit, runs the
-    graph eagerly."""
+    signature (the tensors' shapes, the sizes' values) compiled once, with static shapes, when
+    first seen; a signature that does not compile, or one past the limit, runs the graph
+    eagerly. Dtypes and devices are not in the signature: dynamo guards on them and hands a
+    change over as another graph."""
 
-    def __init__(self, gm, settings):
+    def __init__(self, gm, example_inputs, settings):
         self.gm = gm
         self.settings = settings
         self.limit = int(os.environ.get("TORCHTRT_C_BACKEND_SHAPES", "8"))
-        self.compiled = OrderedDict()
+        self.compiled = {}
         self.told = False
-        # 0-d tensor inputs the graph reads with .item(): Python floats of the model (a dropout
-        # probability, a scale) that dynamic dynamo passes as tensors; fixed by value like sizes
+        # fixed by value: the sizes, and the 0-d tensor inputs the graph reads with .item()
+        # (Python floats of the model, a dropout probability or a scale, that dynamic dynamo
+        # passes as tensors); the other inputs are tensors, keyed by shape
         ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        self.by_value = {i for i, n in enumerate(ph)
-                         if any(u.op == "call_method" and u.target == "item" for u in n.users)}
-
-    def _fixed(self, i, a):
-        return not isinstance(a, torch.Tensor) or (i in self.by_value and a.dim() == 0)
+        item = {i for i, n in enumerate(ph) if any(u.op == "call_method" and u.target == "item" for u in n.users)}
+        self.fixed = [i for i, a in enumerate(example_inputs)
+                      if not isinstance(a, torch.Tensor) or (i in item and a.dim() == 0)]
+        fixed = set(self.fixed)
+        self.tensors = [i for i in range(len(example_inputs)) if i not in fixed]
 
     def _key(self, args):
-        key = []
-        for i, a in enumerate(args):
-            if self._fixed(i, a):
-                v = a.item() if isinstance(a, torch.Tensor) else a
-                if not isinstance(v, (int, float, bool)):
-                    return None   # something else symbolic: run eagerly
-                key.append(("value", type(v).__name__, v))
-            else:
-                key.append((tuple(a.shape), a.dtype, a.device.type, a.device.index))
-        return tuple(key)
+        vals = tuple(a.item() if isinstance(a, torch.Tensor) else a for a in (args[i] for i in self.fixed))
+        if not all(isinstance(v, (int, float, bool)) for v in vals):
+            return None   # something else symbolic: run eagerly
+        return tuple(args[i].shape for i in self.tensors), vals
 
     def _build(self, args):
         from torchtrt_c.dynamo._compiler import compile_module
-        fixed = {i: a for i, a in enumerate(args) if self._fixed(i, a)}
-        tensors = [a for i, a in enumerate(args) if i not in fixed]
+        fixed = {i: args[i] for i in self.fixed}
+        tensors = [args[i] for i in self.tensors]
         inputs = [Input(shape=tuple(t.shape), dtype=t.dtype) for t in tensors]
         try:
             mod = compile_module(_FixedSizes(self.gm, fixed, len(args)), inputs, {}, self.settings)
@@ -102,7 +97,7 @@ class _PerShape:
             log.warning("torchtrt_c backend: could not compile the graph for shapes %s, running them "
                         "eagerly: %s", [tuple(t.shape) for t in tensors], ex)
             return None
-        keep = [i for i in range(len(args)) if i not in fixed]
+        keep = self.tensors
         return lambda *a: mod(*[a[i] for i in keep])
 
     def __call__(self, *args):
