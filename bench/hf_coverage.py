@@ -23,7 +23,7 @@ import transformers as T  # noqa: E402
 
 import torchtrt_c  # noqa: E402
 from hf_more_cases import ALL, specs_inputs  # noqa: E402
-from model_check import dry_run, fallback_ops, max_error, segments  # noqa: E402
+from model_check import dry_run, fallback_ops, max_error, print_rows, segments  # noqa: E402
 
 
 def row(name):
@@ -49,14 +49,7 @@ def row(name):
 
 def main(names):
     print(f"torch {torch.__version__}, transformers {T.__version__}, device {torchtrt_c.default_device()}")
-    print("| model | engines / torch segments | max error | compile | falls back |")
-    print("|---|---|---|---|---|")
-    for name in names or list(ALL):
-        try:
-            print(row(name), flush=True)
-        except Exception as ex:
-            msg = (str(ex).strip().splitlines() or [type(ex).__name__])[-1][:300]
-            print(f"| {name} | - | - | - | FAILS: {type(ex).__name__}: {msg} |", flush=True)
+    print_rows(["model", "engines / torch segments", "max error", "compile", "falls back"], names or list(ALL), row)
 
 
 if __name__ == "__main__":

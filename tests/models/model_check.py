@@ -89,3 +89,19 @@ def check_close(out, ref, tol=FP32_TOL, what="") -> float:
     err = max_error(out, ref)
     assert err <= tol, f"{what}: max error {err:.3g} (relative to each output's max) > {tol}"
     return err
+
+
+def print_rows(header: list, names, row):
+    """The README/RESULTS tables: a markdown header, then row(name) for each name; a model that
+    fails gets a FAILS row (its traceback on stderr)."""
+    import sys
+    import traceback
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for name in names:
+        try:
+            print(row(name), flush=True)
+        except Exception as ex:
+            msg = (str(ex).strip().splitlines() or [type(ex).__name__])[-1][:300]
+            print(f"| {name} | " + "- | " * (len(header) - 2) + f"FAILS: {type(ex).__name__}: {msg} |", flush=True)
+            traceback.print_exc(file=sys.stderr)

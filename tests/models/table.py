@@ -5,7 +5,6 @@ for the transformers cases (default settings, dynamic Input ranges, several (bat
 """
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import torch
@@ -14,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torchtrt_c  # noqa: E402
 from hf_cases import CASES  # noqa: E402
-from model_check import dry_run, fallback_ops, max_error, segments  # noqa: E402
+from model_check import dry_run, fallback_ops, max_error, print_rows, segments  # noqa: E402
 
 
 def row(name):
@@ -35,15 +34,8 @@ def row(name):
 
 
 def main(names):
-    print("| model | engines | torch segments | coverage | max error | time | falls back |")
-    print("|---|---|---|---|---|---|---|")
-    for name in names or list(CASES):
-        try:
-            print(row(name), flush=True)
-        except Exception as ex:
-            msg = str(ex).strip().splitlines()[-1][:300] if str(ex).strip() else type(ex).__name__
-            print(f"| {name} | - | - | - | - | - | FAILS: {type(ex).__name__}: {msg} |", flush=True)
-            traceback.print_exc(file=sys.stderr)
+    print_rows(["model", "engines", "torch segments", "coverage", "max error", "time", "falls back"],
+               names or list(CASES), row)
 
 
 if __name__ == "__main__":
