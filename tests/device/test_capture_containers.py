@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.utils._pytree as pytree
 
 import torchtrt_c
+from zoo import submodules
 
 
 def _close(out, ref, rtol=1e-5, what="output"):
@@ -182,8 +183,7 @@ class FlattensTwoDynamicDims(nn.Module):
 
 
 def _segments(gm):
-    names = [n for n, _ in gm.named_children()]
-    return sum(n.startswith("_run_on_acc_") for n in names), sum(n.startswith("_run_on_gpu_") for n in names)
+    return len(submodules(gm, "_run_on_acc_")), len(submodules(gm, "_run_on_gpu_"))
 
 
 def test_product_of_two_dynamic_dims_runs_in_torch(caplog):

@@ -41,7 +41,7 @@ def test_hf_model(name):
     check_one_engine(gm, model, specs, case.fallback, case.torch_ops, case.fallback_reason)
 
 
-def test_hf_torch_compile_dynamic():
+def test_hf_torch_compile_dynamic(monkeypatch):
     """GPT-2 as users often run it: torch.compile(dynamic=True) with the torchtrt_c backend, the
     sequence changing between calls. Each new shape is compiled (not run eagerly) and matches."""
     import torchtrt_c.dynamo._compiler as comp
@@ -50,16 +50,13 @@ def test_hf_torch_compile_dynamic():
     model = case.build()
     calls = []
     real = comp.compile_module
-    comp.compile_module = lambda *a, **k: calls.append(1) or real(*a, **k)
-    try:
-        f = torch.compile(model, backend="torchtrt_c", dynamic=True)
-        for b, s in [(2, 8), (3, 11), (2, 8)]:
-            kw = case.inputs(b, s)
-            with torch.no_grad():
-                check_close(f(**kw), model(**kw), what=f"torch.compile dynamic at batch {b}, seq {s}")
-    finally:
-        comp.compile_module = real
-        torch._dynamo.reset()
+    monkeypatch.setattr(comp, "compile_module", lambda *a, **k: calls.append(1) or real(*a, **k))
+    f = torch.compile(model, backend="torchtrt_c", dynamic=True)
+    for b, s in [(2, 8), (3, 11), (2, 8)]:
+        kw = case.inputs(b, s)
+        with torch.no_grad():
+            check_close(f(**kw), model(**kw), what=f"torch.compile dynamic at batch {b}, seq {s}")
+    torch._dynamo.reset()
     assert len(calls) == 2, f"{len(calls)} compiles for 2 shapes"
 
 

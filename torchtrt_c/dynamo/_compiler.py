@@ -488,13 +488,12 @@ def _import(ep, arg_inputs, kwarg_inputs, settings) -> ImportResult:
     torch, and what reads it follows it there (_warn_non_affine names the first such node and
     what to make static to compile it). Such a dim on a graph input is a torchtrt_c.Error."""
     try:
-        imp = import_program(ep, arg_inputs, kwarg_inputs, settings)
+        return import_program(ep, arg_inputs, kwarg_inputs, settings)
     except NonAffineDim as ex:
         from torchtrt_c import Error
         raise Error(f"torchtrt_c.compile: {_non_affine_text(ep, None, ex)}. Make the dynamic dims it "
                     f"comes from static (an Input with min == max there), or compute it without "
                     f"combining them.") from None
-    return imp
 
 
 def _warn_non_affine(ep, imp: ImportResult):

@@ -349,6 +349,7 @@ def infer_single_symbolic_size(gm) -> int:
         gm.recompile()
     return changed
 
+
 def localize_sym_sizes(gm) -> int:
     """An op that reads a symbolic size (aten.sym_size.int) of a tensor it does not take reads
     it from one of its own tensor inputs instead, where one has a dim with the same value:
