@@ -28,14 +28,14 @@ install_system() {
         fi
     fi
     # OpenBLAS: CPU engines run float32 GEMM/convolution through it as native OpenCL kernels
-    # (loaded with dlopen: without it they use the OpenCL kernels; see README).
+    # (loaded with dlopen: without it they use the OpenCL kernels; see docs/cpu.md).
     if ! ldconfig -p | grep -q libopenblas.so.0 && command -v apt-get >/dev/null; then
         need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0 >/dev/null \
             || { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0 >/dev/null; } \
             || echo "run.sh: could not install OpenBLAS (libopenblas0); CPU engines will use the OpenCL kernels" >&2
     fi
     # oneDNN: CPU engines run float32 convolutions and constant-weight GEMMs through it (dlopen'ed,
-    # built against its header: without the library, im2col + OpenBLAS / OpenBLAS; see README).
+    # built against its header: without the library, im2col + OpenBLAS / OpenBLAS; see docs/cpu.md).
     if ! { ldconfig -p | grep -q libdnnl.so.2 && [ -e /usr/include/oneapi/dnnl/dnnl.h ]; } && command -v apt-get >/dev/null; then
         need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdnnl-dev >/dev/null \
             || { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdnnl-dev >/dev/null; } \

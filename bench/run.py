@@ -17,7 +17,7 @@ configuration runs until --budget seconds are spent, between --min-runs and --ma
   OpenCL device, CUDA for a GPU one; default torch settings, so cuDNN convolutions may use
   TF32), inputs already on that device, synchronised after each call.
 - ttc end to end: the compiled module called with tensors on that same torch device. On NVIDIA
-  the engines' PTX runs on torch's stream through the CUDA driver (README "CUDA tensors"); where
+  the engines' PTX runs on torch's stream through the CUDA driver (docs/cuda.md); where
   it cannot, on a GPU whose driver shares memory with CUDA inputs and outputs are copied device
   to device; elsewhere through the host. The row's cuda_path says which.
 - from host (GPU only, when there is no torch segment): eager moves the host input to CUDA and the

@@ -7,7 +7,7 @@ is the default), with example inputs at any (batch, seq) and the Input ranges to
     kw = case.inputs(2, 8)                # {"input_ids": ..., "attention_mask": ...}
     specs = case.specs()                  # {"input_ids": Input(min/opt/max), ...}
 
-Shared by test_hf_models.py and table.py (the README's model table).
+Shared by test_hf_models.py and table.py (the model table in docs/models.md).
 """
 from __future__ import annotations
 

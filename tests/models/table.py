@@ -1,4 +1,4 @@
-"""The model table (README): model / engines / torch segments / dry-run coverage / max error,
+"""The model table (docs/models.md): model / engines / torch segments / dry-run coverage / max error,
 for the transformers cases (default settings, dynamic Input ranges, several (batch, seq)).
 
     PYTHONPATH=$PWD python3 tests/models/table.py [name ...]

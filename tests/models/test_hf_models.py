@@ -5,7 +5,7 @@ Input ranges (text: batch 1..4 x sequence 2..16), must be one engine with no tor
 match eager at several (batch, seq) pairs, whole output structure included.
 
     PYTHONPATH=$PWD python3 -m pytest tests/models/test_hf_models.py -q
-    PYTHONPATH=$PWD python3 tests/models/table.py          # the README's model table
+    PYTHONPATH=$PWD python3 tests/models/table.py          # the model table in docs/models.md
 """
 import sys
 from pathlib import Path

@@ -82,7 +82,7 @@ def _check(model, size, name):
         with torch.no_grad():
             err = max(err, check_close(gm(x), model(x), what=f"{name} at batch {b}"))
     eng, tor = segments(gm)
-    print(f"{name}: {eng} engine(s), {tor} torch segment(s), max error {err:.1e}")  # pytest -s: the README table
+    print(f"{name}: {eng} engine(s), {tor} torch segment(s), max error {err:.1e}")  # pytest -s: the docs/models.md table
     if (eng, tor) != (1, 0):
         # a dry run builds no engine, so a segment whose build failed (and fell back to torch)
         # shows only in the compile's profile
