@@ -61,6 +61,9 @@ install_model_libs() {
     have_module transformers || "$PY" -m pip install -q transformers \
         || echo "run.sh: note: could not install transformers; the HF model tests will skip" >&2
     install_vision_libs || echo "run.sh: note: could not install torchvision/timm; the vision model tests will skip" >&2
+    # nbclient + ipykernel run the example notebook in a real Jupyter kernel
+    { have_module nbclient && have_module ipykernel; } || "$PY" -m pip install -q nbclient ipykernel \
+        || echo "run.sh: note: could not install nbclient/ipykernel; the notebook tests will skip" >&2
     return 0
 }
 

@@ -134,3 +134,51 @@ def test_progress_lines_on_a_non_tty_stream(monkeypatch):
     n = len(buf.getvalue())
     time.sleep(0.5)
     assert len(buf.getvalue()) == n, "the heartbeat stops with done()"
+
+
+def _progress_text(**kw) -> str:
+    buf = io.StringIO()
+    p = _progress.Progress(stream=buf, **kw)
+    p.phase("capture (torch.export)")
+    p.engine(1, 1, "_run_on_acc_0")
+    p.done()
+    return buf.getvalue()
+
+
+def test_progress_follows_the_torchtrt_c_logger(monkeypatch):
+    """Progress shows where the logger lets a warning through: a user silences it as they
+    silence the library's warnings (the logger's level, or logging.disable)."""
+    monkeypatch.setattr(_progress, "SHOW_AFTER_S", 0.0)
+    lg = logging.getLogger("torchtrt_c")
+    level = lg.level
+    try:
+        lg.setLevel(logging.NOTSET)
+        assert "phase: capture (torch.export)" in _progress_text()
+        lg.setLevel(logging.ERROR)
+        assert _progress_text() == ""
+        lg.setLevel(logging.WARNING)
+        assert "building engine 1 of 1" in _progress_text()
+        lg.setLevel(logging.NOTSET)
+        logging.disable(logging.WARNING)
+        assert _progress_text() == ""
+    finally:
+        logging.disable(logging.NOTSET)
+        lg.setLevel(level)
+
+
+def test_a_compile_with_the_logger_at_error_writes_nothing_to_stderr(monkeypatch, capfd):
+    monkeypatch.setattr(_progress, "SHOW_AFTER_S", 0.0)   # every compile shows its progress
+    lg = logging.getLogger("torchtrt_c")
+    level = lg.level
+    m, x = Repeated().eval(), torch.randn(3, 24)
+    try:
+        lg.setLevel(logging.NOTSET)
+        torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+        assert "[torchtrt_c" in capfd.readouterr().err
+        lg.setLevel(logging.ERROR)
+        trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+        err = capfd.readouterr().err
+        assert "[torchtrt_c" not in err, err
+        assert [n for n, _ in trt.named_children()] == ["_run_on_acc_0"]
+    finally:
+        lg.setLevel(level)

@@ -3,6 +3,9 @@
     gm = torchtrt_c.compile(model, inputs=[x], dryrun=True)   # or dryrun="report.txt"
     r = gm.dryrun_report
     print(r)            # text; in a notebook the cell shows r._repr_html_()
+
+compile(dryrun=True) shows the report once: as text on stdout, or in a Jupyter kernel as the
+HTML table (so a cell that also ends with the report shows it twice: end it with `;`).
     r.coverage, r.unsupported, r.engines, r.recommended_min_block_size
 
 Ops are the nodes that compute (prim.* structure such as constants and lists is not counted).
@@ -15,6 +18,7 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from torchtrt_c.dynamo._progress import in_notebook
 from torchtrt_c.dynamo._rebuild import node_key
 
 log = logging.getLogger("torchtrt_c")
@@ -151,7 +155,11 @@ class DryRunReport:
 
     def emit(self, dryrun) -> None:
         text = str(self)
-        print(text)
+        if in_notebook():
+            from IPython.display import display
+            display(self)   # the HTML table, in place of the text
+        else:
+            print(text)
         log.info("%s", text)
         if isinstance(dryrun, (str, os.PathLike)) and not isinstance(dryrun, bool):
             with open(dryrun, "w") as f:
