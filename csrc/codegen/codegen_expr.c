@@ -174,12 +174,18 @@ static ttc_status emit_expr(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *s
         const char *ct = node_type(k, e, i);
         bool half = strcmp(ct, "half") == 0;
         ttc_sbuf_printf(b, "    %s v%d = ", ct, i);
-        /* operands in the node's type (comparisons, casts and the condition read theirs raw) */
+        /* operands in the node's type (comparisons, casts and the condition read theirs raw),
+         * except where the spelling follows operand a's dtype and the node is not floating
+         * (isinf/isnan: a bool of a float): there a half operand is read as float, because the
+         * node's own type (int) made isinf((int)v), which NVIDIA rejects as ambiguous, and
+         * NVIDIA has no half overloads of the built-ins */
+        bool by_operand = (unsigned)nd->op < TTC_EOP_COUNT && sp->op[nd->op].by_operand;
+        const char *ot = by_operand && !ttc_codegen_floatish(nd->dtype) ? "float" : ct;
         ttc_sbuf ops[3] = {{0}, {0}, {0}};
         spell_args sa = {{"", "", ""}, {nd->a, nd->b, nd->c}, ct, half ? sp->half_cast : "", (int32_t)nd->f};
         for (int32_t j = 0; j < 3; j++)
             if (sa.raw[j] >= 0 && sa.raw[j] < i && nd->op != TTC_EOP_LEAF && nd->op != TTC_EOP_CONST) {
-                operand(&ops[j], k, e, sa.raw[j], ct);
+                operand(&ops[j], k, e, sa.raw[j], ot);
                 if (ops[j].data) sa.op[j] = ops[j].data;
             }
         ttc_status st = TTC_OK;

@@ -105,4 +105,51 @@ static void test_float_operand_keeps_float(void) {
     free(src);
 }
 
-TEST_MAIN(test_half_arithmetic, test_float_fallback, test_float_operand_keeps_float)
+/* isinf/isnan of a half operand in an fp16 engine (T5's clamp: torch.isinf(hidden).any()):
+ * the operand is read as float. It was cast to the bool node's type, isinf((int)v0), which
+ * NVIDIA's compiler rejects ("call to 'isinf' is ambiguous"); half overloads of the built-ins
+ * are missing there, so float it is. Integer and bool operands are never inf or nan: the
+ * test folds to 0, whatever the engine's precision. */
+static void test_isinf_isnan_operands(void) {
+    static const char *floats[] = {"Half", "Float"};
+    for (int f = 0; f < 2; f++)
+        for (int half = 0; half < 2; half++)
+            for (int op = 0; op < 2; op++) {
+                char text[512];
+                snprintf(text, sizeof text,
+                         "graph(%%x : %s(3, 5)) :\n"
+                         "  %%y : Bool(3, 5) = aten.%s.default(%%x)\n"
+                         "  return (%%y)\n", floats[f], op ? "isnan" : "isinf");
+                int32_t nk = 0;
+                char *src = generate(text, half, &nk);
+                if (!src) continue;
+                if (getenv("TTC_SHOW")) puts(src);
+                const char *fn = op ? "isnan(" : "isinf(";
+                char want[64];
+                snprintf(want, sizeof want, "%s%s", fn, f == 0 && half ? "((float)v0)" : "v0");
+                CHECK(strstr(src, want) != NULL, "%s %s (half arithmetic %d): want %s in\n%s", floats[f], fn, half,
+                      want, src);
+                char bad[64];
+                snprintf(bad, sizeof bad, "%s((int)", fn);
+                CHECK(strstr(src, bad) == NULL, "an int operand of %s:\n%s", fn, src);
+                free(src);
+            }
+    static const char *ints[] = {"Int", "Long", "Char", "Byte", "Bool"};
+    for (int t = 0; t < 5; t++)
+        for (int half = 0; half < 2; half++)
+            for (int op = 0; op < 2; op++) {
+                char text[512];
+                snprintf(text, sizeof text,
+                         "graph(%%x : %s(3, 5)) :\n"
+                         "  %%y : Bool(3, 5) = aten.%s.default(%%x)\n"
+                         "  return (%%y)\n", ints[t], op ? "isnan" : "isinf");
+                int32_t nk = 0;
+                char *src = generate(text, half, &nk);
+                if (!src) continue;
+                CHECK(strstr(src, "isinf(") == NULL && strstr(src, "isnan(") == NULL,
+                      "%s operand: no isinf/isnan call (always false):\n%s", ints[t], src);
+                free(src);
+            }
+}
+
+TEST_MAIN(test_half_arithmetic, test_float_fallback, test_float_operand_keeps_float, test_isinf_isnan_operands)
