@@ -8,7 +8,8 @@
  * A FastCall is made for one set of input shapes, after the general path has validated them
  * once. Per call it checks each argument the cheapest way that still proves the engine may
  * read its memory in place (exact torch.Tensor, the dtype object, the shape, CPU, no autograd,
- * contiguous), allocates the outputs with torch.empty and runs the engine on the tensors'
+ * contiguous, no negative or conjugate bit: such a lazy view's memory holds the values before
+ * the negation), allocates the outputs with torch.empty and runs the engine on the tensors'
  * data pointers: no numpy views, no buffer protocol, no shape computation. Anything else
  * answers NotImplemented and the caller takes the general path, which names what is wrong.
  * The arguments and the outputs are referenced for the whole call, so the memory the engine
@@ -28,7 +29,7 @@ typedef struct {
     ttc_engine *e;
     PyObject *tensor_type, *empty;
     /* attribute names, interned once */
-    PyObject *s_dtype, *s_shape, *s_is_cpu, *s_requires_grad, *s_is_contiguous, *s_data_ptr;
+    PyObject *s_dtype, *s_shape, *s_is_cpu, *s_requires_grad, *s_is_contiguous, *s_is_neg, *s_is_conj, *s_data_ptr;
     int32_t n_args, n_in, n_out, n_ret, ret_mode;
     int32_t arg_idx[FC_MAX], ret_idx[FC_MAX], in_rank[FC_MAX];
     PyObject *in_dtype[FC_MAX];
@@ -48,6 +49,8 @@ static void fc_dealloc(PyObject *self) {
     Py_XDECREF(f->s_is_cpu);
     Py_XDECREF(f->s_requires_grad);
     Py_XDECREF(f->s_is_contiguous);
+    Py_XDECREF(f->s_is_neg);
+    Py_XDECREF(f->s_is_conj);
     Py_XDECREF(f->s_data_ptr);
     for (int32_t i = 0; i < FC_MAX; i++) {
         Py_XDECREF(f->in_dtype[i]);
@@ -216,6 +219,7 @@ static PyObject *fc_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
         !(f->s_is_cpu = PyUnicode_InternFromString("is_cpu")) ||
         !(f->s_requires_grad = PyUnicode_InternFromString("requires_grad")) ||
         !(f->s_is_contiguous = PyUnicode_InternFromString("is_contiguous")) ||
+        !(f->s_is_neg = PyUnicode_InternFromString("is_neg")) || !(f->s_is_conj = PyUnicode_InternFromString("is_conj")) ||
         !(f->s_data_ptr = PyUnicode_InternFromString("data_ptr")))
         goto fail;
     Py_ssize_t n = read_index(arg_idx, n_args, f->arg_idx, "arg_idx");
@@ -247,6 +251,15 @@ static int attr_is(PyObject *t, PyObject *name, PyObject *want) {
     return ok;
 }
 
+/* 1: t.name() returns the expected object, 0: it does not, -1: error. */
+static int method_is(PyObject *t, PyObject *name, PyObject *want) {
+    PyObject *v = PyObject_CallMethodNoArgs(t, name);
+    if (!v) return -1;
+    int ok = v == want;
+    Py_DECREF(v);
+    return ok;
+}
+
 /* Whether tensor t is input i as the engine may read it in place (1), is not (0), or an error
  * was raised (-1); *ptr: its data. */
 static int input_check(FastCallObject *f, PyObject *t, int32_t i, const void **ptr) {
@@ -265,11 +278,9 @@ static int input_check(FastCallObject *f, PyObject *t, int32_t i, const void **p
     }
     Py_DECREF(sh);
     if (r != 1) return r;
-    PyObject *c = PyObject_CallMethodNoArgs(t, f->s_is_contiguous);
-    if (!c) return -1;
-    r = c == Py_True;
-    Py_DECREF(c);
-    if (r != 1) return r;
+    if ((r = method_is(t, f->s_is_contiguous, Py_True)) != 1) return r;
+    if ((r = method_is(t, f->s_is_neg, Py_False)) != 1) return r;
+    if ((r = method_is(t, f->s_is_conj, Py_False)) != 1) return r;
     PyObject *p = PyObject_CallMethodNoArgs(t, f->s_data_ptr);
     if (!p) return -1;
     *ptr = PyLong_AsVoidPtr(p);

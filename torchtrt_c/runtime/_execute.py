@@ -206,6 +206,17 @@ def _plan(meta: str, blob: torch.Tensor) -> _Plan:
     return p
 
 
+def _resolved(inputs):
+    """inputs, with those whose negative or conjugate bit is set materialised: torch keeps
+    torch._neg_view(x) (and conj() of complex tensors) lazy, their memory holding the values
+    before the negation, while engines read memory (every path: host arrays, data pointers,
+    CUDA copies). The FastCall refuses such tensors, so they all come here."""
+    for t in inputs:
+        if t.is_neg() or t.is_conj():
+            return [t.resolve_neg().resolve_conj() for t in inputs]
+    return inputs
+
+
 def run_engine(inputs: List[torch.Tensor], engine: torch.Tensor, meta: str) -> List[torch.Tensor]:
     """The op's implementation, callable without the torch dispatcher (EngineModule's eager
     fast path). Returns fresh output tensors on the inputs' device."""
@@ -218,6 +229,7 @@ def run_engine(inputs: List[torch.Tensor], engine: torch.Tensor, meta: str) -> L
             return outs
     if p is None or p.engine is None:
         p = _plan(meta, engine)
+    inputs = _resolved(inputs)
     out_shapes = p.shapes_for(inputs)
     if inputs and not inputs[0].is_cpu:
         device = inputs[0].device
