@@ -101,7 +101,7 @@ def load(path, device=None) -> torch.nn.Module:
     """Loads a module saved by save(); engines are checked (and rebuilt for this machine's
     device when the file comes from another one) before it returns."""
     from torchtrt_c import SerializationError, _C
-    from torchtrt_c.runtime._execute import ENGINES
+    from torchtrt_c.runtime._execute import _BLOB_OWNERS, ENGINES
     from torchtrt_c.runtime._shapes import EngineMeta
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -123,7 +123,8 @@ def load(path, device=None) -> torch.nn.Module:
             raise
         except Exception as ex:
             raise SerializationError(f"cannot load {path}: engine {n.name}: {ex}") from ex
-        ENGINES.put(m.id, e)
+        # the program's constant owns its engine: it lives as long as the loaded module
+        _BLOB_OWNERS[blob] = ENGINES.put(m.id, e)
     return gm
 
 

@@ -322,9 +322,15 @@ void ttc_engine_tf32(const ttc_engine *e, bool *matmul, bool *conv) {
     *conv = e->tf32_conv;
 }
 
+/* Engines made and not yet freed, process-wide (ttc_engine_live_count: leak checks). */
+static int64_t n_live;
+
+int64_t ttc_engine_live_count(void) { return __atomic_load_n(&n_live, __ATOMIC_RELAXED); }
+
 static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
     ttc_engine *e = ttc_calloc(1, sizeof *e);
     if (!e) return TTC_ERR_NOMEM;
+    __atomic_add_fetch(&n_live, 1, __ATOMIC_RELAXED);
     pthread_mutex_init(&e->lock, NULL);
     e->name = ttc_strdup(o->name ? o->name : "engine");
     e->fp16 = o->fp16;
@@ -396,6 +402,7 @@ void ttc_engine_free(ttc_engine *e) {
     free(e->name);
     pthread_mutex_destroy(&e->lock);
     free(e);
+    __atomic_sub_fetch(&n_live, 1, __ATOMIC_RELAXED);
 }
 
 int32_t ttc_engine_n_inputs(const ttc_engine *e) { return e->n_in; }

@@ -44,6 +44,8 @@ typedef struct ttc_engine ttc_engine;
 
 ttc_status ttc_engine_build(const ttc_graph *g, const ttc_engine_options *opts, ttc_engine **out);
 void ttc_engine_free(ttc_engine *e);
+/* Engines made (built or deserialised) and not yet freed in this process (leak checks). */
+int64_t ttc_engine_live_count(void);
 
 int32_t ttc_engine_n_inputs(const ttc_engine *e);
 int32_t ttc_engine_n_outputs(const ttc_engine *e);

@@ -123,9 +123,19 @@ int64_t ttc_type_numel_static(const ttc_type *t) {
 }
 
 /* ---- tensor data ---- */
+/* Live tensor data and its bytes, process-wide (ttc_tensor_data_stats). */
+static int64_t n_data, n_data_bytes;
+
+void ttc_tensor_data_stats(int64_t *live, int64_t *bytes) {
+    *live = __atomic_load_n(&n_data, __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&n_data_bytes, __ATOMIC_RELAXED);
+}
+
 ttc_tensor_data *ttc_tensor_data_wrap(void *data, size_t nbytes, void (*release)(void *), void *owner) {
     ttc_tensor_data *d = ttc_calloc(1, sizeof *d);
     if (!d) return NULL;
+    __atomic_add_fetch(&n_data, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&n_data_bytes, (int64_t)nbytes, __ATOMIC_RELAXED);
     d->data = data;
     d->nbytes = nbytes;
     d->release = release;
@@ -159,6 +169,8 @@ void ttc_tensor_data_unref(ttc_tensor_data *d) {
     if (!d) return;
     if (__atomic_sub_fetch(&d->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
         if (d->release) d->release(d->owner);
+        __atomic_sub_fetch(&n_data, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&n_data_bytes, (int64_t)d->nbytes, __ATOMIC_RELAXED);
         free(d);
     }
 }

@@ -105,6 +105,9 @@ ttc_tensor_data *ttc_tensor_data_ref(ttc_tensor_data *d);
  * with free as the release) rather than a view of someone else's (torch's parameters). */
 bool ttc_tensor_data_core_owned(const ttc_tensor_data *d);
 void ttc_tensor_data_unref(ttc_tensor_data *d);
+/* Tensor data alive now, process-wide, and its bytes (the weights graphs and engines hold in
+ * host memory, wrapped or copied: leak checks). */
+void ttc_tensor_data_stats(int64_t *live, int64_t *bytes);
 
 /* ---- attributes (only prim.Constant carries `value`; passes may tag others) ---- */
 typedef enum ttc_attr_kind {

@@ -6,6 +6,9 @@
 
 #include "../backend/backend.h"
 #include "../backend/blas.h"
+#include "../backend/cuda/cuda_driver.h"
+#include "../backend/opencl/external_memory.h"
+#include "../engine/engine.h"
 #include "../common/status.h"
 #include "../engine/native_conv_dnnl.h"
 #include "../engine/native_gemm_dnnl.h"
@@ -51,13 +54,23 @@ static PyObject *py_default_device(PyObject *m, PyObject *unused) {
     return PyLong_FromLong(ttc_device_facts(d)->index);
 }
 
-/* Process-wide counters of live device buffers (csrc/backend/opencl/memstats.c). */
+/* Process-wide counters of what the library holds: live device buffers (csrc/backend/opencl/
+ * memstats.c), engines, weights in host memory (tensor data), CUDA allocations, modules and
+ * graphs (backend/cuda/cuda_driver.c), buffers shared with CUDA (external_memory.c). */
 static PyObject *py_runtime_stats(PyObject *m, PyObject *unused) {
     ttc_memstats s = ttc_memstats_get();
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "live_buffers", (long long)s.live_buffers,
-                         "live_bytes", (long long)s.live_bytes, "peak_bytes", (long long)s.peak_bytes,
-                         "host_ptr_bytes", (long long)s.host_ptr_bytes, "buffers_created", (long long)s.created,
-                         "buffers_released", (long long)s.released);
+    int64_t n_data = 0, data_bytes = 0;
+    ttc_tensor_data_stats(&n_data, &data_bytes);
+    ttc_cuda_stats cu = ttc_cuda_stats_get();
+    ttc_xmem_stats x = ttc_xmem_stats_get();
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "live_buffers",
+                         (long long)s.live_buffers, "live_bytes", (long long)s.live_bytes, "peak_bytes",
+                         (long long)s.peak_bytes, "host_ptr_bytes", (long long)s.host_ptr_bytes, "buffers_created",
+                         (long long)s.created, "buffers_released", (long long)s.released, "engines",
+                         (long long)ttc_engine_live_count(), "tensor_data", (long long)n_data, "tensor_data_bytes",
+                         (long long)data_bytes, "cuda_allocs", (long long)cu.allocs, "cuda_bytes", (long long)cu.bytes,
+                         "cuda_modules", (long long)cu.modules, "cuda_graphs", (long long)cu.graphs, "shared_buffers",
+                         (long long)x.live, "shared_bytes", (long long)x.live_bytes);
 }
 
 /* Whether engines on the default device run GEMM/convolution as native kernels (the target's
@@ -298,8 +311,10 @@ static PyMethodDef runtime_methods[] = {
     {"default_device", py_default_device, METH_NOARGS,
      "default_device() -> int: TORCHTRT_C_DEVICE, else the first GPU, else the first device."},
     {"runtime_stats", py_runtime_stats, METH_NOARGS,
-     "runtime_stats() -> dict: live OpenCL buffers and bytes (live_buffers, live_bytes, peak_bytes, "
-     "host_ptr_bytes, buffers_created, buffers_released), process-wide."},
+     "runtime_stats() -> dict, process-wide: live OpenCL buffers and bytes (live_buffers, live_bytes, peak_bytes, "
+     "host_ptr_bytes, buffers_created, buffers_released), live engines (engines), weights held in host memory "
+     "(tensor_data, tensor_data_bytes), CUDA memory, modules and graphs of the CUDA launch path (cuda_allocs, "
+     "cuda_bytes, cuda_modules, cuda_graphs), buffers shared with CUDA (shared_buffers, shared_bytes)."},
     {"hash64", py_hash64, METH_VARARGS,
      "hash64(data, seed=0) -> int: the core's 64-bit hash of a bytes-like object (engine blob checksums, "
      "program cache keys)."},

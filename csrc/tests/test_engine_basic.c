@@ -1,5 +1,5 @@
 /* Engine end to end on the default OpenCL device: linear + relu, broadcasting adds,
- * dynamic batch, input checking. Skips (passes with a note) when no OpenCL device exists. */
+ * dynamic batch, input checking, the memory counters back where they were after a free. Skips (passes with a note) when no OpenCL device exists. */
 #include <math.h>
 
 #include "engine/engine.h"
@@ -88,4 +88,47 @@ static void test_dynamic_broadcast(void) {
     ttc_engine_free(e);
 }
 
-TEST_MAIN(test_linear_relu, test_dynamic_broadcast)
+/* What an engine holds comes back when it is freed: the live engine count, its weights in host
+ * memory (tensor data) and its device buffers (the counters memory_stats() reports). */
+static void test_free_returns_counted_memory(void) {
+    if (!have_device()) return;
+    int64_t eng0 = ttc_engine_live_count(), data0, bytes0;
+    ttc_tensor_data_stats(&data0, &bytes0);
+    ttc_memstats m0 = ttc_memstats_get();
+    float w[6 * 4];
+    for (int i = 0; i < 24; i++) w[i] = 0.1f * (float)i;
+    float bias[6] = {1, -1, 2, -2, 3, -3};
+    char *wl = tensor_lit(w, 24), *bl = tensor_lit(bias, 6);
+    char *text = ttc_strfmt("graph(%%x : Float(2, 4)):\n"
+                            "  %%w : Float(6, 4) = prim.Constant[value=%s]()\n"
+                            "  %%b : Float(6) = prim.Constant[value=%s]()\n"
+                            "  %%y : Float(2, 6) = aten.linear.default(%%x, %%w, %%b)\n"
+                            "  return (%%y)\n", wl, bl);
+    ttc_engine *e = build_engine(text, NULL);
+    free(wl); free(bl); free(text);
+    if (!e) return;
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[12];
+    const void *in[1] = {x};
+    size_t inb[1] = {sizeof x}, outb[1] = {sizeof y};
+    int64_t shp[1][TTC_MAX_RANK] = {{2, 4}};
+    void *out[1] = {y};
+    CHECK_OK(ttc_engine_execute(e, in, inb, (const int64_t(*)[TTC_MAX_RANK])shp, out, outb));
+    int64_t data1, bytes1;
+    ttc_tensor_data_stats(&data1, &bytes1);
+    ttc_memstats m1 = ttc_memstats_get();
+    CHECK(ttc_engine_live_count() == eng0 + 1, "live engines %lld, %lld before the build", (long long)ttc_engine_live_count(), (long long)eng0);
+    CHECK(bytes1 >= bytes0 + (int64_t)sizeof w, "the engine's weights: %lld bytes, %lld before", (long long)bytes1, (long long)bytes0);
+    CHECK(m1.live_buffers > m0.live_buffers, "device buffers %lld, %lld before", (long long)m1.live_buffers, (long long)m0.live_buffers);
+    ttc_engine_free(e);
+    int64_t data2, bytes2;
+    ttc_tensor_data_stats(&data2, &bytes2);
+    ttc_memstats m2 = ttc_memstats_get();
+    CHECK(ttc_engine_live_count() == eng0, "live engines %lld after the free, %lld before", (long long)ttc_engine_live_count(), (long long)eng0);
+    CHECK(data2 == data0 && bytes2 == bytes0, "tensor data %lld (%lld bytes) after the free, %lld (%lld) before",
+          (long long)data2, (long long)bytes2, (long long)data0, (long long)bytes0);
+    CHECK(m2.live_buffers == m0.live_buffers && m2.live_bytes == m0.live_bytes,
+          "device buffers %lld (%lld bytes) after the free, %lld (%lld) before", (long long)m2.live_buffers,
+          (long long)m2.live_bytes, (long long)m0.live_buffers, (long long)m0.live_bytes);
+}
+
+TEST_MAIN(test_linear_relu, test_dynamic_broadcast, test_free_returns_counted_memory)

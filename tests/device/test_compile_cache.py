@@ -1,6 +1,7 @@
 """Warm compiles: the engine cache (cache_built_engines / reuse_cached_engines /
 engine_cache_dir) in the same process and in a fresh one, and the program binary cache in a
 fresh process. Asserts on the profile's cache counters, never on wall time."""
+import gc
 import json
 import os
 import subprocess
@@ -44,16 +45,24 @@ def test_second_compile_in_process_reuses_engines(tmp_path, monkeypatch):
     x = torch.randn(4, 16)
     opts = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
                 engine_cache_dir=str(tmp_path))
-    cold = torchtrt_c.compile(m, **opts)._torchtrt_c_profile
+    first = torchtrt_c.compile(m, **opts)
+    cold = first._torchtrt_c_profile
     assert [e["source"] for e in cold.engines] == ["built"]
     gm = torchtrt_c.compile(m, **opts)
     warm = gm._torchtrt_c_profile
-    # the engine compiled a moment ago is still live in this process: reused as it is
+    # the engine of the module compiled a moment ago (still alive) is live: shared as it is
     assert [e["source"] for e in warm.engines] == ["engine cache (live)"]
     assert warm.engine_totals()["cache_hits"] == 1 and warm.engine_totals()["built"] == 0
     assert warm.engines[0]["build"] is None and warm.programs.get("compiled", 0) == 0, warm.programs
     err = (gm(x) - m(x)).abs().max().item()
     assert err <= 1e-4, f"max abs error {err} vs eager"
+    # an engine lives as long as a module using it: with both deleted, the next compile reads
+    # the cache file
+    del first, gm
+    gc.collect()
+    again = torchtrt_c.compile(m, **opts)
+    assert [e["source"] for e in again._torchtrt_c_profile.engines] == ["engine cache"]
+    assert (again(x) - m(x)).abs().max().item() <= 1e-4
 
 
 def test_fresh_process_hits_engine_and_program_caches(tmp_path):

@@ -226,10 +226,10 @@ class Prehash:
             meta = EngineMeta.from_json(rec["meta"])
             if ENGINES.peek(meta.id) is not None or meta.id in _module.PENDING:
                 continue
-            blob, _ = _engine_blob(self._settings, name, rec)
+            blob, _, _ = _engine_blob(self._settings, name, rec)
+            entry = _load_behind(meta, blob, self._device)
             with _live_lock:
-                _preloaded_blobs[meta.id] = blob
-            _load_behind(meta, blob, self._device)
+                _preloaded_blobs[meta.id] = (blob, entry)
             self.preloaded.append(meta.id)
 
     def digests(self) -> dict:
@@ -418,8 +418,9 @@ def decode_graph(nodes: list) -> torch.fx.Graph:
 # compile in the same process shares it instead of reading the engine file again
 _live_blobs = weakref.WeakValueDictionary()
 _live_lock = threading.Lock()
-# engine id -> blob mapped and checked by a preload (Prehash._speculate), until load_module
-# takes it (strong references: nothing else holds them yet)
+# engine id -> (blob mapped and checked by a preload (Prehash._speculate), its engine's entry),
+# until load_module takes them or drop_unused_preloads drops them (strong references: nothing
+# else holds them yet)
 _preloaded_blobs = {}
 
 
@@ -440,25 +441,10 @@ def drop_unused_preloads(prehash, gm) -> None:
     life of the process."""
     if prehash is None or not prehash.preloaded:
         return
-    from torchtrt_c.runtime import _module
-    from torchtrt_c.runtime._execute import ENGINES
-    used = {_engine_id(m) for m in gm.modules() if isinstance(m, _module.EngineModule)}
     for eid in prehash.preloaded:
         with _live_lock:
+            # its entry goes with it unless the module uses it (then the module owns it)
             _preloaded_blobs.pop(eid, None)
-        if eid in used:
-            continue
-        fut = _module.PENDING.get(eid)
-        if fut is not None:
-            try:
-                fut.result()
-            except Exception:  # noqa: BLE001  (nothing was registered then)
-                pass
-        try:  # the registry has no removal call: it is the runtime's (best effort)
-            with ENGINES._lock:
-                ENGINES._engines.pop(eid, None)
-        except AttributeError:
-            pass
 
 
 def _engine_id(mod) -> str:
@@ -592,22 +578,23 @@ def _read_entry(path: str, key: str) -> tuple:
 
 
 def _engine_blob(settings, name: str, rec: dict) -> tuple:
-    """(uint8 tensor, live engine or None) for one engine of an entry."""
+    """(uint8 tensor, live engine or None, the preload's entry or None) for one engine of an
+    entry."""
     from torchtrt_c.runtime._execute import ENGINES
     from torchtrt_c.runtime._shapes import EngineMeta
     meta = EngineMeta.from_json(rec["meta"])
     live = ENGINES.peek(meta.id)
     with _live_lock:
-        pre = _preloaded_blobs.pop(meta.id, None)
+        pre, pre_entry = _preloaded_blobs.pop(meta.id, (None, None))
     blob = pre if pre is not None else _live_blob(meta.id)
     # a live module's blob or one a preload checked: the engine these bytes name (ids are
     # content keys), no need to read and check the file again
     # (an entry still being written has no size yet: writing_entry() hands it out only with
     # every engine live)
     if blob is not None and blob.numel() == rec.get("size", blob.numel()) and (live is not None or pre is not None):
-        return blob, live
+        return blob, live, pre_entry
     if live is not None:  # live in this process (ids are content keys): its blob is deferred
-        return None, live
+        return None, live, None
     path = os.path.join(os.fspath(settings.engine_cache_dir), rec["file"])
     try:
         size = os.path.getsize(path)
@@ -622,35 +609,42 @@ def _engine_blob(settings, name: str, rec: dict) -> tuple:
     blob = torch.from_file(path, shared=False, size=size, dtype=torch.uint8)
     if zlib.crc32(blob.numpy()) != rec["crc32"]:
         raise RejectedEntry(f"{name}: engine file {rec['file']} is damaged (CRC-32 mismatch)")
-    return blob, live
+    return blob, live, pre_entry
 
 
 _loader = None
 _loader_lock = threading.Lock()
 
 
-def _load_behind(meta, blob: torch.Tensor, device) -> None:
+def _load_behind(meta, blob: torch.Tensor, device):
     """Deserialises an engine in a thread (the C core releases the GIL): the compile returns
     at once and the engine's first call waits for whatever is left (runtime/_module.PENDING).
-    One thread: engines load one after another, in the module's order."""
+    One thread: engines load one after another, in the module's order. Returns the engine's
+    entry, which the caller's module keeps (runtime/_execute.EngineEntry): the thread fills it,
+    and skips the work when nothing keeps it any more (a dropped preload)."""
     global _loader
     from torchtrt_c.runtime import _module
     from torchtrt_c.runtime._execute import ENGINES
     with _loader_lock:
         if _loader is None:
             _loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchtrt_c-engine-load")
+    entry = ENGINES.reserve(meta.id)
+    wanted = weakref.ref(entry)
 
     def work():
         from torchtrt_c import _C
+        keep = wanted()
+        if keep is None or keep.engine is not None:
+            return
         t = time.perf_counter()
         e = _C.Engine.deserialize(blob.numpy(), device=device)
         ENGINES.put(meta.id, e)
         log.info("%s: engine loaded from the module cache in %.2fs", meta.name, time.perf_counter() - t)
-        return e
 
     fut = _loader.submit(work)
     _module.PENDING[meta.id] = fut
     fut.add_done_callback(lambda f: _module.PENDING.pop(meta.id, None) if _module.PENDING.get(meta.id) is f else None)
+    return entry
 
 
 def load_module(settings, key: str, profile=None, entry=None):
@@ -673,7 +667,7 @@ def load_module(settings, key: str, profile=None, entry=None):
         for name, rec in manifest["modules"].items():
             t = time.perf_counter()
             if rec["kind"] == "engine":
-                blob, live = _engine_blob(settings, name, rec)
+                blob, live, entry = _engine_blob(settings, name, rec)
                 meta = EngineMeta.from_json(rec["meta"])
                 if blob is None:
                     mod = EngineModule.deferred(live, meta)
@@ -682,7 +676,9 @@ def load_module(settings, key: str, profile=None, entry=None):
                     from torchtrt_c.runtime import _module
                     if live is None and meta.id not in _module.PENDING and ENGINES.peek(meta.id) is None:
                         from torchtrt_c.dynamo._compiler import resolve_device
-                        _load_behind(meta, blob, resolve_device(settings.device))
+                        entry = _load_behind(meta, blob, resolve_device(settings.device))
+                    # the module keeps its engine: live, loading (a preload's, or just started)
+                    mod.own(entry if entry is not None else ENGINES.reserve(meta.id))
                     remember_blob(meta.id, mod.engine)
                 if profile is not None:
                     e = profile.engine(name)

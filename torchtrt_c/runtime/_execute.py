@@ -3,8 +3,10 @@
 Compiled modules call engines only through this op, so torch.export / torch.export.save
 handle them like any other op: the engine blob is a uint8 buffer, the meta a string literal.
 The fake implementation computes output shapes from the meta (SymInts welcome); the real one
-deserializes the blob once per engine id (cache), validates the inputs against the engine's
-bindings (InputError naming the input), and executes on the engine's OpenCL device.
+finds the live engine by id (ENGINES), or deserializes the blob, validates the inputs against
+the engine's bindings (InputError naming the input), and executes on the engine's OpenCL device.
+An engine lives as long as something that uses it (EngineEntry: the engine submodules, the
+blob tensors of loaded programs); docs/memory.md says what is freed when and what stays.
 Per-call work is kept small (bench/overhead.py measures it): the meta is parsed once per string
 (_Plan: engine, lock, output shapes per input shapes); once plain contiguous CPU tensors of some
 shapes have passed the checks, later calls of those dtypes and shapes are one C call
@@ -27,6 +29,7 @@ import weakref
 from typing import List
 
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 from torchtrt_c.runtime import _cuda_interop, _cuda_launch
 from torchtrt_c.runtime._shapes import EngineMeta
@@ -50,50 +53,153 @@ def torch_dtype(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
-class _EngineCache:
-    """Engines by id, deserialized on first use. One lock per engine: an engine's buffers are
-    reused between calls, so one call at a time per engine."""
+class _EntryRef(weakref.ref):
+    """The registry's weak reference to an EngineEntry, with what its callback needs once the
+    entry is gone: the id, and the meta strings of the plans made for it."""
+
+    __slots__ = ("engine_id", "metas")
+
+
+class EngineEntry:
+    """One live engine, shared by whatever uses it. Its owners keep it: the compiled modules'
+    engine submodules (EngineModule), and the blob tensors the op resolved it from (a loaded
+    program's constants: _BLOB_OWNERS). The registry names it weakly, so when the last owner
+    goes (a deleted module, then gc.collect() for modules in reference cycles) the entry goes,
+    and with it its plans (_PLANS: FastCalls, CUDA launch state, shared buffers) and the C
+    engine (device buffers, programs, arenas, library caches; runtime.memory_stats() counts
+    them)."""
+
+    __slots__ = ("id", "engine", "lock", "ref", "__weakref__")
+
+    def __init__(self, engine_id: str, engine):
+        self.id = engine_id
+        self.engine = engine   # None: still loading (runtime/_module.PENDING), or ENGINES.clear()ed
+        self.lock = threading.Lock()  # CUDA staging: a plan's pinned buffers are reused between calls
+        self.ref = None
+
+
+class _EngineRegistry:
+    """Live engines by id (ids are content keys: one id, one engine), held weakly (EngineEntry)."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._engines = {}
+        # reentrant: an entry's callback takes it, and the last owner may go (a garbage
+        # collection) while this thread holds it
+        self._lock = threading.RLock()
+        self._entries = {}   # id -> _EntryRef
 
-    def put(self, engine_id: str, engine) -> None:
+    def _new(self, engine_id: str, engine) -> EngineEntry:
+        e = EngineEntry(engine_id, engine)
+        e.ref = _EntryRef(e, self._gone)
+        e.ref.engine_id, e.ref.metas = engine_id, set()
+        self._entries[engine_id] = e.ref
+        return e
+
+    def _gone(self, ref) -> None:
+        """An entry's last owner went: forget its id and drop its plans."""
         with self._lock:
-            self._engines[engine_id] = (engine, threading.Lock())
-            _drop_plans()  # plans hold engines: drop them so the next call sees this one
+            if self._entries.get(ref.engine_id) is ref:
+                del self._entries[ref.engine_id]
+            for meta in ref.metas:
+                p = _PLANS.get(meta)
+                if p is not None and p.owner is ref:
+                    del _PLANS[meta]
+
+    def entry(self, engine_id: str):
+        """The live entry of engine_id, or None."""
+        ref = self._entries.get(engine_id)
+        return ref() if ref is not None else None
+
+    def put(self, engine_id: str, engine) -> EngineEntry:
+        """Registers engine under engine_id; returns its entry, for the caller's owner to keep
+        (an engine nobody keeps is freed at once). A live id keeps its entry: the same engine
+        changes nothing, another one (load(device=) rebuilt it) replaces it for every owner
+        and the plans made for the old one are dropped."""
+        with self._lock:
+            e = self.entry(engine_id)
+            if e is None:
+                return self._new(engine_id, engine)
+            if e.engine is not engine:
+                old, e.engine = e.engine, engine
+                if old is not None:
+                    _drop_plans()
+            return e
+
+    def reserve(self, engine_id: str) -> EngineEntry:
+        """The entry of engine_id; a new empty one where none is live (its engine is loading in
+        the background: put fills it)."""
+        with self._lock:
+            e = self.entry(engine_id)
+            return e if e is not None else self._new(engine_id, None)
 
     def peek(self, engine_id: str):
         """The live engine for engine_id, or None (never deserializes)."""
-        with self._lock:
-            hit = self._engines.get(engine_id)
-        return hit[0] if hit is not None else None
+        e = self.entry(engine_id)
+        return e.engine if e is not None else None
+
+    def resolve(self, engine_id: str, blob: torch.Tensor) -> EngineEntry:
+        """The entry of engine_id with its engine: the live one (waiting for a background load),
+        else the engine a module of this process holds unserialised (DEFERRED), else
+        deserialised from blob. blob becomes an owner of the entry: a loaded program's constant
+        keeps its engine as long as it lives."""
+        e = self.entry(engine_id)
+        if e is None or e.engine is None:
+            from torchtrt_c.runtime._module import DEFERRED, PENDING
+            fut = PENDING.get(engine_id)
+            if fut is not None:
+                try:
+                    fut.result()
+                except Exception:  # noqa: BLE001  (deserialised below, which raises why)
+                    pass
+                e = self.entry(engine_id)
+            if e is None or e.engine is None:
+                src = DEFERRED.get(engine_id) if blob.numel() == 0 else None
+                engine = src.__dict__.get("_deferred") if src is not None else None
+                if engine is None:  # else a module whose blob was never serialised holds the engine
+                    from torchtrt_c import _C
+                    data = (src.blob() if src is not None else blob).detach().cpu().contiguous().numpy().tobytes()
+                    engine = _C.Engine.deserialize(data)
+                with self._lock:
+                    e = self.entry(engine_id)
+                    if e is None:
+                        e = self._new(engine_id, engine)
+                    elif e.engine is None:
+                        e.engine = engine
+        try:
+            _BLOB_OWNERS[blob] = e
+        except TypeError:  # a tensor that takes no weak reference: owned by modules only
+            pass
+        return e
 
     def get(self, engine_id: str, blob: torch.Tensor):
+        """(engine, lock) of engine_id (resolve)."""
+        e = self.resolve(engine_id, blob)
+        return e.engine, e.lock
+
+    def live(self) -> int:
+        """Entries with an engine (what owners keep now)."""
         with self._lock:
-            hit = self._engines.get(engine_id)
-        if hit is not None:
-            return hit
-        from torchtrt_c import _C
-        from torchtrt_c.runtime._module import DEFERRED
-        src = DEFERRED.get(engine_id) if blob.numel() == 0 else None
-        engine = src.__dict__.get("_deferred") if src is not None else None
-        if engine is None:  # else a module whose blob was never serialised holds the engine
-            data = (src.blob() if src is not None else blob).detach().cpu().contiguous().numpy().tobytes()
-            engine = _C.Engine.deserialize(data)
-        with self._lock:
-            return self._engines.setdefault(engine_id, (engine, threading.Lock()))
+            entries = [r() for r in self._entries.values()]
+        return sum(1 for e in entries if e is not None and e.engine is not None)
 
     def clear(self) -> None:
+        """Forgets every engine, as a new process would (tests, benchmarks): each module
+        deserialises its blob, or takes its unserialised engine, at its next call."""
         with self._lock:
-            self._engines.clear()
+            entries = [r() for r in list(self._entries.values())]
+            self._entries.clear()
+            for e in entries:
+                if e is not None:
+                    e.engine = None
+            _BLOB_OWNERS.clear()
             _drop_plans()
 
 
-ENGINES = _EngineCache()
-_PLANS = {}  # meta string -> _Plan (below); cleared with the engine cache
+ENGINES = _EngineRegistry()
+# blob tensor -> the entry resolved from it (the tensor is held weakly: a program's constant)
+_BLOB_OWNERS = WeakIdKeyDictionary()
+_PLANS = {}  # meta string -> _Plan (below): dropped with its entry, or by ENGINES.clear()
 # holders of FastCalls outside the plans (CompiledModule's one-engine shortcut): their .fast is
-# dropped with the plans, so no call keeps running an engine the cache has replaced
+# dropped with the plans, so no call keeps running an engine the registry has replaced
 FAST_HOLDERS = weakref.WeakSet()
 _CPU = torch.device("cpu")
 
@@ -124,6 +230,7 @@ class _Plan:
         self.out_dtypes = tuple(_DTYPES[dt] for _, dt, _ in meta.outputs)
         self.engine = None
         self.lock = None  # CUDA staging only (the pinned buffers are shared between calls)
+        self.owner = None  # the entry's _EntryRef: the plan goes with the entry (EngineEntry)
         # numpy views for every binding: bfloat16 has no numpy dtype, so it goes through int16
         self.plain_views = not any(dt is torch.bfloat16 for dt in self.in_dtypes + self.out_dtypes)
         self.out_shapes = {}  # input shapes -> output shapes (validated by bind_inputs once)
@@ -198,11 +305,17 @@ def _plan_fast(p: _Plan, key, inputs):
 
 def _plan(meta: str, blob: torch.Tensor) -> _Plan:
     p = _PLANS.get(meta)
-    if p is None:
-        p = _PLANS.setdefault(meta, _Plan(EngineMeta.from_json(meta)))
-    if p.engine is None:
-        # ENGINES.put/clear drop every plan, so a plan never outlives its engine's cache entry
-        p.engine, p.lock = ENGINES.get(p.meta.id, blob)
+    if p is not None and p.engine is not None:
+        return p
+    m = p.meta if p is not None else EngineMeta.from_json(meta)
+    e = ENGINES.resolve(m.id, blob)
+    with ENGINES._lock:
+        p = _PLANS.get(meta)
+        if p is None or p.owner is not e.ref:
+            p = _Plan(m)
+            p.engine, p.lock, p.owner = e.engine, e.lock, e.ref
+            e.ref.metas.add(meta)
+            _PLANS[meta] = p
     return p
 
 

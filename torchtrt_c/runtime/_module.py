@@ -16,11 +16,13 @@ from torchtrt_c.runtime._shapes import EngineMeta
 
 
 # engine id -> a module whose blob is deferred (EngineModule.deferred): the runtime takes the
-# live engine from it when the registry no longer has it (ENGINES.clear())
+# live engine from it when the registry no longer has it (ENGINES.clear()). Weak: no engine is
+# kept by it
 DEFERRED = weakref.WeakValueDictionary()
 
 # engine id -> the Future of its deserialisation in the background (a whole-module cache hit
-# returns before its engines are loaded: dynamo/_module_cache.py); a call waits for it
+# returns before its engines are loaded: dynamo/_module_cache.py); a call waits for it. Each
+# is removed when done
 PENDING = {}
 
 
@@ -67,7 +69,7 @@ class EngineModule(torch.nn.Module):
         self.meta = meta.to_json()
         self.engine_name = meta.name
         if engine is not None:
-            _execute.ENGINES.put(meta.id, engine)
+            self.own(_execute.ENGINES.put(meta.id, engine))
 
     @classmethod
     def from_tensor(cls, blob: torch.Tensor, meta: EngineMeta, engine=None) -> "EngineModule":
@@ -79,7 +81,7 @@ class EngineModule(torch.nn.Module):
         self.meta = meta.to_json()
         self.engine_name = meta.name
         if engine is not None:
-            _execute.ENGINES.put(meta.id, engine)
+            self.own(_execute.ENGINES.put(meta.id, engine))
         return self
 
     @classmethod
@@ -96,9 +98,15 @@ class EngineModule(torch.nn.Module):
         self.meta = meta.to_json()
         self.engine_name = meta.name
         self._deferred = engine
-        _execute.ENGINES.put(meta.id, engine)
+        self.own(_execute.ENGINES.put(meta.id, engine))
         DEFERRED[meta.id] = self
         return self
+
+    def own(self, entry) -> None:
+        """Keeps entry (runtime/_execute.EngineEntry): the engine lives at least as long as this
+        module. A module without one (a copy, an unpickled module) gets its engine at its first
+        call, owned by its blob."""
+        self.__dict__["_ttc_entry"] = entry
 
     def blob(self) -> torch.Tensor:
         """The engine blob (a uint8 tensor), serialised now if it was deferred."""
@@ -131,7 +139,9 @@ class EngineModule(torch.nn.Module):
 
     def __getstate__(self):
         self.blob()  # the live engine does not pickle; the blob carries it
-        return super().__getstate__()
+        state = dict(super().__getstate__())
+        state.pop("_ttc_entry", None)  # a copy finds the engine by id, or deserialises the blob
+        return state
 
     @property
     def engine_meta(self) -> EngineMeta:

@@ -37,6 +37,7 @@ typedef int cu_result;
                                     unsigned, void *, void **, void **))                                   \
     X(cuMemAlloc_v2, cu_result (*)(uint64_t *, size_t))                                                    \
     X(cuMemFree_v2, cu_result (*)(uint64_t))                                                               \
+    X(cuMemGetAddressRange_v2, cu_result (*)(uint64_t *, size_t *, uint64_t))                              \
     X(cuMemcpyHtoD_v2, cu_result (*)(uint64_t, const void *, size_t))                                      \
     X(cuMemcpyDtoHAsync_v2, cu_result (*)(void *, uint64_t, size_t, void *))                               \
     X(cuMemsetD32Async, cu_result (*)(uint64_t, unsigned, size_t, void *))                                 \
@@ -76,6 +77,9 @@ static char load_msg[256];        /* empty when the driver loaded and initialise
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_CUDA 64
 static void *primary[MAX_CUDA];   /* retained once per ordinal, for the process */
+/* What the library holds in CUDA memory now (ttc_cuda_stats): allocations and their bytes,
+ * loaded modules, instantiated graphs. Engines free theirs with their CUDA state. */
+static int64_t n_allocs, n_bytes, n_modules, n_graphs;
 
 static void load(void) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -491,11 +495,12 @@ ttc_status ttc_cuda_module_load(const char *ptx, void **mod) {
         ttc_status s = cu_fail(r, "cuModuleLoadDataEx(the engine's PTX)");
         return log[0] ? ttc_fail_context(s, "JIT log: %.400s", log) : s;
     }
+    __atomic_add_fetch(&n_modules, 1, __ATOMIC_RELAXED);
     return TTC_OK;
 }
 
 void ttc_cuda_module_unload(void *mod) {
-    if (mod && ttc_cuda_available(NULL, 0)) cu.cuModuleUnload(mod);
+    if (mod && ttc_cuda_available(NULL, 0) && !cu.cuModuleUnload(mod)) __atomic_sub_fetch(&n_modules, 1, __ATOMIC_RELAXED);
 }
 
 ttc_status ttc_cuda_function(void *mod, const char *name, void **fn, int32_t *max_threads) {
@@ -540,6 +545,12 @@ ttc_status ttc_cuda_alloc(size_t n, uint64_t *ptr) {
     TTC_TRY(need_driver());
     cu_result r = cu.cuMemAlloc_v2(ptr, n ? n : 16);
     if (r) { *ptr = 0; return ttc_fail_context(cu_fail(r, "cuMemAlloc"), "%zu bytes", n); }
+    /* counted as the driver sizes it, so that the free (which asks the driver) takes it back */
+    uint64_t base = 0;
+    size_t size = n ? n : 16;
+    if (cu.cuMemGetAddressRange_v2(&base, &size, *ptr) || base != *ptr) size = n ? n : 16;
+    __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&n_bytes, (int64_t)size, __ATOMIC_RELAXED);
     return TTC_OK;
 }
 
@@ -547,7 +558,19 @@ void ttc_cuda_free(uint64_t ptr) {
     if (!ptr || !ttc_cuda_available(NULL, 0)) return;
     /* work queued on any stream may still read it: freed rarely (engine teardown) */
     cu.cuCtxSynchronize();
-    cu.cuMemFree_v2(ptr);
+    uint64_t base = 0;
+    size_t size = 0;
+    bool known = !cu.cuMemGetAddressRange_v2(&base, &size, ptr) && base == ptr;
+    if (!cu.cuMemFree_v2(ptr)) {
+        __atomic_sub_fetch(&n_allocs, 1, __ATOMIC_RELAXED);
+        if (known) __atomic_sub_fetch(&n_bytes, (int64_t)size, __ATOMIC_RELAXED);
+    }
+}
+
+ttc_cuda_stats ttc_cuda_stats_get(void) {
+    ttc_cuda_stats s = {__atomic_load_n(&n_allocs, __ATOMIC_RELAXED), __atomic_load_n(&n_bytes, __ATOMIC_RELAXED),
+                        __atomic_load_n(&n_modules, __ATOMIC_RELAXED), __atomic_load_n(&n_graphs, __ATOMIC_RELAXED)};
+    return s;
 }
 
 ttc_status ttc_cuda_upload(uint64_t dst, const void *src, size_t n) {
@@ -611,6 +634,7 @@ ttc_status ttc_cuda_record_end(uint64_t stream, bool keep, void **exec) {
     r = cu.cuGraphInstantiateWithFlags(exec, g, 0);
     cu.cuGraphDestroy(g);
     if (r) { *exec = NULL; return cu_fail(r, "cuGraphInstantiate"); }
+    __atomic_add_fetch(&n_graphs, 1, __ATOMIC_RELAXED);
     return TTC_OK;
 }
 
@@ -620,7 +644,7 @@ ttc_status ttc_cuda_graph_launch(void *exec, uint64_t stream) {
 }
 
 void ttc_cuda_graph_free(void *exec) {
-    if (exec && ttc_cuda_graphs_available()) cu.cuGraphExecDestroy(exec);
+    if (exec && ttc_cuda_graphs_available() && !cu.cuGraphExecDestroy(exec)) __atomic_sub_fetch(&n_graphs, 1, __ATOMIC_RELAXED);
 }
 
 bool ttc_cuda_events_available(void) { return ttc_cuda_available(NULL, 0) && cu.events; }

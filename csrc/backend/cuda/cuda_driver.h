@@ -98,6 +98,10 @@ ttc_status ttc_cuda_launch(void *fn, const uint32_t grid[3], const uint32_t bloc
                            uint64_t stream, void **params);
 ttc_status ttc_cuda_alloc(size_t n, uint64_t *ptr);
 void ttc_cuda_free(uint64_t ptr);           /* waits for the context's work first */
+/* What the library holds in CUDA now: ttc_cuda_alloc allocations and their bytes (as the
+ * driver sizes them), loaded modules, instantiated graphs (leak checks: memory_stats()). */
+typedef struct ttc_cuda_stats { int64_t allocs, bytes, modules, graphs; } ttc_cuda_stats;
+ttc_cuda_stats ttc_cuda_stats_get(void);
 ttc_status ttc_cuda_upload(uint64_t dst, const void *src, size_t n);          /* synchronous */
 ttc_status ttc_cuda_memset32(uint64_t dst, uint32_t v, size_t count, uint64_t stream);
 /* Copies n bytes to the host after the stream's work and waits for it. */
