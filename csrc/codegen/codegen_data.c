@@ -37,7 +37,7 @@ static const char *vtype(const ttc_kir *k, ttc_dtype d) {
 
 /* Writes value expression `val` at output element `lin`: through the store function when an
  * epilogue was fused in, else directly in the output's type (int64 data is copied exactly). */
-static void emit_write(const ttc_kgen *g, const char *val, const char *lin) {
+void ttc_codegen_write_out(const ttc_kgen *g, const char *val, const char *lin) {
     const ttc_kop *op = g->op;
     if (op->epi.n > 0) {
         ttc_sbuf_printf(g->src, "    %s_store((float)(%s), %s%s);\n", g->ks->name, val, lin, g->A_);
@@ -116,7 +116,7 @@ static ttc_status gen_concat(const ttc_kgen *g, ttc_kparams *p) {
         }
     }
     for (int32_t i = 0; i < n - 1; i++) ttc_sbuf_printf(src, "    }\n");
-    emit_write(g, "v", "lin");
+    ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -141,7 +141,7 @@ static ttc_status gen_pad(const ttc_kgen *g, ttc_kparams *p) {
     ttc_sbuf_printf(src, ") : ");
     ttc_codegen_literal(src, g->sp, op->p.pad.value, out->dtype, vtype(k, out->dtype));
     ttc_sbuf_printf(src, ";\n");
-    emit_write(g, "v", "lin");
+    ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -202,7 +202,7 @@ static ttc_status gen_index(const ttc_kgen *g, ttc_kparams *p) {
     ttc_sbuf_printf(src, "    %s v = bad ? (%s)0 : (%s)(", vtype(k, out->dtype), vtype(k, out->dtype), vtype(k, out->dtype));
     ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
-    emit_write(g, "v", "lin");
+    ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -234,7 +234,7 @@ static ttc_status gen_gather(const ttc_kgen *g, ttc_kparams *p) {
                     vtype(k, out->dtype));
     ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
-    emit_write(g, "v", "lin");
+    ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -295,7 +295,7 @@ static ttc_status gen_resize(const ttc_kgen *g, ttc_kparams *p) {
         }
         ttc_sbuf_printf(src, "    float v = wy0 * (wx0 * p0 + wx1 * p1) + wy1 * (wx0 * p2 + wx1 * p3);\n");
     }
-    emit_write(g, "v", "lin");
+    ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -368,7 +368,7 @@ static void attention_row(const ttc_kgen *g, int32_t W) {
         if (W == 1) snprintf(val, sizeof val, "a");
         else snprintf(val, sizeof val, "a.s%d", c);
         snprintf(lin, sizeof lin, "(g * %d + e * %d + %d)", op->p.attn.ev, W, c);
-        emit_write(g, val, lin);
+        ttc_codegen_write_out(g, val, lin);
     }
     ttc_sbuf_printf(src, "    }\n    }\n");
 }
@@ -464,7 +464,7 @@ static ttc_status gen_sort(const ttc_kgen *g, ttc_kparams *p) {
     }
     char val[24];
     snprintf(val, sizeof val, "(long)i%d", D);
-    emit_write(g, val, "o");
+    ttc_codegen_write_out(g, val, "o");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }
@@ -612,7 +612,7 @@ static ttc_status gen_scatter(const ttc_kgen *g, ttc_kparams *p) {
         ttc_sbuf_printf(src, "        v %s %s;\n    }\n", assign, upd.data);
     }
     ttc_sbuf_free(&upd);
-    emit_write(g, "v", "lin");
+    ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
 }

@@ -57,6 +57,10 @@ void ttc_codegen_literal(ttc_sbuf *b, const ttc_spelling *sp, double v, ttc_dtyp
 void ttc_codegen_store(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype od, const char *val,
                        const char *fval, const char *at, const char *ind);
 
+/* codegen_data.c: "<val> written at output element lin": through the store function when an
+ * epilogue was fused into g->op, else directly in the output's type (int64 copied exactly). */
+void ttc_codegen_write_out(const ttc_kgen *g, const char *val, const char *lin);
+
 /* codegen.c: templates and loaders. Appends template `tmpl` (csrc/kernels/<tmpl>.cl) between
  * #define/#undef of the NULL-terminated name/value pairs in defs. */
 ttc_status ttc_codegen_template(ttc_sbuf *src, const char *tmpl, const char *const *defs);
@@ -116,5 +120,7 @@ ttc_status ttc_gen_attention(const ttc_kgen *g);
 ttc_status ttc_gen_sort(const ttc_kgen *g);
 ttc_status ttc_gen_scatter(const ttc_kgen *g);
 ttc_status ttc_gen_scan(const ttc_kgen *g);                  /* codegen_scan.c */
+ttc_status ttc_gen_slot_write(const ttc_kgen *g);            /* codegen_kv.c */
+ttc_status ttc_gen_kv_attention(const ttc_kgen *g);
 
 #endif

@@ -167,6 +167,11 @@ static ttc_status make_bindings(ttc_engine *e) {
         e->ins[i].rank = t->rank;
         memcpy(e->ins[i].dims, t->dims, sizeof t->dims);
     }
+    /* inputs a kernel writes (a KV cache): the caller's memory is updated in place */
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        const ttc_et *t = &k->ts[k->ops[i].out];
+        if (!k->ops[i].dead && t->kind == TTC_ET_INPUT) e->ins[t->binding].written = true;
+    }
     for (int32_t i = 0; i < e->n_out; i++) {
         const ttc_et *t = &k->ts[k->outputs[i]];
         e->outs[i].name = ttc_strdup(k->out_names[i]);

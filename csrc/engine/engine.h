@@ -38,6 +38,7 @@ typedef struct ttc_binding {
     ttc_dtype dtype;
     int32_t rank;
     ttc_dim dims[TTC_MAX_RANK];
+    bool written;              /* inputs only: the engine writes it in place (a KV cache) */
 } ttc_binding;
 
 typedef struct ttc_engine ttc_engine;

@@ -281,7 +281,7 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
     for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++) {
         size_t n = in_bytes[i];
         if (host_ptr && n && (uintptr_t)inputs[i] % ttc_dtype_size(e->ins[i].dtype) == 0) {
-            s = ttc_buf_wrap_host(e->dev, (void *)inputs[i], n, true, e->ins[i].name, &in_mem[i]);
+            s = ttc_buf_wrap_host(e->dev, (void *)inputs[i], n, !e->ins[i].written, e->ins[i].name, &in_mem[i]);
         } else {
             s = ensure_buf(e, &x->dev_in[i], n, e->ins[i].name);
             if (s == TTC_OK) in_mem[i] = x->dev_in[i];
@@ -313,6 +313,15 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
         if (wrapped) s = ttc_buf_sync_host(x->q, out_mem[i], outputs[i], out_bytes[i]);
         else s = ttc_buf_read(x->q, out_mem[i], 0, out_bytes[i], outputs[i], false);
         if (s != TTC_OK) ttc_fail_context(s, "output %s", e->outs[i].name);
+    }
+    /* inputs the engine wrote (KV caches) back to the caller's memory, like outputs (the
+     * caller handed them over writable: ttc_binding.written) */
+    for (int32_t i = 0; i < e->n_in && s == TTC_OK; i++) {
+        bool wrapped = in_mem[i] != x->dev_in[i];
+        if (!e->ins[i].written || !in_bytes[i] || (x->in_place && wrapped)) continue;
+        if (wrapped) s = ttc_buf_sync_host(x->q, in_mem[i], (void *)inputs[i], in_bytes[i]);
+        else s = ttc_buf_read(x->q, in_mem[i], 0, in_bytes[i], (void *)inputs[i], false);
+        if (s != TTC_OK) ttc_fail_context(s, "input %s (written in place)", e->ins[i].name);
     }
     if (s == TTC_OK && x->errf && !x->in_place) s = ttc_buf_read(x->q, x->errf, 0, sizeof flag, &flag, false);
     ttc_status fin = ttc_queue_finish(x->q);

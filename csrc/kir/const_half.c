@@ -47,7 +47,7 @@ static void mark_candidates(const ttc_kir *k, bool *want) {
     for (int32_t i = 0; i < k->n_ops; i++) {
         const ttc_kop *op = &k->ops[i];
         if (op->dead || (op->kind != TTC_KOP_CONV2D && op->kind != TTC_KOP_CONV_TRANSPOSE)) continue;
-        for (int32_t j = 0; j < 4; j++) {
+        for (int32_t j = 0; j < TTC_KOP_MAX_IN; j++) {
             int32_t r = op->in[j] >= 0 ? ttc_kir_root(k, op->in[j]) : -1;
             if (r >= 0) want[r] = false;
         }

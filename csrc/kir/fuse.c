@@ -19,7 +19,7 @@ static void count_reads(ttc_kir *k) {
     for (int32_t i = 0; i < k->n_ops; i++) {
         ttc_kop *op = &k->ops[i];
         if (op->dead) continue;
-        for (int j = 0; j < 4; j++) if (op->in[j] >= 0) k->ts[op->in[j]].n_reads++;
+        for (int j = 0; j < TTC_KOP_MAX_IN; j++) if (op->in[j] >= 0) k->ts[op->in[j]].n_reads++;
         for (int32_t l = 0; l < op->epi.n_leaves; l++) k->ts[op->epi.leaves[l]].n_reads++;
     }
     for (int32_t t = 0; t < k->n_ts; t++)

@@ -197,7 +197,7 @@ int32_t ttc_kir_op(ttc_kir *k, ttc_kop_kind kind, ttc_dtype out_dt, int32_t rank
     memset(op, 0, sizeof *op);
     op->kind = kind;
     op->out = t;
-    for (int i = 0; i < 4; i++) op->in[i] = -1;
+    for (int i = 0; i < TTC_KOP_MAX_IN; i++) op->in[i] = -1;
     ttc_expr_init(&op->epi);
     op->name = ttc_strdup(name ? name : "op");
     k->ts[t].producer = k->n_ops;

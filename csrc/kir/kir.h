@@ -139,6 +139,12 @@ typedef enum ttc_kop_kind {
     TTC_KOP_SORT,          /* out: int64 positions along p.sort.dim of the first p.sort.k of in[0] in order */
     TTC_KOP_SCATTER,       /* in[0] with in[1] (or p.scatter.value) written at indexed positions */
     TTC_KOP_SCAN,          /* in[0] cumulatively summed (multiplied, log-sum-exp'd) along p.scan.dim (codegen/codegen_scan.c) */
+    /* the KV cache (codegen/codegen_kv.c): SLOT_WRITE writes in[0] [B, H, S, D] into its out, an
+     * engine INPUT [B, H, L, D] (a cache, written in place), at slots in[1] [S] along dim 2;
+     * KV_ATTENTION attends q in[0] [B, Hq, S, E] over caches in[1], in[2] [B, Hkv, L, E/EV]
+     * at slots in[3] with the key mask in[4] [B, L] (p.kva) */
+    TTC_KOP_SLOT_WRITE,
+    TTC_KOP_KV_ATTENTION,
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -146,10 +152,12 @@ typedef enum ttc_reduce_kind { TTC_RED_SUM, TTC_RED_MEAN, TTC_RED_MAX, TTC_RED_M
                                TTC_RED_ARGMAX, TTC_RED_ARGMIN, TTC_RED_PROD } ttc_reduce_kind;
 typedef enum ttc_pool_kind { TTC_POOL_MAX, TTC_POOL_AVG, TTC_POOL_ADAPTIVE_AVG } ttc_pool_kind;
 
+#define TTC_KOP_MAX_IN 5
+
 typedef struct ttc_kop {
     ttc_kop_kind kind;
     int32_t out;              /* tensor written */
-    int32_t in[4];            /* primary inputs (kind-specific), -1 unused */
+    int32_t in[TTC_KOP_MAX_IN]; /* primary inputs (kind-specific), -1 unused */
     ttc_expr epi;             /* ELEMENTWISE: the op; others: epilogue over acc (may be empty) */
     char *name;               /* IR node name(s), for messages and info() */
     bool dead;
@@ -186,6 +194,9 @@ typedef struct ttc_kop {
         struct { int32_t mode, dim, n, at, brank; bool accumulate; double value;
                  int32_t reduce; bool include_self; } scatter;
         struct { int32_t dim, kind; } scan;  /* kind: TTC_SCAN_* */
+        /* window > 0: a query at slot p sees keys j > p - window; softcap > 0: scores become
+         * softcap * tanh(score / softcap); group: query heads per k/v head */
+        struct { double scale, softcap; int32_t window, e, ev, group; } kva;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

@@ -54,7 +54,7 @@ int32_t ttc_kir_nhwc_plan(const ttc_kir *k, bool *nhwc) {
             const ttc_kop *op = &k->ops[i];
             if (op->dead) continue;
             bool conv = ttc_kir_nhwc_conv(k, op);
-            for (int32_t j = 0; j < 4; j++) {
+            for (int32_t j = 0; j < TTC_KOP_MAX_IN; j++) {
                 int32_t t = op->in[j], r = ttc_kir_root(k, t);
                 if (r < 0 || !nhwc[r]) continue;
                 if (!(conv && j == 0 && t == r)) { nhwc[r] = false; changed = true; }

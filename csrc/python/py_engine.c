@@ -62,8 +62,9 @@ static PyObject *bindings(ttc_engine *e, bool outputs) {
             PyTuple_SET_ITEM(mn, d, PyLong_FromLongLong(lo < hi ? lo : hi));
             PyTuple_SET_ITEM(mx, d, PyLong_FromLongLong(lo < hi ? hi : lo));
         }
-        PyObject *dct = Py_BuildValue("{s:s,s:s,s:N,s:N,s:N}", "name", b->name, "dtype", ttc_dtype_name(b->dtype),
-                                      "shape", shape, "min_shape", mn, "max_shape", mx);
+        PyObject *dct = Py_BuildValue("{s:s,s:s,s:N,s:N,s:N,s:O}", "name", b->name, "dtype", ttc_dtype_name(b->dtype),
+                                      "shape", shape, "min_shape", mn, "max_shape", mx, "written",
+                                      b->written ? Py_True : Py_False);
         if (!dct) { Py_DECREF(list); return NULL; }
         PyList_SET_ITEM(list, i, dct);
     }

@@ -50,6 +50,18 @@ def dynamic_shapes_for(module, arg_inputs, kwarg_inputs):
         spec = {params[i].name: d for i, d in enumerate(dyn_args)}
         spec.update(dyn_kwargs)
         return spec
+    try:
+        sig = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        sig = []
+    star = next((i for i, p in enumerate(sig) if p.kind == p.VAR_POSITIONAL), None)
+    if star is not None and star <= len(dyn_args) and all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in sig[:star]):
+        # forward(a, b, *rest): torch.export binds the trailing inputs to `rest` as one tuple
+        spec = {sig[i].name: d for i, d in enumerate(dyn_args[:star])}
+        spec[sig[star].name] = tuple(dyn_args[star:])
+        spec.update(dyn_kwargs)
+        return spec
     if dyn_kwargs:
         raise ValueError("dynamic kwarg inputs need a forward with named parameters")
     return tuple(dyn_args)
@@ -157,8 +169,10 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
     (_compiler._warn_non_affine).
     Recording them is 15-20% of a transformer's capture (a symbolised traceback per node:
     GPT-2 1.41 -> 1.15 s) and nothing else reads them."""
-    args = tuple(i.example_tensor() for i in arg_inputs)
-    kwargs = {k: v.example_tensor() for k, v in kwarg_inputs.items()}
+    # example tensors on the Input's device where it names one: a model whose weights are on a
+    # GPU is traced with inputs there (torch.export refuses to mix the devices)
+    args = tuple(i.example_tensor(i.device or "cpu") for i in arg_inputs)
+    kwargs = {k: v.example_tensor(v.device or "cpu") for k, v in kwarg_inputs.items()}
     dynamic_shapes = dynamic_shapes_for(module, arg_inputs, kwarg_inputs)
     if stack_traces is None:
         stack_traces = dynamic_shapes is not None

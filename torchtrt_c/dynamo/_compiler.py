@@ -268,7 +268,10 @@ class _EngineFactory:
             for b in io:
                 shape = [d if isinstance(d, int) else str(d) for d in b["shape"]]
                 used.update(Dim.parse(d).sym for d in shape if isinstance(d, str))
-                lst.append({"name": b["name"], "dtype": b["dtype"], "shape": shape})
+                d = {"name": b["name"], "dtype": b["dtype"], "shape": shape}
+                if b.get("written"):
+                    d["written"] = True   # the engine writes this input in place (a KV cache)
+                lst.append(d)
             ios.append(lst)
         syms = {s: [self.imp.symbols[s][0], self.imp.symbols[s][2]] for s in used if s in self.imp.symbols}
         key = self._keys.get(name)   # hashing a 440 MB blob again took a second

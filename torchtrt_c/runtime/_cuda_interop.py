@@ -142,12 +142,13 @@ def run(p, st: State, inputs, out_shapes) -> list:
         # the last call's output copies were queued on another stream: the engine must not
         # overwrite its outputs before they ran
         st.last_stream.synchronize()
-    ins = []
+    ins, in_views = [], []
     for i, t in enumerate(inputs):
         nbytes = t.numel() * t.element_size()
         b = st.buffer("in", i, nbytes, stream)
         t = t.detach()
-        b.view(t.shape, t.dtype).copy_(t)
+        in_views.append(b.view(t.shape, t.dtype))
+        in_views[-1].copy_(t)
         ins.append((b.cap, tuple(t.shape), nbytes))
     outs, out_views, out_bufs = [], [], []
     for i, (s, dt) in enumerate(zip(out_shapes, p.out_dtypes)):
@@ -172,6 +173,9 @@ def run(p, st: State, inputs, out_shapes) -> list:
         _C.shared_stream_wait(st.flag.cap, stream.cuda_stream, st.value)
     for o, v in zip(outs, out_views):
         o.copy_(v)
+    if p.meta.written:  # inputs the engine wrote (KV caches) back from the shared buffers
+        from torchtrt_c.runtime._execute import write_back
+        write_back(p, inputs, in_views)
     st.last_stream = stream
     _last.update(path="shared", reason="")
     return outs

@@ -102,4 +102,7 @@ def run(p, st: State, inputs, out_shapes):
         _cuda_interop._last.update(path=None, reason=f"CUDA launch refused: {why}")
         return None
     _cuda_interop._last.update(path="launch", reason="")
+    if p.meta.written:
+        from torchtrt_c.runtime._execute import write_back
+        write_back(p, inputs, ins)
     return outs

@@ -360,17 +360,26 @@ def run_engine(inputs: List[torch.Tensor], engine: torch.Tensor, meta: str) -> L
             if outs is not NotImplemented:
                 return outs
     outs = [torch.empty(s, dtype=dt) for s, dt in zip(out_shapes, p.out_dtypes)]
+    ins = [t if t.is_cpu and not t.requires_grad and t.is_contiguous() else t.detach().to("cpu").contiguous()
+           for t in inputs]
     if p.plain_views:  # the common case, without a function call per tensor
-        ins = [t.numpy() if t.is_cpu and not t.requires_grad and t.is_contiguous()
-               else t.detach().to("cpu").contiguous().numpy() for t in inputs]
-        p.engine.execute(ins, [t.numpy() for t in outs])
+        p.engine.execute([t.numpy() for t in ins], [t.numpy() for t in outs])
     else:
-        ins = [t if t.is_cpu and not t.requires_grad and t.is_contiguous() else t.detach().to("cpu").contiguous()
-               for t in inputs]
         p.engine.execute([_np_view(t) for t in ins], [_np_view(t) for t in outs])
+    write_back(p, inputs, ins)
     if device is not None:
         outs = [t.to(device) for t in outs]
     return outs
+
+
+def write_back(p: _Plan, inputs, used) -> None:
+    """The inputs the engine wrote in place (KV caches) that a path handed over as copies
+    (another device, non-contiguous, a staging buffer): the written data back into the
+    caller's tensors."""
+    for i in p.meta.written:
+        if used[i] is not inputs[i]:
+            with torch.no_grad():
+                inputs[i].copy_(used[i].view(inputs[i].shape), non_blocking=True)
 
 
 def _pinned(p: _Plan, kind: str, i: int, shape, dtype) -> torch.Tensor:
@@ -430,6 +439,7 @@ def _run_cuda_host(p: _Plan, inputs, out_shapes, device) -> List[torch.Tensor]:
             torch.cuda.current_stream(d).synchronize()
         host_out = [_pinned(p, "out", i, s, dt) for i, (s, dt) in enumerate(zip(out_shapes, p.out_dtypes))]
         p.engine.execute([_np_view(t) for t in host_in], [_np_view(t) for t in host_out])
+        write_back(p, inputs, host_in)
         outs = [torch.empty(s, dtype=dt, device=device) for s, dt in zip(out_shapes, p.out_dtypes)]
         for o, h in zip(outs, host_out):
             o.copy_(h, non_blocking=True)

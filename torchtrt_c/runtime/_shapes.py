@@ -66,6 +66,9 @@ class EngineMeta:
         self.inputs = [(i["name"], i["dtype"], [Dim.parse(x) for x in i["shape"]]) for i in d["inputs"]]
         self.outputs = [(o["name"], o["dtype"], [Dim.parse(x) for x in o["shape"]]) for o in d["outputs"]]
         self.symbols = {k: tuple(v) for k, v in d.get("symbols", {}).items()}
+        # inputs the engine writes in place (KV caches): every path hands the engine the
+        # caller's memory or copies the result back into it (_execute.py, write_back)
+        self.written = tuple(k for k, i in enumerate(d["inputs"]) if i.get("written"))
 
     _cache: dict = {}
 
