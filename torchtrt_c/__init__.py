@@ -38,3 +38,4 @@ from torchtrt_c import dynamo  # noqa: E402,F401
 from torchtrt_c.dynamo.lowering import register_decomposition  # noqa: E402,F401
 from torchtrt_c.dynamo.partitioning import get_graph_converter_support  # noqa: E402,F401
 from torchtrt_c import backend  # noqa: E402,F401  (registers torch.compile backend "torchtrt_c")
+from torchtrt_c.llm import CompiledCausalLM, compile_llm, load_llm  # noqa: E402,F401

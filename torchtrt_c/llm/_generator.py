@@ -125,9 +125,12 @@ class Runner:
             raise _input_error(f"{total} tokens (prompt and new ones) do not fit the cache of {s.max_seq_len} "
                                f"(compile_llm(..., max_seq_len=))")
 
-    def run(self, st: _State, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
+    def run(self, st: _State, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor],
+            position_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Feeds input_ids [B, S] (the tokens after the st.length already in the cache) with the
-        padding mask of all st.length + S tokens; returns the last position's logits [B, V]."""
+        padding mask of all st.length + S tokens; returns the last position's logits [B, V].
+        Positions: position_ids [B, S] where given, else each row's count of real tokens before
+        (what generate() gives the model with a padding mask)."""
         B, S = input_ids.shape
         start = st.length
         end = start + S
@@ -152,6 +155,10 @@ class Runner:
             st.key_mask[:B, start:end] = am[:, start:end].bool()
             # the model's positions count the row's real tokens (left padding takes none)
             pos = (am.to(torch.int64).cumsum(-1) - 1).clamp_(min=0)[:, start:end]
+        if position_ids is not None:
+            if tuple(position_ids.shape) != (B, S):
+                raise _input_error(f"position_ids has shape {tuple(position_ids.shape)}, expected {(B, S)}")
+            pos = position_ids.to(dev, torch.int64)
         slots = torch.arange(start, end, device=dev)
         caches = [c[:B] for c in st.caches]
         logits = self.step(ids, pos, slots, st.key_mask[:B], *caches)

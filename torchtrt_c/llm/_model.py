@@ -73,10 +73,12 @@ class _CompiledCausalLMMixin:
         start = st.length if st is not None else 0
         return {"input_ids": input_ids[:, start:], "attention_mask": attention_mask, "ttc_state": st}
 
-    def forward(self, input_ids=None, attention_mask=None, ttc_state=None, return_dict=True, **kwargs):
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, ttc_state=None, return_dict=True,
+                **kwargs):
         """The logits of the last position [B, 1, V] after feeding input_ids. Inside
         generate(): the tokens after those the generation's cache holds; alone: a whole prompt
-        (a cache of its own, dropped after the call)."""
+        (a cache of its own, dropped after the call). Without position_ids, each row's
+        positions count its real tokens (attention_mask), as in generate()."""
         from transformers.modeling_outputs import CausalLMOutputWithPast
         if input_ids is None:
             raise _input_error("CompiledCausalLM takes input_ids (inputs_embeds is not supported)")
@@ -88,9 +90,9 @@ class _CompiledCausalLMMixin:
             B, S = input_ids.shape
             r.check(B, S, S)
             with r.pool.state(B) as st:
-                logits = r.run(st, input_ids, attention_mask)
+                logits = r.run(st, input_ids, attention_mask, position_ids)
         else:
-            logits = r.run(ttc_state, input_ids, attention_mask)
+            logits = r.run(ttc_state, input_ids, attention_mask, position_ids)
         return CausalLMOutputWithPast(logits=logits[:, None, :])
 
     @torch.no_grad()
