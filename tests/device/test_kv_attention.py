@@ -1,0 +1,93 @@
+"""The KV-cache operator in engines: what the engine writes into the caches (the caller's
+tensors, in place) and what it returns, against the op's torch implementation on copies, on
+every path a call can take here: plain contiguous CPU tensors (the FastCall on the tensors'
+memory), CPU tensors that need a copy (non-contiguous caches: the written data must come back),
+and CUDA tensors where there is a GPU. Cases: tests/device/op_cases_kv.py."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import torchtrt_c  # noqa: E402
+from op_cases_kv import kv_args, reference  # noqa: E402
+
+
+class Op(torch.nn.Module):
+    def __init__(self, scale, window, softcap):
+        super().__init__()
+        self.a = (scale, window, softcap)
+
+    def forward(self, q, k, v, kc, vc, slots, km):
+        return torch.ops.torchtrt_c.kv_attention(q, k, v, kc, vc, slots, km, *self.a)
+
+
+def _compile(args, dtype):
+    m = Op(*args[7:]).eval()
+    trt = torchtrt_c.compile(m, inputs=args[:7], min_block_size=1,
+                             enabled_precisions={dtype})
+    assert [n for n, _ in trt.named_children()] == ["_run_on_acc_0"]
+    return trt
+
+
+SHAPES = [  # (B, Hq, Hkv, S, E, L, slots, window, softcap, pad)
+    (2, 4, 2, 3, 16, 37, [5, 6, 7], 0, 0.0, 2),
+    (1, 6, 3, 1, 24, 61, [60], 9, 0.0, 0),
+    (2, 2, 1, 5, 8, 29, [0, 1, 2, 3, 4], 0, 3.0, 1),
+]
+
+
+def _check(trt, args, dtype, device="cpu", noncontig=False):
+    tol = 1e-5 if dtype == torch.float32 else 2e-3
+    a = [x.to(device) if isinstance(x, torch.Tensor) else x for x in args]
+    ref_args = [x.float() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in a]
+    want = reference(*ref_args)
+    want_kc, want_vc = ref_args[3].clone(), ref_args[4].clone()
+    import torchtrt_c.llm._kv_op as kv
+    kv.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in ref_args[:3]], want_kc, want_vc,
+                 *ref_args[5:])
+    kc, vc = a[3], a[4]
+    if noncontig:  # caches the runtime must copy: [B, H, L, E] views of a [B, H, L, E + 1] buffer
+        def widen(t):
+            w = torch.zeros(*t.shape[:-1], t.shape[-1] + 1, dtype=t.dtype, device=t.device)
+            w[..., :-1] = t
+            return w[..., :-1]
+        kc, vc = widen(kc), widen(vc)
+        assert not kc.is_contiguous()
+    got = trt(a[0], a[1], a[2], kc, vc, a[5], a[6])
+    assert (got.float() - want).abs().max().item() <= tol * max(1.0, want.abs().max().item())
+    assert (kc.float() - want_kc).abs().max().item() <= tol
+    assert (vc.float() - want_vc).abs().max().item() <= tol
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_caches_written_in_place(shape, dtype):
+    B, Hq, Hkv, S, E, L, slots, window, softcap, pad = shape
+    args = kv_args(B, Hq, Hkv, S, E, L, slots, window=window, softcap=softcap, pad=pad, seed=7, dtype=dtype)
+    trt = _compile(args, dtype)
+    _check(trt, args, dtype)                   # first call: the general path
+    _check(trt, args, dtype)                   # later calls: the FastCall on the tensors' memory
+    _check(trt, args, dtype, noncontig=True)   # copies: the written data comes back
+    if torch.cuda.is_available():
+        _check(trt, args, dtype, device="cuda")
+        _check(trt, args, dtype, device="cuda", noncontig=True)
+
+
+def test_engine_reports_written_inputs():
+    from torchtrt_c.runtime import EngineMeta
+    args = kv_args(1, 2, 2, 2, 8, 16, [0, 1])
+    trt = _compile(args, torch.float32)
+    meta = EngineMeta.from_json(trt._run_on_acc_0.meta)
+    assert sorted(meta.inputs[i][0] for i in meta.written) == ["kc", "vc"]
+
+
+def test_bad_slot_is_an_error_not_a_write():
+    args = kv_args(1, 2, 2, 1, 8, 16, [3])
+    trt = _compile(args, torch.float32)
+    kc = args[3].clone()
+    with pytest.raises(torchtrt_c.InputError, match="index out of range"):
+        trt(args[0], args[1], args[2], kc, args[4].clone(), torch.tensor([16]), args[6])
+    assert torch.equal(kc, args[3])
