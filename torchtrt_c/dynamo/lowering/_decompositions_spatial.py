@@ -366,48 +366,77 @@ def _count(mask, dim):
                                  dtype=torch.int64)
 
 
-def _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx):
-    """Bags as a [bags, N] membership matrix: position p belongs to bag seg[p] = (number of
-    offsets <= p) - 1 (empty bags own nothing); sum/mean are a matmul with the looked-up rows,
-    max a masked amax. The auxiliary outputs follow torch's CPU kernel: offset2bag is seg
-    (empty for sum), bag_size the counts (zeros for sum), max_indices the weight row of each
-    maximum (mode max), the counts (mean) or zeros (sum)."""
-    if indices.dim() != 1 or offsets is None or (padding_idx is not None and padding_idx >= 0):
+def _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx,
+                        forward_only=False):
+    """torch's CPU kernel (aten/src/ATen/native/EmbeddingBag.cpp), bags as a [bags, N]
+    membership matrix: sum/mean are a matmul with the looked-up rows, max a masked amax.
+
+    Position p belongs to bag seg[p] = (number of bag starts <= p) - 1 (offset2bag: the starts
+    are the offsets without the last one under include_last_offset, so the last bag runs to the
+    end of indices; empty bags own nothing). Rows equal to padding_idx count for no bag. Where
+    torch's kernel says, under include_last_offset, the last offset cuts the last bag short:
+      - sum and mean's sum, in the fast kernels (float/half/bfloat16 weights, no padding_idx),
+        which read offsets (bag b is [offsets[b], offsets[b+1])); the others use offset2bag;
+      - never for max (offset2bag) nor for mean's divisor, the bag size, which for the last bag
+        is len(indices) - offsets[-2] less its padded positions (so mean is not the average of
+        what was summed when offsets[-1] < len(indices), as in eager).
+    The auxiliary outputs follow the same kernel, in its index dtype: offset2bag is seg (empty
+    for a fast sum), bag_size the sizes (zeros for sum: one per offset in the forward-only op
+    under include_last_offset), max_indices the weight row of each maximum (max), else a copy
+    of bag_size."""
+    if indices.dim() != 1 or offsets is None or offsets.dim() != 1:
         return NotImplemented
     if per_sample_weights is not None and mode != 0:
         return NotImplemented
+    pad = -1 if padding_idx is None else padding_idx
+    idt = torch.promote_types(indices.dtype, offsets.dtype)  # the kernel's index dtype
+    dev = indices.device
     n = indices.shape[0]
     nb = offsets.shape[0] - (1 if include_last_offset else 0)
-    pos = aten.arange.default(n, dtype=torch.int64, device=indices.device)
+    fast = weight.dtype in (torch.float32, torch.float16, torch.bfloat16) and pad < 0
+    pos = aten.arange.default(n, dtype=torch.int64, device=dev)
     starts = aten.slice.Tensor(offsets, 0, 0, nb) if include_last_offset else offsets
     le = aten.le.Tensor(aten.unsqueeze.default(starts, 1), aten.unsqueeze.default(pos, 0))  # [nb, N]
     # counts are summed in float (exact below 2**24; integer sums have no kernel) and cast back
     seg = aten.sub.Tensor(_count(le, 0), 1)
     member = aten.eq.Tensor(aten.unsqueeze.default(seg, 0), aten.unsqueeze.default(
-        aten.arange.default(nb, dtype=torch.int64, device=indices.device), 1))  # [nb, N]
-    if include_last_offset:
-        member = aten.logical_and.default(member, aten.lt.Tensor(
-            aten.unsqueeze.default(pos, 0), aten.slice.Tensor(offsets, 0, nb, nb + 1)))
-    rows = aten.embedding.default(weight, indices)  # [N, D]
-    if per_sample_weights is not None:
-        rows = aten.mul.Tensor(rows, aten.unsqueeze.default(per_sample_weights, 1))
-    count = _count(member, 1)  # [nb]
+        aten.arange.default(nb, dtype=torch.int64, device=dev), 1))  # [nb, N]
+    if pad >= 0:
+        member = aten.logical_and.default(member, aten.unsqueeze.default(aten.ne.Scalar(indices, pad), 0))
+    count = _count(member, 1)  # [nb]: bag_size
     zeros_b = aten.mul.Tensor(count, 0)
+    rows = aten.embedding.default(weight, indices)  # [N, D]
     if mode in (0, 1):
-        out = aten.mm.default(aten._to_copy.default(member, dtype=weight.dtype), rows)
+        summed = member
+        if include_last_offset and fast:
+            summed = aten.logical_and.default(member, aten.lt.Tensor(
+                aten.unsqueeze.default(pos, 0), aten.slice.Tensor(offsets, 0, nb, nb + 1)))
+        if per_sample_weights is not None:
+            rows = aten.mul.Tensor(rows, aten.unsqueeze.default(per_sample_weights, 1))
+        out = aten.mm.default(aten._to_copy.default(summed, dtype=weight.dtype), rows)
+        o2b = seg if mode == 1 or not fast else aten.slice.Tensor(seg, 0, 0, 0)
         if mode == 1:
             out = aten.div.Tensor(out, aten.unsqueeze.default(aten.clamp_min.default(
                 aten._to_copy.default(count, dtype=weight.dtype), 1), 1))
-            return out, seg, count, count
-        return out, aten.slice.Tensor(seg, 0, 0, 0), zeros_b, zeros_b
-    masked = aten.where.self(aten.unsqueeze.default(member, 2), aten.unsqueeze.default(rows, 0),
-                             aten.full.default([], float("-inf"), dtype=weight.dtype, device=weight.device))
-    nonempty = aten.unsqueeze.default(aten.gt.Scalar(count, 0), 1)
-    out = aten.where.self(nonempty, aten.amax.default(masked, [1]),
-                          aten.full.default([], 0.0, dtype=weight.dtype, device=weight.device))
-    at = aten.argmax.default(masked, 1)  # [nb, D]: position of each maximum
-    maxi = aten.where.self(nonempty, aten.index.Tensor(indices, [at]), aten.mul.Tensor(at, 0))
-    return out, seg, count, maxi
+            aux = count
+        elif forward_only and include_last_offset:  # here bag_size has one entry per offset
+            aux = aten.mul.Tensor(offsets, 0)
+        else:
+            aux = zeros_b
+    else:
+        masked = aten.where.self(aten.unsqueeze.default(member, 2), aten.unsqueeze.default(rows, 0),
+                                 aten.full.default([], float("-inf"), dtype=weight.dtype, device=weight.device))
+        nonempty = aten.unsqueeze.default(aten.gt.Scalar(count, 0), 1)
+        out = aten.where.self(nonempty, aten.amax.default(masked, [1]),
+                              aten.full.default([], 0.0, dtype=weight.dtype, device=weight.device))
+        at = aten.argmax.default(masked, 1)  # [nb, D]: position of each maximum
+        maxi = aten.where.self(nonempty, aten.index.Tensor(indices, [at]), aten.mul.Tensor(at, 0))
+        return out, _as(seg, idt), _as(count, idt), _as(maxi, idt)
+    return out, _as(o2b, idt), _as(aux, idt), _as(aux, idt)
+
+
+def _as(t, dtype):
+    return t if t.dtype == dtype else aten._to_copy.default(t, dtype=dtype)
 
 
 @register_decomposition(aten.embedding_bag.default)
@@ -419,6 +448,8 @@ def _embedding_bag_default(weight, indices, offsets, scale_grad_by_freq=False, m
 @register_decomposition(aten.embedding_bag.padding_idx)
 def _embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                                include_last_offset, padding_idx):
+    if padding_idx is not None and padding_idx < 0:  # this overload counts from the end, as torch does
+        padding_idx += weight.shape[0]
     return _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
 
 
@@ -431,4 +462,5 @@ def _embedding_bag_(weight, indices, offsets, scale_grad_by_freq=False, mode=0, 
 @register_decomposition(aten._embedding_bag_forward_only.default)
 def _embedding_bag_forward_only(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
                                 per_sample_weights=None, include_last_offset=False, padding_idx=-1):
-    return _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+    return _embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx,
+                               forward_only=True)
