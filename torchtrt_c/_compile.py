@@ -39,7 +39,8 @@ def _gather_inputs(inputs, arg_inputs, kwarg_inputs):
 
 def compile(module, ir: str = "default", inputs=None, arg_inputs=None, kwarg_inputs=None,
             **settings):
-    """Compiles module into a torch.fx.GraphModule whose OpenCL segments run as engines
+    """Compiles module (an nn.Module, or a torch.export.ExportedProgram: then inputs default to
+    its own input specs) into a torch.fx.GraphModule whose OpenCL segments run as engines
     (`_run_on_acc_N`) and whose fallback segments run in torch (`_run_on_gpu_N`)."""
     if ir not in _IRS:
         raise ValueError(f"ir={ir!r} is not supported; use one of {', '.join(_IRS)}")
@@ -50,8 +51,16 @@ def compile(module, ir: str = "default", inputs=None, arg_inputs=None, kwarg_inp
     if not isinstance(module, (torch.nn.Module, torch.export.ExportedProgram)):
         raise TypeError(f"torchtrt_c.compile expects a torch.nn.Module, got {type(module).__name__}")
     if isinstance(module, torch.export.ExportedProgram):
-        module = module.module()
-    args, kw = _gather_inputs(inputs, arg_inputs, kwarg_inputs)
+        # compiled as it is (Torch-TensorRT's dynamo.compile takes one), its input specs read
+        # from it unless given
+        from torchtrt_c.dynamo._capture import check_program_inputs, program_inputs
+        if inputs is None and arg_inputs is None and not kwarg_inputs:
+            args, kw = program_inputs(module)
+        else:
+            args, kw = _gather_inputs(inputs, arg_inputs, kwarg_inputs)
+            check_program_inputs(module, args, kw)
+    else:
+        args, kw = _gather_inputs(inputs, arg_inputs, kwarg_inputs)
     from torchtrt_c.dynamo._compiler import compile_module
     gm = compile_module(module, args, kw, s)
     gm._torchtrt_c_inputs = (args, kw)

@@ -22,7 +22,7 @@ import torch
 from torchtrt_c._input import Input
 from torchtrt_c.dynamo.lowering import get_decompositions
 from torchtrt_c.dynamo.lowering._decompositions import infer_single_symbolic_size, localize_sym_sizes
-from torchtrt_c.dynamo.lowering._local_decomp import decompose_locally
+from torchtrt_c.dynamo.lowering._local_decomp import copy_graph, decompose_locally
 
 log = logging.getLogger("torchtrt_c")
 
@@ -198,6 +198,95 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
             fx_config.do_not_emit_stack_traces = no_traces
         module.train(was_training)
     return ep
+
+
+def copy_program(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """A user's ExportedProgram as the compile's own (Torch-TensorRT's dynamo.compile takes one
+    as its input): the passes after capture rewrite the graph, the signature and the constants
+    table in place (decompose, fold_weight_computations), and the user's program must stay as
+    it was. Weights are shared, not copied."""
+    import copy
+    gm = ep.graph_module
+    new_gm = torch.fx.GraphModule(gm, copy_graph(gm))
+    return ep._update(new_gm, copy.deepcopy(ep.graph_signature), constants=dict(ep.constants))
+
+
+def _program_user_inputs(ep: torch.export.ExportedProgram):
+    """[(name, fake value)] of the program's user inputs, positional first, then keyword
+    (names as forward's); nested containers are refused by name."""
+    from torchtrt_c import InputError
+    IK = torch.export.graph_signature.InputKind
+    nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    vals = [nodes[s.arg.name].meta.get("val") for s in ep.graph_signature.input_specs if s.kind == IK.USER_INPUT]
+    args_spec, kwargs_spec = ep.call_spec.in_spec.children()
+    if any(not c.is_leaf() for c in args_spec.children() + kwargs_spec.children()):
+        raise InputError("torchtrt_c.compile: the ExportedProgram takes containers of tensors; only tensor "
+                         "arguments are supported")
+    n_args = args_spec.num_children
+    names = list(ep.module_call_graph[0].signature.forward_arg_names or []) if ep.module_call_graph else []
+    if len(names) < n_args:
+        names = [f"arg{i}" for i in range(n_args)]
+    names = names[:n_args] + list(kwargs_spec.context)
+    return list(zip(names, vals)), n_args
+
+
+def program_inputs(ep: torch.export.ExportedProgram):
+    """(arg Inputs, {kwarg: Input}) read from the program: its static dims as they are, a
+    dynamic dim's range from its range constraints with the size it was exported at as the
+    optimum. A dim without an upper bound (Dim.AUTO, Dim without max) needs inputs= given."""
+    from torchtrt_c import InputError
+    ins, n_args = _program_user_inputs(ep)
+    out = []
+    for name, val in ins:
+        if not isinstance(val, torch.Tensor):
+            raise InputError(f"torchtrt_c.compile: input {name!r} of the ExportedProgram is not a tensor "
+                             f"({type(val).__name__}); only tensor inputs are supported")
+        lo, opt, hi = [], [], []
+        for i, d in enumerate(val.shape):
+            if isinstance(d, int):
+                a = h = b = d
+            else:
+                vr = ep.range_constraints.get(d.node.expr)
+                # sympy Integers; torch's int_oo (no bound) claims is_finite but is no Integer
+                if vr is None or not vr.upper.is_Integer:
+                    raise InputError(f"torchtrt_c.compile: input {name!r} dim {i} ({d.node.expr}) of the "
+                                     f"ExportedProgram has no upper bound; give inputs=[torchtrt_c.Input("
+                                     f"min_shape=..., opt_shape=..., max_shape=...)] (or export with "
+                                     f"Dim(..., max=N))")
+                a, b = int(vr.lower) if vr.lower.is_Integer else 0, int(vr.upper)
+                h = min(max(int(d.node.hint) if d.node.hint is not None else a, a), b)
+            lo.append(a)
+            opt.append(h)
+            hi.append(b)
+        out.append(Input(min_shape=tuple(lo), opt_shape=tuple(opt), max_shape=tuple(hi), dtype=val.dtype, name=name)
+                   if lo != hi else Input(shape=tuple(lo), dtype=val.dtype, name=name))
+    return out[:n_args], {name: inp for (name, _), inp in zip(ins[n_args:], out[n_args:])}
+
+
+def check_program_inputs(ep: torch.export.ExportedProgram, arg_inputs, kwarg_inputs) -> None:
+    """Inputs given with an ExportedProgram must describe its inputs: their number, dtypes and
+    ranks, and no range on a dim the program has static."""
+    from torchtrt_c import InputError
+    ins, n_args = _program_user_inputs(ep)
+    given = list(arg_inputs) + [kwarg_inputs.get(name) for name, _ in ins[n_args:]]
+    if len(arg_inputs) != n_args or set(kwarg_inputs) != {name for name, _ in ins[n_args:]}:
+        raise InputError(f"torchtrt_c.compile: the ExportedProgram takes {n_args} positional input(s)"
+                         f"{' and ' + ', '.join(n for n, _ in ins[n_args:]) if len(ins) > n_args else ''}; "
+                         f"got {len(arg_inputs)} positional and {sorted(kwarg_inputs) or 'no'} keyword input(s)")
+    for (name, val), inp in zip(ins, given):
+        if not isinstance(val, torch.Tensor):
+            continue
+        if inp.dtype != val.dtype:
+            raise InputError(f"torchtrt_c.compile: input {name!r} is {val.dtype} in the ExportedProgram, "
+                             f"the Input says {inp.dtype}")
+        if len(inp.min_shape) != val.dim():
+            raise InputError(f"torchtrt_c.compile: input {name!r} has {val.dim()} dims in the ExportedProgram, "
+                             f"the Input {len(inp.min_shape)}")
+        for i, d in enumerate(val.shape):
+            if isinstance(d, int) and not inp.min_shape[i] == inp.max_shape[i] == d:
+                raise InputError(f"torchtrt_c.compile: input {name!r} dim {i} is {d} in the ExportedProgram "
+                                 f"(static), the Input gives [{inp.min_shape[i]}, {inp.max_shape[i]}]; export "
+                                 f"it with a dynamic dim there to compile a range")
 
 
 _LEAF_TYPES = (torch.Tensor, int, float, bool, str, type(None), torch.SymInt, torch.SymFloat, torch.dtype,

@@ -23,7 +23,7 @@ import torch
 import torch.fx
 
 from torchtrt_c._settings import CompilationSettings
-from torchtrt_c.dynamo._capture import capture, decompose, kwarg_order
+from torchtrt_c.dynamo._capture import capture, copy_program, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._importer import ImportResult, NonAffineDim, import_program
 from torchtrt_c.dynamo._module_cache import _content_digest, remember_blob
@@ -537,7 +537,10 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         dev = resolve_device(settings.device)
         prehash = mc.Prehash(module, mc.context_text(arg_inputs, kwarg_inputs, settings, dev),
                              settings if settings.reuse_cached_engines else None, dev)
-    ep = capture(module, arg_inputs, kwarg_inputs, stack_traces=True if settings.debug else None)
+    if isinstance(module, torch.export.ExportedProgram):  # captured by the user already
+        ep = copy_program(module)
+    else:
+        ep = capture(module, arg_inputs, kwarg_inputs, stack_traces=True if settings.debug else None)
     kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
     mkey = None

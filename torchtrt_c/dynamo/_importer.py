@@ -154,8 +154,9 @@ class _Importer:
                 if isinstance(d, torch.SymInt) and d.node.expr == s:
                     return inp.min_shape[i], inp.opt_shape[i], inp.max_shape[i]
         vr = self.ep.range_constraints.get(s) if self.gm is None else None
-        lo = int(vr.lower) if vr is not None and vr.lower.is_finite else 0
-        hi = int(vr.upper) if vr is not None and vr.upper.is_finite else 2**31 - 1
+        # sympy Integers; torch's int_oo (no bound) claims is_finite but is no Integer
+        lo = int(vr.lower) if vr is not None and vr.lower.is_Integer else 0
+        hi = int(vr.upper) if vr is not None and vr.upper.is_Integer else 2**31 - 1
         return lo, max(lo, min(hi, 1)), hi
 
     def _type(self, val):

@@ -503,22 +503,28 @@ def _output_names(ep, g):
     return names
 
 
+def copy_graph(gm: torch.fx.GraphModule) -> torch.fx.Graph:
+    """A copy of gm's graph (owned by gm) whose nodes keep their names: the copy's namespace
+    renames what shadows a builtin ("input" -> "input_1"), while a program's signature names
+    the nodes as they were. Node metadata is shared with the original."""
+    g = gm.graph
+    new_g = torch.fx.Graph(owning_module=gm, tracer_cls=g._tracer_cls)
+    val_map = {}
+    out = new_g.graph_copy(g, val_map)
+    new_g.output(out)
+    for old, new in val_map.items():
+        if new.name != old.name:
+            new.name = old.name
+            new_g._graph_namespace._used_names.add(old.name)
+    return new_g
+
+
 def decompose_locally(ep: torch.export.ExportedProgram, table):
     """ep with every node that torch's re-trace would change decomposed in place (the program
     object is reused), or None (ep untouched) where only that re-trace can do it."""
     gm = ep.graph_module
-    g = gm.graph
     try:
-        new_g = torch.fx.Graph(owning_module=gm, tracer_cls=g._tracer_cls)
-        val_map = {}
-        out = new_g.graph_copy(g, val_map)
-        new_g.output(out)
-        # The copy's namespace renames what shadows a builtin ("input" -> "input_1"); the
-        # program's signature names the nodes as they were.
-        for old, new in val_map.items():
-            if new.name != old.name:
-                new.name = old.name
-                new_g._graph_namespace._used_names.add(old.name)
+        new_g = copy_graph(gm)
         _inline_grad_mode_wrappers(gm, new_g)
         _check_program(ep, new_g)
         fake_mode = _fake_mode(new_g)
