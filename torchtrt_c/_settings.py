@@ -53,6 +53,10 @@ class CompilationSettings:
     allow_tf32_matmul: Optional[bool] = None
     allow_tf32_conv: Optional[bool] = None
     disable_tf32: bool = False
+    # False: engines do not report out-of-range indices (such an element reads 0) and the CUDA
+    # launch path never waits for the device to read the flag back, so calls can be captured in
+    # a CUDA graph; for callers that validate their indices (compile_llm's step)
+    check_indices: bool = True
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "CompilationSettings":
@@ -73,7 +77,8 @@ class CompilationSettings:
     def _validate(self) -> None:
         for name in ("debug", "require_full_compilation", "use_fast_partitioner", "truncate_double",
                      "cache_built_engines", "reuse_cached_engines", "enable_resource_partitioning",
-                     "pass_through_build_failures", "assume_dynamic_shape_support", "disable_tf32"):
+                     "pass_through_build_failures", "assume_dynamic_shape_support", "disable_tf32",
+                     "check_indices"):
             v = getattr(self, name)
             if not isinstance(v, bool):
                 raise TypeError(f"setting {name} must be a bool, got {type(v).__name__} {v!r}")
@@ -145,7 +150,7 @@ class CompilationSettings:
         tf32 = self.tf32_policy()
         return {"precision": self.precision(), "opt": self.opt_level(),
                 "truncate_double": self.truncate_double,
-                "tf32_matmul": tf32["matmul"], "tf32_conv": tf32["conv"]}
+                "tf32_matmul": tf32["matmul"], "tf32_conv": tf32["conv"], "check_indices": self.check_indices}
 
 
 def _as_collection(name, v):

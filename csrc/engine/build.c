@@ -12,7 +12,7 @@
 #include "step_threads.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
-    ttc_engine_options o = {"engine", NULL, false, 3, NULL, false, false};
+    ttc_engine_options o = {"engine", NULL, false, 3, NULL, false, false, true};
     return o;
 }
 
@@ -349,6 +349,7 @@ static ttc_status engine_new(const ttc_engine_options *o, ttc_engine **out) {
      * force tensor-core tiles on the CPU); only NVIDIA targets choose TF32 by themselves */
     e->tf32_matmul = o->tf32_matmul;
     e->tf32_conv = o->tf32_conv;
+    e->check_indices = o->check_indices;
     e->tg.tf32_matmul = o->tf32_matmul && e->tg.nvidia;
     e->tg.tf32_conv = o->tf32_conv && e->tg.nvidia;
     return s;

@@ -29,6 +29,10 @@ typedef struct ttc_engine_options {
      * convolutions may round their operands to TF32 on tensor cores. Requests: only NVIDIA
      * targets act on them (target.h tf32_matmul/tf32_conv). */
     bool tf32_matmul, tf32_conv;
+    /* false: no path reads the index-error flag back (an out-of-range index gives 0 without an
+     * error), for callers that validate their indices (the LLM step: compile_llm); the CUDA
+     * launch path then never waits for the device, so its calls can be captured in a CUDA graph */
+    bool check_indices;
 } ttc_engine_options;
 
 ttc_engine_options ttc_engine_options_default(void);

@@ -67,6 +67,7 @@ struct ttc_engine {
     char *cache_dir_opt;     /* program cache directory option (NULL: default) */
     bool fp16;
     bool tf32_matmul, tf32_conv; /* the TF32 policy requested (options; tg: what NVIDIA acts on) */
+    bool check_indices;       /* options: the index-error flag is read back after each call */
     int32_t opt_level;
     ttc_buf **const_mem;      /* per tensor id (NULL for non-constants) */
     size_t const_bytes;

@@ -323,9 +323,10 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
         else s = ttc_buf_read(x->q, in_mem[i], 0, in_bytes[i], (void *)inputs[i], false);
         if (s != TTC_OK) ttc_fail_context(s, "input %s (written in place)", e->ins[i].name);
     }
-    if (s == TTC_OK && x->errf && !x->in_place) s = ttc_buf_read(x->q, x->errf, 0, sizeof flag, &flag, false);
+    if (s == TTC_OK && x->errf && !x->in_place && e->check_indices)
+        s = ttc_buf_read(x->q, x->errf, 0, sizeof flag, &flag, false);
     ttc_status fin = ttc_queue_finish(x->q);
-    if (x->errf && x->in_place) flag = x->errv;
+    if (x->errf && x->in_place && e->check_indices) flag = x->errv;
     bool failed_queue = fin != TTC_OK || s == TTC_ERR_DEVICE;
     if (fin != TTC_OK && s == TTC_OK) s = ttc_fail_context(fin, "engine %s", e->name);
     if (s == TTC_OK && flag > 0 && flag <= k->n_ops)
@@ -384,8 +385,9 @@ ttc_status ttc_engine_execute_buffers(ttc_engine *e, ttc_buf *const *in_mem, con
     if (s == TTC_OK) s = ttc_queue_acquire_external(x->q, ext, n_ext, false);
     if (s == TTC_OK) s = ttc_exec_launch(e, p, x, in_mem, out_mem, NULL);
     if (s == TTC_OK) s = ttc_queue_acquire_external(x->q, ext, n_ext, true);
-    bool wait = !signal || x->errf || s != TTC_OK;
-    if (s == TTC_OK && x->errf) s = ttc_buf_read(x->q, x->errf, 0, sizeof flag, &flag, false);
+    bool check = x->errf && e->check_indices;
+    bool wait = !signal || check || s != TTC_OK;
+    if (s == TTC_OK && check) s = ttc_buf_read(x->q, x->errf, 0, sizeof flag, &flag, false);
     /* signalled even after a wait: the caller's CUDA stream waits for the value either way */
     if (s == TTC_OK && signal) s = ttc_queue_signal(x->q, signal, signal_value);
     ttc_status fin = wait ? ttc_queue_finish(x->q) : TTC_OK;

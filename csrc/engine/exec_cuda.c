@@ -1058,7 +1058,7 @@ ttc_status ttc_cuda_engine_run(ttc_cuda_engine *c, const uint64_t *in, const int
             __atomic_fetch_add(&c->launches, n, __ATOMIC_RELAXED);
         }
         int32_t v = 0;
-        if (s == TTC_OK && flag) {
+        if (s == TTC_OK && flag && e->check_indices) {
             s = ttc_cuda_download(&v, flag, sizeof v, stream);
             __atomic_fetch_add(&c->flag_reads, 1, __ATOMIC_RELAXED);
         }

@@ -105,7 +105,7 @@ ttc_status ttc_engine_serialize_with(ttc_engine *e, ttc_blob_alloc_fn alloc, voi
     put_str(&sec, e->tg.platform); put_str(&sec, e->tg.name); put_str(&sec, e->tg.driver);
     put_section(&pre, SEC_DEVICE, &sec); sec.len = 0;
     put_u32(&sec, e->fp16); put_u32(&sec, (uint32_t)e->opt_level);
-    put_u32(&sec, (e->tf32_matmul ? 1u : 0u) | (e->tf32_conv ? 2u : 0u));
+    put_u32(&sec, (e->tf32_matmul ? 1u : 0u) | (e->tf32_conv ? 2u : 0u) | (e->check_indices ? 0u : 4u));
     put_section(&pre, SEC_OPTIONS, &sec); sec.len = 0;
     put_u32(&pre, SEC_IR);
     put_u64(&pre, strlen(ir));
@@ -293,7 +293,7 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
     if (s == TTC_OK) s = get_u32(&secs[SEC_OPTIONS], &fp16, "precision");
     if (s == TTC_OK) s = get_u32(&secs[SEC_OPTIONS], &opt, "optimization level");
     if (s == TTC_OK && secs[SEC_OPTIONS].left) s = get_u32(&secs[SEC_OPTIONS], &tf32, "TF32 policy");
-    if (s == TTC_OK && (fp16 > 1 || opt > 5 || tf32 > 3 || secs[SEC_OPTIONS].left))
+    if (s == TTC_OK && (fp16 > 1 || opt > 5 || tf32 > 7 || secs[SEC_OPTIONS].left))
         s = ttc_fail(TTC_ERR_SERIALIZATION, "engine blob: bad options (fp16=%u, level=%u, tf32=%u, %zu bytes more)", fp16,
                      opt, tf32, secs[SEC_OPTIONS].left);
     if (s == TTC_OK) {
@@ -325,6 +325,7 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         o.optimization_level = (int32_t)opt;
         o.tf32_matmul = (tf32 & 1) != 0;
         o.tf32_conv = (tf32 & 2) != 0;
+        o.check_indices = (tf32 & 4) == 0;
         o.cache_dir = cache_dir;
         s = ttc_engine_new_for_load(&o, &e);
     }

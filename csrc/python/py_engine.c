@@ -73,12 +73,12 @@ static PyObject *bindings(ttc_engine *e, bool outputs) {
 
 static PyObject *e_build(PyObject *cls, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"graph", "name", "device", "precision", "optimization_level", "cache_dir",
-                             "tf32_matmul", "tf32_conv", NULL};
+                             "tf32_matmul", "tf32_conv", "check_indices", NULL};
     PyObject *graph, *device = Py_None, *cache = Py_None;
     const char *name = "engine", *precision = "fp32";
-    int level = 3, tf32_mm = 0, tf32_cv = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sOsiO$pp:build", kwlist, &graph, &name, &device, &precision, &level,
-                                     &cache, &tf32_mm, &tf32_cv))
+    int level = 3, tf32_mm = 0, tf32_cv = 0, check = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sOsiO$ppp:build", kwlist, &graph, &name, &device, &precision, &level,
+                                     &cache, &tf32_mm, &tf32_cv, &check))
         return NULL;
     ttc_py_state *st = ttc_py_state_of_type((PyTypeObject *)cls);
     ttc_graph *g = ttc_py_graph_get(graph);
@@ -88,6 +88,7 @@ static PyObject *e_build(PyObject *cls, PyObject *args, PyObject *kw) {
     o.optimization_level = level;
     o.tf32_matmul = tf32_mm != 0;
     o.tf32_conv = tf32_cv != 0;
+    o.check_indices = check != 0;
     if (!strcmp(precision, "fp16")) o.fp16 = true;
     else if (strcmp(precision, "fp32")) return PyErr_Format(PyExc_ValueError, "precision must be \"fp32\" or \"fp16\", got %s", precision);
     if (level < 0 || level > 5) return PyErr_Format(PyExc_ValueError, "optimization_level must be 0..5, got %d", level);

@@ -250,6 +250,7 @@ class _EngineFactory:
         e = _C.Engine.build(sub, name=name, device=self.device, precision=self.s.precision(),
                             optimization_level=self.s.opt_level(),
                             tf32_matmul=self.s.tf32_policy()["matmul"], tf32_conv=self.s.tf32_policy()["conv"],
+                            check_indices=self.s.check_indices,
                             cache_dir=os.fspath(self.s.engine_cache_dir) if self.s.cache_built_engines else None)
         sec["build"] = time.perf_counter() - t
         rec["build"] = e.build_profile()

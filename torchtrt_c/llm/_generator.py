@@ -46,6 +46,7 @@ class _State:
         self.length = 0
         self.batch = 0
         self.last_pos = None   # [B] position id of each row's last token
+        self.decode = {}       # batch -> generate_tokens' buffers (and recorded step) for it
 
     def reset(self, batch: int):
         self.length = 0
@@ -142,6 +143,9 @@ class Runner:
             raise _input_error(f"{S} new tokens in one step: the generator takes at most {self.spec.max_prompt_len}")
         dev = self.device
         ids = input_ids.to(dev, torch.int64)
+        lo, hi = int(ids.min()), int(ids.max())   # the engine does not check them (check_indices=False)
+        if lo < 0 or hi >= self.spec.vocab:
+            raise _input_error(f"input_ids hold {lo if lo < 0 else hi}, outside the vocabulary [0, {self.spec.vocab})")
         if attention_mask is None:
             st.key_mask[:B, start:end] = True
             if st.last_pos is None:
@@ -198,12 +202,15 @@ def compile_llm(model, *, max_seq_len: Optional[int] = None, max_batch_size: int
     model = model.eval()
     layers = _hf.probe_layers(model, device, dtype)
     step = _hf.Step(model)
-    vocab = int(model.get_output_embeddings().weight.shape[0]) if model.get_output_embeddings() is not None \
-        else int(getattr(cfg, "vocab_size"))
+    emb = model.get_input_embeddings()
+    vocab = int(emb.weight.shape[0]) if emb is not None else int(getattr(cfg, "vocab_size"))
     spec = LLMSpec(layers, max_batch_size, max_seq_len, max_prompt_len, dtype, vocab)
     inputs = _step_inputs(spec, device)
     settings.setdefault("enabled_precisions", {dtype})
     settings.setdefault("min_block_size", 1)
+    # the step's indices are ours to keep in range (token ids are checked against the vocabulary
+    # in Runner.run, slots against the cache): no wait for the index flag after each step
+    settings.setdefault("check_indices", False)
     import torchtrt_c
     with _hf.attention_implementation(model), torch.no_grad():
         compiled = torchtrt_c.compile(step, inputs=inputs, **settings)
