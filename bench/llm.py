@@ -83,6 +83,36 @@ def measure(gen_fn, B, P, N, runs, dev):
     return ttft, max(statistics.median(fulls) - ttft, 0.0) / (N - 1)
 
 
+def profile_decode(gen, dev, B, steps=5):
+    """Device time per kernel of `steps` eager decode steps (no graph), with the engine's kernel
+    list (k<i> -> what it computes) to read the names by."""
+    from torch.profiler import ProfilerActivity, profile
+    ids = torch.randint(10, 1000, (B, 16), device=dev)
+    with gen.runner.pool.state(B) as st:
+        logits = gen.runner.run(st, ids, None)
+        nxt = logits.argmax(-1)[:, None]
+        gen.runner.run(st, nxt, None)
+        sync(dev)
+        with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                nxt = gen.runner.run(st, nxt, None).argmax(-1)[:, None]
+            sync(dev)
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30), flush=True)
+    for name, mod in gen.runner.step.named_children():
+        eng = getattr(mod, "engine_obj", None)
+        info = None
+        try:
+            from torchtrt_c.runtime._execute import ENGINES
+            from torchtrt_c.runtime import EngineMeta
+            e = ENGINES.peek(EngineMeta.from_json(mod.meta).id)
+            info = e.info() if e is not None else None
+        except Exception as ex:  # noqa: BLE001
+            print("no engine info:", ex)
+        if info:
+            ks = info.get("kernels", [])
+            print(f"{name}: {len(ks)} kernels; first 40:", *ks[:40], sep="\n  ")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="small", choices=sorted(CONFIGS))
@@ -95,6 +125,8 @@ def main():
     ap.add_argument("--ways", default="eager,hf-static,ttc-loop,ttc-generate")
     ap.add_argument("--max-autotune", action="store_true", help="also hf-static with mode=max-autotune")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--profile", action="store_true",
+                    help="CUDA: the compiled decode step's kernels by device time (torch.profiler)")
     a = ap.parse_args()
     import transformers
     import torchtrt_c
@@ -171,6 +203,8 @@ def main():
                 rows.append(r)
                 print(f"{w:24s} B={B} P={P}: ttft {r['ttft_ms']:.2f} ms, decode {r['decode_ms']:.3f} ms/token "
                       f"({r['tokens_s']:.0f} tok/s), bound {r['bound_ms']:.3f} (wall {wall:.0f} s)", flush=True)
+    if a.profile and gen is not None and dev.type == "cuda":
+        profile_decode(gen, dev, batches[0])
     print("\n| way | batch | prompt | TTFT ms | decode ms/token | tokens/s | x eager (decode) | bound ms/step |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -116,13 +116,15 @@ class _CompiledCausalLMMixin:
     @torch.no_grad()
     def generate_tokens(self, input_ids, attention_mask=None, max_new_tokens: int = 20,
                         eos_token_id=None, do_sample: bool = False, temperature: float = 1.0,
-                        top_k: Optional[int] = None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+                        top_k: Optional[int] = None, generator: Optional[torch.Generator] = None,
+                        cuda_graph: Optional[bool] = None) -> torch.Tensor:
         """Our own loop (fewer steps per token than generate()): greedy or sampled (temperature,
         top_k) new tokens [B, <= max_new_tokens]; rows that produced eos_token_id continue with
-        it. Returns the prompt and the new tokens, as generate() does."""
+        it. Returns the prompt and the new tokens, as generate() does. cuda_graph (default: on
+        CUDA for greedy decoding): each decode step is one replay of a recorded CUDA graph."""
         from torchtrt_c.llm._loop import generate_tokens
         return generate_tokens(self._ttc_runner, input_ids, attention_mask, max_new_tokens, eos_token_id,
-                               do_sample, temperature, top_k, generator)
+                               do_sample, temperature, top_k, generator, cuda_graph=cuda_graph)
 
     # ---- save / load ----
     def save(self, path: str) -> None:
