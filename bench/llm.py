@@ -157,6 +157,8 @@ def main():
                                                      max_prompt_len=max(prompts)), dev)
         rows.append({"way": "ttc compile", "compile_s": t})
         print(f"compile_llm: {t:.1f} s", flush=True)
+        if a.profile and dev.type == "cuda":
+            profile_decode(gen, dev, batches[0])
 
     def hf(static, mode=None):
         kw = {"do_sample": False}
@@ -203,8 +205,6 @@ def main():
                 rows.append(r)
                 print(f"{w:24s} B={B} P={P}: ttft {r['ttft_ms']:.2f} ms, decode {r['decode_ms']:.3f} ms/token "
                       f"({r['tokens_s']:.0f} tok/s), bound {r['bound_ms']:.3f} (wall {wall:.0f} s)", flush=True)
-    if a.profile and gen is not None and dev.type == "cuda":
-        profile_decode(gen, dev, batches[0])
     print("\n| way | batch | prompt | TTFT ms | decode ms/token | tokens/s | x eager (decode) | bound ms/step |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
