@@ -2,6 +2,7 @@
 from torchtrt_c._C import (  # noqa: F401
     BuildError,
     DeviceError,
+    DeviceNotFoundError,
     Error,
     InputError,
     OpenCLError,

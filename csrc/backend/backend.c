@@ -83,14 +83,13 @@ ttc_status ttc_device_select(const char *spec, ttc_device **out) {
     }
     char *end = NULL;
     long idx = strtol(spec, &end, 10);
-    if (end != spec && *end == 0) {
-        if (idx < 0 || idx >= n)
-            return ttc_fail(TTC_ERR_INVALID_ARG, "%s=%s: device index out of range (%d devices)", from, spec, n);
+    bool is_index = end != spec && *end == 0;
+    if (is_index && idx >= 0 && idx < n) {
         *out = ds[idx];
         return TTC_OK;
     }
     bool want_gpu = !strcasecmp(spec, "gpu"), want_cpu = !strcasecmp(spec, "cpu");
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; !is_index && i < n; i++) {
         const ttc_target *f = &ds[i]->facts;
         if ((want_gpu && f->is_gpu) || (want_cpu && f->is_cpu) ||
             (!want_gpu && !want_cpu && (contains_ci(f->name, spec) || contains_ci(f->platform, spec)))) {
@@ -98,11 +97,14 @@ ttc_status ttc_device_select(const char *spec, ttc_device **out) {
             return TTC_OK;
         }
     }
+    /* never a silent choice: the setting names no device, so say which there are */
     ttc_sbuf b = {0};
     for (int32_t i = 0; i < n; i++)
         ttc_sbuf_printf(&b, "%s[%d] %s (%s)", i ? ", " : "", i, ds[i]->facts.name, ds[i]->facts.platform);
-    ttc_status s = ttc_fail(TTC_ERR_INVALID_ARG, "%s=%s matches no %s device; devices: %s", from, spec,
-                            ds[0]->be->name, b.data ? b.data : "");
+    ttc_status s = is_index ? ttc_fail(TTC_ERR_NO_DEVICE, "%s=%s: device index out of range (%d devices): %s", from,
+                                       spec, n, b.data ? b.data : "")
+                            : ttc_fail(TTC_ERR_NO_DEVICE, "%s=%s matches no %s device; devices: %s", from, spec,
+                                       ds[0]->be->name, b.data ? b.data : "");
     ttc_sbuf_free(&b);
     return s;
 }
@@ -142,6 +144,11 @@ ttc_device *ttc_device_caller_thread(ttc_device *d) {
 bool ttc_device_uuid(ttc_device *d, unsigned char uuid[16]) {
     memset(uuid, 0, 16);
     return d->be->device_uuid && d->be->device_uuid(d, uuid);
+}
+
+bool ttc_device_pci(ttc_device *d, ttc_pci_address *pci) {
+    memset(pci, 0, sizeof *pci);
+    return d->be->device_pci && d->be->device_pci(d, pci);
 }
 bool ttc_device_host_tasks(ttc_device *d) {
     return d->be->host_task && probed(d, &d->host_probed, &d->host_ok, d->be->probe_host_tasks);

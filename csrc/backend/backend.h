@@ -56,6 +56,11 @@ bool ttc_device_host_in_place(ttc_device *d);
 /* The device's UUID where the backend and driver report one (cl_khr_device_uuid): matches the
  * device with the same GPU under another API (CUDA). Never fails: false is "unknown". */
 bool ttc_device_uuid(ttc_device *d, unsigned char uuid[16]);
+/* The device's PCI address where the driver reports one (cl_khr_pci_bus_info, or NVIDIA's
+ * cl_nv_device_attribute_query): the other way to find the same GPU under CUDA. Never fails:
+ * false is "unknown". */
+typedef struct ttc_pci_address { uint32_t domain, bus, device, function; } ttc_pci_address;
+bool ttc_device_pci(ttc_device *d, ttc_pci_address *pci);
 
 /* A companion of d whose queues run each launch to completion on the thread that enqueues it,
  * with no hand-over to the device's worker threads, or NULL where there is none (d itself

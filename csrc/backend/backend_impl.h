@@ -57,6 +57,7 @@ struct ttc_backend_iface {
     bool (*probe_host_tasks)(ttc_device *d);           /* host tasks work (may be NULL) */
     bool (*probe_host_in_place)(ttc_device *d);        /* host-backed buffers are that memory (may be NULL) */
     bool (*device_uuid)(ttc_device *d, unsigned char uuid[16]);   /* the device's UUID (may be NULL) */
+    bool (*device_pci)(ttc_device *d, ttc_pci_address *pci);      /* its PCI address (may be NULL) */
     ttc_device *(*caller_thread)(ttc_device *d);       /* caller-thread companion (may be NULL) */
     /* buffers */
     ttc_status (*buf_alloc)(ttc_device *d, size_t n, const void *init, const char *what, ttc_buf **out);

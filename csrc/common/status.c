@@ -24,7 +24,7 @@ const char *ttc_status_name(ttc_status s) {
     static const char *names[TTC_STATUS_COUNT] = {
         "ok", "invalid argument", "out of memory", "parse error", "verification failed",
         "unsupported", "device error", "build error", "serialization error",
-        "input error", "partition error", "internal error",
+        "input error", "partition error", "internal error", "no such device",
     };
     return (unsigned)s < TTC_STATUS_COUNT ? names[s] : "unknown status";
 }

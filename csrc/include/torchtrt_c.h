@@ -35,6 +35,7 @@ typedef enum ttc_status {
     TTC_ERR_INPUT,           /* engine inputs do not match the bindings */
     TTC_ERR_PARTITION,       /* require_full_compilation violated etc. */
     TTC_ERR_INTERNAL,
+    TTC_ERR_NO_DEVICE,       /* a device setting names no device there is (message lists them) */
     TTC_STATUS_COUNT
 } ttc_status;
 

@@ -16,7 +16,7 @@
 
 typedef struct ttc_py_state {
     /* exception hierarchy: Error <- {UnsupportedOperatorError, OpenCLError, BuildError,
-     * SerializationError, InputError, ParseError, VerifyError, PartitionError} */
+     * SerializationError, InputError, ParseError, VerifyError, PartitionError, DeviceNotFoundError} */
     PyObject *Error;
     PyObject *UnsupportedOperatorError;
     PyObject *OpenCLError;
@@ -26,6 +26,7 @@ typedef struct ttc_py_state {
     PyObject *ParseError;
     PyObject *VerifyError;
     PyObject *PartitionError;
+    PyObject *DeviceNotFoundError;
     /* heap types (owned by the module) */
     PyObject *GraphType;
     PyObject *EngineType;

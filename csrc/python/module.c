@@ -25,6 +25,7 @@ PyObject *ttc_py_raise(ttc_py_state *st, ttc_status s) {
     case TTC_ERR_PARSE: type = st->ParseError; break;
     case TTC_ERR_VERIFY: type = st->VerifyError; break;
     case TTC_ERR_PARTITION: type = st->PartitionError; break;
+    case TTC_ERR_NO_DEVICE: type = st->DeviceNotFoundError; break;
     default: break;
     }
     PyObject *exc;
@@ -63,6 +64,15 @@ static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *bas
     return PyModule_AddObjectRef(m, name, *slot);
 }
 
+/* An exception with two bases (also a ValueError: a bad device value). */
+static int add_exc2(PyObject *m, PyObject **slot, const char *name, PyObject *base, PyObject *base2, const char *doc) {
+    PyObject *bases = PyTuple_Pack(2, base, base2);
+    if (!bases) return -1;
+    int r = add_exc(m, slot, name, bases, doc);
+    Py_DECREF(bases);
+    return r;
+}
+
 static int module_exec(PyObject *m) {
     ttc_py_state *st = ttc_py_state_of_module(m);
     if (add_exc(m, &st->Error, "Error", PyExc_RuntimeError, "Base class of torchtrt_c errors.") ||
@@ -79,7 +89,10 @@ static int module_exec(PyObject *m) {
         add_exc(m, &st->ParseError, "ParseError", st->Error, "IR text failed to parse.") ||
         add_exc(m, &st->VerifyError, "VerifyError", st->Error, "A graph failed verification.") ||
         add_exc(m, &st->PartitionError, "PartitionError", st->Error,
-                "Partitioning failed, e.g. require_full_compilation with unsupported nodes."))
+                "Partitioning failed, e.g. require_full_compilation with unsupported nodes.") ||
+        add_exc2(m, &st->DeviceNotFoundError, "DeviceNotFoundError", st->Error, PyExc_ValueError,
+                 "A device setting (compile(device=), Input(device=), TORCHTRT_C_DEVICE) names no device there "
+                 "is, or a CUDA device without a matching OpenCL device; the message lists the devices."))
         return -1;
     if (ttc_py_init_graph(m, st) || ttc_py_init_passes(m, st) || ttc_py_init_partition(m, st) ||
         ttc_py_init_runtime(m, st) || ttc_py_init_engine(m, st) || ttc_py_init_ops(m, st) ||

@@ -64,6 +64,22 @@ static PyObject *py_cuda_launch_new(PyObject *mod, PyObject *args) {
     return Py_BuildValue("(Ns)", cap, "");
 }
 
+/* CUDA device ordinal's UUID from the driver (32 hex digits): what finds its OpenCL device
+ * (torchtrt_c/_devices.py). None, with the reason, where there is no driver or no such device. */
+static PyObject *py_cuda_device_uuid(PyObject *mod, PyObject *args) {
+    int ordinal;
+    if (!PyArg_ParseTuple(args, "i:cuda_device_uuid", &ordinal)) return NULL;
+    unsigned char u[16];
+    ttc_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = ttc_cuda_device_uuid(ordinal, u);
+    Py_END_ALLOW_THREADS
+    if (s != TTC_OK) return Py_BuildValue("(Os)", Py_None, ttc_last_error());
+    char hex[33];
+    for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", u[i]);
+    return Py_BuildValue("(ss)", hex, "");
+}
+
 /* Input shapes from a sequence of sequences (rank checked against the bindings). */
 static int shapes_arg(ttc_engine *e, PyObject *o, int64_t (*shapes)[TTC_MAX_RANK]) {
     PyObject *f = PySequence_Fast(o, "shapes must be a sequence");
@@ -203,6 +219,8 @@ static PyObject *py_cuda_ptx_prepare(PyObject *mod, PyObject *arg) {
 
 static PyMethodDef cuda_launch_methods[] = {
     {"cuda_driver", py_cuda_driver, METH_NOARGS, "cuda_driver() -> (bool, reason): libcuda loads and initialises"},
+    {"cuda_device_uuid", py_cuda_device_uuid, METH_VARARGS,
+     "cuda_device_uuid(ordinal) -> (uuid hex | None, reason): the CUDA driver's UUID of device ordinal"},
     {"cuda_launch_new", py_cuda_launch_new, METH_VARARGS,
      "cuda_launch_new(engine, cuda_ordinal) -> (cuda_engine | None, reason): the engine's PTX loaded into torch's context"},
     {"cuda_launch_arena", py_cuda_launch_arena, METH_VARARGS,

@@ -26,6 +26,30 @@ PyObject *ttc_py_device_dict(const ttc_target *d) {
                          "opencl2", d->lang2 ? Py_True : Py_False);
 }
 
+/* What identifies the device across APIs (a CUDA device is matched to its OpenCL device by
+ * these: torchtrt_c/_devices.py): uuid (32 hex digits) and pci_bus_id ("0000:65:00.0"), None
+ * where the driver reports none. */
+static int add_identity(PyObject *d, ttc_device *dev) {
+    unsigned char u[16];
+    ttc_pci_address pci;
+    PyObject *uuid = Py_NewRef(Py_None), *bus = Py_NewRef(Py_None);
+    if (ttc_device_uuid(dev, u)) {
+        char hex[33];
+        for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", u[i]);
+        Py_SETREF(uuid, PyUnicode_FromString(hex));
+    }
+    if (ttc_device_pci(dev, &pci)) {
+        char txt[32];
+        snprintf(txt, sizeof txt, "%04x:%02x:%02x.%x", (unsigned)pci.domain, (unsigned)pci.bus, (unsigned)pci.device,
+                 (unsigned)pci.function);
+        Py_SETREF(bus, PyUnicode_FromString(txt));
+    }
+    int r = !uuid || !bus || PyDict_SetItemString(d, "uuid", uuid) || PyDict_SetItemString(d, "pci_bus_id", bus) ? -1 : 0;
+    Py_XDECREF(uuid);
+    Py_XDECREF(bus);
+    return r;
+}
+
 static PyObject *py_devices(PyObject *m, PyObject *unused) {
     ttc_device *const *ds;
     int32_t n;
@@ -38,7 +62,7 @@ static PyObject *py_devices(PyObject *m, PyObject *unused) {
     if (!list) return NULL;
     for (int32_t i = 0; i < n; i++) {
         PyObject *d = ttc_py_device_dict(ttc_device_facts(ds[i]));
-        if (!d) { Py_DECREF(list); return NULL; }
+        if (!d || add_identity(d, ds[i])) { Py_XDECREF(d); Py_DECREF(list); return NULL; }
         PyList_SET_ITEM(list, i, d);
     }
     return list;
@@ -307,7 +331,8 @@ static PyMethodDef runtime_methods[] = {
     {"_build_worker", py_build_worker, METH_VARARGS,
      "_build_worker(job_path) -> int: a build worker process's entry (builds a job's sources into the binary cache)."},
     {"devices", py_devices, METH_NOARGS,
-     "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ...)."},
+     "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ..., uuid and "
+     "pci_bus_id where the driver reports them, else None)."},
     {"default_device", py_default_device, METH_NOARGS,
      "default_device() -> int: TORCHTRT_C_DEVICE, else the first GPU, else the first device."},
     {"runtime_stats", py_runtime_stats, METH_NOARGS,

@@ -33,13 +33,14 @@ static void test_devices_listed(void) {
     ttc_device *d;
     CHECK_OK(ttc_device_select("0", &d));
     CHECK(d == ds[0]);
-    CHECK(ttc_device_select("no-such-device-xyz", &d) == TTC_ERR_INVALID_ARG && strstr(ttc_last_error(), "devices:"),
+    CHECK(ttc_device_select("no-such-device-xyz", &d) == TTC_ERR_NO_DEVICE && strstr(ttc_last_error(), "devices:"),
           "unknown name lists the devices: %s", ttc_last_error());
-    CHECK(ttc_device_select("99", &d) == TTC_ERR_INVALID_ARG);
+    CHECK(ttc_device_select("99", &d) == TTC_ERR_NO_DEVICE && strstr(ttc_last_error(), ttc_device_facts(ds[0])->name),
+          "an index out of range lists the devices: %s", ttc_last_error());
     if (ttc_device_facts(ds[0])->is_cpu) { CHECK_OK(ttc_device_select("cpu", &d)); CHECK(ttc_device_facts(d)->is_cpu); }
     setenv("TORCHTRT_C_DEVICE", "no-such-device-xyz", 1);
-    CHECK(ttc_device_select(NULL, &d) != TTC_OK && strstr(ttc_last_error(), "TORCHTRT_C_DEVICE"), "env named: %s",
-          ttc_last_error());
+    CHECK(ttc_device_select(NULL, &d) == TTC_ERR_NO_DEVICE && strstr(ttc_last_error(), "TORCHTRT_C_DEVICE"),
+          "env named: %s", ttc_last_error());
     unsetenv("TORCHTRT_C_DEVICE");
     CHECK(strcmp(ttc_cl_error_name(CL_OUT_OF_RESOURCES), "CL_OUT_OF_RESOURCES") == 0);
 }

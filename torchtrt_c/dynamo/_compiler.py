@@ -88,6 +88,29 @@ def resolve_device(device):
     return find_device(device)["index"]
 
 
+def check_devices(settings, inputs) -> None:
+    """Raises DeviceNotFoundError (naming the devices there are) for a device setting that cannot
+    be honoured: settings.device, TORCHTRT_C_DEVICE (the default's source), an Input's device
+    (CUDA inputs need a CUDA device torch has). OpenCLError when there is no OpenCL device."""
+    from torchtrt_c import _C
+    from torchtrt_c._devices import _no_device, devices
+    devices()
+    if resolve_device(settings.device) is None:
+        _C.default_device()   # an unknown TORCHTRT_C_DEVICE is an error, not a torch fallback
+    for i, inp in enumerate(inputs):
+        dev = getattr(inp, "device", None)
+        if dev is None:
+            continue
+        try:
+            dev = torch.device(dev)
+        except (RuntimeError, TypeError) as ex:
+            raise _no_device(f"input {inp.name or i}: device {dev!r} is not a device ({ex})", _C.devices()) from None
+        if dev.type == "cuda" and not (torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()):
+            have = (f"torch sees {torch.cuda.device_count()} CUDA device(s)" if torch.cuda.is_available() else
+                    f"torch {torch.__version__} sees no CUDA device")
+            raise _no_device(f"input {inp.name or i}: device {dev}, but {have}", _C.devices())
+
+
 # ---------------------------------------------------------------- engines
 _pending = {}   # engine cache path -> the thread writing it
 _pending_lock = threading.Lock()
@@ -348,8 +371,10 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
                         remember_blob(meta.id, mod.engine)
                     args, outs = list(in_names), list(out_names)
                 except Exception as ex:
-                    from torchtrt_c import Error
-                    if settings.pass_through_build_failures or not isinstance(ex, Error):
+                    from torchtrt_c import DeviceNotFoundError, Error
+                    # a device that is not there is the setting's fault, not the segment's
+                    if (settings.pass_through_build_failures or not isinstance(ex, Error)
+                            or isinstance(ex, DeviceNotFoundError)):
                         raise
                     log.warning("%s: engine build failed, running the segment in torch instead: %s",
                                 name, ex)
@@ -524,11 +549,10 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     if settings.debug:
         log.setLevel(logging.DEBUG)
     if not settings.dryrun:
-        # No device, or a bad device setting, fails now rather than after capture (a dry
-        # run needs no device).
-        from torchtrt_c._devices import devices
-        devices()
-        resolve_device(settings.device)
+        # No device, or a device setting that cannot be honoured (device=, TORCHTRT_C_DEVICE,
+        # an Input on a CUDA device torch does not have), fails now rather than after capture
+        # (a dry run needs no device)
+        check_devices(settings, list(arg_inputs) + list(kwarg_inputs.values()))
     use_mc = (not settings.dryrun and (settings.cache_built_engines or settings.reuse_cached_engines)
               and os.environ.get("TORCHTRT_C_MODULE_CACHE", "1") != "0")
     progress.phase("capture (torch.export)")

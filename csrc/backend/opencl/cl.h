@@ -79,6 +79,7 @@ static inline cl_program ttc_cl_prog(ttc_program *p) { return ((ttc_cl_program *
 ttc_status ttc_cl_devices(ttc_device *const **devs, int32_t *n);
 ttc_status ttc_cl_device_context(ttc_cl_device *d, cl_context *out);
 bool ttc_cl_device_uuid(ttc_device *d, unsigned char uuid[16]);   /* cl_khr_device_uuid */
+bool ttc_cl_device_pci(ttc_device *d, ttc_pci_address *pci);      /* cl_khr_pci_bus_info / cl_nv_device_attribute_query */
 ttc_device *ttc_cl_device_caller_thread(ttc_device *d);            /* PoCL basic beside pthread */
 /* program.c */
 ttc_status ttc_cl_program_build(ttc_device *d, const char *src, const char *options, const char *cache_dir,

@@ -286,6 +286,30 @@ bool ttc_cl_device_uuid(ttc_device *dev, unsigned char uuid[16]) {
     return TTC_CL(GetDeviceInfo)(d->id, 0x106A /* CL_DEVICE_UUID_KHR */, 16, uuid, NULL) == CL_SUCCESS;
 }
 
+bool ttc_cl_device_pci(ttc_device *dev, ttc_pci_address *pci) {
+    ttc_cl_device *d = ttc_cl_dev(dev);
+    char exts[8192] = {0};
+    if (TTC_CL(GetDeviceInfo)(d->id, CL_DEVICE_EXTENSIONS, sizeof exts - 1, exts, NULL) != CL_SUCCESS) return false;
+    if (strstr(exts, "cl_khr_pci_bus_info")) {
+        cl_uint v[4];   /* cl_device_pci_bus_info_khr: domain, bus, device, function */
+        if (TTC_CL(GetDeviceInfo)(d->id, 0x410F /* CL_DEVICE_PCI_BUS_INFO_KHR */, sizeof v, v, NULL) == CL_SUCCESS) {
+            *pci = (ttc_pci_address){v[0], v[1], v[2], v[3]};
+            return true;
+        }
+    }
+    if (strstr(exts, "cl_nv_device_attribute_query")) {
+        cl_uint bus = 0, slot = 0, domain = 0;   /* slot: device << 3 | function */
+        if (TTC_CL(GetDeviceInfo)(d->id, 0x4008 /* CL_DEVICE_PCI_BUS_ID_NV */, sizeof bus, &bus, NULL) == CL_SUCCESS &&
+            TTC_CL(GetDeviceInfo)(d->id, 0x4009 /* CL_DEVICE_PCI_SLOT_ID_NV */, sizeof slot, &slot, NULL) == CL_SUCCESS) {
+            if (TTC_CL(GetDeviceInfo)(d->id, 0x400A /* CL_DEVICE_PCI_DOMAIN_ID_NV */, sizeof domain, &domain, NULL) != CL_SUCCESS)
+                domain = 0;
+            *pci = (ttc_pci_address){domain, bus, slot >> 3, slot & 7};
+            return true;
+        }
+    }
+    return false;
+}
+
 ttc_device *ttc_cl_device_caller_thread(ttc_device *dev) {
     ttc_cl_device *d = ttc_cl_dev(dev);
     return d->caller ? &d->caller->base : d->owner ? dev : NULL;

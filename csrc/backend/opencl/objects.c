@@ -230,6 +230,7 @@ const ttc_backend_iface ttc_opencl_backend = {
     .probe_host_tasks = ttc_cl_probe_host_tasks,
     .probe_host_in_place = ttc_cl_probe_host_in_place,
     .device_uuid = ttc_cl_device_uuid,
+    .device_pci = ttc_cl_device_pci,
     .caller_thread = ttc_cl_device_caller_thread,
     .buf_alloc = cl_buf_alloc,
     .buf_wrap_host = cl_buf_wrap_host,
