@@ -417,13 +417,41 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
 
 
 def _finish_module(gm, settings, ep, input_specs, codegen=None):
-    """The pytree calling convention of the exported program and the user-input check."""
+    """The pytree calling convention of the exported program, the user-input check, and the
+    torch segments' constants on the inputs' device."""
     if ep is not None or codegen is not None:
         gm.graph._codegen = codegen if codegen is not None else _fx_codegen(ep)
         gm.recompile()
     if input_specs is not None:
         gm._ttc_specs = list(input_specs)
         gm._ttc_truncate = settings.truncate_double
+        device = _inputs_device(input_specs)
+        if device is not None:
+            _place_constants(gm, device)
+
+
+def _inputs_device(input_specs):
+    """The CUDA device the module's inputs are on (the first input on one), else None."""
+    for _, inp in input_specs:
+        d = getattr(inp, "device", None)
+        if d is not None and torch.device(d).type == "cuda":
+            return torch.device(d)
+    return None
+
+
+def _place_constants(gm, device) -> None:
+    """Torch segments (and the parent's own constants) read their tensors on the device of the
+    module's inputs: the import keeps host copies of the weights and the C graph makes its
+    constants on the host, and a torch op given a CUDA input and a host constant fails ("Expected
+    all tensors to be on the same device"). That includes a segment whose engine failed to build
+    and runs in torch instead. Engine blobs stay where they are: the runtime reads them on the
+    host."""
+    from torchtrt_c.runtime._module import EngineModule
+    for _, mod in gm.named_children():
+        if not isinstance(mod, EngineModule):
+            mod.to(device)
+    for name, b in list(gm.named_buffers(recurse=False)):
+        gm.register_buffer(name, b.to(device))
 
 
 # ---------------------------------------------------------------- pipeline

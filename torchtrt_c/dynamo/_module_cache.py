@@ -497,7 +497,8 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
             for bname, b in mod.named_buffers():
                 if "." in bname:
                     raise Unserializable(f"{name}: nested buffer {bname}")
-                tensors[f"{name}/{bname}"] = b.detach().clone()
+                # on the host: the compile that loads the entry puts them on its inputs' device
+                tensors[f"{name}/{bname}"] = b.detach().cpu().clone()
                 bufs[bname] = f"{name}/{bname}"
             if dict(mod.named_parameters()):
                 raise Unserializable(f"{name}: has parameters")
@@ -507,7 +508,7 @@ def prepare_entry(settings, key: str, gm, engine_files: dict, prekey: str = None
             raise Unserializable(f"submodule {name} is a {type(mod).__name__}")
     root_bufs = {}
     for bname, b in gm.named_buffers(recurse=False):
-        tensors[f"/{bname}"] = b.detach().clone()
+        tensors[f"/{bname}"] = b.detach().cpu().clone()
         root_bufs[bname] = f"/{bname}"
     manifest = {"format": FORMAT, "key": key, "graph": encode_graph(gm.graph), "modules": mods,
                 "buffers": root_bufs}
