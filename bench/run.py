@@ -22,9 +22,10 @@ configuration runs until --budget seconds are spent, between --min-runs and --ma
   to device; elsewhere through the host. The row's cuda_path says which.
 - from host (GPU only, when there is no torch segment): eager moves the host input to CUDA and the
   output back; torchtrt_c is called with the host tensor (engines read and write host memory).
-- ttc resident: runtime.benchmark_resident: each engine's kernel sequence with its inputs
-  already in OpenCL buffers (launches + one clFinish), plus any torch fallback segment timed on
-  its recorded inputs. On a CPU OpenCL device engines read host memory directly, so resident
+- ttc resident: runtime.benchmark_resident: each engine with its inputs already on the device:
+  with CUDA tensors the path a call with them takes (CUDA launch, shared memory or host staging:
+  the result's "paths"), with host tensors its kernel sequence on OpenCL buffers (launches + one
+  clFinish); plus any torch fallback segment timed on its recorded inputs. On a CPU OpenCL device engines read host memory directly, so resident
   differs from end to end only by the Python/op overhead and output allocation.
 - compile cold: empty engine and program cache (fresh directory), in a process that has already
   compiled a tiny model once (one-time import costs excluded); the OpenCL driver's own caches

@@ -81,6 +81,8 @@ def test_benchmark_resident_compiled_module():
     trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
     r = torchtrt_c.runtime.benchmark_resident(trt, [x], runs=6, warmup=1)
     assert len(r["times_ms"]) == 6 and all(t > 0 for t in r["times_ms"])
+    # host tensors: the engines' OpenCL kernels on device buffers, and the result says so
+    assert r["paths"] == {n: "opencl" for n, _ in trt.named_children() if n.startswith("_run_on_acc")}, r["paths"]
     assert r["n_engines"] >= 1 and r["runs"] == 6
     assert r["p10_ms"] <= r["median_ms"] <= r["p90_ms"]
     assert r["engine_ms"] > 0
