@@ -7,12 +7,28 @@
  * then KV_ATTENTION attends every new query over its cache up to its own slot (so a decode step
  * reads the filled part of the cache only), with the padding mask, the sliding window and the
  * score soft-capping. Kernels run in their list order on one queue, so the attention reads the
- * slots just written. */
+ * slots just written.
+ *
+ * With the GPU kernel families the attention is split along the keys (flash-decoding): a
+ * work-group per (row, k/v head, group of query heads, key range) writes its partial softmax
+ * state, and KV_REDUCE combines the ranges, so that a decode step (one query per sequence)
+ * still spreads over many work-groups and each reads a key range once for all the query heads
+ * of its k/v head. */
 #include "converters_data.h"
 
 static const char *nname(const ttc_node *n) { return n->name ? n->name : n->op_name; }
 
 #define TTC_KVA_MAX_HEAD_DIM 256
+#define TTC_KVA_CHUNK 128     /* keys a GPU work-group scores at once (codegen_kv.c, KVA_CH) */
+#define TTC_KVA_MAX_SPLITS 8
+
+/* Query heads of one k/v head that share a GPU work-group: a power of two dividing the group,
+ * at most 8, whose queries fit 2048 floats of local memory. */
+static int32_t heads_per_group(int32_t group, int32_t e) {
+    int32_t hg = 1;
+    while (hg * 2 <= 8 && group % (hg * 2) == 0 && hg * 2 * e <= 2048) hg *= 2;
+    return hg;
+}
 
 static bool fail(char **why_not, const char *msg) {
     if (why_not) *why_not = ttc_strdup(msg);
@@ -103,11 +119,49 @@ ttc_status ttc_convert_kv_attention(ttc_conv_ctx *cx, const ttc_node *n) {
     TTC_TRY(slot_write(cx, n, k, kc, sl));
     TTC_TRY(slot_write(cx, n, v, vc, sl));
     const ttc_type *ot = &n->outputs[0]->type;
-    int32_t oi = ttc_kir_op(cx->k, TTC_KOP_KV_ATTENTION, ttc_cx_float_dtype(cx, ot->dtype), ot->rank, ot->dims,
-                            n->outputs[0]->name);
-    if (oi < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
-    ttc_kop *op = &cx->k->ops[oi];
     const ttc_et *qt = &cx->k->ts[q], *ct = &cx->k->ts[kc], *vt = &cx->k->ts[vc];
+    int32_t E = (int32_t)qt->dims[3].add, EV = (int32_t)vt->dims[3].add, L = (int32_t)ct->dims[2].add;
+    int32_t group = (int32_t)(qt->dims[1].add / ct->dims[1].add);
+    /* split-K where the GPU kernel takes the shapes: head dims in runs of 8 */
+    bool split = cx->tg && cx->tg->gpu_kernels && E % 8 == 0;
+    int32_t kps = TTC_KVA_CHUNK, splits = 1;
+    if (split) {
+        while ((L + kps - 1) / kps > TTC_KVA_MAX_SPLITS) kps += TTC_KVA_CHUNK;
+        splits = (L + kps - 1) / kps;
+    }
+    int32_t part = -1;
+    if (split) {   /* the partial results [B, Hq, S, splits, EV + 2], float */
+        ttc_dim pd[5] = {ot->dims[0], ot->dims[1], ot->dims[2], {.sym = -1, .mul = 0, .add = splits},
+                         {.sym = -1, .mul = 0, .add = EV + 2}};
+        int32_t pi = ttc_kir_op(cx->k, TTC_KOP_KV_ATTENTION, TTC_DTYPE_FLOAT32, 5, pd, n->outputs[0]->name);
+        if (pi < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
+        part = pi;
+    }
+    int32_t oi = ttc_kir_op(cx->k, split ? TTC_KOP_KV_REDUCE : TTC_KOP_KV_ATTENTION, ttc_cx_float_dtype(cx, ot->dtype),
+                            ot->rank, ot->dims, n->outputs[0]->name);
+    if (oi < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
+    if (split) {   /* the reduction reads the partials and the attention's parameters */
+        ttc_kop *pa = &cx->k->ops[part];
+        pa->in[0] = q;
+        pa->in[1] = kc;
+        pa->in[2] = vc;
+        pa->in[3] = sl;
+        pa->in[4] = km;
+        pa->p.kva.scale = scale;
+        pa->p.kva.softcap = softcap;
+        pa->p.kva.window = window > INT32_MAX ? INT32_MAX : (int32_t)window;
+        pa->p.kva.e = E;
+        pa->p.kva.ev = EV;
+        pa->p.kva.group = group;
+        pa->p.kva.splits = splits;
+        pa->p.kva.kps = kps;
+        pa->p.kva.hg = heads_per_group(group, E);
+        ttc_kop *rd = &cx->k->ops[oi];
+        rd->in[0] = pa->out;
+        rd->p.kva = pa->p.kva;
+        return ttc_cx_set_output(cx, n, 0, rd->out);
+    }
+    ttc_kop *op = &cx->k->ops[oi];
     op->in[0] = q;
     op->in[1] = kc;
     op->in[2] = vc;
@@ -116,8 +170,8 @@ ttc_status ttc_convert_kv_attention(ttc_conv_ctx *cx, const ttc_node *n) {
     op->p.kva.scale = scale;
     op->p.kva.softcap = softcap;
     op->p.kva.window = window > INT32_MAX ? INT32_MAX : (int32_t)window;
-    op->p.kva.e = (int32_t)qt->dims[3].add;
-    op->p.kva.ev = (int32_t)vt->dims[3].add;
-    op->p.kva.group = (int32_t)(qt->dims[1].add / ct->dims[1].add);
+    op->p.kva.e = E;
+    op->p.kva.ev = EV;
+    op->p.kva.group = group;
     return ttc_cx_set_output(cx, n, 0, op->out);
 }

@@ -145,6 +145,10 @@ typedef enum ttc_kop_kind {
      * at slots in[3] with the key mask in[4] [B, L] (p.kva) */
     TTC_KOP_SLOT_WRITE,
     TTC_KOP_KV_ATTENTION,
+    /* with p.kva.splits > 0 (GPU kernel families) KV_ATTENTION writes per-split partial results
+     * [B, Hq, S, splits, EV + 2] (max, sum, unnormalised values) and KV_REDUCE (in[0]: them)
+     * combines the splits into [B, Hq, S, EV] */
+    TTC_KOP_KV_REDUCE,
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -196,7 +200,9 @@ typedef struct ttc_kop {
         struct { int32_t dim, kind; } scan;  /* kind: TTC_SCAN_* */
         /* window > 0: a query at slot p sees keys j > p - window; softcap > 0: scores become
          * softcap * tanh(score / softcap); group: query heads per k/v head */
-        struct { double scale, softcap; int32_t window, e, ev, group; } kva;
+        /* splits > 0: keys in `splits` ranges of `kps` each (split-K, the GPU kernel); hg:
+         * query heads of one k/v head sharing a work-group */
+        struct { double scale, softcap; int32_t window, e, ev, group, splits, kps, hg; } kva;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;
