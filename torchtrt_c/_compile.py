@@ -134,7 +134,31 @@ def load(path, device=None) -> torch.nn.Module:
             raise SerializationError(f"cannot load {path}: engine {n.name}: {ex}") from ex
         # the program's constant owns its engine: it lives as long as the loaded module
         _BLOB_OWNERS[blob] = ENGINES.put(m.id, e)
+    for r in rebuilt_engines(gm):
+        log.info("load %s: engine %s was built for %s; rebuilt from its IR for %s", path, r["engine"],
+                 _device_str(r["built_for"]), _device_str(r["device"]))
     return gm
+
+
+def rebuilt_engines(module) -> list:
+    """The engines of a loaded module whose blobs were built for another device than the one
+    they now run on (load rebuilt them from their IR): [{"engine", "built_for", "device"}], the
+    devices as dicts with platform, name and driver. Empty when every blob was made here."""
+    from torchtrt_c.runtime._execute import ENGINES
+    from torchtrt_c.runtime._shapes import EngineMeta
+    out = []
+    for _, n in _engine_nodes(module):
+        e = ENGINES.peek(EngineMeta.from_json(n.args[2]).id)
+        built = e.built_for if e is not None else None
+        here = e.device if e is not None else None
+        if built and any(built[k] != here.get(k) for k in ("platform", "name", "driver")):
+            out.append({"engine": n.name, "built_for": built,
+                        "device": {k: here.get(k) for k in ("platform", "name", "driver")}})
+    return out
+
+
+def _device_str(d) -> str:
+    return f"{d['name']!r} ({d['platform']}, driver {d['driver']})"
 
 
 _TRANSFORMERS_NAME = re.compile(rb"transformers(?:\.[A-Za-z_][A-Za-z_0-9]*)+(?::[A-Za-z_][A-Za-z_0-9]*)?")

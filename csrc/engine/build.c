@@ -402,6 +402,9 @@ void ttc_engine_free(ttc_engine *e) {
     ttc_kir_free(e->k);
     ttc_graph_free(e->graph);
     free(e->stored_source);
+    free(e->blob_platform);
+    free(e->blob_device);
+    free(e->blob_driver);
     free(e->stored_tiles);
     free(e->options);
     free(e->cache_dir_opt);
@@ -440,6 +443,14 @@ bool ttc_engine_caller_thread(const ttc_engine *e, int64_t *items) {
     return e->cdev != NULL;
 }
 bool ttc_engine_program_from_cache(const ttc_engine *e) { return strcmp(ttc_program_origin(e->prog), "compiled") != 0; }
+
+bool ttc_engine_built_for(const ttc_engine *e, const char **platform, const char **device, const char **driver) {
+    if (!e->blob_device) return false;
+    *platform = e->blob_platform;
+    *device = e->blob_device;
+    *driver = e->blob_driver;
+    return true;
+}
 
 size_t ttc_engine_const_bytes(const ttc_engine *e) { return e->const_bytes; }
 

@@ -76,6 +76,9 @@ int32_t ttc_engine_n_fused(const ttc_engine *e);
 int32_t ttc_engine_n_tuned(const ttc_engine *e);
 int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i);
 bool ttc_engine_program_from_cache(const ttc_engine *e);
+/* A deserialised engine: true, with the device identity its blob was built for (platform,
+ * device name, driver; owned by e). An engine built here: false. */
+bool ttc_engine_built_for(const ttc_engine *e, const char **platform, const char **device, const char **driver);
 /* Whether e runs on its device's caller-thread companion (small engines; engine_impl.h);
  * items: the size of its launches at its largest shapes (exec.c, launch_size; -1: not counted). */
 bool ttc_engine_caller_thread(const ttc_engine *e, int64_t *items);

@@ -56,6 +56,9 @@ struct ttc_engine {
     ttc_target tg;            /* the device's target when the engine was made (knobs included) */
     ttc_graph *graph;         /* the segment IR (a clone sharing weights), for serialisation */
     char *stored_source;      /* deserialising: the source the stored binary was built from */
+    /* deserialising: the device identity stored in the blob (NULL for an engine built here);
+     * differs from tg's when the blob came from another device and was rebuilt for this one */
+    char *blob_platform, *blob_device, *blob_driver;
     ttc_kir *k;
     ttc_codegen cg;
     ttc_program *prog;

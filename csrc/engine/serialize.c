@@ -352,6 +352,10 @@ ttc_status ttc_engine_deserialize(const unsigned char *blob, size_t len, const c
         bool same_dev = !strcmp(plat, e->tg.platform) && !strcmp(dname, e->tg.name) && !strcmp(driver, e->tg.driver);
         e->stored_source = src;
         src = NULL;
+        e->blob_platform = plat;   /* kept for ttc_engine_built_for */
+        e->blob_device = dname;
+        e->blob_driver = driver;
+        plat = dname = driver = NULL;
         rd *b = &secs[SEC_BINARY];
         uint64_t seal = 0;
         s = get_u64(b, &seal, "binary seal");

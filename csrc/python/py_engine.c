@@ -485,6 +485,11 @@ static PyObject *e_build_profile(PyObject *self, PyObject *unused) {
 static PyObject *e_get_inputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, false); }
 static PyObject *e_get_outputs(PyObject *self, void *c) { return bindings(((EngineObject *)self)->e, true); }
 static PyObject *e_get_device(PyObject *self, void *c) { return ttc_py_device_dict(ttc_engine_target(((EngineObject *)self)->e)); }
+static PyObject *e_get_built_for(PyObject *self, void *c) {
+    const char *plat, *name, *driver;
+    if (!ttc_engine_built_for(((EngineObject *)self)->e, &plat, &name, &driver)) Py_RETURN_NONE;
+    return Py_BuildValue("{s:s,s:s,s:s}", "platform", plat, "name", name, "driver", driver);
+}
 static PyObject *e_get_name(PyObject *self, void *c) { return PyUnicode_FromString(ttc_engine_name(((EngineObject *)self)->e)); }
 static PyObject *e_get_peak(PyObject *self, void *c) {
     size_t v;
@@ -524,6 +529,9 @@ static PyGetSetDef engine_getset[] = {
     {"inputs", e_get_inputs, NULL, "list of dict(name, dtype, shape, min_shape, max_shape)", NULL},
     {"outputs", e_get_outputs, NULL, "list of dict(name, dtype, shape, min_shape, max_shape)", NULL},
     {"device", e_get_device, NULL, "the OpenCL device (dict as in devices())", NULL},
+    {"built_for", e_get_built_for, NULL,
+     "a deserialised engine: the device its blob was built for (dict: platform, name, driver; another device "
+     "than `device` means the engine was rebuilt here from its IR); an engine built here: None", NULL},
     {"name", e_get_name, NULL, "engine name", NULL},
     {"peak_memory", e_get_peak, NULL, "device bytes (constants + intermediates) at the opt shapes", NULL},
     {NULL, NULL, NULL, NULL, NULL},

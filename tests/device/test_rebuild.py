@@ -154,6 +154,38 @@ def test_rewritten_blob_without_checksum_fix_is_refused():
         C.Engine.deserialize(bytes(bad), cache_dir="")
 
 
+def test_saved_module_from_another_device_is_logged_and_reported(tmp_path, caplog):
+    """A saved module whose engine blob names another device: load rebuilds the engine, says so
+    in the log (torchtrt_c.serve replicas rely on it) and rebuilt_engines() lists it; the same
+    module saved here lists nothing."""
+    import logging
+    import torchtrt_c
+    from torchtrt_c._compile import rebuilt_engines
+    from torchtrt_c.runtime import EngineModule
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.ReLU(), torch.nn.Linear(24, 5)).eval()
+    x = rand(3, 12, seed=7)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    torchtrt_c.save(trt, tmp_path / "here.ep")
+    here = torchtrt_c.load(tmp_path / "here.ep")
+    assert rebuilt_engines(here) == []
+    accs = [mod for mod in trt.modules() if isinstance(mod, EngineModule)]
+    assert accs, "the model compiles to an engine"
+    far = ("Imaginary Platform", "Imaginary Accelerator 9000", "0.0-test")
+    for acc in accs:
+        blob = rewrite(acc.blob().numpy().tobytes(), device=far)
+        acc._buffers["engine"] = torch.frombuffer(bytearray(blob), dtype=torch.uint8)
+    torchtrt_c.save(trt, tmp_path / "far.ep")
+    with caplog.at_level(logging.INFO, logger="torchtrt_c"):
+        back = torchtrt_c.load(tmp_path / "far.ep")
+    got = rebuilt_engines(back)
+    assert [r["built_for"]["name"] for r in got] == [far[1]] * len(accs)
+    assert all(r["device"]["name"] == C.devices()[C.default_device()]["name"] for r in got)
+    assert any("Imaginary Accelerator 9000" in r.getMessage() and "rebuilt from its IR" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    torch.testing.assert_close(back(x), m(x), rtol=1e-4, atol=1e-4)
+
+
 def _types():
     try:
         ds = C.devices()
