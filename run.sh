@@ -2,12 +2,13 @@
 # torchtrt_c set-up and entry points. Safe to run again.
 #   ./run.sh quickstart   install everything, build, compile + run a model on the default device
 #   ./run.sh test         install everything, build, run the C tests and the unit + device + model
-#                         test tiers without the slow sweeps (-m "not slow", 2 pytest workers;
+#                         test tiers without the slow sweeps (-m "not slow", 2 pytest workers that
+#                         keep each xdist_group together, e.g. the Ray tests on one Ray instance;
 #                         TTC_TEST_JOBS=N for N, extra arguments go to pytest)
 #   ./run.sh bench ARGS   install everything, build, run bench/run.py ARGS
 # "Everything" includes the model tier's optional libraries (transformers; torchvision matching
-# torch and timm, in .deps/vision where torchvision is not importable as installed); where one
-# cannot be installed its tests skip.
+# torch and timm, in .deps/vision where torchvision is not importable as installed) and Ray Serve
+# (torchtrt_c.serve); where one cannot be installed its tests skip.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -64,6 +65,10 @@ install_model_libs() {
     # nbclient + ipykernel run the example notebook in a real Jupyter kernel
     { have_module nbclient && have_module ipykernel; } || "$PY" -m pip install -q nbclient ipykernel \
         || echo "run.sh: note: could not install nbclient/ipykernel; the notebook tests will skip" >&2
+    # torchtrt_c.serve's optional dependency (pyproject: torchtrt_c[serve]); its tests run a
+    # local Ray instance
+    have_module ray.serve || "$PY" -m pip install -q "ray[serve]>=2.60" \
+        || echo "run.sh: note: could not install ray[serve]; the serving tests will skip" >&2
     return 0
 }
 
@@ -109,7 +114,7 @@ case "${1:-}" in
         setup_all
         make -s ctest
         set +e
-        "$PY" -m pytest tests -q -m "not slow" -n "${TTC_TEST_JOBS:-2}" "${@:2}"
+        "$PY" -m pytest tests -q -m "not slow" -n "${TTC_TEST_JOBS:-2}" --dist loadgroup "${@:2}"
         rc=$?
         set -e
         # pytest exits 5 when it collects no tests: that is a failure of the suite, not a pass.
