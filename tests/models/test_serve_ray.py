@@ -10,7 +10,10 @@ error; the command line serves a model and stops on SIGINT.
 
 One Ray instance serves the whole module (2 CPUs, a 100 MB object store, no dashboard); with
 pytest-xdist the tests stay in one worker (xdist_group; ./run.sh passes --dist loadgroup).
-Without Ray installed the module is skipped (./run.sh installs ray[serve])."""
+Without Ray installed the module is skipped (./run.sh installs ray[serve]). Under .ci/run's ASan
+pass Ray's processes inherit LD_PRELOAD (the ASan and UBSan runtimes): its own binaries run with
+them, and the replicas load the instrumented extension like the test process (22 passed under
+the preload with this file and tests/device/test_serve_model.py, 326 s at load average ~14)."""
 import json
 import os
 import signal
