@@ -14,8 +14,8 @@ import torch
 
 import torchtrt_c._C as C
 
-DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.int64: "int64", torch.int32: "int32",
-          torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8"}
+DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.int64: "int64",
+          torch.int32: "int32", torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8"}
 
 
 class Const:
@@ -55,7 +55,7 @@ def _ttype(t, shape=None):
 def _add_arg(g, a, i, dyn):
     if isinstance(a, Const):
         t = a.t.contiguous()
-        return g.add_tensor_constant(f"c{i}", DTYPES[t.dtype], list(t.shape), t.numpy() if t.dtype != torch.bfloat16 else t)
+        return g.add_tensor_constant(f"c{i}", DTYPES[t.dtype], list(t.shape), to_np(t))
     if isinstance(a, torch.Tensor):
         shape = list(a.shape)
         if dyn and a.dim() > 0:
@@ -90,14 +90,17 @@ def build(op, args, outs, dynamic=None, precision="fp32", keep=None):
 
 
 def to_np(t):
-    return t.detach().contiguous().numpy()
+    """A numpy view of t; bfloat16 (no numpy dtype) as its bits in int16, as the engine takes it."""
+    t = t.detach().contiguous()
+    return t.view(torch.int16).numpy() if t.dtype == torch.bfloat16 else t.numpy()
 
 
 def run(engine, args, out_like):
     ins = [to_np(a) for a in args if isinstance(a, torch.Tensor)]
     outs = [np.empty(tuple(o.shape), dtype=to_np(o).dtype) for o in out_like]
     engine.execute(ins, outs)
-    return [torch.from_numpy(o) for o in outs]
+    return [torch.from_numpy(o).view(torch.bfloat16) if r.dtype == torch.bfloat16 else torch.from_numpy(o)
+            for o, r in zip(outs, out_like)]
 
 
 def assert_close(got, ref, atol, rtol, what=""):
@@ -117,6 +120,79 @@ def assert_close(got, ref, atol, rtol, what=""):
         i = int((err - lim).argmax())
         raise AssertionError(f"{what}: max error {float(err.max()):.3g} (limit atol={atol} rtol={rtol}); worst at flat "
                              f"index {i}: got {float(g.flatten()[i])}, expected {float(r.flatten()[i])}")
+
+
+# bfloat16 keeps 8 significant bits: one rounding of a value moves it by at most 2^-8 of itself
+BF16_ROUND = 2.0 ** -8
+
+
+def assert_bf16_close(got, ref_bf16, ref_f32, what=""):
+    """A bfloat16 model's outputs (any pytree) against eager: the structure and dtypes of eager
+    bfloat16's, each float leaf within 2^-5 of its largest magnitude of eager bfloat16's, and no
+    further from float32 eager on the same values (the model cast to float32) than eager
+    bfloat16 is, plus 2^-7 of that magnitude: engines compute in float and round outputs once,
+    eager rounds every intermediate. Non-float leaves equal eager bfloat16's."""
+    from torch.utils._pytree import tree_flatten
+    g, gs = tree_flatten(got)
+    b, bs = tree_flatten(ref_bf16)
+    r, _ = tree_flatten(ref_f32)
+    assert str(gs) == str(bs), f"{what}: output structure differs: {gs} vs {bs}"
+    for i, (x, y, z) in enumerate(zip(g, b, r)):
+        if not isinstance(y, torch.Tensor):
+            assert x == y, f"{what} output {i}: {x!r} vs {y!r}"
+            continue
+        assert x.dtype == y.dtype and x.shape == y.shape, \
+            f"{what} output {i}: {x.dtype}{tuple(x.shape)} vs eager {y.dtype}{tuple(y.shape)}"
+        if not y.is_floating_point() or not y.numel():
+            assert torch.equal(x, y), f"{what} output {i}: {int((x != y).sum())} element(s) differ"
+            continue
+        scale = float(z.float().abs().max())
+        e_eager = float((x.float() - y.float()).abs().max())
+        e_ours, e_theirs = float((x.float() - z.float()).abs().max()), float((y.float() - z.float()).abs().max())
+        assert e_eager <= 2.0 ** -5 * scale, \
+            f"{what} output {i}: max |got - eager bf16| {e_eager:.3g} > 2^-5 of its magnitude {scale:.3g}"
+        assert e_ours <= e_theirs + 2.0 ** -7 * scale, \
+            f"{what} output {i}: {e_ours:.3g} from float32 eager, eager bf16 is {e_theirs:.3g} (magnitude {scale:.3g})"
+
+
+def check_op_bf16(op, args, tol=1e-5, rtol=None, dynamic=None, ref=None, keep=None, float_ref=True):
+    """check_op for bfloat16 args (inputs and Const weights): the engine computes in float and
+    rounds its outputs to bfloat16 once, so each float output must be torch's float32 result on
+    the same (bfloat16-valued) arguments within one rounding (BF16_ROUND relative) plus the
+    op's own tol; and it must be eager bfloat16's result (which rounds every intermediate too)
+    within 2^-5 relative and 2^-5 of the output's largest magnitude. Other outputs (indices,
+    masks) must equal eager bfloat16's. Some of torch's kernels round a Python float argument
+    to bfloat16 first (fmod's divisor): the float32 result with such arguments rounded counts
+    too. float_ref=False: the eager bfloat16 comparison only (the op's result depends on the
+    dtype beyond its values: rms_norm's default eps). Returns the engine."""
+    targs = [a.t if isinstance(a, Const) else a for a in args]
+    up = [a.float() if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 else a for a in targs]
+    up_rounded = [float(torch.tensor(a).to(torch.bfloat16)) if type(a) is float else a for a in up]
+    f = ref or (lambda *a: call_aten(op, list(a)))
+    with torch.no_grad():
+        rb, r32, r32r = f(*targs), f(*up), f(*up_rounded)
+    listed = [list(r) if isinstance(r, (tuple, list)) else [r] for r in (rb, r32, r32r)]
+    _, e = build(op, args, listed[0], dynamic=dynamic, keep=keep)
+    if keep is not None:
+        listed = [[r[i] for i in keep] for r in listed]
+    refs, refs32, refs32r = listed
+    got = run(e, args, refs)
+    rt = tol if rtol is None else rtol
+    for i, (g, b, r, rr) in enumerate(zip(got, refs, refs32, refs32r)):
+        if not b.is_floating_point():
+            assert_close(g, b, 0, 0, f"{op} output {i} (bfloat16)")
+            continue
+        try:
+            if float_ref:
+                assert_close(g.float(), r.float(), tol, rt + BF16_ROUND, f"{op} output {i} against float32 eager")
+        except AssertionError:
+            if not any(type(a) is float for a in up):
+                raise
+            assert_close(g.float(), rr.float(), tol, rt + BF16_ROUND,
+                         f"{op} output {i} against float32 eager (float arguments rounded to bfloat16)")
+        scale = float(b.float().abs().nan_to_num(0, 0, 0).max()) if b.numel() else 0.0
+        assert_close(g.float(), b.float(), tol + 2.0 ** -5 * scale, rt + 2.0 ** -5, f"{op} output {i} against bfloat16 eager")
+    return e
 
 
 def check_op(op, args, tol=1e-5, rtol=None, dynamic=None, precision="fp32", ref=None, keep=None):

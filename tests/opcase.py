@@ -23,7 +23,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
-from convtest import assert_close, check_op
+from convtest import Const, assert_close, check_op, check_op_bf16
 
 
 @dataclass
@@ -38,10 +38,37 @@ class Case:
     keep: Optional[Sequence[int]] = None
     ref: Optional[Callable] = None
     id: str = ""
+    # bfloat16 (run_bf16): float_ref=False where torch's float32 result on the same values is
+    # not the op's result in bfloat16 (a default that depends on the dtype); skip: why the case
+    # has no bfloat16 form
+    bf16_float_ref: bool = True
+    bf16_skip: str = ""
 
     def run(self, op: str):
         return check_op(op, self.args(), tol=self.tol, rtol=self.rtol, dynamic=self.dynamic,
                         precision=self.precision, ref=self.ref, keep=self.keep)
+
+    def bf16_args(self):
+        """The case's arguments with every float32 tensor (input or weight) in bfloat16, or None
+        when it has none (or is an fp16-engine case)."""
+        if self.precision != "fp32" or self.bf16_skip:
+            return None
+        args, any_bf16 = [], False
+        for a in self.args():
+            t = a.t if isinstance(a, Const) else a
+            if isinstance(t, torch.Tensor) and t.dtype == torch.float32:
+                t, any_bf16 = t.to(torch.bfloat16), True
+                a = Const(t) if isinstance(a, Const) else t
+            args.append(a)
+        return args if any_bf16 else None
+
+    def run_bf16(self, op: str):
+        """The case with bfloat16 tensors (convtest.check_op_bf16)."""
+        args = self.bf16_args()
+        if args is None:
+            raise ValueError(f"{op}: the case has no float32 tensor to run in bfloat16")
+        return check_op_bf16(op, args, tol=self.tol, rtol=self.rtol, dynamic=self.dynamic, ref=self.ref,
+                             keep=self.keep, float_ref=self.bf16_float_ref)
 
 
 class _Fn(torch.nn.Module):

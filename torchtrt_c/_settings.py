@@ -25,9 +25,12 @@ from typing import Any, Optional
 import torch
 
 _DEFAULT_CACHE_DIR = os.path.join(tempfile.gettempdir(), "torchtrt_c_engine_cache")
-_PRECISIONS = {torch.float32: "fp32", torch.float16: "fp16"}
+# bfloat16 is accepted (Torch-TensorRT's spelling for a bfloat16 model) and changes nothing:
+# engines take and return bfloat16 tensors whatever the setting and compute them in float
+_PRECISIONS = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 _PRECISION_ALIASES = {"fp32": torch.float32, "float32": torch.float32, "float": torch.float32,
-                      "fp16": torch.float16, "float16": torch.float16, "half": torch.float16}
+                      "fp16": torch.float16, "float16": torch.float16, "half": torch.float16,
+                      "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -168,7 +171,7 @@ def _normalize_precisions(v) -> set:
             p = _PRECISION_ALIASES[p.lower()]
         if p not in _PRECISIONS:
             raise ValueError(f"setting enabled_precisions: unsupported precision {p!r} "
-                             f"(supported: torch.float32, torch.float16)")
+                             f"(supported: torch.float32, torch.float16, torch.bfloat16)")
         out.add(p)
     if not out:
         raise ValueError("setting enabled_precisions must not be empty")

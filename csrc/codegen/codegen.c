@@ -148,6 +148,7 @@ const char *ttc_cl_storage_type(ttc_dtype d) {
     switch (d) {
     case TTC_DTYPE_FLOAT32: return "float";
     case TTC_DTYPE_FLOAT16: return "half";
+    case TTC_DTYPE_BFLOAT16: return "ushort";
     case TTC_DTYPE_INT64: return "long";
     case TTC_DTYPE_INT32: return "int";
     case TTC_DTYPE_INT8: return "char";
@@ -173,6 +174,7 @@ ttc_status ttc_codegen_add_arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int3
 static void loader_body(ttc_sbuf *b, const ttc_spelling *sp, ttc_dtype d, bool vec8) {
     if (vec8) ttc_sbuf_printf(b, d == TTC_DTYPE_FLOAT16 ? sp->load_half_vec : sp->load_vec, 8, "(p) + (i)");
     else if (d == TTC_DTYPE_FLOAT16) ttc_sbuf_printf(b, sp->load_half, "(i)", "(p)");
+    else if (d == TTC_DTYPE_BFLOAT16) ttc_sbuf_printf(b, sp->load_bf16, "(i)", "(p)");
     else ttc_sbuf_printf(b, sp->load_float, "i", "(p)");
 }
 
@@ -656,6 +658,8 @@ ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling
         ttc_status ms = emit_template(&src, "mathfn", defs);
         if (ms != TTC_OK) { ttc_sbuf_free(&src); return ms; }
     }
+    for (int32_t t = 0; t < k->n_ts; t++)
+        if (k->ts[t].dtype == TTC_DTYPE_BFLOAT16) { ttc_sbuf_printf(&src, "%s", sp->bf16_fns); break; }
     int32_t live = 0;
     for (int32_t i = 0; i < k->n_ops; i++) live += !k->ops[i].dead;
     out->kernels = ttc_calloc((size_t)live + 1, sizeof(ttc_kspec));

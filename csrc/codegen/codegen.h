@@ -131,6 +131,9 @@ typedef struct ttc_spelling {
     /* value conversions, printf formats: (idx, ptr) for scalars, (width, address) for
      * vectors, (value, idx, ptr) for the store */
     const char *load_half, *load_float, *load_half_vec, *load_vec, *store_half;
+    /* bfloat16 (engine inputs and outputs only: convert/convert.c), as the half ones; bf16_fns:
+     * the definitions store_bf16 calls, emitted once in programs that hold bfloat16 tensors */
+    const char *load_bf16, *store_bf16, *bf16_fns;
 } ttc_spelling;
 const ttc_spelling *ttc_spelling_opencl(void);
 

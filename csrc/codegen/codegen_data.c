@@ -21,7 +21,7 @@ static void launch(ttc_kspec *ks, int32_t t, int32_t from, int32_t to) {
     ks->work_dims = 1;
 }
 
-static bool is_fl(ttc_dtype d) { return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16; }
+static bool is_fl(ttc_dtype d) { return ttc_dtype_engine_float(d); }
 
 /* The type values of dtype d are held in inside a kernel: half where the engine computes in
  * half (these kernels only copy and select values; resize and attention arithmetic reads

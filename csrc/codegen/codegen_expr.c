@@ -21,6 +21,7 @@ static const char *ctype(ttc_dtype d) {
 void ttc_codegen_load(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype d, const char *ptr,
                       const char *idx) {
     if (d == TTC_DTYPE_FLOAT16 && !k->half_compute) ttc_sbuf_printf(b, sp->load_half, idx, ptr);
+    else if (d == TTC_DTYPE_BFLOAT16) ttc_sbuf_printf(b, sp->load_bf16, idx, ptr);
     else ttc_sbuf_printf(b, "%s[%s]", ptr, idx);
 }
 
@@ -35,11 +36,11 @@ void ttc_codegen_literal(ttc_sbuf *b, const ttc_spelling *sp, double v, ttc_dtyp
 void ttc_codegen_store(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, ttc_dtype od, const char *val,
                        const char *fval, const char *at, const char *ind) {
     if (od == TTC_DTYPE_FLOAT16 && k->half_compute) ttc_sbuf_printf(b, "%so_[o_off + %s] = %s%s;\n", ind, at, sp->half_cast, val);
-    else if (od == TTC_DTYPE_FLOAT16) {
+    else if (od == TTC_DTYPE_FLOAT16 || od == TTC_DTYPE_BFLOAT16) {
         char idx[64];
         snprintf(idx, sizeof idx, "o_off + %s", at);
         ttc_sbuf_printf(b, "%s", ind);
-        ttc_sbuf_printf(b, sp->store_half, fval, idx, "o_");
+        ttc_sbuf_printf(b, od == TTC_DTYPE_FLOAT16 ? sp->store_half : sp->store_bf16, fval, idx, "o_");
         ttc_sbuf_printf(b, ";\n");
     } else if (od == TTC_DTYPE_BOOL) ttc_sbuf_printf(b, "%so_[o_off + %s] = (uchar)(%s != 0);\n", ind, at, val);
     else ttc_sbuf_printf(b, "%so_[o_off + %s] = (%s)%s;\n", ind, at, ttc_cl_storage_type(od), val);

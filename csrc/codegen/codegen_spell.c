@@ -83,6 +83,16 @@ static const ttc_spelling opencl = {
     .load_half_vec = "vload_half%1$d(0, %2$s)",
     .load_vec = "convert_float%1$d(vload%1$d(0, %2$s))",
     .store_half = "vstore_half(%s, %s, %s)",
+    /* bfloat16 is the high half of a float's bits; no OpenCL device we target has a type for
+     * it, so it is stored as ushort and converted by bit manipulation: rounded to nearest even
+     * as torch rounds (c10::BFloat16), NaN as torch's quiet NaN 0x7fc0 */
+    .load_bf16 = "as_float((uint)%2$s[%1$s] << 16)",
+    .store_bf16 = "%3$s[%2$s] = ttc_bf16_of(%1$s)",
+    .bf16_fns = "static inline ushort ttc_bf16_of(float f) {\n"
+                "    uint u = as_uint(f);\n"
+                "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)0x7fc0;\n"
+                "    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+                "}\n",
 };
 
 const ttc_spelling *ttc_spelling_opencl(void) { return &opencl; }

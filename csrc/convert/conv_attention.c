@@ -50,7 +50,7 @@ bool ttc_validate_sdpa(const ttc_graph *g, const ttc_node *n, bool fp16, char **
     const ttc_type *ts[3] = {q, k, v};
     for (int32_t i = 0; i < 3; i++) {
         if (!ttc_data_type_ok(ts[i], "query/key/value", why_not)) return false;
-        if (ts[i]->dtype != TTC_DTYPE_FLOAT32 && ts[i]->dtype != TTC_DTYPE_FLOAT16) return fail(why_not, "query/key/value are not floating");
+        if (!ttc_dtype_engine_float(ts[i]->dtype)) return fail(why_not, "query/key/value are not floating");
         if (ts[i]->rank < 2) return fail(why_not, "query, key and value need rank >= 2");
     }
     int32_t R = o->rank;
@@ -76,7 +76,7 @@ bool ttc_validate_sdpa(const ttc_graph *g, const ttc_node *n, bool fp16, char **
     if (has_mask) {
         const ttc_type *m = &n->inputs[3]->type;
         if (!ttc_data_type_ok(m, "the mask", why_not)) return false;
-        if (m->dtype != TTC_DTYPE_BOOL && m->dtype != TTC_DTYPE_FLOAT32 && m->dtype != TTC_DTYPE_FLOAT16)
+        if (m->dtype != TTC_DTYPE_BOOL && !ttc_dtype_engine_float(m->dtype))
             return fail(why_not, "the mask is neither bool nor floating");
         if (m->rank > R) return fail(why_not, "the mask has a higher rank than the output");
         for (int32_t d = 0; d < R - 1; d++)

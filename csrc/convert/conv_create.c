@@ -11,7 +11,7 @@
 
 static const char *nname(const ttc_node *n) { return n->name ? n->name : n->op_name; }
 
-static bool is_float(ttc_dtype d) { return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16; }
+static bool is_float(ttc_dtype d) { return ttc_dtype_engine_float(d); }
 
 /* arange argument positions: (start, end, step) indices, -1 where the overload has none. */
 static void arange_args(const ttc_node *n, int32_t *a_start, int32_t *a_end, int32_t *a_step) {

@@ -263,13 +263,13 @@ bool ttc_validate_elementwise(const ttc_graph *g, const ttc_node *n, bool fp16, 
         return false;
     }
     ttc_dtype d = n->outputs[0]->type.dtype;
-    if (d == TTC_DTYPE_FLOAT64 || d == TTC_DTYPE_BFLOAT16) {
+    if (d == TTC_DTYPE_FLOAT64) {
         if (why_not) *why_not = ttc_strfmt("dtype %s is not supported by OpenCL engines", ttc_dtype_name(d));
         return false;
     }
     for (int32_t i = 0; i < n->n_inputs; i++) {
         const ttc_type *t = &n->inputs[i]->type;
-        if (t->kind == TTC_TYPE_TENSOR && (t->dtype == TTC_DTYPE_FLOAT64 || t->dtype == TTC_DTYPE_BFLOAT16)) {
+        if (t->kind == TTC_TYPE_TENSOR && t->dtype == TTC_DTYPE_FLOAT64) {
             if (why_not) *why_not = ttc_strfmt("input %d has dtype %s", i, ttc_dtype_name(t->dtype));
             return false;
         }

@@ -58,13 +58,17 @@ ttc_status ttc_convert_math_unary(ttc_conv_ctx *cx, const ttc_node *n) {
 ttc_status ttc_convert_math_binary(ttc_conv_ctx *cx, const ttc_node *n) {
     ttc_eop eop = lookup(binary, sizeof binary / sizeof binary[0], n->op);
     if (eop == TTC_EOP_COUNT) return ttc_fail(TTC_ERR_INTERNAL, "no math mapping for %s", n->op_name);
-    ttc_dtype ct = compute_dt(n->outputs[0]->type.dtype);
+    ttc_dtype od = n->outputs[0]->type.dtype, ct = compute_dt(od);
     ttc_expr e;
     ttc_expr_init(&e);
     ttc_status st = TTC_OK;
     int32_t a = ttc_ew_operand(cx, n, 0, &e, ct, &st);
     int32_t b = a < 0 ? -1 : ttc_ew_operand(cx, n, 1, &e, ct, &st);
     if (a < 0 || b < 0) { ttc_expr_free(&e); return st ? st : TTC_ERR_NOMEM; }
+    /* torch rounds a Python divisor to a 16-bit output dtype first (it computes fmod(x, 0.7)
+     * of bfloat16 x with 0.69921875); these ops jump by a whole period where that matters */
+    if ((eop == TTC_EOP_FMOD || eop == TTC_EOP_REMAINDER) && e.nodes[b].op == TTC_EOP_CONST)
+        e.nodes[b].f = ttc_round_to_dtype(e.nodes[b].f, od);
     return ttc_ew_finish(cx, n, &e, ttc_expr_op(&e, eop, a, b, -1, ct));
 }
 

@@ -238,7 +238,7 @@ bool ttc_validate_matmul(const ttc_graph *g, const ttc_node *n, bool fp16, char 
         if (why_not) *why_not = ttc_strdup("operands must be tensors");
         return false;
     }
-    if (a->dtype != TTC_DTYPE_FLOAT32 && a->dtype != TTC_DTYPE_FLOAT16) {
+    if (!ttc_dtype_engine_float(a->dtype)) {
         if (why_not) *why_not = ttc_strfmt("matmul on %s is not supported", ttc_dtype_name(a->dtype));
         return false;
     }

@@ -9,7 +9,7 @@
 static const char *nname(const ttc_node *n) { return n->name ? n->name : n->op_name; }
 
 static bool engine_dtype(ttc_dtype d) {
-    return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_INT64 || d == TTC_DTYPE_INT32 ||
+    return ttc_dtype_engine_float(d) || d == TTC_DTYPE_INT64 || d == TTC_DTYPE_INT32 ||
            d == TTC_DTYPE_BOOL || d == TTC_DTYPE_UINT8 || d == TTC_DTYPE_INT8;
 }
 

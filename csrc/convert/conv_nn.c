@@ -385,8 +385,8 @@ bool ttc_validate_conv(const ttc_graph *g, const ttc_node *n, bool fp16, char **
     if (n->n_inputs < 2) return fail_why(why_not, "missing arguments");
     const ttc_attr *wa = ttc_value_const(n->inputs[1]);
     ttc_dtype wd = n->inputs[1]->type.dtype;
-    if (!wa || wa->kind != TTC_ATTR_TENSOR || (wd != TTC_DTYPE_FLOAT32 && wd != TTC_DTYPE_FLOAT16))
-        return fail_why(why_not, "weights are not a float32/float16 constant");
+    if (!wa || wa->kind != TTC_ATTR_TENSOR || !ttc_dtype_engine_float(wd))
+        return fail_why(why_not, "weights are not a float32/float16/bfloat16 constant");
     int32_t wr = n->inputs[1]->type.rank;
     if (wr != 3 && wr != 4) return fail_why(why_not, "only 1-D and 2-D convolution");
     if (n->inputs[0]->type.rank != wr) return fail_why(why_not, "input rank differs from weight rank (unbatched input)");
@@ -394,8 +394,8 @@ bool ttc_validate_conv(const ttc_graph *g, const ttc_node *n, bool fp16, char **
     if (n->n_inputs > 2 && !ttc_value_is_none(n->inputs[2])) {
         const ttc_attr *ba = ttc_value_const(n->inputs[2]);
         ttc_dtype bd = n->inputs[2]->type.dtype;
-        if (!ba || ba->kind != TTC_ATTR_TENSOR || (bd != TTC_DTYPE_FLOAT32 && bd != TTC_DTYPE_FLOAT16))
-            return fail_why(why_not, "bias is not a float32/float16 constant");
+        if (!ba || ba->kind != TTC_ATTR_TENSOR || !ttc_dtype_engine_float(bd))
+            return fail_why(why_not, "bias is not a float32/float16/bfloat16 constant");
     }
     if (n->op == TTC_OP_CONVOLUTION) {
         int64_t tr = 0;
@@ -513,8 +513,8 @@ bool ttc_validate_batch_norm(const ttc_graph *g, const ttc_node *n, bool fp16, c
         if (ttc_value_is_none(n->inputs[i])) continue;
         const ttc_attr *a = ttc_value_const(n->inputs[i]);
         ttc_dtype pd = n->inputs[i]->type.dtype;
-        if (!a || a->kind != TTC_ATTR_TENSOR || (pd != TTC_DTYPE_FLOAT32 && pd != TTC_DTYPE_FLOAT16))
-            return fail_why(why_not, "parameters/statistics are not float32/float16 constants");
+        if (!a || a->kind != TTC_ATTR_TENSOR || !ttc_dtype_engine_float(pd))
+            return fail_why(why_not, "parameters/statistics are not float32/float16/bfloat16 constants");
     }
     int64_t training = 0;
     if (n->op == TTC_OP_BATCH_NORM && ttc_value_const_int(n->inputs[5], &training) && training)
@@ -573,8 +573,7 @@ ttc_status ttc_convert_pool(ttc_conv_ctx *cx, const ttc_node *n) {
 bool ttc_validate_pool(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     int32_t r = n->inputs[0]->type.rank;
     if (r != 3 && r != 4) return fail_why(why_not, "pooling needs a 3-D or 4-D input");
-    if (n->inputs[0]->type.dtype != TTC_DTYPE_FLOAT32 && n->inputs[0]->type.dtype != TTC_DTYPE_FLOAT16)
-        return fail_why(why_not, "pooling on a non-float tensor");
+    if (!ttc_dtype_engine_float(n->inputs[0]->type.dtype)) return fail_why(why_not, "pooling on a non-float tensor");
     return only_first_output_used(g, n, why_not);
 }
 
@@ -624,9 +623,11 @@ ttc_status ttc_convert_norm(ttc_conv_ctx *cx, const ttc_node *n) {
         from = R - nn;
         if (from < 0) return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: normalized_shape longer than the input", nname(n));
         if (!ttc_cx_is_none(cx, n, 2)) TTC_TRY(ttc_cx_tensor(cx, n, 2, &w));
-        /* eps None: torch takes the input dtype's machine epsilon */
+        /* eps None: torch takes the input dtype's machine epsilon (the graph's dtype: the
+         * engine may hold x in another) */
+        ttc_dtype xd = n->inputs[0]->type.dtype;
         if (ttc_cx_is_none(cx, n, 3))
-            eps = k->ts[x].dtype == TTC_DTYPE_FLOAT16 ? 0x1p-10 : k->ts[x].dtype == TTC_DTYPE_BFLOAT16 ? 0x1p-7 : 0x1p-23;
+            eps = xd == TTC_DTYPE_FLOAT16 ? 0x1p-10 : xd == TTC_DTYPE_BFLOAT16 ? 0x1p-7 : 0x1p-23;
         else TTC_TRY(ttc_cx_float(cx, n, 3, &eps));
     } else if (n->op == TTC_OP_GROUP_NORM) {  /* group_norm(x, G, w, b, eps, cudnn) */
         TTC_TRY(ttc_cx_int(cx, n, 1, &groups));
@@ -660,6 +661,6 @@ ttc_status ttc_convert_norm(ttc_conv_ctx *cx, const ttc_node *n) {
 
 bool ttc_validate_norm(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     const ttc_type *t = &n->inputs[0]->type;
-    if (t->dtype != TTC_DTYPE_FLOAT32 && t->dtype != TTC_DTYPE_FLOAT16) return fail_why(why_not, "non-float input");
+    if (!ttc_dtype_engine_float(t->dtype)) return fail_why(why_not, "non-float input");
     return only_first_output_used(g, n, why_not);
 }

@@ -82,7 +82,7 @@ ttc_status ttc_convert_reduce(ttc_conv_ctx *cx, const ttc_node *n) {
     const ttc_type *ot = &n->outputs[0]->type;
     /* indices and integer results keep the IR's dtype (sum of int32/bool is int64, amax of
      * bool is bool); only floating results follow the engine's precision */
-    bool int_out = ot->dtype != TTC_DTYPE_FLOAT32 && ot->dtype != TTC_DTYPE_FLOAT16;
+    bool int_out = !ttc_dtype_engine_float(ot->dtype);
     ttc_dtype dt = int_out ? ot->dtype : ttc_cx_float_dtype(cx, ot->dtype);
     int32_t oi = ttc_kir_op(k, TTC_KOP_REDUCE, dt, ot->rank, ot->dims, n->outputs[0]->name);
     if (oi < 0) return TTC_ERR_NOMEM;
@@ -118,11 +118,11 @@ bool ttc_validate_reduce(const ttc_graph *g, const ttc_node *n, bool fp16, char 
         }
         return true;
     }
-    if (t->dtype != TTC_DTYPE_FLOAT32 && t->dtype != TTC_DTYPE_FLOAT16) {
+    if (!ttc_dtype_engine_float(t->dtype)) {
         if (why_not) *why_not = ttc_strfmt("reduction of %s (only floating and integer inputs)", ttc_dtype_name(t->dtype));
         return false;
     }
-    if (o->dtype != TTC_DTYPE_FLOAT32 && o->dtype != TTC_DTYPE_FLOAT16 && o->dtype != TTC_DTYPE_INT64) {
+    if (!ttc_dtype_engine_float(o->dtype) && o->dtype != TTC_DTYPE_INT64) {
         if (why_not) *why_not = ttc_strfmt("reduction to %s", ttc_dtype_name(o->dtype));
         return false;
     }

@@ -25,7 +25,7 @@ static ttc_status reduce_out(ttc_conv_ctx *cx, const ttc_node *n, int32_t oi, in
 static bool float_in(const ttc_node *n, char **why_not) {
     if (!ttc_data_type_ok(&n->inputs[0]->type, "the input", why_not)) return false;
     ttc_dtype d = n->inputs[0]->type.dtype;
-    if (d != TTC_DTYPE_FLOAT32 && d != TTC_DTYPE_FLOAT16) {
+    if (!ttc_dtype_engine_float(d)) {
         if (why_not) *why_not = ttc_strfmt("reduction of %s (only floating inputs)", ttc_dtype_name(d));
         return false;
     }

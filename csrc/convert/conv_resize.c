@@ -16,7 +16,7 @@ bool ttc_validate_upsample(const ttc_graph *g, const ttc_node *n, bool fp16, cha
         return false;
     }
     bool bilinear = n->op == TTC_OP_UPSAMPLE_BILINEAR2D;
-    bool fl = t->dtype == TTC_DTYPE_FLOAT32 || t->dtype == TTC_DTYPE_FLOAT16;
+    bool fl = ttc_dtype_engine_float(t->dtype);
     if (!fl && (bilinear || t->dtype != TTC_DTYPE_UINT8)) {   /* as torch's kernels */
         if (why_not) *why_not = ttc_strfmt("%s upsampling of %s", bilinear ? "bilinear" : "nearest", ttc_dtype_name(t->dtype));
         return false;

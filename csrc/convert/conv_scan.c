@@ -22,7 +22,7 @@ bool ttc_validate_cumsum(const ttc_graph *g, const ttc_node *n, bool fp16, char 
     ttc_dtype od = n->outputs[0]->type.dtype;
     if (od == TTC_DTYPE_BOOL || od == TTC_DTYPE_INT8 || od == TTC_DTYPE_UINT8)
         return fail(why_not, "cumsum into a bool or 8-bit dtype (wraps around)");
-    if (n->op == TTC_OP_LOGCUMSUMEXP && od != TTC_DTYPE_FLOAT32 && od != TTC_DTYPE_FLOAT16)
+    if (n->op == TTC_OP_LOGCUMSUMEXP && !ttc_dtype_engine_float(od))
         return fail(why_not, "logcumsumexp into a non-float dtype");
     return true;
 }

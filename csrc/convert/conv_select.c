@@ -27,7 +27,7 @@ static bool no(char **why_not, char *msg) {
 }
 
 static bool sortable_dtype(ttc_dtype d) {
-    return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_INT32 || d == TTC_DTYPE_INT64;
+    return ttc_dtype_engine_float(d) || d == TTC_DTYPE_INT32 || d == TTC_DTYPE_INT64;
 }
 
 /* The position of the dim argument: sort.default(x, dim, desc), sort.stable(x, stable, dim, desc),

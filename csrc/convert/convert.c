@@ -174,17 +174,68 @@ bool ttc_cx_is_tensor(ttc_conv_ctx *cx, const ttc_node *n, int32_t i) {
     return i < n->n_inputs && n->inputs[i]->type.kind == TTC_TYPE_TENSOR;
 }
 
+/* bfloat16 is a storage dtype only: an engine computes a bfloat16 graph in float (half in
+ * fp16 engines) and keeps no bfloat16 tensor inside, so that no kernel template has to read
+ * or write it. A bfloat16 engine input is read once by a cast (made when first used), a
+ * bfloat16 weight becomes a float constant here, and outputs round to bfloat16 in the kernel
+ * that writes them (bind_output's cast, fused into it). */
+static ttc_status bf16_input_to_float(ttc_conv_ctx *cx, const ttc_value *v) {
+    int32_t t = cx->tensor_of[v->id];
+    const ttc_et *et = &cx->k->ts[t];
+    ttc_dtype to = ttc_cx_float_dtype(cx, TTC_DTYPE_BFLOAT16);
+    ttc_expr e;
+    ttc_expr_init(&e);
+    if (ttc_expr_leaf(&e, t, TTC_DTYPE_FLOAT32) < 0) {
+        ttc_expr_free(&e);
+        return TTC_ERR_NOMEM;
+    }
+    ttc_dim dims[TTC_MAX_RANK];
+    memcpy(dims, et->dims, sizeof dims);
+    int32_t r = ttc_kir_elementwise(cx->k, &e, to, et->rank, dims, v->name);
+    if (r < 0) return ttc_fail_context(TTC_ERR_NOMEM, "reading bfloat16 input %%%s", v->name);
+    cx->tensor_of[v->id] = r;
+    return TTC_OK;
+}
+
+static int32_t bf16_const_to_float(ttc_kir *k, const ttc_value *v, const ttc_tensor_data *data, const int64_t *shape) {
+    int64_t numel = ttc_type_numel_static(&v->type);
+    if (numel < 0 || data->nbytes < (size_t)numel * 2) {
+        ttc_fail(TTC_ERR_INVALID_ARG, "constant %%%s holds %zu bytes, fewer than its bfloat16 type needs",
+                 v->name, data->nbytes);
+        return -1;
+    }
+    float *f = ttc_malloc(sizeof(float) * (size_t)(numel + 1));
+    if (!f) return -1;
+    const unsigned char *src = data->data;
+    for (int64_t j = 0; j < numel; j++) {
+        uint16_t b;
+        memcpy(&b, src + 2 * j, 2);
+        uint32_t u = (uint32_t)b << 16;
+        memcpy(&f[j], &u, 4);
+    }
+    int32_t t = ttc_kir_const_f32(k, TTC_DTYPE_FLOAT32, v->type.rank, shape, f, v->name);
+    free(f);
+    return t;
+}
+
 ttc_status ttc_cx_tensor(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, int32_t *tid) {
     TTC_TRY(arg_check(n, i));
     const ttc_value *v = n->inputs[i];
-    if (cx->tensor_of[v->id] >= 0) { *tid = cx->tensor_of[v->id]; return TTC_OK; }
+    if (cx->tensor_of[v->id] >= 0) {
+        if (cx->k->ts[cx->tensor_of[v->id]].kind == TTC_ET_INPUT && cx->k->ts[cx->tensor_of[v->id]].dtype == TTC_DTYPE_BFLOAT16)
+            TTC_TRY(bf16_input_to_float(cx, v));
+        *tid = cx->tensor_of[v->id];
+        return TTC_OK;
+    }
     const ttc_attr *a = ttc_value_const(v);
     if (a && a->kind == TTC_ATTR_TENSOR && v->type.kind == TTC_TYPE_TENSOR) {
         if (!ttc_type_is_static(&v->type))
             return ttc_fail(TTC_ERR_UNSUPPORTED, "constant %%%s has a symbolic shape", v->name);
         int64_t shape[TTC_MAX_RANK];
         for (int32_t d = 0; d < v->type.rank; d++) shape[d] = v->type.dims[d].add;
-        int32_t t = ttc_kir_const(cx->k, v->type.dtype, v->type.rank, shape, a->tensor, v->name);
+        int32_t t = v->type.dtype == TTC_DTYPE_BFLOAT16
+                        ? bf16_const_to_float(cx->k, v, a->tensor, shape)
+                        : ttc_kir_const(cx->k, v->type.dtype, v->type.rank, shape, a->tensor, v->name);
         if (t < 0) return ttc_fail_context(TTC_ERR_INVALID_ARG, "node %s", nname(n));
         cx->tensor_of[v->id] = t;
         *tid = t;
@@ -271,7 +322,7 @@ ttc_status ttc_cx_contiguous(ttc_conv_ctx *cx, int32_t t, const char *name, int3
 
 /* ---- driver ---- */
 static bool dtype_ok(ttc_dtype d) {
-    return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_INT64 ||
+    return ttc_dtype_engine_float(d) || d == TTC_DTYPE_INT64 ||
            d == TTC_DTYPE_INT32 || d == TTC_DTYPE_BOOL || d == TTC_DTYPE_UINT8 || d == TTC_DTYPE_INT8;
 }
 

@@ -45,7 +45,7 @@ static bool type_ok(const ttc_type *t, char **why, const char *what, int32_t i) 
         if (why) *why = ttc_strfmt("%s %d has unknown or too large rank", what, i);
         return false;
     }
-    if (t->dtype == TTC_DTYPE_FLOAT64 || t->dtype == TTC_DTYPE_BFLOAT16) {
+    if (t->dtype == TTC_DTYPE_FLOAT64) {
         if (why) *why = ttc_strfmt("%s %d has dtype %s (not supported on OpenCL)", what, i, ttc_dtype_name(t->dtype));
         return false;
     }

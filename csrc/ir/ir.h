@@ -80,6 +80,12 @@ typedef struct ttc_type {
     ttc_dim dims[TTC_MAX_RANK];
 } ttc_type;
 
+/* The floating dtypes engines take: float32 and float16, and bfloat16, which engines only
+ * store (inputs, outputs, weights): they compute bfloat16 graphs in float (convert.c). */
+static inline bool ttc_dtype_engine_float(ttc_dtype d) {
+    return d == TTC_DTYPE_FLOAT32 || d == TTC_DTYPE_FLOAT16 || d == TTC_DTYPE_BFLOAT16;
+}
+
 ttc_type ttc_type_scalar(ttc_type_kind kind);
 ttc_type ttc_type_list(ttc_type_kind elem);
 ttc_type ttc_type_tensor(ttc_dtype dtype, int32_t rank, const int64_t *shape);

@@ -158,6 +158,25 @@ static uint16_t f32_to_f16(float f) {
 
 uint16_t ttc_half_from_float(float f) { return f32_to_f16(f); }
 
+double ttc_round_to_dtype(double v, ttc_dtype d) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (d == TTC_DTYPE_BFLOAT16) {
+        if ((u & 0x7fffffffu) > 0x7f800000u) return v;                 /* NaN */
+        u = ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16;             /* nearest, ties to even */
+    } else if (d == TTC_DTYPE_FLOAT16) {
+        uint16_t h = f32_to_f16(f);
+        uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ffu, s = (uint32_t)(h & 0x8000) << 16;
+        if (e == 0) return (s ? -1.0 : 1.0) * m * 0x1p-24;             /* zero, subnormals */
+        u = s | (e == 0x1f ? 0x7f800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
+    } else {
+        return d == TTC_DTYPE_FLOAT32 ? (double)f : v;
+    }
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 int32_t ttc_kir_const_f32(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t *shape,
                           const float *vals, const char *name) {
     int64_t numel = 1;

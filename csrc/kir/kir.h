@@ -250,6 +250,8 @@ int32_t ttc_kir_const_f32(ttc_kir *k, ttc_dtype dt, int32_t rank, const int64_t 
                           const float *vals, const char *name);
 /* f rounded to the nearest half (ties to even), as IEEE binary16 bits. */
 uint16_t ttc_half_from_float(float f);
+/* v rounded to the nearest value of floating dtype d (ties to even); other dtypes: v. */
+double ttc_round_to_dtype(double v, ttc_dtype d);
 /* fp16 engines: float32 constants (and their views) become float16 where that is safe
  * (kir/const_half.c); run after fusion, before tuning. Counts the constants changed. */
 ttc_status ttc_kir_consts_to_half(ttc_kir *k, int32_t *n_converted);

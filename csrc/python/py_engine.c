@@ -122,6 +122,9 @@ static bool format_ok(const Py_buffer *v, ttc_dtype dt) {
     switch (dt) {
     case TTC_DTYPE_FLOAT32: return !strcmp(f, "f");
     case TTC_DTYPE_FLOAT16: return !strcmp(f, "e");
+    /* bfloat16 has no buffer format: its bits come as 16-bit integers (a torch tensor's
+     * .view(torch.int16)) */
+    case TTC_DTYPE_BFLOAT16: return !strcmp(f, "h") || !strcmp(f, "H");
     case TTC_DTYPE_INT64: return !strcmp(f, "q") || !strcmp(f, "l");
     case TTC_DTYPE_INT32: return !strcmp(f, "i") || !strcmp(f, "l");
     case TTC_DTYPE_INT8: return !strcmp(f, "b");

@@ -60,7 +60,8 @@ _add("aten.sort.default",
 _add("aten.sort.stable",
      Case(lambda: [_ties(4, 10), True, -1, False]),
      Case(lambda: [_ties(4, 10, 3, seed=1), True, 1, True]),
-     Case(lambda: [rand(2, 3, 17), None, 2, False], id="stable-none"))
+     Case(lambda: [rand(2, 3, 17), None, 2, False], id="stable-none",
+          bf16_skip="rounded to bfloat16 the values tie, and an unstable sort may order ties either way"))
 _add("aten.topk.default",
      Case(lambda: [rand(3, 7), 3, -1, True, True]),
      Case(lambda: [rand(4, 9, 5), 2, 1, False, True]),

@@ -3,6 +3,13 @@ against torch eager (ids: op name + index), and the coverage check over the core
 table: every op with a converter in _C.ops() (evaluators aside: prim.Constant,
 prim.ListConstruct, sym_size and py.* size arithmetic compute no tensor) must have a case.
 
+bfloat16: every converter case with a float32 tensor runs again with its float32 tensors in
+bfloat16 (test_op_case_bf16, convtest.check_op_bf16: torch's float32 result on the same values
+within one bfloat16 rounding, and eager bfloat16). By default one case of each kernel kind
+(BF16_DEFAULT) on the device's own kernel families, and those whose GPU kernel family differs
+(BF16_GPU) with the GPU families forced (TORCHTRT_C_KERNELS=gpu); every case both ways in the
+slow tier.
+
 Run one family:  pytest tests/device/test_op_harness.py -k scaled_dot_product
 """
 import importlib
@@ -46,6 +53,65 @@ PARAMS = [pytest.param(op, case, id=f"{op}-{i}") for op in sorted(ALL) for i, (_
 @pytest.mark.parametrize("op,case", PARAMS)
 def test_op_case(op, case):
     case.run(op)
+
+
+# one converter case per kernel kind and codegen path (elementwise, casts, GEMM, convolution,
+# reductions, softmax, norms, pools, gather, pad, concat, resize, attention, sort, scatter,
+# scan, views): the first case with a float32 tensor of each
+BF16_DEFAULT = {
+    "aten.add.Tensor", "aten.mul.Scalar", "aten.where.self", "aten._to_copy.default", "aten.gelu.default",
+    "aten.linear.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
+    "aten.sum.dim_IntList", "aten.amax.default", "aten.argmax.default", "aten.var.correction",
+    "aten._softmax.default", "aten.native_layer_norm.default", "aten.rms_norm.default",
+    "aten.native_group_norm.default", "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default",
+    "aten.embedding.default", "aten.gather.default", "aten.constant_pad_nd.default",
+    "aten.upsample_bilinear2d.vec", "aten.scaled_dot_product_attention.default", "aten.sort.default",
+    "aten.scatter.src", "aten.cumsum.default", "aten.permute.default", "aten.slice.Tensor",
+    "aten.expand.default",
+}
+BF16_GPU = {"aten.linear.default", "aten.bmm.default", "aten.convolution.default", "aten.sum.dim_IntList",
+            "aten._softmax.default", "aten.native_layer_norm.default", "aten.max_pool2d_with_indices.default",
+            "aten.scaled_dot_product_attention.default", "aten.sort.default"}
+
+
+def _bf16_params():
+    """(op, case, kernel families) for every case with a float32 tensor; the default tier's
+    are not marked slow."""
+    from opcase import Case
+    out, first = [], set()
+    for op in sorted(ALL):
+        for i, (_, case) in enumerate(ALL[op]):
+            if not isinstance(case, Case) or case.bf16_args() is None:
+                continue
+            default = op in BF16_DEFAULT and op not in first
+            first.add(op)
+            for fam in ("default", "gpu"):
+                fast = default and (fam == "default" or op in BF16_GPU)
+                out.append(pytest.param(op, case, fam, id=f"{op}-{i}-{fam}", marks=() if fast else pytest.mark.slow))
+    return out
+
+
+BF16_PARAMS = _bf16_params()
+
+
+@pytest.mark.parametrize("op,case,families", BF16_PARAMS)
+def test_op_case_bf16(op, case, families, monkeypatch):
+    """families 'gpu': the GPU kernel families forced (on PoCL their emulation), read when the
+    engine is built."""
+    if families == "gpu":
+        monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+    else:
+        monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
+    case.run_bf16(op)
+
+
+def test_bf16_default_cases_exist():
+    """Each op of BF16_DEFAULT (BF16_GPU) has a case with a float32 tensor in the default run
+    (a renamed op or a changed case would otherwise drop out of it unnoticed)."""
+    fast = [p.values for p in BF16_PARAMS if not p.marks]
+    assert {op for op, _, _ in fast} == BF16_DEFAULT, \
+        f"no bfloat16 case for {sorted(BF16_DEFAULT - {op for op, _, _ in fast})}"
+    assert {op for op, _, fam in fast if fam == "gpu"} == BF16_GPU
 
 
 def _converter_ops():
