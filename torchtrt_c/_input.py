@@ -75,15 +75,18 @@ class Input:
     def dynamic_dims(self) -> list:
         return [i for i, (a, c) in enumerate(zip(self.min_shape, self.max_shape)) if a != c]
 
-    def example_tensor(self, device="cpu") -> torch.Tensor:
-        """A tensor at the opt shape (for capture). Dims of size 0/1 that are dynamic are
-        traced at 2 (within range) so torch.export does not specialise them."""
-        if self.torch_tensor is not None and not self.is_dynamic():
-            return self.torch_tensor
+    def example_tensor(self, device=None) -> torch.Tensor:
+        """A tensor at the opt shape (for capture): the Input's own tensor where it has that
+        shape, else a made-up one on the Input's device (else the CPU). Dims of size 0/1 that are
+        dynamic are traced at 2 (within range) so torch.export does not specialise them."""
         shape = list(self.opt_shape)
         for i in self.dynamic_dims():
             if shape[i] < 2:
                 shape[i] = min(2, self.max_shape[i])
+        if self.torch_tensor is not None and list(self.torch_tensor.shape) == shape:
+            return self.torch_tensor
+        if device is None:
+            device = self.device if self.device is not None else "cpu"
         if self.dtype.is_floating_point:
             return torch.randn(shape, device=device).to(self.dtype)
         if self.dtype == torch.bool:
