@@ -80,21 +80,28 @@ class Scaled(nn.Module):
 
 
 def _counting(monkeypatch):
+    """Records the Input specs of every compile the backend makes (and the compiled modules)."""
     import torchtrt_c.dynamo._compiler as comp
     calls = []
     real = comp.compile_module
 
     def counted(*a, **k):
-        calls.append([tuple(i.shape) for i in a[1]])
-        return real(*a, **k)
+        gm = real(*a, **k)
+        calls.append((list(a[1]), gm))
+        return gm
     monkeypatch.setattr(comp, "compile_module", counted)
     return calls
 
 
+def _ranges(calls):
+    return [[(i.min_shape, i.max_shape) for i in c[0]] for c in calls]
+
+
 @pytest.mark.parametrize("model", [Small, Scaled])
-def test_backend_compiles_dynamic_graphs_per_shape(monkeypatch, model):
-    """dynamic=True hands over symbolic sizes as graph inputs: each call's shapes are compiled
-    when first seen (static shapes, sizes fixed), then reused; answers match eager."""
+def test_backend_compiles_a_dynamic_graph_once_over_a_range(monkeypatch, model):
+    """dynamic=True hands over symbolic sizes as graph inputs: the graph is compiled once over a
+    range of sizes (the weights are constants, so x is its only input); a size past the range
+    compiles it again over a grown range; answers match eager."""
     torch._dynamo.reset()
     calls = _counting(monkeypatch)
     m = model().eval()
@@ -103,29 +110,97 @@ def test_backend_compiles_dynamic_graphs_per_shape(monkeypatch, model):
         x = torch.randn(n, 8)
         with torch.no_grad():
             assert_tree_close(f(x), m(x))
-    shapes = sorted({s for c in calls for s in c if s in ((3, 8), (5, 8), (7, 8))})   # x, beside the weights
-    assert len(calls) == 3 and shapes == [(3, 8), (5, 8), (7, 8)], calls
+    assert len(calls) == 1, _ranges(calls)
+    [[(lo, hi)]] = _ranges(calls)
+    assert lo[1:] == hi[1:] == (8,) and lo[0] <= 3 and hi[0] >= 7, (lo, hi)
+    for n in (40, 3, 33):
+        x = torch.randn(n, 8)
+        with torch.no_grad():
+            assert_tree_close(f(x), m(x))
+    assert len(calls) == 2, _ranges(calls)
+    [(lo2, hi2)] = _ranges(calls)[1]
+    assert lo2[0] <= 3 and hi2[0] >= 40, (lo2, hi2)
+
+
+def test_backend_takes_mark_dynamic_bounds(monkeypatch):
+    torch._dynamo.reset()
+    calls = _counting(monkeypatch)
+    m = Small().eval()
+    f = torch.compile(m, backend="torchtrt_c", options={"min_block_size": 1})
+    for n in (3, 60, 100, 2):
+        x = torch.randn(n, 8)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=100)
+        with torch.no_grad():
+            assert_tree_close(f(x), m(x))
+    assert _ranges(calls) == [[((2, 8), (100, 8))]], _ranges(calls)
 
 
 def test_backend_dynamic_shape_limit_and_pass_through(monkeypatch, caplog):
-    """Past TORCHTRT_C_BACKEND_SHAPES signatures a dynamic graph runs eagerly (logged once); a
-    shape whose compile fails raises with pass_through_build_failures."""
+    """Past TORCHTRT_C_BACKEND_SHAPES compiles a graph runs eagerly (logged once); a shape whose
+    compile fails raises with pass_through_build_failures."""
     torch._dynamo.reset()
     monkeypatch.setenv("TORCHTRT_C_BACKEND_SHAPES", "1")
     calls = _counting(monkeypatch)
     m = Small().eval()
     with caplog.at_level(logging.WARNING, logger="torchtrt_c"):
         f = torch.compile(m, backend="torchtrt_c", dynamic=True, options={"min_block_size": 1})
-        for n in (3, 5, 6):
+        for n in (3, 5, 300, 400, 4):
             x = torch.randn(n, 8)
-            assert_tree_close(f(x), m(x))
-    assert len(calls) == 1 and "new ones run eagerly" in caplog.text, (calls, caplog.text)
-    assert caplog.text.count("new ones run eagerly") == 1, caplog.text
+            with torch.no_grad():
+                assert_tree_close(f(x), m(x))
+    assert len(calls) == 1 and "new shapes and values run eagerly" in caplog.text, (calls, caplog.text)
+    assert caplog.text.count("run eagerly") == 1, caplog.text
     torch._dynamo.reset()
     z = torch.randn(4, 7, dtype=torch.complex64)
     with pytest.raises(Exception, match="complex"):
         torch.compile(ComplexInput(), backend="torchtrt_c", dynamic=True,
                       options={"pass_through_build_failures": True})(z)
+
+
+def test_backend_weights_are_engine_constants(monkeypatch):
+    """dynamo passes the parameters and buffers as graph inputs; the backend freezes them, so a
+    CNN's convolutions (which need constant weights) are one engine, as with torchtrt_c.compile."""
+    from zoo import build, submodules
+
+    def segments_of(g):
+        return len(submodules(g, "_run_on_acc_")), len(submodules(g, "_run_on_gpu_"))
+    torch._dynamo.reset()
+    calls = _counting(monkeypatch)
+    m, make = build("resnet18", size="tiny")
+    m.eval()
+    x = make(batch=2)
+    f = torch.compile(m, backend="torchtrt_c")
+    with torch.no_grad():
+        assert_tree_close(f(x), m(x))
+    [(inputs, gm)] = calls
+    assert [i.shape for i in inputs] == [tuple(x.shape)], inputs     # only x is a runtime input
+    ref = torchtrt_c.compile(m, inputs=[x])
+    assert segments_of(gm) == segments_of(ref) == (1, 0), (segments_of(gm), segments_of(ref))
+
+
+def test_backend_recompiles_when_a_weight_changes(monkeypatch, caplog):
+    """Frozen weights are checked at every call: an in-place change under no_grad, load_state_dict
+    and a new Parameter each compile the graph again with the new values (logged)."""
+    torch._dynamo.reset()
+    calls = _counting(monkeypatch)
+    m = Small().eval()
+    x = torch.randn(3, 8)
+    f = torch.compile(m, backend="torchtrt_c", options={"min_block_size": 1})
+    changes = [
+        lambda: m.l.weight.mul_(2),
+        lambda: m.load_state_dict({k: torch.randn_like(v) for k, v in m.state_dict().items()}),
+        lambda: setattr(m.l, "bias", nn.Parameter(torch.randn(8))),
+    ]
+    with torch.no_grad(), caplog.at_level(logging.WARNING, logger="torchtrt_c"):
+        assert_tree_close(f(x), m(x))
+        assert_tree_close(f(x), m(x))
+        assert len(calls) == 1
+        for k, change in enumerate(changes):
+            change()
+            assert_tree_close(f(x), m(x))
+            assert_tree_close(f(x), m(x))
+            assert len(calls) == k + 2, f"change {k}: {len(calls)} compiles"
+    assert caplog.text.count("compiling it again") == len(changes), caplog.text
 
 
 def test_backend_rejects_bad_options():

@@ -65,6 +65,52 @@ def forced_nodes_for_modules(graph: torch.fx.Graph, modules) -> dict:
     return out
 
 
+def _devices_of(v) -> list:
+    vals = v if isinstance(v, (list, tuple)) else [v]
+    return [x.device for x in vals if isinstance(x, torch.Tensor)]
+
+
+def engine_device(graph: torch.fx.Graph):
+    """The device the graph's engines take their tensors on: the device most of its tensors
+    live on, an accelerator's before the CPU's (a GPU model's host-side scalars and position
+    tensors are the few); None when the graph holds no tensor."""
+    count = {}
+    for n in graph.nodes:
+        for d in _devices_of(n.meta.get("val")):
+            count[d] = count.get(d, 0) + 1
+    if not count:
+        return None
+    return max(count, key=lambda d: (d.type not in ("cpu", "meta"), count[d]))
+
+
+def forced_nodes_for_devices(graph: torch.fx.Graph) -> dict:
+    """Nodes that make or read a tensor on another device than engine_device's (a GPU model's
+    CPU-side position ids, a scalar tensor made on the host, the copy that moves it over): they
+    run in torch, where torch runs them, so that an engine only ever sees tensors of one device.
+    Node name -> the reason the partitioner records. Nothing on a one-device graph."""
+    main = engine_device(graph)
+    out = {}
+    if main is None:
+        return out
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        devs = set(_devices_of(n.meta.get("val")))
+        for a in n.all_input_nodes:
+            devs.update(_devices_of(a.meta.get("val")))
+        other = sorted(str(d) for d in devs if d != main)
+        if other:
+            out[n.name] = f"device: on {', '.join(other)}, beside the engines' {main}"
+    return out
+
+
+def forced_nodes(graph: torch.fx.Graph, settings: CompilationSettings) -> dict:
+    """Every node the settings or the graph's devices send to torch, with the reason."""
+    out = forced_nodes_for_devices(graph)
+    out.update(forced_nodes_for_modules(graph, settings.torch_executed_modules))
+    return out
+
+
 def partition_settings(s: CompilationSettings, forced: dict) -> dict:
     d = {
         "min_block_size": s.min_block_size,
@@ -610,7 +656,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     progress.phase("decompositions")
     ep = decompose(ep, keep=_keep_ops(settings))
     progress.dump("decomposed FX graph", lambda: str(ep.graph))
-    forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
+    forced = forced_nodes(ep.graph, settings)
     progress.phase("import")
     imp = _import(ep, arg_inputs, kwarg_inputs, settings)
     lower(imp, settings, progress)
@@ -621,7 +667,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         log.info("decomposing %s after all (not convertible whole)", ", ".join(sorted(map(str, redo))))
         progress.phase("decompositions")
         ep = decompose(ep, keep=_keep_ops(settings), decompose=redo)
-        forced = forced_nodes_for_modules(ep.graph, settings.torch_executed_modules)
+        forced = forced_nodes(ep.graph, settings)
         progress.phase("import")
         imp = _import(ep, arg_inputs, kwarg_inputs, settings)
         lower(imp, settings, progress)
