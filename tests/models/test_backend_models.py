@@ -1,0 +1,86 @@
+"""Model tier, the torch.compile backend: the project's vision and Hugging Face test models called
+through `torch.compile(model, backend="torchtrt_c")` as a notebook would (batch and sequence
+varying between calls) get the same engines as through torchtrt_c.compile, match eager, make no
+graph break, and compile a bounded number of times (docs/torch_compile.md).
+
+    PYTHONPATH=$PWD python3 -m pytest tests/models/test_backend_models.py -q
+"""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torchtrt_c  # noqa: E402
+from model_check import check_close, segments  # noqa: E402
+
+
+def _recording(monkeypatch):
+    """(Input specs, segments) of every compile the backend makes."""
+    import torchtrt_c.dynamo._compiler as comp
+    calls = []
+    real = comp.compile_module
+
+    def record(*a, **k):
+        gm = real(*a, **k)
+        calls.append(([(i.min_shape, i.max_shape) for i in a[1]], segments(gm)))
+        return gm
+    monkeypatch.setattr(comp, "compile_module", record)
+    return calls
+
+
+def _graph_breaks():
+    from torch._dynamo.utils import counters
+    return dict(counters["graph_break"])
+
+
+def _session(model, calls_kw, monkeypatch, what):
+    """Runs the calls through torch.compile, checks each against eager; returns the compiles."""
+    torch._dynamo.reset()
+    calls = _recording(monkeypatch)
+    f = torch.compile(model, backend="torchtrt_c")
+    for label, args, kw in calls_kw:
+        with torch.no_grad():
+            check_close(f(*args, **kw), model(*args, **kw), what=f"{what} through torch.compile at {label}")
+    breaks = _graph_breaks()
+    torch._dynamo.reset()
+    assert not breaks, f"dynamo broke the graph: {breaks}"
+    return list(calls)   # a copy: compiles made after the session are not its own
+
+
+VISION = ["resnet18", pytest.param("mnasnet0_5", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name", VISION)
+def test_backend_vision_model(name, monkeypatch):
+    from thirdparty import import_torchvision, randomize_constant_init
+    tv = import_torchvision()
+    torch.manual_seed(0)
+    model = randomize_constant_init(getattr(tv.models, name)().eval())
+    xs = [torch.randn(b, 3, 64, 64) for b in (2, 3, 2, 4)]
+    calls = _session(model, [(f"batch {x.shape[0]}", (x,), {}) for x in xs], monkeypatch, name)
+    ref = segments(torchtrt_c.compile(model, inputs=[xs[0]]))
+    # batch 2 static, then dynamo's dynamic recompile: one engine over a batch range
+    assert len(calls) == 2, calls
+    assert all(seg == ref for _, seg in calls), f"torch.compile: {calls}; torchtrt_c.compile: {ref}"
+    assert calls[1][0][0][0][0] <= 2 and calls[1][0][0][1][0] >= 4, calls
+
+
+TEXT = ["gpt2", pytest.param("bert", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name", TEXT)
+def test_backend_hf_model_over_a_session(name, monkeypatch):
+    """Batch and sequence vary as in a notebook: the first shape compiles static, dynamo's dynamic
+    recompile compiles once over a bucket of sizes, a longer sequence grows the bucket once."""
+    pytest.importorskip("transformers")
+    from hf_cases import CASES
+    case = CASES[name]
+    model = case.build()
+    pairs = [(2, 4), (3, 5), (4, 3), (2, 20), (3, 7)]   # the configs hold 32 positions
+    calls = _session(model, [(f"batch {b}, seq {s}", (), case.inputs(b, s)) for b, s in pairs], monkeypatch, name)
+    assert len(calls) == 3, calls
+    ref = segments(torchtrt_c.compile(model, kwarg_inputs=case.specs()))
+    assert all(seg == ref for _, seg in calls), f"torch.compile: {calls}; torchtrt_c.compile: {ref}"
