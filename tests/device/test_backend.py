@@ -207,3 +207,37 @@ def test_backend_rejects_bad_options():
     torch._dynamo.reset()
     with pytest.raises(Exception, match="min_blok_size"):
         torch.compile(Small(), backend="torchtrt_c", options={"min_blok_size": 1})(torch.randn(2, 8))
+
+
+class DataDependent(nn.Module):
+    """A size that depends on the data (as detection post-processing has): torch.export cannot
+    capture it, dynamo breaks the graph there."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.l(x))
+        keep = torch.nonzero(h.sum(-1) > 0).squeeze(-1)
+        if keep.numel() == 0:       # a branch on the data: torch.export cannot take it
+            return h.new_zeros(0, 4)
+        return self.head(h[keep]) * 2
+
+
+def test_data_dependent_model_compile_names_the_operator_and_the_backend_runs_it(monkeypatch):
+    m = DataDependent().eval()
+    x = torch.randn(6, 8)
+    with pytest.raises(torchtrt_c.Error, match=r"aten\.nonzero\.default .*test_backend\.py.*backend=\"torchtrt_c\""):
+        torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    torch._dynamo.reset()
+    calls = _counting(monkeypatch)
+    f = torch.compile(m, backend="torchtrt_c", options={"min_block_size": 1})
+    with torch.no_grad():
+        for n in (6, 9):
+            x = torch.randn(n, 8)
+            assert_tree_close(f(x), m(x))
+    # the graph before the break (Linear + relu + the condition) and after it (the head) are engines
+    assert len(calls) >= 2 and all(len([c for c in gm.named_children() if c[0].startswith("_run_on_acc_")]) >= 1
+                                   for _, gm in calls), calls

@@ -192,7 +192,8 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
         with _lazy_graph_modules():
             ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as ex:
-        err = _container_error(ex) or _unflattenable_output(module, args, kwargs)
+        err = (_container_error(ex) or _data_dependent_error(ex, module, args, kwargs)
+               or _unflattenable_output(module, args, kwargs))
         if err is None:
             raise
         raise err from None
@@ -290,6 +291,44 @@ def check_program_inputs(ep: torch.export.ExportedProgram, arg_inputs, kwarg_inp
                 raise InputError(f"torchtrt_c.compile: input {name!r} dim {i} is {d} in the ExportedProgram "
                                  f"(static), the Input gives [{inp.min_shape[i]}, {inp.max_shape[i]}]; export "
                                  f"it with a dynamic dim there to compile a range")
+
+
+_OPERATOR = re.compile(r"Operator `([^`]+)`")
+
+
+def _data_dependent_error(ex: Exception, module, args, kwargs):
+    """torch.export's failure on a value that depends on the data (nonzero, x[mask], unique,
+    .item() in a condition, torchvision's nms) -> a torchtrt_c.Error naming the operators and
+    where the model calls them, and saying that torch.compile(backend="torchtrt_c") takes such
+    models (dynamo breaks the graph there; the rest becomes engines). The operators come from
+    torch._dynamo.explain, run only on this failure path. None for any other failure."""
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+    text = str(ex)
+    if not isinstance(ex, GuardOnDataDependentSymNode) and "data-dependent" not in text:
+        return None
+    from torchtrt_c import Error
+    where = []
+    try:
+        import torch._dynamo
+        explained = torch._dynamo.explain(module)(*args, **kwargs)
+        for b in explained.break_reasons:
+            m = _OPERATOR.search(b.reason)
+            if m is None:
+                continue
+            frame = b.user_stack[-1] if b.user_stack else None
+            at = f" ({os.path.basename(frame.filename)}:{frame.lineno}, `{(frame.line or '').strip()}`)" if frame else ""
+            if m.group(1) + at not in where:
+                where.append(m.group(1) + at)
+    except Exception as why:  # noqa: BLE001  (the explanation is a courtesy: export's own words stay)
+        log.debug("torch._dynamo.explain failed: %s", why)
+    first = text.strip().splitlines()[0] if text.strip() else type(ex).__name__
+    caused = re.search(r"Caused by: \(([^)]*)\)", text)
+    ops = (f"the operators whose output depends on the data: {'; '.join(where)}" if where
+           else f"{first}{' at ' + caused.group(1) if caused else ''}")
+    return Error(f"torchtrt_c.compile: torch.export cannot capture this model as one graph: a size or "
+                 f"value depends on the input data ({ops}). torch.compile(model, backend=\"torchtrt_c\") "
+                 f"compiles such models: dynamo breaks the graph at those operators, runs them in torch "
+                 f"and compiles the rest into engines. (torch.export said: {first})")
 
 
 _LEAF_TYPES = (torch.Tensor, int, float, bool, str, type(None), torch.SymInt, torch.SymFloat, torch.dtype,
