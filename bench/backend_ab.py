@@ -46,8 +46,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args(argv)
-    sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "tests")]
-    sys.path.append(ROOT)
+    # appended: bench/kernels.py would shadow the `kernels` package transformers imports
+    sys.path += [ROOT, os.path.join(ROOT, "bench"), os.path.join(ROOT, "tests")]
     import torch
     import torchtrt_c
     import torchtrt_c.dynamo._compiler as comp

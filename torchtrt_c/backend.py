@@ -158,11 +158,13 @@ class _Roles:
         # a size symbol that is some tensor's dim is derived from that tensor; any other stays fixed
         on_dims = {e for shape in self.dims.values() for e in shape if not isinstance(e, int)}
         syms = set().union(*(e.free_symbols for e in on_dims)) if on_dims else set()
+        self.size_dims = {}   # SIZE input index -> (tensor input index, dim) that holds it
         for i, ph in enumerate(phs[:self.n]):
             if self.roles[i] == FIXED:
                 s = _sym(ph.meta.get("example_value"))
                 if s is not None and s.is_Symbol and s in syms and self._dim_of(s) is not None:
                     self.roles[i] = SIZE
+                    self.size_dims[i] = self._dim_of(s)
         self.symbols = sorted(syms, key=str)
         # every symbol must be readable from a call, else the sizes are fixed per compile
         self.dynamic = bool(self.symbols) and all(s in self.where for s in self.symbols)
@@ -229,11 +231,7 @@ class _Bound(torch.nn.Module):
             self.register_buffer(name, t.detach(), persistent=False)
             self.const_names[i] = name
         self.fixed = dict(fixed)
-        self.sizes = {}
-        for i in roles.index(SIZE):
-            s = _sym(_placeholders(gm)[i].meta.get("example_value"))
-            j, d = roles._dim_of(s)
-            self.sizes[i] = (self.tensor_pos[j], d)
+        self.sizes = {i: (self.tensor_pos[j], d) for i, (j, d) in roles.size_dims.items()}
 
     def forward(self, *tensors):
         args = []
@@ -248,10 +246,6 @@ class _Bound(torch.nn.Module):
             else:
                 args.append(self.fixed[i])
         return self.gm(*args)
-
-
-def _placeholders(gm):
-    return [n for n in gm.graph.nodes if n.op == "placeholder"]
 
 
 class _Graph:
@@ -291,8 +285,7 @@ class _Graph:
 
     # ---- compiling
     def _key(self, args):
-        vals = tuple(a.item() if isinstance(a, torch.Tensor) else a for a in (args[i] for i in self.fixed
-                     if self.roles.roles[i] == FIXED))
+        vals = tuple(a.item() if isinstance(a, torch.Tensor) else a for a in (args[i] for i in self.fixed))
         if not all(isinstance(v, (int, float, bool)) for v in vals):
             return None
         if self.static_sizes or (self.roles.symbols and not self.roles.dynamic):
@@ -335,7 +328,7 @@ class _Graph:
 
     def _compile(self, args, key, ranges=None):
         from torchtrt_c.dynamo._compiler import compile_module
-        fixed = {i: args[i] for i in self.fixed if self.roles.roles[i] == FIXED}
+        fixed = {i: args[i] for i in self.fixed}
         inputs = self._inputs(args, ranges)
         self.compiles += 1
         try:

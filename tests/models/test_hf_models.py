@@ -43,7 +43,8 @@ def test_hf_model(name):
 
 def test_hf_torch_compile_dynamic(monkeypatch):
     """GPT-2 as users often run it: torch.compile(dynamic=True) with the torchtrt_c backend, the
-    sequence changing between calls. Each new shape is compiled (not run eagerly) and matches."""
+    sequence changing between calls. The first shape is compiled static, dynamo's dynamic graph
+    after the change once over a range (not run eagerly, not per shape); both match eager."""
     import torchtrt_c.dynamo._compiler as comp
     torch._dynamo.reset()
     case = CASES["gpt2"]
