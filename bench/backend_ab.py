@@ -46,8 +46,15 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args(argv)
-    # appended: bench/kernels.py would shadow the `kernels` package transformers imports
-    sys.path += [ROOT, os.path.join(ROOT, "bench"), os.path.join(ROOT, "tests")]
+    # bench/kernels.py shadows the `kernels` package that transformers looks for when its
+    # activations load: load them before bench/ is on the path (python puts it first)
+    bench = os.path.join(ROOT, "bench")
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != bench]
+    try:
+        import transformers.activations  # noqa: F401
+    except ImportError:
+        pass
+    sys.path += [ROOT, bench, os.path.join(ROOT, "tests")]
     import torch
     import torchtrt_c
     import torchtrt_c.dynamo._compiler as comp
