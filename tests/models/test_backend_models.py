@@ -74,13 +74,14 @@ TEXT = ["gpt2", pytest.param("bert", marks=pytest.mark.slow)]
 @pytest.mark.parametrize("name", TEXT)
 def test_backend_hf_model_over_a_session(name, monkeypatch):
     """Batch and sequence vary as in a notebook: the first shape compiles static, dynamo's dynamic
-    recompile compiles once over a bucket of sizes, a longer sequence grows the bucket once."""
+    recompile compiles once over a bucket of sizes, and a longer sequence grows the bucket once
+    (GPT-2), unless dynamo already bounded the sequence by the model's 32 positions (BERT)."""
     pytest.importorskip("transformers")
     from hf_cases import CASES
     case = CASES[name]
     model = case.build()
     pairs = [(2, 4), (3, 5), (4, 3), (2, 20), (3, 7)]   # the configs hold 32 positions
     calls = _session(model, [(f"batch {b}, seq {s}", (), case.inputs(b, s)) for b, s in pairs], monkeypatch, name)
-    assert len(calls) == 3, calls
+    assert len(calls) == {"gpt2": 3, "bert": 2}[name], calls
     ref = segments(torchtrt_c.compile(model, kwarg_inputs=case.specs()))
     assert all(seg == ref for _, seg in calls), f"torch.compile: {calls}; torchtrt_c.compile: {ref}"
