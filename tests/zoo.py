@@ -311,6 +311,21 @@ def submodules(gm, prefix: str) -> list:
     return [n for n, _ in gm.named_children() if n.startswith(prefix)]
 
 
+def record_compiles(monkeypatch) -> list:
+    """Records every compile the pipeline makes (torch.compile's backend calls it per graph):
+    a list that grows by (module compiled, its Input specs, the compiled module) per compile."""
+    import torchtrt_c.dynamo._compiler as comp
+    calls = []
+    real = comp.compile_module
+
+    def record(module, arg_inputs, *a, **k):
+        gm = real(module, arg_inputs, *a, **k)
+        calls.append((module, list(arg_inputs), gm))
+        return gm
+    monkeypatch.setattr(comp, "compile_module", record)
+    return calls
+
+
 def ops_in(mod) -> set:
     """The aten ops (as 'aten.add.Tensor') called by a torch segment."""
     return {str(n.target) for n in mod.graph.nodes if n.op == "call_function"

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 import torchtrt_c  # noqa: F401  (registers the backend)
-from zoo import assert_tree_close
+from zoo import assert_tree_close, record_compiles
 
 
 
@@ -79,22 +79,9 @@ class Scaled(nn.Module):
         return torch.nn.functional.dropout(torch.relu(self.l(x)) * self.scale, self.p, False)
 
 
-def _counting(monkeypatch):
-    """Records the Input specs of every compile the backend makes (and the compiled modules)."""
-    import torchtrt_c.dynamo._compiler as comp
-    calls = []
-    real = comp.compile_module
-
-    def counted(*a, **k):
-        gm = real(*a, **k)
-        calls.append((list(a[1]), gm))
-        return gm
-    monkeypatch.setattr(comp, "compile_module", counted)
-    return calls
-
-
 def _ranges(calls):
-    return [[(i.min_shape, i.max_shape) for i in c[0]] for c in calls]
+    """The (min, max) shapes of each compile's inputs."""
+    return [[(i.min_shape, i.max_shape) for i in inputs] for _, inputs, _ in calls]
 
 
 @pytest.mark.parametrize("model", [Small, Scaled])
@@ -103,7 +90,7 @@ def test_backend_compiles_a_dynamic_graph_once_over_a_range(monkeypatch, model):
     range of sizes (the weights are constants, so x is its only input); a size past the range
     compiles it again over a grown range; answers match eager."""
     torch._dynamo.reset()
-    calls = _counting(monkeypatch)
+    calls = record_compiles(monkeypatch)
     m = model().eval()
     f = torch.compile(m, backend="torchtrt_c", dynamic=True, options={"min_block_size": 1})
     for n in (3, 5, 3, 7, 5):
@@ -124,7 +111,7 @@ def test_backend_compiles_a_dynamic_graph_once_over_a_range(monkeypatch, model):
 
 def test_backend_takes_mark_dynamic_bounds(monkeypatch):
     torch._dynamo.reset()
-    calls = _counting(monkeypatch)
+    calls = record_compiles(monkeypatch)
     m = Small().eval()
     f = torch.compile(m, backend="torchtrt_c", options={"min_block_size": 1})
     for n in (3, 60, 100, 2):
@@ -140,7 +127,7 @@ def test_backend_dynamic_shape_limit_and_pass_through(monkeypatch, caplog):
     compile fails raises with pass_through_build_failures."""
     torch._dynamo.reset()
     monkeypatch.setenv("TORCHTRT_C_BACKEND_SHAPES", "1")
-    calls = _counting(monkeypatch)
+    calls = record_compiles(monkeypatch)
     m = Small().eval()
     with caplog.at_level(logging.WARNING, logger="torchtrt_c"):
         f = torch.compile(m, backend="torchtrt_c", dynamic=True, options={"min_block_size": 1})
@@ -165,14 +152,14 @@ def test_backend_weights_are_engine_constants(monkeypatch):
     def segments_of(g):
         return len(submodules(g, "_run_on_acc_")), len(submodules(g, "_run_on_gpu_"))
     torch._dynamo.reset()
-    calls = _counting(monkeypatch)
+    calls = record_compiles(monkeypatch)
     m, make = build("resnet18", size="tiny")
     m.eval()
     x = make(batch=2)
     f = torch.compile(m, backend="torchtrt_c")
     with torch.no_grad():
         assert_tree_close(f(x), m(x))
-    [(inputs, gm)] = calls
+    [(_, inputs, gm)] = calls
     assert [i.shape for i in inputs] == [tuple(x.shape)], inputs     # only x is a runtime input
     ref = torchtrt_c.compile(m, inputs=[x])
     assert segments_of(gm) == segments_of(ref) == (1, 0), (segments_of(gm), segments_of(ref))
@@ -182,7 +169,7 @@ def test_backend_recompiles_when_a_weight_changes(monkeypatch, caplog):
     """Frozen weights are checked at every call: an in-place change under no_grad, load_state_dict
     and a new Parameter each compile the graph again with the new values (logged)."""
     torch._dynamo.reset()
-    calls = _counting(monkeypatch)
+    calls = record_compiles(monkeypatch)
     m = Small().eval()
     x = torch.randn(3, 8)
     f = torch.compile(m, backend="torchtrt_c", options={"min_block_size": 1})
@@ -232,7 +219,7 @@ def test_data_dependent_model_compile_names_the_operator_and_the_backend_runs_it
     with pytest.raises(torchtrt_c.Error, match=r"aten\.nonzero\.default .*test_backend\.py.*backend=\"torchtrt_c\""):
         torchtrt_c.compile(m, inputs=[x], min_block_size=1)
     torch._dynamo.reset()
-    calls = _counting(monkeypatch)
+    calls = record_compiles(monkeypatch)
     f = torch.compile(m, backend="torchtrt_c", options={"min_block_size": 1})
     with torch.no_grad():
         for n in (6, 9):
@@ -240,4 +227,4 @@ def test_data_dependent_model_compile_names_the_operator_and_the_backend_runs_it
             assert_tree_close(f(x), m(x))
     # the graph before the break (Linear + relu + the condition) and after it (the head) are engines
     assert len(calls) >= 2 and all(len([c for c in gm.named_children() if c[0].startswith("_run_on_acc_")]) >= 1
-                                   for _, gm in calls), calls
+                                   for _, _, gm in calls), _ranges(calls)

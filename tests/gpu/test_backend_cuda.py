@@ -17,21 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))
 
 import torchtrt_c  # noqa: E402
 from model_check import check_close, segments  # noqa: E402
+from zoo import record_compiles  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs torch with CUDA")
-
-
-def _recording(monkeypatch):
-    import torchtrt_c.dynamo._compiler as comp
-    calls = []
-    real = comp.compile_module
-
-    def record(*a, **k):
-        gm = real(*a, **k)
-        calls.append((gm, segments(gm)))
-        return gm
-    monkeypatch.setattr(comp, "compile_module", record)
-    return calls
 
 
 def test_backend_cnn_on_cuda(monkeypatch):
@@ -40,12 +28,12 @@ def test_backend_cnn_on_cuda(monkeypatch):
     m, make = build("resnet18", size="tiny")
     m = m.eval().cuda()
     x = make(batch=2).cuda()
-    calls = _recording(monkeypatch)
+    calls = record_compiles(monkeypatch)
     with torch.no_grad():
         out = torch.compile(m, backend="torchtrt_c")(x)
         check_close(out, m(x), what="resnet18 tiny on CUDA through torch.compile")
     assert out.device == x.device
-    assert [s for _, s in calls] == [(1, 0)], calls
+    assert [segments(gm) for _, _, gm in calls] == [(1, 0)]
 
 
 def test_backend_hf_llama_on_cuda(monkeypatch):
@@ -54,14 +42,15 @@ def test_backend_hf_llama_on_cuda(monkeypatch):
     case = CASES["llama"]
     model = case.build().cuda()
     torch._dynamo.reset()
-    calls = _recording(monkeypatch)
+    calls = record_compiles(monkeypatch)
     f = torch.compile(model, backend="torchtrt_c")
     for b, s in [(2, 8), (3, 11), (2, 5)]:
         kw = {k: v.cuda() for k, v in case.inputs(b, s).items()}
         with torch.no_grad():
             check_close(f(**kw), model(**kw), what=f"Llama on CUDA through torch.compile at ({b}, {s})")
     torch._dynamo.reset()
-    assert calls and all(s == (1, 0) for _, s in calls), calls
+    segs = [segments(gm) for _, _, gm in calls]
+    assert segs and all(s == (1, 0) for s in segs), segs
 
 
 class HostPositions(nn.Module):
@@ -82,8 +71,9 @@ def test_backend_mixed_devices(monkeypatch):
     torch._dynamo.reset()
     m = HostPositions().eval().cuda()
     x = torch.randn(2, 7, 16, device="cuda")
-    calls = _recording(monkeypatch)
+    calls = record_compiles(monkeypatch)
     with torch.no_grad():
         check_close(torch.compile(m, backend="torchtrt_c", options={"min_block_size": 1})(x), m(x),
                     what="host positions + CUDA weights")
-    assert len(calls) == 1 and calls[0][1][0] >= 1, calls
+    segs = [segments(gm) for _, _, gm in calls]
+    assert len(segs) == 1 and segs[0][0] >= 1, segs

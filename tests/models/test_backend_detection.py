@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torchtrt_c  # noqa: E402
 from model_check import segments  # noqa: E402
-from zoo import ops_in  # noqa: E402
+from zoo import ops_in, record_compiles  # noqa: E402
 
 _nms_lib = None
 
@@ -72,20 +72,12 @@ def _model(tv):
     return m.eval()
 
 
-def _recording(monkeypatch):
-    import torchtrt_c.dynamo._compiler as comp
-    calls = []
-    real = comp.compile_module
-
-    def record(*a, **k):
-        gm = real(*a, **k)
-        convs = sum(1 for n in a[0].gm.graph.nodes if "conv2d" in str(n.target))
-        in_torch = set().union(*[ops_in(m) for n, m in gm.named_children() if n.startswith("_run_on_gpu_")])
-        calls.append({"convolutions": convs, "segments": segments(gm),
-                      "torch ops": sorted(in_torch)})
-        return gm
-    monkeypatch.setattr(comp, "compile_module", record)
-    return calls
+def _summary(module, gm) -> dict:
+    """How many convolutions dynamo's graph had, the compiled module's segments, and the ops its
+    torch segments run."""
+    convs = sum(1 for n in module.gm.graph.nodes if "conv2d" in str(n.target))
+    in_torch = set().union(*[ops_in(m) for n, m in gm.named_children() if n.startswith("_run_on_gpu_")])
+    return {"convolutions": convs, "segments": segments(gm), "torch ops": sorted(in_torch)}
 
 
 @pytest.mark.slow   # 8 min on 2 busy cores: a dozen graphs between dynamo's breaks
@@ -103,12 +95,13 @@ def test_detection_model_through_the_backend(monkeypatch):
         torchtrt_c.compile(model, inputs=[torch.stack(imgs)], dryrun=True)
 
     torch._dynamo.reset()
-    calls = _recording(monkeypatch)
+    rec = record_compiles(monkeypatch)
     f = torch.compile(model, backend="torchtrt_c")
     with torch.no_grad():
         out = f(imgs)
         out = f(imgs)
     torch._dynamo.reset()
+    calls = [_summary(module, gm) for module, _, gm in rec]
     for r, o in zip(ref, out):
         assert torch.equal(o["labels"], r["labels"]), (o["labels"], r["labels"])
         torch.testing.assert_close(o["boxes"], r["boxes"], atol=1e-3, rtol=1e-4)

@@ -15,20 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torchtrt_c  # noqa: E402
 from model_check import check_close, segments  # noqa: E402
-
-
-def _recording(monkeypatch):
-    """(Input specs, segments) of every compile the backend makes."""
-    import torchtrt_c.dynamo._compiler as comp
-    calls = []
-    real = comp.compile_module
-
-    def record(*a, **k):
-        gm = real(*a, **k)
-        calls.append(([(i.min_shape, i.max_shape) for i in a[1]], segments(gm)))
-        return gm
-    monkeypatch.setattr(comp, "compile_module", record)
-    return calls
+from zoo import record_compiles  # noqa: E402
 
 
 def _graph_breaks():
@@ -37,9 +24,10 @@ def _graph_breaks():
 
 
 def _session(model, calls_kw, monkeypatch, what):
-    """Runs the calls through torch.compile, checks each against eager; returns the compiles."""
+    """Runs the calls through torch.compile, checks each against eager; returns each compile's
+    (input (min, max) shapes, (engines, torch segments))."""
     torch._dynamo.reset()
-    calls = _recording(monkeypatch)
+    calls = record_compiles(monkeypatch)
     f = torch.compile(model, backend="torchtrt_c")
     for label, args, kw in calls_kw:
         with torch.no_grad():
@@ -47,7 +35,8 @@ def _session(model, calls_kw, monkeypatch, what):
     breaks = _graph_breaks()
     torch._dynamo.reset()
     assert not breaks, f"dynamo broke the graph: {breaks}"
-    return list(calls)   # a copy: compiles made after the session are not its own
+    # taken now: compiles made after the session are not its own
+    return [([(i.min_shape, i.max_shape) for i in inputs], segments(gm)) for _, inputs, gm in calls]
 
 
 VISION = ["resnet18", pytest.param("mnasnet0_5", marks=pytest.mark.slow)]
