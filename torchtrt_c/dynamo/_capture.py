@@ -44,11 +44,8 @@ def dynamic_shapes_for(module, arg_inputs, kwarg_inputs):
     try:
         params = [p for p in inspect.signature(module.forward).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        var = any(p.kind == p.VAR_POSITIONAL for p in inspect.signature(module.forward).parameters.values())
     except (TypeError, ValueError):
-        params, var = [], False
-    if var and not params and not dyn_kwargs:   # forward(*args): export binds them as one tuple
-        return (tuple(dyn_args),)
+        params = []
     if len(params) >= len(dyn_args) and not any(p.kind == p.VAR_POSITIONAL for p in params):
         spec = {params[i].name: d for i, d in enumerate(dyn_args)}
         spec.update(dyn_kwargs)
