@@ -6,7 +6,8 @@ batch sizes each, every answer equal to eager's; batching happens (module calls 
 HTTP with JSON and safetensors bytes; one replica killed (SIGKILL) mid-load: every request
 succeeds after a retry or fails with a clear error, and the deployment is back to 2 replicas;
 a corrupt file and a program without engines fail the deployment's start with the loader's
-error; the command line serves a model and stops on SIGINT.
+error; the command line serves a model and stops on SIGINT; a tiny Llama compiled with
+torchtrt_c.compile_llm streams eager's greedy tokens to a handle and over HTTP.
 
 One Ray instance serves the whole module (2 CPUs, a 100 MB object store, no dashboard); with
 pytest-xdist the tests stay in one worker (xdist_group; ./run.sh passes --dist loadgroup).
@@ -335,3 +336,47 @@ def test_command_line_serves_and_stops(cnn, port, replica):
             proc.kill()
             proc.wait()
     assert "cli" not in serve.status().applications
+
+
+@pytest.fixture(scope="module")
+def llm(tmp_path_factory, port, replica):
+    """A tiny Llama compiled for generation (torchtrt_c.compile_llm), saved, served by 1 replica."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=97, pad_token_id=0, bos_token_id=1, eos_token_id=2)).eval()
+    gen = torchtrt_c.compile_llm(model, max_seq_len=48, max_batch_size=2, max_prompt_len=16)
+    path = tmp_path_factory.mktemp("serve") / "llama.ttc"
+    gen.save(str(path))
+    del gen
+    handle = ts.run_llm(path, replicas=1, max_new_tokens_limit=24, name="llm", route_prefix="/llm", **replica)
+    return model, handle
+
+
+def _prompts():
+    g = torch.Generator().manual_seed(4)
+    ids = torch.randint(3, 97, (2, 7), generator=g)
+    mask = torch.ones(2, 7, dtype=torch.long)
+    ids[1, :3], mask[1, :3] = 0, 0   # left padding: the second prompt is 3 tokens shorter
+    return ids, mask
+
+
+def test_llm_tokens_stream_to_a_handle_and_over_http(llm, port):
+    model, handle = llm
+    ids, mask = _prompts()
+    new = 20
+    want = model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=new)[:, ids.shape[1]:]
+    steps = list(handle.options(stream=True).stream.remote(ids, attention_mask=mask, max_new_tokens=new))
+    assert all(s.shape == (2,) for s in steps)
+    got = torch.stack(steps, 1)
+    assert torch.equal(got, want[:, :got.shape[1]]) and got.shape[1] == want.shape[1], (got, want)
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/llm", data=json.dumps(
+        {"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "max_new_tokens": new}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        assert r.headers.get("Content-Type").startswith("application/x-ndjson")
+        lines = [json.loads(line) for line in r if line.strip()]
+    assert torch.equal(torch.tensor([line["tokens"] for line in lines]).T, got)
+    with pytest.raises(torchtrt_c.InputError, match="max_new_tokens=25: 1..24"):
+        list(handle.options(stream=True).stream.remote(ids, max_new_tokens=25))

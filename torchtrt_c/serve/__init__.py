@@ -10,9 +10,12 @@
     python -m torchtrt_c.serve model.ep --replicas 2        # the same from the shell
 
 ttc_serve.app(...) is the Ray Serve application itself, for serve.run or a larger Serve graph.
-Importing this module does not import Ray; the functions do. A token-streaming
-deployment for compiled LLMs is not here yet (the generator API it would serve has not landed);
-continuous batching is out of scope.
+    handle = ttc_serve.run_llm("llm.ttc", name="llm", route_prefix="/llm")   # torchtrt_c.compile_llm
+    for step in handle.options(stream=True).stream.remote(ids, max_new_tokens=32):
+        ...                                                   # [B] new token ids per step
+
+Importing this module does not import Ray; the functions do. Generation streams each request's
+own generate() call; continuous batching is out of scope.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import os
 
 from torchtrt_c import Error
 
-__all__ = ["DeploymentError", "app", "call", "run", "start_local"]
+__all__ = ["DeploymentError", "app", "call", "llm_app", "run", "run_llm", "start_local"]
 
 # a small footprint by default: the machines we test on are shared
 LOCAL_OBJECT_STORE_MB = 128
@@ -67,13 +70,42 @@ class DeploymentError(Error):
     """A served model's replicas could not start; the message carries their error."""
 
 
+def llm_app(path, *, replicas: int = 1, device=None, num_gpus: float = 0, num_cpus: float = 1,
+            max_new_tokens_limit: int = 256, max_ongoing_requests: int = 8,
+            max_constructor_retry_count: int = 3, name: str = "CompiledGenerator"):
+    """A Ray Serve application streaming tokens from a generator saved by
+    torchtrt_c.compile_llm(...).save(path): each request is one generate() call (a batch of
+    prompts of its own, up to the generator's max_batch_size; no continuous batching) whose new
+    tokens stream back per step. device: as app()'s (the replica's TORCHTRT_C_DEVICE)."""
+    from torchtrt_c.serve._deployment import CompiledGenerator
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"torchtrt_c.serve: no saved generator {path} (CompiledCausalLM.save makes a folder)")
+    if device is None:
+        device = "gpu" if num_gpus else "cpu"
+    dep = CompiledGenerator.options(
+        name=name, num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
+        ray_actor_options={"num_cpus": num_cpus, "num_gpus": num_gpus,
+                           "runtime_env": {"env_vars": {"TORCHTRT_C_DEVICE": str(device)}}},
+        max_constructor_retry_count=max_constructor_retry_count)
+    return dep.bind(path, max_new_tokens_limit)
+
+
 def run(path, *, name: str = "model", route_prefix: str = "/", **options):
     """Deploys app(path, **options) as Serve application `name` at HTTP route_prefix and
     returns its handle once every replica runs. Where replicas cannot start (a file that does
     not load, a device that is not there), raises DeploymentError with the replicas' error,
     which Serve keeps in its status rather than in the exception serve.run raises."""
+    return _deploy(app(path, **options), path, name, route_prefix)
+
+
+def run_llm(path, *, name: str = "llm", route_prefix: str = "/llm", **options):
+    """run() for llm_app(path, **options)."""
+    return _deploy(llm_app(path, **options), path, name, route_prefix)
+
+
+def _deploy(application, path, name, route_prefix):
     from ray import serve
-    application = app(path, **options)
     try:
         return serve.run(application, name=name, route_prefix=route_prefix)
     except RuntimeError as ex:

@@ -9,19 +9,21 @@ event loop keeps gathering the next batch meanwhile. A request larger than the l
 into chunks that queue like requests of their own. Ray calls check_health periodically; it
 runs the engine (ServedModel.check), and a replica that fails it is replaced.
 
-Only what a model call needs is here; a token-streaming deployment for compiled generators would
-sit beside CompiledModel, loading the same way (_load_on_replica) and answering with an async
-generator (Ray Serve streams those to handles and to HTTP).
+CompiledGenerator serves a generator saved by torchtrt_c.compile_llm(...).save(): each request is
+one generate() call whose new tokens stream back step by step (an async generator for handles,
+newline-delimited JSON over HTTP). Requests are not batched together: continuous batching is out
+of scope.
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 
 from ray import serve
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from torchtrt_c.serve import _wire
 from torchtrt_c.serve._model import ServedModel
@@ -116,3 +118,89 @@ class CompiledModel:
         ctx = serve.get_replica_context()
         return dict(self.model.describe(), replica=ctx.replica_id.unique_id, batching=self.batching,
                     max_batch_size=self.limit)
+
+
+class _TokenQueue:
+    """A transformers streamer (put/end, as generate() calls it from its thread) feeding an
+    asyncio queue: the first put is the prompt, each later one the batch's new tokens [B]."""
+
+    def __init__(self, loop):
+        self.loop, self.queue, self.prompt_seen = loop, asyncio.Queue(), False
+
+    def put(self, value):
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, value.detach().to("cpu").reshape(-1))
+
+    def end(self):
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, None)
+
+
+@serve.deployment
+class CompiledGenerator:
+    """A generator saved with CompiledCausalLM.save (torchtrt_c.compile_llm), streaming tokens:
+    each request is one generate() call (its own batch of prompts; no continuous batching), and
+    the answer streams one tensor of new token ids [B] per step. Generations run one at a time
+    on a worker thread, so the event loop keeps streaming."""
+
+    def __init__(self, path: str, max_new_tokens_limit: int):
+        import torchtrt_c
+        self.gen = torchtrt_c.load_llm(path)
+        self.limit = max_new_tokens_limit
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="torchtrt_c-generate")
+        logger.info("torchtrt_c.serve: generator %s loaded", path)
+
+    async def __call__(self, http: Request):
+        """HTTP: POST {"input_ids": [[...]], "attention_mask": [[...]], "max_new_tokens": N}
+        streams one JSON line {"tokens": [...]} per step; a bad request gets status 400, an
+        error after the stream began a last line {"error": ...}."""
+        import torch
+        try:
+            doc = json.loads(await http.body())  # read before the response starts streaming
+            ids = torch.tensor(doc["input_ids"], dtype=torch.long)
+            mask = torch.tensor(doc["attention_mask"], dtype=torch.long) if "attention_mask" in doc else None
+            new = int(doc.get("max_new_tokens", 32))
+        except (ValueError, KeyError, TypeError) as ex:
+            return JSONResponse({"error": f'a request is {{"input_ids": [[...]], "max_new_tokens": N}} ({ex})'},
+                                status_code=400)
+        return StreamingResponse(self._lines(ids, mask, new), media_type="application/x-ndjson")
+
+    async def stream(self, input_ids, attention_mask=None, max_new_tokens: int = 32, **generate_kwargs):
+        """From a handle: handle.options(stream=True).stream.remote(ids, max_new_tokens=N)
+        yields the [B] new token ids of each step as generate() makes them."""
+        async for step in self.generate(input_ids, attention_mask, max_new_tokens, **generate_kwargs):
+            yield step
+
+    async def generate(self, input_ids, attention_mask, max_new_tokens, **generate_kwargs):
+        import torch
+        from torchtrt_c import InputError
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+            raise InputError("input_ids: a [batch, prompt] tensor of token ids")
+        if not 1 <= max_new_tokens <= self.limit:
+            raise InputError(f"max_new_tokens={max_new_tokens}: 1..{self.limit} (the deployment's limit)")
+        loop = asyncio.get_running_loop()
+        stream = _TokenQueue(loop)
+        done = loop.run_in_executor(self._pool, lambda: self.gen.generate(
+            input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens, streamer=stream,
+            **generate_kwargs))
+        while True:
+            getter = asyncio.ensure_future(stream.queue.get())
+            await asyncio.wait([getter, done], return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():  # generate() ended (or raised) without end(): say why
+                getter.cancel()
+                done.result()
+                return
+            step = getter.result()
+            if step is None:
+                await done  # raises what generate() raised
+                return
+            yield step
+
+    async def _lines(self, ids, mask, new):
+        from torchtrt_c import InputError
+        try:
+            async for step in self.generate(ids, mask, new):
+                yield json.dumps({"tokens": step.tolist()}) + "\n"
+        except InputError as ex:
+            yield json.dumps({"error": str(ex)}) + "\n"
