@@ -28,36 +28,49 @@ static void ld(ttc_sbuf *src, const ttc_kgen *g, int32_t t, const char *ptr, con
 
 ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
-    int32_t x = op->in[0], sl = op->in[1];
-    if (k->ts[x].rank != 4 || k->ts[op->out].rank != 4 || k->ts[sl].rank != 1)
-        return ttc_fail(TTC_ERR_INTERNAL, "slot_write %s: ranks %d, %d, %d", op->name, k->ts[x].rank,
-                        k->ts[op->out].rank, k->ts[sl].rank);
+    int32_t x = op->in[0], sl = op->in[1], R = k->ts[x].rank, D = op->p.slot.dim;
+    if (R < 1 || k->ts[op->out].rank != R || k->ts[sl].rank != 1 || D < 0 || D >= R)
+        return ttc_fail(TTC_ERR_INTERNAL, "slot_write %s: ranks %d, %d, %d, dim %d", op->name, R, k->ts[op->out].rank,
+                        k->ts[sl].rank, D);
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
-    ttc_kp_int(&p, TTC_ARG_PROD, x, 0, 4, 0, "n");
-    ttc_kp_int(&p, TTC_ARG_DIM, x, 1, 0, 0, "H");
-    ttc_kp_int(&p, TTC_ARG_DIM, x, 2, 0, 0, "S");
-    ttc_kp_int(&p, TTC_ARG_DIM, x, 3, 0, 0, "D");
-    ttc_kp_int(&p, TTC_ARG_DIM, op->out, 2, 0, 0, "L");
-    ttc_kp_tensor(&p, x, "x", 4);
+    ttc_kp_int(&p, TTC_ARG_PROD, x, 0, R, 0, "n");
+    for (int32_t d = 0; d < R; d++) ttc_kp_int(&p, TTC_ARG_DIM, x, d, 0, 0, "xd%d", d);
+    ttc_kp_int(&p, TTC_ARG_DIM, op->out, D, 0, 0, "L");
+    ttc_kp_tensor(&p, x, "x", R);
     ttc_kp_tensor(&p, sl, "sl", 1);
     ttc_kp_errflag(&p, op->out);
     ttc_status s = ttc_kp_done(&p);
     if (s == TTC_OK) {
         int32_t code = (int32_t)(op - k->ops) + 1;
         ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
-                             "    int d = lin %% D, r = lin / D;\n    int s = r %% S; r /= S;\n    int h = r %% H, b = r / H;\n"
-                             "    long slot = (long)sl[sl_off + s * sl_s0];\n"
-                             "    if (slot < 0 || slot >= (long)L) { atomic_cmpxchg(errf, 0, %d); return; }\n    float v = ",
-                        ks->name, ttc_kp_sig(&p), P, code);
-        ld(src, g, x, "x", "x_off + b * x_s0 + h * x_s1 + s * x_s2 + d * x_s3");
-        ttc_sbuf_printf(src, ";\n");
-        ttc_codegen_store(src, k, g->sp, k->ts[op->out].dtype, "v", "v", "((b * H + h) * L + (int)slot) * D + d", "    ");
+                             "    int r = lin;\n", ks->name, ttc_kp_sig(&p), P);
+        for (int32_t d = R - 1; d >= 0; d--) ttc_sbuf_printf(src, "    int i%d = r %% xd%d; r /= xd%d;\n", d, d, d);
+        ttc_sbuf_printf(src, "    long slot = (long)sl[sl_off + i%d * sl_s0];\n"
+                             "    if (slot < 0 || slot >= (long)L) { atomic_cmpxchg(errf, 0, %d); return; }\n"
+                             "    float v = ", D, code);
+        ttc_sbuf ix = {0};
+        ttc_sbuf_printf(&ix, "x_off");
+        for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(&ix, " + i%d * x_s%d", d, d);
+        ld(src, g, x, "x", ix.data ? ix.data : "0");
+        ttc_sbuf_free(&ix);
+        /* the cache is an engine input: dense, the new element's offset in row-major order */
+        ttc_sbuf at = {0};
+        for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(&at, "(");
+        ttc_sbuf_printf(&at, "0");
+        for (int32_t d = 0; d < R; d++) {   /* Horner: ((0 * n0 + i0) * n1 + i1) ... */
+            if (d == D) ttc_sbuf_printf(&at, " * L + (int)slot)");
+            else ttc_sbuf_printf(&at, " * xd%d + i%d)", d, d);
+        }
+        ttc_sbuf_printf(src, ";\n    int at = %s;\n", at.data ? at.data : "0");
+        ttc_codegen_store(src, k, g->sp, k->ts[op->out].dtype, "v", "v", "at", "    ");
         ttc_sbuf_printf(src, "}\n");
+        if (at.oom) s = TTC_ERR_NOMEM;
+        ttc_sbuf_free(&at);
     }
     ttc_kp_free(&p);
     TTC_TRY(s);
-    ttc_codegen_gdim(ks, 0, x, 0, 4, 1, 0);
+    ttc_codegen_gdim(ks, 0, x, 0, R, 1, 0);
     return TTC_OK;
 }
 

@@ -88,8 +88,8 @@ bool ttc_validate_kv_attention(const ttc_graph *g, const ttc_node *n, bool fp16,
     return true;
 }
 
-/* A SLOT_WRITE of src into cache (an engine input). */
-static ttc_status slot_write(ttc_conv_ctx *cx, const ttc_node *n, int32_t src, int32_t cache, int32_t slots) {
+/* A SLOT_WRITE of src into cache (an engine input) along dim. */
+static ttc_status slot_write(ttc_conv_ctx *cx, const ttc_node *n, int32_t src, int32_t cache, int32_t slots, int32_t dim) {
     const ttc_et *st = &cx->k->ts[src];
     int32_t oi = ttc_kir_op(cx->k, TTC_KOP_SLOT_WRITE, cx->k->ts[cache].dtype, st->rank, st->dims, n->outputs[0]->name);
     if (oi < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
@@ -97,7 +97,47 @@ static ttc_status slot_write(ttc_conv_ctx *cx, const ttc_node *n, int32_t src, i
     op->in[0] = src;
     op->in[1] = slots;
     op->out = cache;   /* the op's own fresh tensor stays unused */
+    op->p.slot.dim = dim;
     return TTC_OK;
+}
+
+/* torchtrt_c.index_copy_into(self, dim, index, source): index_copy_ into self, an input of the
+ * graph that the engine writes in place (a cache that a model updates with index_copy_:
+ * transformers' static cache; dynamo/_mutations.py puts the op in). Its value is self after the
+ * write: readers read the input's memory, after the write in queue order. */
+bool ttc_validate_index_copy_into(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
+    if (n->n_inputs != 4 || n->n_outputs != 1) return fail(why_not, "expects (self, dim, index, source)");
+    const ttc_type *x = &n->inputs[0]->type, *ix = &n->inputs[2]->type, *src = &n->inputs[3]->type;
+    if (!ttc_data_type_ok(x, "self", why_not) || !ttc_data_type_ok(ix, "index", why_not) ||
+        !ttc_data_type_ok(src, "source", why_not))
+        return false;
+    if (n->inputs[0]->producer) return fail(why_not, "self is not a graph input (only inputs are written in place)");
+    int64_t d;
+    if (!ttc_value_const_int(n->inputs[1], &d)) return fail(why_not, "dim is not a constant");
+    if (d < 0) d += x->rank;
+    if (x->rank < 1 || d < 0 || d >= x->rank) return fail(why_not, "dim out of range");
+    if (ix->rank != 1 || (ix->dtype != TTC_DTYPE_INT64 && ix->dtype != TTC_DTYPE_INT32))
+        return fail(why_not, "index must be a 1-D int64/int32 tensor");
+    if (!is_float(x->dtype)) return fail(why_not, "self is not float32/float16");
+    if (src->rank != x->rank || src->dtype != x->dtype) return fail(why_not, "source differs from self in rank or dtype");
+    for (int32_t i = 0; i < x->rank; i++)
+        if (i != d && !ttc_dim_eq(x->dims[i], src->dims[i])) return fail(why_not, "source and self differ outside dim");
+    if (!ttc_dim_eq(src->dims[d], ix->dims[0])) return fail(why_not, "index and source differ in length along dim");
+    return true;
+}
+
+ttc_status ttc_convert_index_copy_into(ttc_conv_ctx *cx, const ttc_node *n) {
+    int32_t x, ix, src;
+    int64_t d;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    TTC_TRY(ttc_cx_int(cx, n, 1, &d));
+    TTC_TRY(ttc_cx_tensor(cx, n, 2, &ix));
+    TTC_TRY(ttc_cx_tensor(cx, n, 3, &src));
+    if (cx->k->ts[x].kind != TTC_ET_INPUT)
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: self is not an engine input", nname(n));
+    if (d < 0) d += cx->k->ts[x].rank;
+    TTC_TRY(slot_write(cx, n, src, x, ix, (int32_t)d));
+    return ttc_cx_set_output(cx, n, 0, x);
 }
 
 ttc_status ttc_convert_kv_attention(ttc_conv_ctx *cx, const ttc_node *n) {
@@ -116,8 +156,8 @@ ttc_status ttc_convert_kv_attention(ttc_conv_ctx *cx, const ttc_node *n) {
     TTC_TRY(ttc_cx_float(cx, n, 7, &scale));
     TTC_TRY(ttc_cx_int(cx, n, 8, &window));
     TTC_TRY(ttc_cx_float(cx, n, 9, &softcap));
-    TTC_TRY(slot_write(cx, n, k, kc, sl));
-    TTC_TRY(slot_write(cx, n, v, vc, sl));
+    TTC_TRY(slot_write(cx, n, k, kc, sl, 2));
+    TTC_TRY(slot_write(cx, n, v, vc, sl, 2));
     const ttc_type *ot = &n->outputs[0]->type;
     const ttc_et *qt = &cx->k->ts[q], *ct = &cx->k->ts[kc], *vt = &cx->k->ts[vc];
     int32_t E = (int32_t)qt->dims[3].add, EV = (int32_t)vt->dims[3].add, L = (int32_t)ct->dims[2].add;

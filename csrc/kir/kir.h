@@ -139,8 +139,9 @@ typedef enum ttc_kop_kind {
     TTC_KOP_SORT,          /* out: int64 positions along p.sort.dim of the first p.sort.k of in[0] in order */
     TTC_KOP_SCATTER,       /* in[0] with in[1] (or p.scatter.value) written at indexed positions */
     TTC_KOP_SCAN,          /* in[0] cumulatively summed (multiplied, log-sum-exp'd) along p.scan.dim (codegen/codegen_scan.c) */
-    /* the KV cache (codegen/codegen_kv.c): SLOT_WRITE writes in[0] [B, H, S, D] into its out, an
-     * engine INPUT [B, H, L, D] (a cache, written in place), at slots in[1] [S] along dim 2;
+    /* the KV cache (codegen/codegen_kv.c): SLOT_WRITE writes in[0] into its out, an engine INPUT
+     * of the same rank (a cache, written in place), at slots in[1] [S] along dim p.slot.dim (in
+     * place index_copy: out[.., in[1][j], ..] = in[0][.., j, ..]);
      * KV_ATTENTION attends q in[0] [B, Hq, S, E] over caches in[1], in[2] [B, Hkv, L, E/EV]
      * at slots in[3] with the key mask in[4] [B, L] (p.kva) */
     TTC_KOP_SLOT_WRITE,
@@ -203,6 +204,7 @@ typedef struct ttc_kop {
         /* splits > 0: keys in `splits` ranges of `kps` each (split-K, the GPU kernel); hg:
          * query heads of one k/v head sharing a work-group */
         struct { double scale, softcap; int32_t window, e, ev, group, splits, kps, hg; } kva;
+        struct { int32_t dim; } slot;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

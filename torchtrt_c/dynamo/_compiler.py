@@ -25,6 +25,7 @@ import torch.fx
 from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, copy_program, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
+from torchtrt_c.dynamo._mutations import plan_mutations
 from torchtrt_c.dynamo._importer import ImportResult, NonAffineDim, import_program
 from torchtrt_c.dynamo._module_cache import _content_digest, remember_blob
 from torchtrt_c.dynamo._module_cache import _ident as _weight_ident
@@ -372,17 +373,21 @@ def _fx_codegen(ep):
 def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progress: Progress,
            ep=None, build_engines: bool = True, orig_input_dtypes=None,
            input_specs=None, codegen=None, engine_files: dict = None,
-           weight_digests: dict = None) -> torch.fx.GraphModule:
+           weight_digests: dict = None, copy_back=()) -> torch.fx.GraphModule:
     """engine_files, when given, receives each engine's cache file (engine name -> path);
-    weight_digests: the module cache key's weight digests (the engine keys reuse them)."""
+    weight_digests: the module cache key's weight digests (the engine keys reuse them);
+    copy_back: (input, output) positions of graph outputs that are an input's new value
+    (dynamo/_mutations.py): the module copies them into the input and does not return them."""
     g = imp.graph
     view = GraphView(g)
     parent = torch.fx.Graph()
     root = torch.nn.Module()
     used = set()
     env = {}
+    placeholders = []
     for k, v in enumerate(g.inputs):
         ph = parent.placeholder(_ident(v, used))
+        placeholders.append(ph)
         if orig_input_dtypes is not None and orig_input_dtypes[k] == torch.float64 and settings.truncate_double:
             ph = parent.call_function(torch.ops.aten._to_copy.default, (ph,), {"dtype": torch.float32})
         env[v] = ph
@@ -454,6 +459,10 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
                 results.append(None if info["kind"] == "none" else info["const"])
         else:
             raise RuntimeError(f"graph output %{v} is not produced by any segment")
+    for inp, out in copy_back:   # an input's new value written back into it, as torch.export's module does
+        parent.call_function(torch.Tensor.copy_, (placeholders[inp], results[out]))
+    dropped = {out for _, out in copy_back}
+    results = [r for i, r in enumerate(results) if i not in dropped]
     parent.output(tuple(results))
     if engine_files is not None and factory is not None:
         engine_files.update(factory.files)
@@ -658,7 +667,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     progress.dump("decomposed FX graph", lambda: str(ep.graph))
     forced = forced_nodes(ep.graph, settings)
     progress.phase("import")
-    imp = _import(ep, arg_inputs, kwarg_inputs, settings)
+    muts = plan_mutations(ep)   # inputs the program writes: in place, or copied back
+    imp = _import(muts.view if muts else ep, arg_inputs, kwarg_inputs, settings)
     lower(imp, settings, progress)
     # Ops we kept whole for the C core but that it cannot take here (no converter, or a
     # validator said no): decompose them after all, so their pieces can still run on OpenCL.
@@ -669,7 +679,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         ep = decompose(ep, keep=_keep_ops(settings), decompose=redo)
         forced = forced_nodes(ep.graph, settings)
         progress.phase("import")
-        imp = _import(ep, arg_inputs, kwarg_inputs, settings)
+        muts = plan_mutations(ep)
+        imp = _import(muts.view if muts else ep, arg_inputs, kwarg_inputs, settings)
         lower(imp, settings, progress)
     _warn_non_affine(ep, imp)
     part = partition(imp, settings, forced, progress)
@@ -679,7 +690,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         progress.phase("dry-run report + stitching")
         report = DryRunReport.build(imp, part, settings, forced)
         gm = stitch(imp, part, settings, progress, ep=ep, build_engines=False,
-                    orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs)
+                    orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs,
+                    copy_back=muts.copy_back if muts else ())
         progress.profile.dryrun = True
         report.profile = progress.done()
         report.emit(settings.dryrun)
@@ -689,7 +701,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     files = {}
     gm = stitch(imp, part, settings, progress, ep=ep,
                 orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs, engine_files=files,
-                weight_digests=digests)
+                weight_digests=digests, copy_back=muts.copy_back if muts else ())
     progress.dump("compiled module", lambda: gm.code)
     if prehash is not None:
         from torchtrt_c.dynamo._module_cache import drop_unused_preloads
