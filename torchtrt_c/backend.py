@@ -248,11 +248,41 @@ class _Bound(torch.nn.Module):
         return self.gm(*args)
 
 
+_SDPA = (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention)
+
+
+def _expand_gqa(gm) -> None:
+    """SDPA with enable_gqa=True and fewer key/value heads than query heads -> the same with the
+    key/value heads repeated (what the flag means): torch's own shape check of the grouped form
+    fails on symbolic sizes during capture ("Attempting to broadcast a dimension of length 2"),
+    which sent transformers' decode step with a growing (dynamic) cache to eager."""
+    changed = False
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or n.target not in _SDPA or not n.kwargs.get("enable_gqa"):
+            continue
+        q, k, v = (a.meta.get("example_value") if isinstance(a, torch.fx.Node) else None for a in n.args[:3])
+        if not all(isinstance(t, torch.Tensor) and t.dim() >= 3 for t in (q, k, v)):
+            continue
+        hq, hk = q.shape[-3], k.shape[-3]
+        if not isinstance(hq, int) or not isinstance(hk, int) or hk == hq or hk < 1 or hq % hk:
+            continue
+        with gm.graph.inserting_before(n):
+            kk = gm.graph.call_function(torch.repeat_interleave, (n.args[1], hq // hk), {"dim": -3})
+            vv = gm.graph.call_function(torch.repeat_interleave, (n.args[2], hq // hk), {"dim": -3})
+        n.args = (n.args[0], kk, vv) + tuple(n.args[3:])
+        n.kwargs = {key: val for key, val in n.kwargs.items() if key != "enable_gqa"}
+        changed = True
+    if changed:
+        gm.graph.lint()
+        gm.recompile()
+
+
 class _Graph:
     """The callable dynamo gets for one graph: checks the frozen weights, picks (or compiles) the
     compiled module for this call's fixed values and sizes, and runs it on the runtime tensors."""
 
     def __init__(self, gm, example_inputs, settings):
+        _expand_gqa(gm)
         self.gm = gm
         self.settings = settings
         self.limit = int(os.environ.get("TORCHTRT_C_BACKEND_SHAPES", "8"))
