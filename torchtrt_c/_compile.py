@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from torchtrt_c._input import Input, as_inputs
+from torchtrt_c._input import Input, as_input, as_inputs, example_inputs
 from torchtrt_c._settings import CompilationSettings
 
 log = logging.getLogger("torchtrt_c")
@@ -33,7 +33,7 @@ def _gather_inputs(inputs, arg_inputs, kwarg_inputs):
     args = as_inputs(list(args or ()))
     kw = {}
     for k, v in (kwarg_inputs or {}).items():
-        kw[k] = as_inputs([v])[0]
+        kw[k] = as_input(v, f"kwarg_inputs[{k!r}]")
     return args, kw
 
 
@@ -93,8 +93,8 @@ def save(module, path, inputs=None, arg_inputs=None, kwarg_inputs=None,
         args, kw = stored
     else:
         args, kw = _gather_inputs(inputs, arg_inputs, kwarg_inputs)
-    ex_args = tuple(i.example_tensor() for i in args)
-    ex_kw = {k: v.example_tensor() for k, v in kw.items()}
+    ex_args = tuple(example_inputs(list(args)))
+    ex_kw = example_inputs(dict(kw))
     dynamic = dynamic_shapes_for(module, args, kw)
     from torchtrt_c.runtime._module import EngineModule
     for m in module.modules():  # blobs deferred at compile time are made now

@@ -6,6 +6,11 @@
 
 The compiler captures with an example tensor at the opt shape and marks every dim whose
 min != max as dynamic (a torch.export.Dim with that range).
+
+An input of the model may also be a list, tuple or dict of these (a detection model's list of
+images: `inputs=[[img0, img1]]`), or a bool, int, float, str or None (`use_cache=True`): such a
+value is fixed at compile time, as torch.export fixes it, and the compiled module checks that
+later calls pass the same one. as_inputs normalises them all (see there).
 """
 from __future__ import annotations
 
@@ -100,17 +105,54 @@ class Input:
         return f"Input(shape={self.opt_shape}, dtype={self.dtype})"
 
 
+# values an input may be besides tensors: torch.export fixes them at capture
+CONSTANT_TYPES = (bool, int, float, str, type(None))
+
+
+def as_input_tree(x, where: str):
+    """One input of the model: Input and tensors -> Input; lists, tuples and dicts of inputs ->
+    the same containers of normalised inputs; bool/int/float/str/None stay as they are."""
+    if isinstance(x, Input):
+        return x
+    if isinstance(x, torch.Tensor):
+        return Input.from_tensor(x)
+    if isinstance(x, CONSTANT_TYPES):
+        return x
+    if type(x) in (list, tuple):
+        return type(x)(as_input_tree(v, f"{where}[{i}]") for i, v in enumerate(x))
+    if type(x) is dict:
+        return {k: as_input_tree(v, f"{where}[{k!r}]") for k, v in x.items()}
+    raise TypeError(f"{where}: expected a torchtrt_c.Input, a tensor, a shape, a list/tuple/dict of "
+                    f"them, or a bool/int/float/str/None, got {type(x).__name__}")
+
+
+def as_input(x, where: str):
+    """One of the user's inputs: a shape (a tuple, list or torch.Size of ints) -> Input, else
+    as_input_tree."""
+    if isinstance(x, (tuple, list, torch.Size)) and all(isinstance(d, int) and not isinstance(d, bool) for d in x):
+        return Input(shape=tuple(x))
+    return as_input_tree(x, where)
+
+
 def as_inputs(seq: Sequence) -> list:
-    """Normalises the user's inputs (Input objects, tensors, or shapes) to Input objects."""
-    out = []
-    for i, x in enumerate(seq):
-        if isinstance(x, Input):
-            out.append(x)
-        elif isinstance(x, torch.Tensor):
-            out.append(Input.from_tensor(x))
-        elif isinstance(x, (tuple, list, torch.Size)) and all(isinstance(d, int) for d in x):
-            out.append(Input(shape=tuple(x)))
-        else:
-            raise TypeError(f"inputs[{i}]: expected a torchtrt_c.Input, a tensor or a shape, "
-                            f"got {type(x).__name__}")
-    return out
+    """Normalises the user's inputs (as_input each)."""
+    return [as_input(x, f"inputs[{i}]") for i, x in enumerate(seq)]
+
+
+def example_inputs(tree, own_device: bool = False):
+    """tree with each Input replaced by its example tensor (for torch.export): on the CPU, or
+    with own_device on the Input's device where it names one."""
+    import torch.utils._pytree as pytree
+
+    def ex(v):
+        if not isinstance(v, Input):
+            return v
+        return v.example_tensor((v.device or "cpu") if own_device else "cpu")
+    return pytree.tree_map(ex, tree)
+
+
+def input_leaves(args: Sequence, kwargs: dict) -> list:
+    """The leaves of (args, kwargs) in the order torch.export numbers the program's user inputs
+    (kwargs in the order of its in_spec: _capture.kwarg_order): Inputs and constants."""
+    import torch.utils._pytree as pytree
+    return pytree.tree_leaves((tuple(args), dict(kwargs)))

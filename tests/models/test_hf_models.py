@@ -61,6 +61,24 @@ def test_hf_torch_compile_dynamic(monkeypatch):
     assert len(calls) == 1, f"{len(calls)} compiles for 2 shapes"
 
 
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_hf_use_cache_keyword(use_cache):
+    """use_cache=... passed as a compile input (a bool: fixed at compile time, as torch.export
+    fixes it; compile raised "got bool" before): GPT-2 returns its cache or none as eager does,
+    and a call with the other value is an InputError naming it."""
+    case = CASES["gpt2"]
+    model = case.build()
+    gm = torchtrt_c.compile(model, kwarg_inputs={**case.specs(), "use_cache": use_cache})
+    for b, s in case.runs[:2]:
+        kw = case.inputs(b, s)
+        with torch.no_grad():
+            out, ref = gm(**kw, use_cache=use_cache), model(**kw, use_cache=use_cache)
+        assert (out.past_key_values is None) == (ref.past_key_values is None) == (not use_cache)
+        check_close(out, ref, what=f"use_cache={use_cache} at batch {b}, seq {s}")
+    with pytest.raises(torchtrt_c.InputError, match="'use_cache'"):
+        gm(**case.inputs(2, 8), use_cache=not use_cache)
+
+
 def test_hf_cache_error_names_use_cache():
     """A cache class torch.export cannot flatten names use_cache=False as the fix."""
     import torch.utils._pytree as pytree

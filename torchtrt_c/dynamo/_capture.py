@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import inspect
 import logging
+import operator
 import os
 import re
 import sys
 
 import torch
 
-from torchtrt_c._input import Input
+from torchtrt_c._input import Input, example_inputs
 from torchtrt_c.dynamo.lowering import get_decompositions
 from torchtrt_c.dynamo.lowering._decompositions import infer_single_symbolic_size, localize_sym_sizes
 from torchtrt_c.dynamo.lowering._local_decomp import copy_graph, decompose_locally
@@ -27,15 +28,23 @@ from torchtrt_c.dynamo.lowering._local_decomp import copy_graph, decompose_local
 log = logging.getLogger("torchtrt_c")
 
 
-def _dynamic_spec(inp: Input):
-    if not inp.is_dynamic():
+def _dynamic_spec(inp):
+    """torch.export's dynamic_shapes entry of one input: None for a static Input or a constant,
+    the same container for a list/tuple/dict of inputs (None when nothing in it is dynamic)."""
+    if isinstance(inp, (list, tuple)):
+        sub = [_dynamic_spec(v) for v in inp]
+        return None if all(s is None for s in sub) else type(inp)(sub)
+    if isinstance(inp, dict):
+        sub = {k: _dynamic_spec(v) for k, v in inp.items()}
+        return None if all(s is None for s in sub.values()) else sub
+    if not isinstance(inp, Input) or not inp.is_dynamic():
         return None
     return {i: torch.export.Dim.AUTO(min=inp.min_shape[i], max=inp.max_shape[i])
             for i in inp.dynamic_dims()}
 
 
 def dynamic_shapes_for(module, arg_inputs, kwarg_inputs):
-    """torch.export's dynamic_shapes for these Input specs (None when all are static), keyed
+    """torch.export's dynamic_shapes for these input specs (None when all are static), keyed
     by forward's parameter names so that kwargs work too."""
     dyn_args = [_dynamic_spec(i) for i in arg_inputs]
     dyn_kwargs = {k: _dynamic_spec(v) for k, v in kwarg_inputs.items()}
@@ -171,8 +180,8 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
     GPT-2 1.41 -> 1.15 s) and nothing else reads them."""
     # example tensors on the Input's device where it names one: a model whose weights are on a
     # GPU is traced with inputs there (torch.export refuses to mix the devices)
-    args = tuple(i.example_tensor(i.device or "cpu") for i in arg_inputs)
-    kwargs = {k: v.example_tensor(v.device or "cpu") for k, v in kwarg_inputs.items()}
+    args = tuple(example_inputs(list(arg_inputs), own_device=True))
+    kwargs = example_inputs(dict(kwarg_inputs), own_device=True)
     dynamic_shapes = dynamic_shapes_for(module, arg_inputs, kwarg_inputs)
     if stack_traces is None:
         stack_traces = dynamic_shapes is not None

@@ -233,22 +233,46 @@ class CompiledModule(torch.fx.GraphModule):
             else:
                 raise InputError(f"input {name!r} is missing: the module takes {len(specs)} input(s) "
                                  f"({', '.join(names)}), got {len(given) + len(kwargs)}")
-            if not _is_real(t):
-                continue
-            dt = inp.dtype
-            if t.dtype != dt and not (self._ttc_truncate and dt == torch.float64 and t.dtype == torch.float32):
-                raise InputError(f"input {name!r}: expected dtype {str(dt).replace('torch.', '')}, "
-                                 f"got {str(t.dtype).replace('torch.', '')}")
-            if t.dim() != len(inp.min_shape):
-                raise InputError(f"input {name!r}: expected rank {len(inp.min_shape)} "
-                                 f"(shape {_range_str(inp)}), got shape {tuple(t.shape)}")
-            for d, (v, lo, hi) in enumerate(zip(t.shape, inp.min_shape, inp.max_shape)):
-                if lo == hi and v != lo:
-                    raise InputError(f"input {name!r}: dim {d} is {v}, the module was compiled for "
-                                     f"{lo} (shape {_range_str(inp)})")
-                if not lo <= v <= hi:
-                    raise InputError(f"input {name!r}: dim {d} is {v}, outside the compiled range "
-                                     f"[{lo}, {hi}]")
+            self._ttc_check_one(name, inp, t)
+
+    def _ttc_check_one(self, name, inp, t):
+        """t against its spec: an Input (a tensor's dtype and dims), a list/tuple/dict of specs
+        (the same container, item by item), or a constant (the same value)."""
+        from torchtrt_c import InputError
+        from torchtrt_c._input import Input
+        if isinstance(inp, (list, tuple, dict)):
+            kind = type(inp).__name__
+            if type(t) is not type(inp) or len(t) != len(inp) or (kind == "dict" and set(t) != set(inp)):
+                what = f"keys {sorted(map(str, inp))}" if kind == "dict" else f"{len(inp)} items"
+                raise InputError(f"input {name!r}: expected a {kind} of {what} (as at compile time), "
+                                 f"got {_describe(t)}")
+            for k in (inp if kind == "dict" else range(len(inp))):
+                self._ttc_check_one(f"{name}[{k!r}]", inp[k], t[k])
+            return
+        if not isinstance(inp, Input):   # fixed at compile time, as torch.export fixes it
+            if type(t) is not type(inp) or t != inp:
+                raise InputError(f"input {name!r} is {_describe(t)}; the module was compiled with {inp!r} "
+                                 f"there and non-tensor inputs are fixed at compile time (torch.export "
+                                 f"specialises them): compile again for this value")
+            return
+        if not isinstance(t, torch.Tensor):
+            raise InputError(f"input {name!r}: expected a tensor (shape {_range_str(inp)}), got {_describe(t)}")
+        if not _is_real(t):
+            return
+        dt = inp.dtype
+        if t.dtype != dt and not (self._ttc_truncate and dt == torch.float64 and t.dtype == torch.float32):
+            raise InputError(f"input {name!r}: expected dtype {str(dt).replace('torch.', '')}, "
+                             f"got {str(t.dtype).replace('torch.', '')}")
+        if t.dim() != len(inp.min_shape):
+            raise InputError(f"input {name!r}: expected rank {len(inp.min_shape)} "
+                             f"(shape {_range_str(inp)}), got shape {tuple(t.shape)}")
+        for d, (v, lo, hi) in enumerate(zip(t.shape, inp.min_shape, inp.max_shape)):
+            if lo == hi and v != lo:
+                raise InputError(f"input {name!r}: dim {d} is {v}, the module was compiled for "
+                                 f"{lo} (shape {_range_str(inp)})")
+            if not lo <= v <= hi:
+                raise InputError(f"input {name!r}: dim {d} is {v}, outside the compiled range "
+                                 f"[{lo}, {hi}]")
 
 
 # the graph path: nn.Module.__call__ under fx's error-reporting wrapper where this torch has it
@@ -261,6 +285,14 @@ if _wrapped_call is not None:
 if _wrapped_call is None:
     def _graph_call(mod, *args, **kwargs):
         return super(CompiledModule, mod).__call__(*args, **kwargs)
+
+
+def _describe(v) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"a tensor of shape {tuple(v.shape)}"
+    if isinstance(v, (list, tuple, dict)):
+        return f"a {type(v).__name__} of {len(v)} items"
+    return repr(v)
 
 
 def _range_str(inp) -> str:

@@ -22,6 +22,7 @@ import uuid
 import torch
 import torch.fx
 
+from torchtrt_c._input import input_leaves
 from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, copy_program, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
@@ -651,6 +652,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         ep = capture(module, arg_inputs, kwarg_inputs, stack_traces=True if settings.debug else None)
     kwarg_inputs = kwarg_order(ep, kwarg_inputs)
     all_inputs = list(arg_inputs) + list(kwarg_inputs.values())
+    # one per program input (a list of images counts each): Input, or a constant (no dtype)
+    leaf_dtypes = [getattr(x, "dtype", None) for x in input_leaves(arg_inputs, kwarg_inputs)]
     mkey = None
     digests = {}
     if use_mc:
@@ -690,7 +693,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         progress.phase("dry-run report + stitching")
         report = DryRunReport.build(imp, part, settings, forced)
         gm = stitch(imp, part, settings, progress, ep=ep, build_engines=False,
-                    orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs,
+                    orig_input_dtypes=leaf_dtypes, input_specs=specs,
                     copy_back=muts.copy_back if muts else ())
         progress.profile.dryrun = True
         report.profile = progress.done()
@@ -700,7 +703,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     progress.phase("engines + stitching")
     files = {}
     gm = stitch(imp, part, settings, progress, ep=ep,
-                orig_input_dtypes=[i.dtype for i in all_inputs], input_specs=specs, engine_files=files,
+                orig_input_dtypes=leaf_dtypes, input_specs=specs, engine_files=files,
                 weight_digests=digests, copy_back=muts.copy_back if muts else ())
     progress.dump("compiled module", lambda: gm.code)
     if prehash is not None:

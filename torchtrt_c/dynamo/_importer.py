@@ -33,6 +33,7 @@ import sympy
 import torch
 import torch.fx
 
+from torchtrt_c._input import CONSTANT_TYPES, Input, input_leaves
 from torchtrt_c.runtime._execute import dtype_name
 
 log = logging.getLogger("torchtrt_c")
@@ -148,7 +149,7 @@ class _Importer:
         # The user's Input range wins: export narrows [1, N] to [2, N] (it never traces 0/1).
         for node, inp in self._user_inputs():
             val = node.meta.get("val")
-            if inp is None or not isinstance(val, torch.Tensor):
+            if not isinstance(inp, Input) or not isinstance(val, torch.Tensor):
                 continue
             for i, d in enumerate(val.shape):
                 if isinstance(d, torch.SymInt) and d.node.expr == s:
@@ -178,14 +179,14 @@ class _Importer:
     # ---- inputs ----
     def _user_inputs(self):
         if not hasattr(self, "_ui") and self.gm is not None:
-            ins = self.arg_inputs + list(self.kwarg_inputs.values())
+            ins = input_leaves(self.arg_inputs, self.kwarg_inputs)
             nodes = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
             self._ui = [(n, ins[i] if i < len(ins) else None) for i, n in enumerate(nodes)]
         if not hasattr(self, "_ui"):
             specs = self.ep.graph_signature.input_specs
             user = [s for s in specs if s.kind == torch.export.graph_signature.InputKind.USER_INPUT]
             nodes = {n.name: n for n in self.ep.graph.nodes if n.op == "placeholder"}
-            ins = self.arg_inputs + list(self.kwarg_inputs.values())
+            ins = input_leaves(self.arg_inputs, self.kwarg_inputs)
             self._ui = [(nodes[s.arg.name], ins[i] if i < len(ins) else None) for i, s in enumerate(user)]
         return self._ui
 
@@ -214,9 +215,16 @@ class _Importer:
 
     def _add_user_input(self, node):
         val = node.meta.get("val")
+        if isinstance(val, CONSTANT_TYPES) and not node.users:
+            # a bool/int/float/str/None torch.export fixed at capture (nothing reads it): an
+            # input of its type that no segment takes, so that the stitched module keeps the
+            # program's calling convention (the module checks the value: _compiled_module.py)
+            self.env[node] = self.g.add_input(node.name, self._type(val))
+            self.input_names.append(self.env[node])
+            return
         if not isinstance(val, torch.Tensor):
-            raise NotImplementedError(f"input {node.name!r}: only tensor inputs are supported, "
-                                      f"got {type(val).__name__}")
+            raise NotImplementedError(f"input {node.name!r}: only tensor inputs and constants "
+                                      f"(bool/int/float/str/None) are supported, got {type(val).__name__}")
         ty = self._type(val)
         self.env[node] = self.g.add_input(node.name, ty)
         self.input_names.append(self.env[node])

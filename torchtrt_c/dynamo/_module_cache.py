@@ -267,9 +267,13 @@ def context_text(arg_inputs, kwarg_inputs, settings, device_index) -> bytes:
     parts.append(json.dumps({k: dev.get(k) for k in ("platform", "name", "vendor", "driver", "version")},
                             sort_keys=True, default=str))
     parts.append(_settings_text(settings))
-    for i in list(arg_inputs) + [kwarg_inputs[k] for k in kwarg_inputs]:
-        parts.append(repr((tuple(i.min_shape), tuple(i.opt_shape), tuple(i.max_shape), str(i.dtype))))
+    from torchtrt_c._input import Input, input_leaves
+    for i in input_leaves(arg_inputs, kwarg_inputs):   # a constant input: its value and type
+        parts.append(repr((tuple(i.min_shape), tuple(i.opt_shape), tuple(i.max_shape), str(i.dtype)))
+                     if isinstance(i, Input) else repr((type(i).__name__, i)))
     parts.append(repr(list(kwarg_inputs)))
+    import torch.utils._pytree as pytree
+    parts.append(str(pytree.tree_structure((tuple(arg_inputs), dict(kwarg_inputs)))))
     return "\n".join(parts).encode()
 
 
