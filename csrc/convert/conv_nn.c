@@ -385,8 +385,11 @@ bool ttc_validate_conv(const ttc_graph *g, const ttc_node *n, bool fp16, char **
     if (n->n_inputs < 2) return fail_why(why_not, "missing arguments");
     const ttc_attr *wa = ttc_value_const(n->inputs[1]);
     ttc_dtype wd = n->inputs[1]->type.dtype;
-    if (!wa || wa->kind != TTC_ATTR_TENSOR || !ttc_dtype_engine_float(wd))
-        return fail_why(why_not, "weights are not a float32/float16/bfloat16 constant");
+    /* weights computed from parameters alone were folded at capture (fold_weight_computations) */
+    if (!wa || wa->kind != TTC_ATTR_TENSOR)
+        return fail_why(why_not, "weights are computed at run time from the model's inputs; engines take constant "
+                                 "convolution weights");
+    if (!ttc_dtype_engine_float(wd)) return fail_why(why_not, "weights are not float32, float16 or bfloat16");
     int32_t wr = n->inputs[1]->type.rank;
     if (wr != 3 && wr != 4) return fail_why(why_not, "only 1-D and 2-D convolution");
     if (n->inputs[0]->type.rank != wr) return fail_why(why_not, "input rank differs from weight rank (unbatched input)");

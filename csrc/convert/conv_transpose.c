@@ -139,16 +139,21 @@ static ttc_status convert_conv_transpose(ttc_conv_ctx *cx, const ttc_node *n) {
 static bool validate_conv_transpose(const ttc_node *n, char **why_not) {
     if (n->n_inputs < 9) return say_no(why_not, "missing arguments");
     const ttc_attr *wa = ttc_value_const(n->inputs[1]);
-    if (!wa || wa->kind != TTC_ATTR_TENSOR || n->inputs[1]->type.dtype != TTC_DTYPE_FLOAT32)
-        return say_no(why_not, "weights are not a float32 constant");
+    /* bfloat16 weights are float32 constants by conversion (convert.c) */
+    ttc_dtype wd = n->inputs[1]->type.dtype;
+    if (!wa || wa->kind != TTC_ATTR_TENSOR)
+        return say_no(why_not, "weights are computed at run time from the model's inputs; engines take constant "
+                               "convolution weights");
+    if (wd != TTC_DTYPE_FLOAT32 && wd != TTC_DTYPE_BFLOAT16) return say_no(why_not, "weights are not float32 or bfloat16");
     int32_t wr = n->inputs[1]->type.rank;
     if (wr != 3 && wr != 4) return say_no(why_not, "only 1-D and 2-D transposed convolution");
     if (n->inputs[0]->type.rank != wr) return say_no(why_not, "input rank differs from weight rank (unbatched input)");
     if (n->inputs[0]->type.dims[1].sym >= 0) return say_no(why_not, "symbolic channel count");
     if (!ttc_value_is_none(n->inputs[2])) {
         const ttc_attr *ba = ttc_value_const(n->inputs[2]);
-        if (!ba || ba->kind != TTC_ATTR_TENSOR || n->inputs[2]->type.dtype != TTC_DTYPE_FLOAT32)
-            return say_no(why_not, "bias is not a float32 constant");
+        if (!ba || ba->kind != TTC_ATTR_TENSOR ||
+            (n->inputs[2]->type.dtype != TTC_DTYPE_FLOAT32 && n->inputs[2]->type.dtype != TTC_DTYPE_BFLOAT16))
+            return say_no(why_not, "bias is not a float32 or bfloat16 constant");
     }
     static const int32_t list_args[] = {3, 4, 5, 7};
     for (int32_t j = 0; j < 4; j++) {

@@ -10,6 +10,7 @@ import re
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
 import torchtrt_c
@@ -392,3 +393,81 @@ def test_slice_end_known_only_at_run_time():
         x = torch.randn(shape)
         with torch.no_grad():
             _close(trt(x), m(x), what=str(shape))
+
+
+class ChainedWeights(nn.Module):
+    """A weight computation whose result is both used and computed on further (DETR's query
+    position embeddings): two folded values, one read by the other."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(9, 5))
+        self.b = nn.Parameter(torch.randn(5))
+
+    def forward(self, x):
+        w2 = self.w * 2
+        return x @ w2, x @ (w2 + self.b).sin()
+
+
+def test_chained_weight_computations_fold():
+    """fold_weight_computations folds every value before it replaces any (it raised
+    KeyError '_ttc_folded_0_mul' reading a value it had already replaced, dry run too)."""
+    torch.manual_seed(0)
+    m = ChainedWeights().eval()
+    x = torch.randn(3, 9)
+    rep = torchtrt_c.compile(m, inputs=[x], min_block_size=1, dryrun=True).dryrun_report
+    assert "engines: 1, torch segments: 0" in str(rep), str(rep)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    assert submodules(trt, "_run_on_gpu_") == []
+    with torch.no_grad():
+        _close(trt(x), m(x))
+
+
+class StdConv(nn.Conv2d):
+    """Weight standardisation as timm's StdConv2d/ScaledStdConv2d (NF-Nets) write it: the weight
+    normalised by F.batch_norm over its output channels in training mode, every call."""
+
+    def forward(self, x):
+        w = F.batch_norm(self.weight.reshape(1, self.out_channels, -1), None, None, training=True,
+                         momentum=0.0, eps=1e-6).reshape_as(self.weight)
+        return F.conv2d(x, w, self.bias, self.stride, self.padding)
+
+
+class StdNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = StdConv(3, 8, 3, padding=1)
+        self.b = StdConv(8, 5, 1)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_weight_standardisation_folds():
+    """The standardised weights are computed once at compile time (batch_norm in training mode
+    with no running statistics is a pure function of the weight), so the convolutions get
+    constant weights: one engine (each convolution fell back: "weights are not a float32/float16
+    constant", and the decompositions took torch's whole-program re-trace). Weights computed
+    from the inputs stay in torch, and the dry run says why."""
+    torch.manual_seed(0)
+    m = StdNet().eval()
+    spec = torchtrt_c.Input(min_shape=(1, 3, 9, 7), opt_shape=(2, 3, 9, 7), max_shape=(4, 3, 9, 7))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    assert [n for n, _ in trt.named_children()] == ["_run_on_acc_0"]
+    for b in (1, 4):
+        x = torch.randn(b, 3, 9, 7)
+        with torch.no_grad():
+            _close(trt(x), m(x), what=f"batch {b}")
+
+
+class InputWeights(nn.Module):
+    """A convolution whose weight is computed from the model's input (a hypernetwork)."""
+
+    def forward(self, x, w):
+        return torch.relu(F.conv2d(x, w * 2, padding=1))
+
+
+def test_runtime_weights_stay_in_torch_with_the_reason():
+    x, w = torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    rep = torchtrt_c.compile(InputWeights().eval(), inputs=[x, w], min_block_size=1, dryrun=True).dryrun_report
+    assert "weights are computed at run time from the model's inputs" in str(rep), str(rep)

@@ -51,6 +51,9 @@ TIMM = {
     "mobilenetv4_conv_small": ({}, 64),
     "fastvit_t8": ({}, 64),
     "eva02_tiny_patch14_224": ({"img_size": 56}, 56),
+    # weight standardisation (ScaledStdConv2d: every convolution's weight normalised in the
+    # graph): split into 26 engines and 25 torch segments before issue 33
+    "nf_resnet26": ({}, 64),
 }
 
 BATCHES = (2, 1, 3)

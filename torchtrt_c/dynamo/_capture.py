@@ -565,20 +565,26 @@ def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
             const[n] = None
             cone_cost[n] = (False, values[n.name].numel())
             continue
-        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+        # ops of several results count too, with the getitems that pick one (weight
+        # standardisation's var_mean: NF-Nets, timm's StdConv2d)
+        item = n.op == "call_function" and n.target is operator.getitem
+        if n.op != "call_function" or not (item or isinstance(n.target, torch._ops.OpOverload)):
             continue
-        if torch.Tag.nondeterministic_seeded in n.target.tags or n.target._schema.is_mutable:
+        if not item and (torch.Tag.nondeterministic_seeded in n.target.tags or n.target._schema.is_mutable):
             continue
         ins = [a for a in n.all_input_nodes]
         if not ins or not all(a in const for a in ins):
             continue
-        if not isinstance(n.meta.get("val"), torch.Tensor):
+        val = n.meta.get("val")
+        several = (not item and isinstance(val, (tuple, list)) and len(val) > 0
+                   and all(isinstance(v, torch.Tensor) for v in val))
+        if not isinstance(val, torch.Tensor) and not several:
             continue
         const[n] = None
-        compute = n.target not in _LAYOUT_OPS or any(cone_cost[a][0] for a in ins)
+        compute = (not item and n.target not in _LAYOUT_OPS) or any(cone_cost[a][0] for a in ins)
         cone_cost[n] = (compute, sum(cone_cost[a][1] for a in ins))
     frontier = [n for n in const if n.op == "call_function" and cone_cost[n][0]
-                and n.meta["val"].numel() <= cone_cost[n][1]
+                and isinstance(n.meta["val"], torch.Tensor) and n.meta["val"].numel() <= cone_cost[n][1]
                 and any(u not in const for u in n.users)]
     if not frontier:
         return 0
@@ -598,8 +604,10 @@ def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
     placeholders = [n for n in g.nodes if n.op == "placeholder"]
     anchor = placeholders[first_user - 1] if first_user > 0 else None
     folded = 0
-    for n in frontier:
-        t = value(n)
+    # every value first: a frontier node may read another one (DETR's position embedding feeds
+    # both a folded add and a folded product), which is a placeholder once that one is folded
+    computed = [(n, value(n)) for n in frontier]
+    for n, t in computed:
         if not isinstance(t, torch.Tensor):
             continue
         name = f"_ttc_folded_{folded}_{n.name}"

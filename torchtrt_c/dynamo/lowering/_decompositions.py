@@ -275,6 +275,25 @@ def _prelu_kernel(x, weight):
 
 @register_decomposition(aten.native_batch_norm.default)
 def _native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    if training and running_mean is None and running_var is None and x.dim() > 1:
+        # batch statistics and no running ones to update: a pure function of x (weight
+        # standardisation normalises a weight this way: timm's StdConv2d, NF-Nets), computed in
+        # float as torch does, every result in x's dtype
+        dims = [0] + list(range(2, x.dim()))
+        xf = x if x.dtype == torch.float32 else aten._to_copy.default(x, dtype=torch.float32)
+        var, mean = aten.var_mean.correction(xf, dims, correction=0, keepdim=True)
+        rstd = aten.rsqrt.default(aten.add.Scalar(var, eps))
+        out = aten.mul.Tensor(aten.sub.Tensor(xf, mean), rstd)
+        shape = [1] * x.dim()
+        shape[1] = x.shape[1]
+        if weight is not None:
+            out = aten.mul.Tensor(out, aten.reshape.default(weight, shape))
+        if bias is not None:
+            out = aten.add.Tensor(out, aten.reshape.default(bias, shape))
+        res = (out, aten.squeeze.dims(mean, dims), aten.squeeze.dims(rstd, dims))
+        if x.dtype != torch.float32:
+            res = tuple(aten._to_copy.default(t, dtype=x.dtype) for t in res)
+        return res
     if training or running_mean is None or running_var is None:
         return NotImplemented
     return aten._native_batch_norm_legit_no_training.default(x, weight, bias, running_mean, running_var,
