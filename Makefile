@@ -15,13 +15,13 @@ endif
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS_OPT)
 LDLIBS := -ldl -lm -lpthread
 
-CORE_DIRS := common ir passes partition kir convert codegen engine backend backend/opencl backend/cuda kernels
+CORE_DIRS := common ir target passes partition kir convert codegen engine backend backend/opencl backend/cuda backend/cpu kernels
 CORE_SRC := $(sort $(foreach d,$(CORE_DIRS),$(wildcard csrc/$(d)/*.c))) csrc/kernels/embedded.c
 CORE_SRC := $(sort $(CORE_SRC))
 CORE_OBJ := $(patsubst csrc/%.c,$(BUILD)/%.o,$(CORE_SRC))
 TEST_SRC := $(wildcard csrc/tests/test_*.c)
 TEST_BIN := $(patsubst csrc/tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-HEADERS := $(wildcard csrc/*/*.h csrc/*/*/*.h csrc/*/*.inc csrc/ir/ops.def)
+HEADERS := $(wildcard csrc/*/*.h csrc/*/*/*.h csrc/*/*.inc csrc/*/*/*.inc csrc/*/*.def)
 
 .PHONY: all lib ctest clean
 all: lib $(TEST_BIN)

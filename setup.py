@@ -15,7 +15,8 @@ CSRC = ROOT / "csrc"
 sys.path.insert(0, str(CSRC / "kernels"))
 import embed  # noqa: E402
 
-CORE_DIRS = ["common", "ir", "passes", "partition", "kir", "convert", "codegen", "engine", "backend", "backend/opencl", "backend/cuda",
+CORE_DIRS = ["common", "ir", "target", "passes", "partition", "kir", "convert", "codegen", "engine", "backend", "backend/opencl",
+             "backend/cuda", "backend/cpu",
              "kernels", "python"]
 
 

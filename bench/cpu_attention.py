@@ -1,4 +1,4 @@
-"""One scaled-dot-product attention engine, built native (engine/native_attn.c) and with
+"""One scaled-dot-product attention engine, built native (backend/cpu/native_attn.c) and with
 TORCHTRT_C_NATIVE_ATTN=0 (the OpenCL kernel), beside torch's SDPA on the same tensors, round
 robin in one process (medians of rounds, ms). The machine may be shared: read ratios.
 

@@ -1,5 +1,5 @@
 """Convolution GFLOP/s on the CPU, side by side in one process, round robin: the engines' native
-path (oneDNN through engine/native_conv_dnnl.c, x and y NHWC as between native convolutions,
+path (oneDNN through backend/cpu/native_conv_dnnl.c, x and y NHWC as between native convolutions,
 weights reordered once, bias as a post-op; called through torchtrt_c._C.native_conv so that no
 NCHW reorder at an engine boundary is counted) against torch.conv2d (+ bias) on the same cores,
 with NCHW tensors (what eager runs on an NCHW model) and channels-last ones (what Inductor passes

@@ -1,5 +1,5 @@
 """CPU GEMM / convolution GFLOP/s side by side, for choosing and checking the native CPU path
-(engine/native_ops.c): one process, interleaved rounds, medians.
+(backend/cpu/native_ops.c): one process, interleaved rounds, medians.
 
     python bench/native_cpu.py [--rounds 3] [--libs] [--layers] [--convlib]
 

@@ -1,6 +1,7 @@
 /* The generic side of the backend interface: the registry (devices of every backend in one
  * list), device selection, probe caching, and dispatch through each handle's function table. */
 #include "backend_impl.h"
+#include "blas.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,16 @@ bool ttc_device_pci(ttc_device *d, ttc_pci_address *pci) {
 }
 bool ttc_device_host_tasks(ttc_device *d) {
     return d->be->host_task && probed(d, &d->host_probed, &d->host_ok, d->be->probe_host_tasks);
+}
+
+/* The target: the device's facts, with the decisions target/target.c makes from the knobs
+ * and from these probes (asked only where a decision needs them). */
+static bool probe_host_tasks(void *d) { return ttc_device_host_tasks(d); }
+static bool probe_host_in_place(void *d) { return ttc_device_host_in_place(d); }
+static bool probe_caller_thread(void *d) { return ttc_device_caller_thread(d) != NULL; }
+ttc_status ttc_target_make(ttc_device *d, ttc_target *out) {
+    const ttc_target_probes pr = {d, probe_host_tasks, probe_host_in_place, probe_caller_thread, ttc_blas_available};
+    return ttc_target_decide(&d->facts, &pr, out);
 }
 
 /* ---- dispatch ---- */

@@ -27,7 +27,7 @@
 #ifndef TTC_BACKEND_H
 #define TTC_BACKEND_H
 
-#include "target.h"
+#include "../target/target.h"
 
 typedef struct ttc_buf ttc_buf;
 typedef struct ttc_queue ttc_queue;
@@ -45,6 +45,10 @@ ttc_status ttc_device_select(const char *spec, ttc_device **out);
 int32_t ttc_device_default_index(void);       /* -1 when there is no device (error set) */
 /* The device's facts (probes and knobs not applied: see ttc_target_make). */
 const ttc_target *ttc_device_facts(const ttc_device *d);
+/* The target of device d (never NULL): its facts with the probes and the environment's knobs
+ * applied (target/target.h, ttc_target_decide). Fails only on a malformed knob
+ * (TTC_ERR_INVALID_ARG naming it). */
+ttc_status ttc_target_make(ttc_device *d, ttc_target *out);
 /* Whether generated code may compute in half on d (probed once; never fails: no is no). */
 bool ttc_device_half_compute(ttc_device *d);
 /* Whether d's queues run host tasks that see buffers as host pointers (probed once). */

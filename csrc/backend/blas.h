@@ -1,5 +1,5 @@
 /*
- * The host BLAS behind native GEMM/convolution (engine/native_ops.c): OpenBLAS loaded with
+ * The host BLAS behind native GEMM/convolution (backend/cpu/native_ops.c): OpenBLAS loaded with
  * dlopen, so that the library loads (and the device's own kernels run) on machines without
  * it. Host tasks (backend.h) call it on devices whose queues run host functions.
  *

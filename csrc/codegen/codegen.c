@@ -47,7 +47,7 @@ const ttc_gemm_tile ttc_gemm_tiles[TTC_GEMM_TILES] = {
     {TTC_GEMM_TC, 192, 128, 32, 4, 2, 2, 8, 3},
     /* session 10 (fl & 4: the stages in a __local argument, kw = the most stages; as many as fit
      * where the launch gives more than OpenCL's 48 KiB: the CUDA launch path's dynamic shared
-     * memory, engine/exec_cuda.c; sweep-only, never chosen by tune.c: bench/RESULTS.md): 49, 50 =
+     * memory, backend/cuda/exec_cuda.c; sweep-only, never chosen by tune.c: bench/RESULTS.md): 49, 50 =
      * tile 42 with up to 4 / 6 stages; 51, 52 = the same with copies around L1 (.cg), 3 and up
      * to 6 stages (the fastest tiles of the CUDA launch path at 4096^3, 1.04x tile 42; through
      * OpenCL on NVIDIA they get 2 stages); 53 = 256x128 in 8 warps of 64x64 and 54 in 16 warps

@@ -58,12 +58,12 @@ typedef struct ttc_kspec {
      * when native_epi */
     int8_t native;
     bool native_epi;
-    bool native_post;         /* the epilogue starts with oneDNN post-ops (engine/native_post.h) */
+    bool native_post;         /* the epilogue starts with oneDNN post-ops (backend/cpu/native_post.h) */
     int32_t n_native_args;
     /* the last n_store_args arguments are the store function's (every kernel); lib_epi: the
      * program also defines "<name>_e(int n, <store arguments>)", the epilogue alone applied in
      * place to the n elements of the output (TTC_LIB_EPI_V per work-item), for a library call that writes the raw result
-     * there (the CUDA launch path's cuBLAS GEMMs, engine/exec_cuda_lib.c) */
+     * there (the CUDA launch path's cuBLAS GEMMs, backend/cuda/exec_cuda_lib.c) */
     int32_t n_store_args;
     bool lib_epi;
     /* lib_epih: also "<name>_eh(int n, <store arguments>)", the same over an output and dense
@@ -142,7 +142,7 @@ ttc_status ttc_codegen_run(const ttc_kir *k, bool gpu, ttc_codegen *out);
 ttc_status ttc_codegen_run_spelled(const ttc_kir *k, bool gpu, const ttc_spelling *sp, ttc_codegen *out);
 
 /* Native library calls in place of OpenCL kernels (kinds whose row says native, in an engine
- * with k->native). The layer that launches them (engine/native_ops.c) owns their argument
+ * with k->native). The layer that launches them (backend/cpu/native_ops.c) owns their argument
  * layout and hands both functions down, so that no include runs from codegen/ up to engine/.
  * op_ok: whether op runs natively; gen: its kernel spec (the first n_native_args arguments)
  * and the OpenCL text of its epilogue, P/A_ the store function's parameters and call list. */
@@ -269,7 +269,7 @@ bool ttc_gemm_tile_fits(const ttc_target *tg, int32_t ti);
 const char *ttc_cl_storage_type(ttc_dtype d);
 
 /* Argument specs and launch dims, for kernels written outside the parameter builder (the
- * native ops' library calls, engine/native_ops.c). */
+ * native ops' library calls, backend/cpu/native_ops.c). */
 ttc_status ttc_codegen_add_arg(ttc_kspec *ks, ttc_arg_kind kind, int32_t t, int32_t d, int32_t r, int64_t v);
 void ttc_codegen_gdim(ttc_kspec *ks, int32_t i, int32_t t, int32_t from, int32_t to, int32_t div, int32_t local);
 

@@ -7,12 +7,12 @@
 #define ROW(kind, nm, fn, rule, nat) [TTC_KOP_##kind] = {nm, fn, TTC_LAUNCH_##rule, nat}
 
 static const ttc_kind_row rows[] = {
-    ROW(ELEMENTWISE, "elementwise", ttc_gen_elementwise, OUT, true),   /* engine/native_ops.c says which */
+    ROW(ELEMENTWISE, "elementwise", ttc_gen_elementwise, OUT, true),   /* backend/cpu/native_ops.c says which */
     ROW(GEMM, "gemm", ttc_gen_gemm, OWN, true),
     ROW(CONV2D, "conv2d", ttc_gen_conv, OWN, true),
     ROW(REDUCE, "reduce", ttc_gen_reduce, OUT, false),   /* the GPU row kernel sets its own */
     ROW(SOFTMAX, "softmax", ttc_gen_softmax, OWN, false),
-    ROW(NORM, "norm", ttc_gen_norm, OWN, true),   /* engine/native_ops.c: image-shaped layer norms */
+    ROW(NORM, "norm", ttc_gen_norm, OWN, true),   /* backend/cpu/native_ops.c: image-shaped layer norms */
     ROW(POOL, "pool", ttc_gen_pool, OWN, true),
     ROW(GATHER, "gather", ttc_gen_gather, OUT, false),
     ROW(COPY, "copy", NULL, OWN, false),                 /* reserved: copies are ELEMENTWISE ops */

@@ -17,7 +17,7 @@
 #ifndef TTC_CONVERT_H
 #define TTC_CONVERT_H
 
-#include "../backend/target.h"
+#include "../target/target.h"
 #include "../kir/kir.h"
 #include "registry.h"
 

@@ -5,11 +5,7 @@
 #include <string.h>
 
 #include "../convert/convert.h"
-#include "native_conv_dnnl.h"
-#include "native_gemm_dnnl.h"
-#include "native_layout.h"
-#include "native_ops.h"
-#include "step_threads.h"
+#include "../backend/cpu/native.h"
 
 ttc_engine_options ttc_engine_options_default(void) {
     ttc_engine_options o = {"engine", NULL, false, 3, NULL, false, false, true};
@@ -301,7 +297,8 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     TTC_TRY(upload_consts(e));
     pf->consts_s = ttc_now_s() - t;
     TTC_TRY(make_bindings(e));
-    TTC_TRY(ttc_native_layout_plan(e));
+    ttc_engine_view_sync(e);
+    TTC_TRY(ttc_native_layout_plan(&e->view));
     e->kdesc = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(char *));
     if (!e->kdesc) return TTC_ERR_NOMEM;
     for (int32_t i = 0; i < e->cg.n_kernels; i++) {
@@ -311,7 +308,7 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
          * "+post": it starts with oneDNN post-ops) */
         const ttc_kspec *ks = &e->cg.kernels[i];
         /* "+nhwc-in" / "+nhwc-out": reads / writes a tensor kept channels-last (native_layout.h) */
-        bool nin = ks->native && ttc_native_nhwc(e, op->in[0]), nout = ks->native && ttc_native_nhwc(e, op->out);
+        bool nin = ks->native && ttc_native_nhwc(&e->view, op->in[0]), nout = ks->native && ttc_native_nhwc(&e->view, op->out);
         e->kdesc[i] = ttc_strfmt("%s %s: %s%s%s%s%s%s", ks->name, ttc_codegen_kind_name(op->kind), op->name ? op->name : "",
                                  ks->native ? " (native)" : "", ks->native && ks->native_epi ? " +cl-epilogue" : "",
                                  ks->native && ks->native_post ? " +post" : "", nin ? " +nhwc-in" : "",
@@ -319,6 +316,31 @@ ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin
     }
     return TTC_OK;
 }
+
+static ttc_status view_plan_for(void *e, const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_plan **out) {
+    return ttc_engine_plan_for_shapes(e, in_shapes, out);
+}
+static void view_plan_release(void *e, ttc_plan *p) { ttc_plan_release(e, p); }
+
+void ttc_engine_view_sync(ttc_engine *e) {
+    ttc_engine_view *v = &e->view;
+    v->name = e->name;
+    v->dev = e->dev;
+    v->tg = &e->tg;
+    v->k = e->k;
+    v->cg = &e->cg;
+    v->prog = e->prog;
+    v->const_mem = e->const_mem;
+    v->n_in = e->n_in;
+    v->n_out = e->n_out;
+    v->ins = e->ins;
+    v->outs = e->outs;
+    v->check_indices = e->check_indices;
+    v->plan_for = view_plan_for;
+    v->plan_release = view_plan_release;
+    v->engine = e;
+}
+const ttc_engine_view *ttc_engine_view_get(const ttc_engine *e) { return &e->view; }
 
 bool ttc_engine_gpu_kernels(const ttc_engine *e) { return e->tg.gpu_kernels; }
 const ttc_target *ttc_engine_target(const ttc_engine *e) { return &e->tg; }
@@ -381,8 +403,7 @@ ttc_status ttc_engine_new_for_load(const ttc_engine_options *o, ttc_engine **out
 void ttc_engine_free(ttc_engine *e) {
     if (!e) return;
     ttc_engine_pool_free(e);
-    ttc_dnnl_forget(e);
-    ttc_dnnl_gemm_forget(e);
+    ttc_native_forget(&e->view);
     for (int32_t i = 0; i < e->n_plans; i++)
         if (--e->plans[i]->refs == 0) ttc_plan_free(e->plans[i]);
     if (e->const_mem && e->k)
@@ -393,7 +414,7 @@ void ttc_engine_free(ttc_engine *e) {
     if (e->kdesc)
         for (int32_t i = 0; i < e->cg.n_kernels; i++) free(e->kdesc[i]);
     free(e->kdesc);
-    free(e->nhwc);
+    free(e->view.nhwc);
     ttc_codegen_free(&e->cg);
     for (int32_t i = 0; e->ins && i < e->n_in; i++) free(e->ins[i].name);
     for (int32_t i = 0; e->outs && i < e->n_out; i++) free(e->outs[i].name);

@@ -17,6 +17,7 @@
 
 #include "../backend/backend.h"
 #include "../codegen/codegen.h"
+#include "../codegen/plan.h"
 #include "../kir/kir.h"
 
 typedef struct ttc_engine_options {
@@ -37,13 +38,6 @@ typedef struct ttc_engine_options {
 
 ttc_engine_options ttc_engine_options_default(void);
 
-typedef struct ttc_binding {
-    char *name;
-    ttc_dtype dtype;
-    int32_t rank;
-    ttc_dim dims[TTC_MAX_RANK];
-    bool written;              /* inputs only: the engine writes it in place (a KV cache) */
-} ttc_binding;
 
 typedef struct ttc_engine ttc_engine;
 
@@ -54,6 +48,9 @@ int64_t ttc_engine_live_count(void);
 
 int32_t ttc_engine_n_inputs(const ttc_engine *e);
 int32_t ttc_engine_n_outputs(const ttc_engine *e);
+/* What the executors below the engine (backend/cpu, backend/cuda) read of it (codegen/plan.h);
+ * valid once the engine is built, for as long as it lives. */
+const ttc_engine_view *ttc_engine_view_get(const ttc_engine *e);
 const ttc_binding *ttc_engine_input(const ttc_engine *e, int32_t i);
 const ttc_binding *ttc_engine_output(const ttc_engine *e, int32_t i);
 const ttc_symbol *ttc_engine_symbols(const ttc_engine *e, int32_t *n);
@@ -112,7 +109,7 @@ ttc_status ttc_engine_execute(ttc_engine *e, const void *const *inputs, const si
                               const int64_t (*in_shapes)[TTC_MAX_RANK], void *const *outputs,
                               const size_t *out_bytes);
 /* Runs the engine on inputs and outputs that are already device buffers of the engine's
- * device (memory shared with CUDA: backend/opencl/external_memory.h), so nothing is copied;
+ * device (memory shared with CUDA: backend/xmem.h), so nothing is copied;
  * they are acquired/released around the launches (ttc_queue_acquire_external). A NULL buffer
  * is allowed for an empty binding. signal (may be NULL): the queue writes signal_value into it
  * after the kernels (ttc_queue_signal) and the call returns without waiting (*finished =

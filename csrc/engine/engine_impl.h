@@ -1,9 +1,9 @@
 /*
- * Engine internals shared by build.c, plan.c, exec.c, fuse.c and serialize.c.
+ * Engine internals shared by build.c, plan.c, exec.c, tune.c, bench.c and serialize.c.
  *
- * A plan (ttc_plan) is the engine instantiated for concrete symbol values: every tensor's
- * shape, where it lives (input/output/constant buffer or an arena offset) with offset and
- * strides, the arena size, and each kernel's argument values and launch size.
+ * Plans (ttc_plan: the engine instantiated for concrete symbol values) are made by
+ * codegen/plan.h; the engine caches them. What the executors below the engine (backend/cpu,
+ * backend/cuda) read of it is e->view (ttc_engine_view), never this struct.
  */
 #ifndef TTC_ENGINE_IMPL_H
 #define TTC_ENGINE_IMPL_H
@@ -11,27 +11,6 @@
 #include <pthread.h>
 
 #include "engine.h"
-
-enum { TTC_ROOT_INPUT = 0, TTC_ROOT_OUTPUT, TTC_ROOT_CONST, TTC_ROOT_ARENA, TTC_ROOT_NONE };
-
-typedef struct ttc_res {
-    int8_t root;              /* TTC_ROOT_* */
-    int32_t idx;              /* binding index or constant tensor id */
-    int64_t off;              /* element offset */
-    int64_t shape[TTC_MAX_RANK], strides[TTC_MAX_RANK];
-    int64_t numel;
-} ttc_res;
-
-typedef struct ttc_plan {
-    int64_t *sv;              /* symbol values */
-    int32_t n_syms;
-    ttc_res *res;             /* per tensor */
-    size_t arena_bytes;
-    int64_t **argv;           /* per kernel, per arg: the value (tensor id for BUF args) */
-    size_t (*gws)[3], (*lws)[3];
-    bool *skip;               /* kernels with an empty launch */
-    int32_t refs;             /* users in flight + 1 while cached */
-} ttc_plan;
 
 /* What one execution needs besides the plan: a queue, the kernels (their arguments are set
  * per call), the intermediate arena, device-side copies of inputs and outputs (devices without
@@ -45,7 +24,7 @@ typedef struct ttc_exec_ctx {
     ttc_buf *errf;            /* index-error flag (one int), only when a kernel takes one */
     bool in_place;            /* host-backed buffers need no sync (target.host_in_place) */
     int32_t errv;             /* in place: errf's storage, read and written by the host */
-    ttc_buf *scratch;         /* native convolutions' im2col buffer (engine/native_ops.h) */
+    ttc_buf *scratch;         /* native convolutions' im2col buffer (backend/cpu/native_ops.h) */
 } ttc_exec_ctx;
 
 #define TTC_PLAN_CACHE 4
@@ -81,8 +60,9 @@ struct ttc_engine {
     int32_t *stored_tiles;    /* deserialising: tile per kernel op, applied instead of tuning */
     int32_t n_stored_tiles;
     char **kdesc;
-    uint8_t *nhwc;            /* per tensor id: stored channels-last (engine/native_layout.h), or NULL */
-    int32_t n_nhwc;
+    /* what the executors below the engine read (codegen/plan.h): filled by ttc_engine_view_sync;
+     * view.nhwc: per tensor id, stored channels-last (backend/cpu/native_layout.h), or NULL */
+    ttc_engine_view view;
     ttc_build_profile prof;  /* build.c / tune.c fill it while building */
     pthread_mutex_t lock;
     ttc_plan *plans[TTC_PLAN_CACHE];
@@ -91,31 +71,17 @@ struct ttc_engine {
     int32_t n_pool, cap_pool;
 };
 
-/* plan.c */
-/* The plan of kernel IR k, generated as cg, for symbol values sv (engines: through
- * ttc_engine_get_plan; the tuner: for one-kernel programs of its own). */
-ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t *sv, ttc_plan **out);
-void ttc_plan_free(ttc_plan *p);
+/* plan.c (the plans themselves: codegen/plan.h) */
 /* Symbol values from input shapes (checked against bindings and symbol ranges). */
 ttc_status ttc_engine_symbols_from_shapes(ttc_engine *e, const int64_t (*in_shapes)[TTC_MAX_RANK], int64_t *sv);
 /* Returns a plan (cached) with a reference the caller drops with ttc_plan_release. */
 ttc_status ttc_engine_get_plan(ttc_engine *e, const int64_t *sv, ttc_plan **out);
 void ttc_plan_release(ttc_engine *e, ttc_plan *p);
-static inline bool ttc_kspec_has_errflag(const ttc_kspec *ks) {
-    for (int32_t a = 0; a < ks->n_args; a++)
-        if (ks->args[a].kind == TTC_ARG_ERRFLAG) return true;
-    return false;
-}
+/* Symbols from the input shapes, then the plan (ttc_engine_get_plan): the view's plan_for. */
+ttc_status ttc_engine_plan_for_shapes(ttc_engine *e, const int64_t (*in_shapes)[TTC_MAX_RANK], ttc_plan **out);
 /* exec.c, shared with the benchmarks (bench.c) and the tuner (tune.c) */
 /* Program build options of every engine program. */
 #define TTC_PROGRAM_OPTIONS "-cl-std=CL1.2"
-/* The buffers a launch binds: bindings, constants (per tensor id), the arena, the error flag. */
-typedef struct ttc_exec_bufs {
-    ttc_buf *const *in, *const *out, *const *consts;
-    ttc_buf *arena, *errf;
-} ttc_exec_bufs;
-/* The buffer behind tensor t in plan p (the arena for empty tensors). */
-ttc_buf *ttc_exec_buf(const ttc_plan *p, int32_t t, const ttc_exec_bufs *b);
 /* Sets the arguments of kernel ki (spec ks) of plan p on kern. */
 ttc_status ttc_exec_bind(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern, const ttc_exec_bufs *b);
 /* Enqueues kernel ki's launch on q (ev: its event, or NULL). */
@@ -143,6 +109,8 @@ ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx 
  * bin/bin_len: a stored program binary to try first (may be NULL). */
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len);
 void ttc_engine_pool_free(ttc_engine *e);
+/* build.c: (re)fills e->view from the engine's fields (after codegen, and once built). */
+void ttc_engine_view_sync(ttc_engine *e);
 /* exec.c: whether e runs on its device's caller-thread companion (target.caller_thread): sets
  * e->cdev for small engines without native steps (after codegen, before the program build,
  * which is then for e->cdev; build.c falls back to e->dev where that build fails). */

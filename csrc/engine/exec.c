@@ -2,7 +2,7 @@
  * threads can execute one engine concurrently; enqueue everything, synchronise once. Every
  * device call goes through the backend interface (backend/backend.h). */
 #include "engine_impl.h"
-#include "native_ops.h"
+#include "../backend/cpu/native.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -135,7 +135,7 @@ static ttc_status ensure_buf(ttc_engine *e, ttc_buf **b, size_t need, const char
 
 ttc_status ttc_exec_prepare(ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x) {
     TTC_TRY(ensure_buf(e, &x->arena, p->arena_bytes, "arena"));
-    size_t scratch = ttc_native_scratch_bytes(e, p);
+    size_t scratch = ttc_native_scratch_bytes(&e->view, p);
     if (scratch) TTC_TRY(ensure_buf(e, &x->scratch, scratch, "native scratch"));
     return TTC_OK;
 }
@@ -148,19 +148,6 @@ ttc_status ttc_engine_output_shapes(ttc_engine *e, const int64_t (*in_shapes)[TT
     for (int32_t i = 0; i < e->n_out; i++)
         for (int32_t d = 0; d < e->outs[i].rank; d++) out_shapes[i][d] = ttc_dim_eval(e->outs[i].dims[d], sv);
     return TTC_OK;
-}
-
-ttc_buf *ttc_exec_buf(const ttc_plan *p, int32_t t, const ttc_exec_bufs *b) {
-    const ttc_res *r = &p->res[t];
-    ttc_buf *m = NULL;
-    switch (r->root) {
-    case TTC_ROOT_INPUT: m = b->in[r->idx]; break;
-    case TTC_ROOT_OUTPUT: m = b->out[r->idx]; break;
-    case TTC_ROOT_CONST: m = b->consts ? b->consts[r->idx] : NULL; break;
-    case TTC_ROOT_ARENA: m = b->arena; break;
-    default: break;
-    }
-    return m ? m : b->arena;  /* empty tensors: any valid buffer, never read */
 }
 
 ttc_status ttc_exec_bind(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern, const ttc_exec_bufs *b) {
@@ -192,7 +179,7 @@ ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx 
         if (p->skip[ki]) continue;
         const ttc_kspec *ks = &e->cg.kernels[ki];
         /* native ops: the library call's event stands for the kernel (the epilogue is small) */
-        if (ks->native) TTC_TRY(ttc_native_launch(e, p, ki, x->q, &b, x->scratch, ev ? &ev[ki] : NULL));
+        if (ks->native) TTC_TRY(ttc_native_launch(&e->view, p, ki, x->q, &b, x->scratch, ev ? &ev[ki] : NULL));
         if (ks->native && !ks->native_epi) continue;
         TTC_TRY(ttc_exec_bind(ks, p, ki, x->kernels[ki], &b));
         ttc_status s = ttc_exec_enqueue(x->q, ks, p, ki, x->kernels[ki], ev && !ks->native ? &ev[ki] : NULL);

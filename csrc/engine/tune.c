@@ -21,7 +21,7 @@
  * family. The pipelined families run anywhere through the PTX prelude's emulation when forced
  * (tests), but only NVIDIA targets choose them. */
 #include "engine_impl.h"
-#include "native_ops.h"
+#include "../backend/cpu/native.h"
 #include "../kernels/kernels.h"
 
 #include <stdio.h>

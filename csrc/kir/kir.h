@@ -21,7 +21,7 @@
 #ifndef TTC_KIR_KIR_H
 #define TTC_KIR_KIR_H
 
-#include "../backend/target.h"
+#include "../target/target.h"
 #include "../ir/ir.h"
 
 #define TTC_EXPR_MAX_LEAVES 16
@@ -229,7 +229,7 @@ typedef struct ttc_kir {
     bool half_compute;                    /* fp16 and the device computes in half (set by the
                                              builder before codegen; see codegen_expr.c) */
     bool native;                          /* GEMM/convolution may run as native kernels (set by
-                                             the builder; engine/native_ops.h) */
+                                             the builder; backend/cpu/native_ops.h) */
     const ttc_target *target;             /* the engine's target (set by the builder): kernel
                                              families and knobs; NULL: ttc_target_defaults() */
 } ttc_kir;

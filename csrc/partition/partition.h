@@ -69,9 +69,8 @@ typedef struct ttc_partition_result {
 
 void ttc_partition_settings_init(ttc_partition_settings *s);
 
-/* The support hook backed by the converter registry (registry_support.c). */
-bool ttc_partition_registry_support(const ttc_graph *g, const ttc_node *n, const ttc_partition_settings *s,
-                                    char **why_not, bool *dynamic_ok);
+/* The hook the binding sets is backed by the converter registry (python/py_registry_support.c,
+ * above both layers, so that the partitioner never includes the conversion). */
 
 /* Partitions g (whose node array must be in topological order, as the verifier demands).
  * Writes target/segment/reason into every node. With require_full_compilation, fails with

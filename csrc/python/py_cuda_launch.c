@@ -16,7 +16,7 @@
 
 #include "../common/status.h"
 #include "../engine/engine.h"
-#include "../engine/exec_cuda.h"
+#include "../backend/cuda/exec_cuda.h"
 #include "../backend/cuda/cuda_driver.h"
 
 static const char CAP_NAME[] = "torchtrt_c.cuda_engine";
@@ -53,7 +53,7 @@ static PyObject *py_cuda_launch_new(PyObject *mod, PyObject *args) {
     ttc_cuda_engine *c = NULL;
     ttc_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = ttc_cuda_engine_new(e, ordinal, &c);
+    s = ttc_cuda_engine_new(ttc_engine_view_get(e), ordinal, &c);
     Py_END_ALLOW_THREADS
     /* a refusal is an answer (the OpenCL path runs), anything else an error */
     if (s == TTC_ERR_UNSUPPORTED) return Py_BuildValue("(Os)", Py_None, ttc_last_error());

@@ -8,7 +8,7 @@
  */
 #include "binding.h"
 
-#include "../backend/opencl/external_memory.h"
+#include "../backend/xmem.h"
 #include "../common/status.h"
 #include "../engine/engine.h"
 

@@ -18,6 +18,7 @@
 
 #include "../common/status.h"
 #include "../partition/partition.h"
+#include "py_registry_support.h"
 
 #include <stdlib.h>
 

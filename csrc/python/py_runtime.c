@@ -7,13 +7,13 @@
 #include "../backend/backend.h"
 #include "../backend/blas.h"
 #include "../backend/cuda/cuda_driver.h"
-#include "../backend/opencl/external_memory.h"
+#include "../backend/xmem.h"
 #include "../engine/engine.h"
 #include "../common/status.h"
-#include "../engine/native_conv_dnnl.h"
-#include "../engine/native_gemm_dnnl.h"
-#include "../engine/native_math.h"
-#include "../engine/step_threads.h"
+#include "../backend/cpu/native_conv_dnnl.h"
+#include "../backend/cpu/native_gemm_dnnl.h"
+#include "../backend/cpu/native_math.h"
+#include "../backend/cpu/step_threads.h"
 #include "../codegen/codegen.h"
 
 PyObject *ttc_py_device_dict(const ttc_target *d) {
@@ -204,13 +204,13 @@ static PyObject *py_gemm_tiles(PyObject *m, PyObject *unused) {
     return list;
 }
 
-/* How many C steps of native calls ran on more than one thread (engine/step_threads.h). */
+/* How many C steps of native calls ran on more than one thread (backend/cpu/step_threads.h). */
 static PyObject *py_step_parallel_jobs(PyObject *m, PyObject *unused) {
     return PyLong_FromLongLong((long long)ttc_steps_parallel_jobs());
 }
 
 /* native_conv(x, w, b, y, stride, padding, dilation, groups, nhwc, runs): one float32
- * convolution through the engines' oneDNN path (engine/native_conv_dnnl.c, the primitive a native
+ * convolution through the engines' oneDNN path (backend/cpu/native_conv_dnnl.c, the primitive a native
  * convolution kernel builds, with x and y stored NHWC when nhwc, as between native convolutions),
  * run `runs` times after one warm-up call; the seconds of each call. For bench/cpu_conv.py's
  * table beside torch.conv2d: an engine of one convolution would add the NCHW reorders at its
@@ -296,7 +296,7 @@ fail:
 static PyMethodDef runtime_methods[] = {
     {"step_parallel_jobs", py_step_parallel_jobs, METH_NOARGS,
      "step_parallel_jobs() -> int: C steps of native calls (norms, epilogues, softmax, pooling) this process "
-     "split among more than one thread so far (TORCHTRT_C_STEP_THREADS, engine/step_threads.h)."},
+     "split among more than one thread so far (TORCHTRT_C_STEP_THREADS, backend/cpu/step_threads.h)."},
     {"native_conv", (PyCFunction)(void (*)(void))py_native_conv, METH_VARARGS | METH_KEYWORDS,
      "native_conv(x, w, b, y, stride, padding, dilation=(1, 1), groups=1, nhwc=False, runs=1, winograd=False) -> "
      "list[float]: "

@@ -1,4 +1,4 @@
-/* The CUDA launch path's cuBLAS descriptors (engine/exec_cuda_lib.h, backend/cuda/cublas.h),
+/* The CUDA launch path's cuBLAS descriptors (backend/cuda/exec_cuda_lib.h, backend/cuda/cublas.h),
  * checked without a GPU: which descriptors cuBLAS is given (ttc_cublas_gemm_ok), the process's
  * per-shape choices, and the descriptor ttc_cuda_lib_gemm makes of an engine's GEMM kernel at a
  * plan. For the last, the product the descriptor describes (row-major A, B, C at the addresses
@@ -11,7 +11,7 @@
 
 #include "backend/cuda/cublas.h"
 #include "engine/engine_impl.h"
-#include "engine/exec_cuda_lib.h"
+#include "backend/cuda/exec_cuda_lib.h"
 #include "tests/ctest.h"
 #include "tests/engine_util.h"
 
@@ -115,7 +115,7 @@ static void check_graph(const char *what, const char *text, int64_t na, int64_t 
         host_mem m = {p, ins, want};
         ttc_cublas_gemm g;
         char why[96];
-        bool ok = ttc_cuda_lib_gemm(e, p, ki, host_addr, &m, &g, why, sizeof why);
+        bool ok = ttc_cuda_lib_gemm(&e->view, p, ki, host_addr, &m, &g, why, sizeof why);
         CHECK(ok, "%s: no descriptor (%s)", what, why);
         if (!ok) continue;
         CHECK(g.a && g.b && g.c, "%s: an operand is not an input/output", what);
@@ -196,12 +196,12 @@ static void check_epi(const char *what, const char *text, int n_in, const int64_
         host_mem m = {p, in, want};
         ttc_cublas_gemm g;
         char why[96];
-        if (!ttc_cuda_lib_gemm(e, p, ki, host_addr, &m, &g, why, sizeof why)) {
+        if (!ttc_cuda_lib_gemm(&e->view, p, ki, host_addr, &m, &g, why, sizeof why)) {
             CHECK(0, "%s: no descriptor (%s)", what, why);
             continue;
         }
         ttc_cublas_gemm before = g;
-        bool got = ttc_cuda_lib_gemm_epi(e, p, ki, host_addr, &m, &g);
+        bool got = ttc_cuda_lib_gemm_epi(&e->view, p, ki, host_addr, &m, &g);
         CHECK(got == taken, "%s: epilogue %s", what, got ? "taken" : "refused");
         if (!got) {
             CHECK(!memcmp(&before, &g, sizeof g), "%s: a refused epilogue changed the descriptor", what);

@@ -1,4 +1,4 @@
-/* Which convolutions the CUDA launch path may give cuDNN (engine/exec_cuda_lib.c,
+/* Which convolutions the CUDA launch path may give cuDNN (backend/cuda/exec_cuda_lib.c,
  * ttc_cuda_lib_conv), checked without a GPU from an engine built on any device: a dense 3x3 and
  * a grouped one (2 input channels per group) may go; a depthwise one (one input channel per
  * group, MobileNet's) stays the engine's own kernel, by name. */
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_impl.h"
-#include "engine/exec_cuda_lib.h"
+#include "backend/cuda/exec_cuda_lib.h"
 #include "tests/ctest.h"
 #include "tests/engine_util.h"
 
@@ -60,7 +60,7 @@ static void test_which_convolutions(void) {
         ttc_cudnn_conv d;
         uint64_t x, y;
         char why[128];
-        bool ok = ttc_cuda_lib_conv(e, p, ki, fake_addr, NULL, &d, &x, &y, why, sizeof why);
+        bool ok = ttc_cuda_lib_conv(&e->view, p, ki, fake_addr, NULL, &d, &x, &y, why, sizeof why);
         int g = op->p.conv.groups;
         if (g == 1) { dense++; CHECK(ok, "dense convolution refused: %s", why); }
         else if (g == 8) { depthwise++; CHECK(!ok && strstr(why, "depthwise"), "depthwise: %d (%s)", ok, why); }

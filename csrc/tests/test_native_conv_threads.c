@@ -1,5 +1,5 @@
 /*
- * oneDNN convolutions made on one thread and run on others (engine/native_conv_dnnl.c): an
+ * oneDNN convolutions made on one thread and run on others (backend/cpu/native_conv_dnnl.c): an
  * engine's native kernel runs on whichever PoCL worker takes it, so the primitive made on its
  * first call is later run by threads that never made one. Before user scratchpads, oneDNN's
  * Winograd kernel then took the running thread's (NULL) library scratchpad and crashed
@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "ctest.h"
-#include "engine/native_conv_dnnl.h"
+#include "backend/cpu/native_conv_dnnl.h"
 
 typedef struct {
     const void *owner;

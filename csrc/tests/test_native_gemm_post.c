@@ -1,5 +1,5 @@
 /*
- * oneDNN matmuls with post-ops (engine/native_gemm_dnnl.c): bias[N] + an activation inside the
+ * oneDNN matmuls with post-ops (backend/cpu/native_gemm_dnnl.c): bias[N] + an activation inside the
  * primitive, which is made on one thread and run on fresh ones (an engine's native kernel runs
  * on whichever PoCL worker takes it; every primitive runs in user scratchpad mode with the
  * calling thread's buffer). Checked against a float64 GEMM + bias + activation, for B as [N,K]
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "ctest.h"
-#include "engine/native_gemm_dnnl.h"
+#include "backend/cpu/native_gemm_dnnl.h"
 
 typedef struct {
     const void *owner;

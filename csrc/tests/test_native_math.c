@@ -1,10 +1,10 @@
-/* engine/native_math.c: every compiled instruction set gives the same bits as the baseline
+/* backend/cpu/native_math.c: every compiled instruction set gives the same bits as the baseline
  * loops (contraction is off, so they must), and the baseline is within a few ulps of libm's
  * double functions over the whole float range, odd lengths included. */
 #include <math.h>
 #include <stdint.h>
 
-#include "engine/native_math.h"
+#include "backend/cpu/native_math.h"
 #include "tests/ctest.h"
 
 enum { N = 4099 };   /* not a multiple of any vector width */

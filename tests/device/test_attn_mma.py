@@ -33,7 +33,7 @@ F32_ATOL, F32_RTOL = 1e-5, 1e-4
 @pytest.fixture
 def forced(monkeypatch):
     monkeypatch.setenv("TORCHTRT_C_ATTN_MMA", "1")
-    # fp32 attention on a CPU device is otherwise a native step (engine/native_attn.c)
+    # fp32 attention on a CPU device is otherwise a native step (backend/cpu/native_attn.c)
     monkeypatch.setenv("TORCHTRT_C_NATIVE_ATTN", "0")
 
 

@@ -1,4 +1,4 @@
-"""TORCHTRT_C_CUDA_GRAPHS (backend/target.c) on any device: a value that is not a count is
+"""TORCHTRT_C_CUDA_GRAPHS (target/target.c) on any device: a value that is not a count is
 refused by name when the engine is built (the segment then runs in torch, as for every engine
 build failure, and the log says why); 0 and counts build. The graphs themselves run only in
 the CUDA launch path: tests/gpu/test_cuda_graphs.py."""

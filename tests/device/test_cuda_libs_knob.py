@@ -1,4 +1,4 @@
-"""TORCHTRT_C_CUDA_LIBS (backend/target.c) on any device. A value other than 0, 1 or auto is
+"""TORCHTRT_C_CUDA_LIBS (target/target.c) on any device. A value other than 0, 1 or auto is
 refused by name when the engine is built (the segment then runs in torch, and the log says
 why). =1 makes the code generator emit each GEMM's epilogue alone as a second kernel
 ("<kernel>_e", codegen.c lib_epi_wanted) on any device, so the text that the CUDA launch path

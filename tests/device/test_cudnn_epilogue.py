@@ -2,7 +2,7 @@
 
 With TORCHTRT_C_CUDA_LIBS=1 the code generator emits each convolution's epilogue alone as a
 second kernel ("<kernel>_e", codegen.c lib_epi_wanted), which the CUDA launch path runs in
-place after cuDNN wrote the raw convolution (engine/exec_cuda.c, backend/cuda/cudnn.c). Here
+place after cuDNN wrote the raw convolution (backend/cuda/exec_cuda.c, backend/cuda/cudnn.c). Here
 (PoCL in CI) the text is compiled with the GPU kernel families and the engines' results must
 stay those of eager: fp32 1e-4, fp16 1e-2 of max(|ref|, 1). Split-K convolutions get none
 (their output is partial sums). cuDNN itself runs only on a GPU: tests/gpu/test_cudnn_engine.py.

@@ -1,6 +1,6 @@
 """GEMM kernels' "<name>_w" variant (csrc/codegen/codegen.c, wide_wanted): the same product and
 epilogue on tile 62 (tensor copies + warpgroup MMA), which the CUDA launch path times against the
-kernel (and the library) per shape and runs where faster (csrc/engine/exec_cuda.c, wide_choice).
+kernel (and the library) per shape and runs where faster (csrc/backend/cuda/exec_cuda.c, wide_choice).
 It is emitted by default only where that path runs on an NVIDIA device of compute capability
 9.0 with the CUDA libraries off; TORCHTRT_C_GEMM_WIDE=1 emits it on any device, so that here
 (PoCL) its text is compiled with the rest of the program and the argument layout the launch

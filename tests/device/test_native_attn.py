@@ -1,4 +1,4 @@
-"""Scaled dot-product attention as a native call (engine/native_attn.c: BLAS scores and
+"""Scaled dot-product attention as a native call (backend/cpu/native_attn.c: BLAS scores and
 values, a C softmax) against torch eager, each engine built twice: native (the default where the
 device runs native kernels) and with TORCHTRT_C_NATIVE_ATTN=0 (the OpenCL attention kernel, read
 when the engine is built). Kernel descriptions say which way each ran.

@@ -1,4 +1,4 @@
-"""Native attention's GEMMs as oneDNN batched matmuls (engine/native_attn.c bgemm_chunk: one
+"""Native attention's GEMMs as oneDNN batched matmuls (backend/cpu/native_attn.c bgemm_chunk: one
 call per chunk of heads for Q K^T and one for P V) against torch eager, each engine built with
 the default (oneDNN where it loads) and with TORCHTRT_C_NATIVE_ATTN_GEMM=blas (OpenBLAS per
 head, read when the engine is built); with oneDNN loaded the default must have called it.

@@ -1,4 +1,4 @@
-"""Native convolutions through oneDNN (engine/native_conv_dnnl.c) against torch eager, and the
+"""Native convolutions through oneDNN (backend/cpu/native_conv_dnnl.c) against torch eager, and the
 same engines with TORCHTRT_C_NATIVE_CONV=blas (im2col + OpenBLAS, the path taken where oneDNN
 is missing). The knob is read on every call, so one engine is checked both ways. Cases: odd
 sizes, batch > 1, stride/padding/dilation/groups, 1x1 strided, shapes whose floor division drops

@@ -1,4 +1,4 @@
-"""TORCHTRT_C_NATIVE_CONV=blas is read through the target (backend/target.c,
+"""TORCHTRT_C_NATIVE_CONV=blas is read through the target (target/target.c,
 ttc_target_native_conv_blas) on every call, not fixed when the engine is built: _C.native_cpu()
 and a built engine follow it between calls, and the results agree both ways."""
 import numpy as np

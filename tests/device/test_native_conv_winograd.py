@@ -1,4 +1,4 @@
-"""3x3 stride-1 native convolutions through oneDNN's Winograd kernel (engine/native_conv_dnnl.c,
+"""3x3 stride-1 native convolutions through oneDNN's Winograd kernel (backend/cpu/native_conv_dnnl.c,
 the default; TORCHTRT_C_CONV_WINOGRAD=0 at build: the direct kernels only) against torch eager
 (float64 reference) and against the direct kernel. Cases: channel counts on and off oneDNN's
 16-blocks, odd image sizes, batch 1 and 3, bias + ReLU post-ops, a residual block, NHWC chains;

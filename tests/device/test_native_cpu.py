@@ -1,4 +1,4 @@
-"""Native CPU kernels (engine/native_ops.c): on an OpenCL device that runs native kernels (PoCL)
+"""Native CPU kernels (backend/cpu/native_ops.c): on an OpenCL device that runs native kernels (PoCL)
 float32 GEMMs and convolutions run as clEnqueueNativeKernel commands calling OpenBLAS, their
 epilogues (bias, activation, residual, ...) as an OpenCL kernel reading the result in place.
 Differential tests against torch eager: GEMM shapes with odd sizes, transposed operands

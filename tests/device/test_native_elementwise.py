@@ -1,4 +1,4 @@
-"""Elementwise ops between native calls (engine/native_ops.c: a float32 elementwise op reading a
+"""Elementwise ops between native calls (backend/cpu/native_ops.c: a float32 elementwise op reading a
 native GEMM / attention / layer norm result runs as a native call through native_epi.c's
 expression evaluator) against torch eager, each engine built twice: native (the default where
 the device runs native kernels) and with TORCHTRT_C_NATIVE_ELEMENTWISE=0 and TORCHTRT_C_NATIVE_EW=0 (OpenCL kernels, read

@@ -1,4 +1,4 @@
-"""Epilogues inside native GEMM/convolution calls (engine/native_epi.c) against torch eager, each
+"""Epilogues inside native GEMM/convolution calls (backend/cpu/native_epi.c) against torch eager, each
 case built twice: fused into the native call (the default) and with TORCHTRT_C_NATIVE_EPI=0 (an
 OpenCL kernel after the call, read when the engine is built). Cases: bias (a broadcast leaf,
 stride 0 along rows), BN scale/shift, relu, clamp/hardtanh (max/min), hardswish, division,

@@ -1,5 +1,5 @@
 """exp / erf / tanh / GELU (erf and tanh forms) / sigmoid / SiLU steps inside native GEMM calls
-(engine/native_math.c through engine/native_epi.c), each engine built twice: with the steps in
+(backend/cpu/native_math.c through backend/cpu/native_epi.c), each engine built twice: with the steps in
 the native call (the default) and with TORCHTRT_C_NATIVE_EPI_MATH=0 (an OpenCL epilogue kernel
 after the call, read when the engine is built). Kernel descriptions say which way each ran.
 

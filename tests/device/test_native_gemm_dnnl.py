@@ -1,4 +1,4 @@
-"""Native GEMMs through oneDNN's matmul (engine/native_gemm_dnnl.c) against torch eager, under
+"""Native GEMMs through oneDNN's matmul (backend/cpu/native_gemm_dnnl.c) against torch eager, under
 each TORCHTRT_C_NATIVE_GEMM setting (read when the engine is built): auto (oneDNN where B is a
 constant, reordered once), dnnl (every GEMM) and blas (OpenBLAS, the path where oneDNN is
 missing). Cases: odd M/N/K (1, 3, 17, 129, 769), B as [N,K] (linear) and [K,N] (GPT-2's addmm,

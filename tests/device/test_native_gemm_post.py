@@ -1,4 +1,4 @@
-"""Bias and activations as oneDNN matmul post-ops of native GEMMs (engine/native_post.c,
+"""Bias and activations as oneDNN matmul post-ops of native GEMMs (backend/cpu/native_post.c,
 native_gemm_dnnl.c) against torch eager. Each graph is built with the post-ops (the default
 where oneDNN's matmul runs the GEMM: kernel descriptions end in "+post") and with
 TORCHTRT_C_NATIVE_GEMM_POST=0 (bias + activation in C after the call, as before), both read when

@@ -1,4 +1,4 @@
-"""Activations kept channels-last (NHWC) between native convolutions (engine/native_layout.c)
+"""Activations kept channels-last (NHWC) between native convolutions (backend/cpu/native_layout.c)
 against torch eager. Each model is compiled with the default (tensors made by native convolutions
 or native elementwise ops and read only by native calls stay NHWC: kernel descriptions carry
 "+nhwc-in" / "+nhwc-out") and with TORCHTRT_C_NATIVE_LAYOUT=0 (every tensor NCHW; read when the

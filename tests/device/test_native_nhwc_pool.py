@@ -1,5 +1,5 @@
 """Max pooling of a channels-last (NHWC) tensor between native convolutions
-(engine/native_layout.c: channels in blocks of 16 and the rest one by one, output rows split among
+(backend/cpu/native_layout.c: channels in blocks of 16 and the rest one by one, output rows split among
 the step threads) against torch eager, and against the same engine with every tensor NCHW
 (TORCHTRT_C_NATIVE_LAYOUT=0: the plane-wise native pool) and with the pool on one thread
 (TORCHTRT_C_STEP_THREADS=1: the same bits). Channel counts below, at and above the 16-wide block

@@ -1,4 +1,4 @@
-"""Layer norm as a native call (engine/native_norm.c) against torch eager, each engine built
+"""Layer norm as a native call (backend/cpu/native_norm.c) against torch eager, each engine built
 twice: native (the default where the device runs native kernels) and with
 TORCHTRT_C_NATIVE_NORM=0 (the OpenCL kernel, read when the engine is built). Cases: odd row
 lengths (below and above the 16-lane blocks), weight and bias present or not, a normalized shape

@@ -1,4 +1,4 @@
-"""Max / average pooling as native CPU kernels (engine/native_pool.c) against torch eager, each
+"""Max / average pooling as native CPU kernels (backend/cpu/native_pool.c) against torch eager, each
 case built natively (the default where the device runs native kernels) and with
 TORCHTRT_C_NATIVE_POOL=0 (the OpenCL kernel, read at build). Cases: padding, stride, dilation,
 ceil_mode, count_include_pad on/off, divisor_override, odd sizes, batch > 1, windows wholly

@@ -1,4 +1,4 @@
-"""Bias and activations as oneDNN post-ops of native convolutions (engine/native_post.c) against
+"""Bias and activations as oneDNN post-ops of native convolutions (backend/cpu/native_post.c) against
 torch eager. Each case is built with the post-ops (the default: kernel descriptions end in
 "+post") and with TORCHTRT_C_NATIVE_POST=0 (bias + activation in C or an OpenCL kernel after
 the call, read when the engine is built) and with TORCHTRT_C_NATIVE_POST_HSWISH=0 (hardswish in C

@@ -1,6 +1,6 @@
 """RMS norm (x * rsqrt(mean(x^2, -1) + eps) * w, as Llama writes it) against torch eager: the
 lowering pass fuse_rms_norm makes it one aten.rms_norm, converted to a norm op that runs as a
-native call (engine/native_norm.c) where the device runs native kernels, else as the OpenCL
+native call (backend/cpu/native_norm.c) where the device runs native kernels, else as the OpenCL
 norm kernel (TORCHTRT_C_NATIVE_NORM=0 and, for rank 4, TORCHTRT_C_NATIVE_EW=0; TORCHTRT_C_KERNELS=gpu: the work-group and warp
 kernels). Odd widths 1/7/769, ranks 2-4, several eps, with and without weight; the HF
 LlamaRMSNorm module through torchtrt_c.compile. Tolerance: fp32 rtol 1e-5 (atol 1e-6)."""

@@ -1,5 +1,5 @@
 """Squeeze-excite blocks, global average pools, image-shaped elementwise ops and layer norms between
-native calls (engine/native_ops.c, native_pool.c, native_norm.c) against torch eager. Each model is compiled with
+native calls (backend/cpu/native_ops.c, native_pool.c, native_norm.c) against torch eager. Each model is compiled with
 the defaults (every kernel a native call where the device runs them and oneDNN loads) and with
 TORCHTRT_C_NATIVE_EW=0 + TORCHTRT_C_NATIVE_POOL=0 (the pool, the channel scale and the layer
 norm as OpenCL kernels; read when the engine is built). Cases: EfficientNet's SE (SiLU, sigmoid) and

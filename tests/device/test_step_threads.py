@@ -1,4 +1,4 @@
-"""The C steps of native calls on several threads (engine/step_threads.h): layer norm, RMS norm,
+"""The C steps of native calls on several threads (backend/cpu/step_threads.h): layer norm, RMS norm,
 GEMM epilogues (GELU + residual), pooling (max and global average) and attention's softmax,
 each engine built with TORCHTRT_C_STEP_THREADS=1, 2 and 3 (read when the engine is built).
 Outputs must be bit-identical whatever the thread count, and match torch eager (fp32: atol =

@@ -1,5 +1,5 @@
-"""cuBLAS GEMMs in the CUDA launch path (csrc/engine/exec_cuda.c lib steps,
-csrc/engine/exec_cuda_lib.c, csrc/backend/cuda/cublas.c; TORCHTRT_C_CUDA_LIBS).
+"""cuBLAS GEMMs in the CUDA launch path (csrc/backend/cuda/exec_cuda.c lib steps,
+csrc/backend/cuda/exec_cuda_lib.c, csrc/backend/cuda/cublas.c; TORCHTRT_C_CUDA_LIBS).
 
 A GEMM kernel may run as cuBLAS's product written into its output, then the kernel's epilogue
 alone ("<kernel>_e") in place. The tests force it (=1), let the engine time each shape (auto)

@@ -1,4 +1,4 @@
-"""CUDA graphs in the CUDA launch path (csrc/engine/exec_cuda.c, TORCHTRT_C_CUDA_GRAPHS): the
+"""CUDA graphs in the CUDA launch path (csrc/backend/cuda/exec_cuda.c, TORCHTRT_C_CUDA_GRAPHS): the
 second call with the same pointers and shapes records the engine's launches as a graph, later
 ones replay it. Replays read the inputs as they are at replay time (values changed in place are
 seen), keys that differ (other tensors, other shapes) are right too, the caller's stream orders

@@ -1,5 +1,5 @@
 """CUDA tensors through the CUDA driver: the engines' PTX launched on torch's stream
-(runtime/_cuda_launch.py, csrc/engine/exec_cuda.c).
+(runtime/_cuda_launch.py, csrc/backend/cuda/exec_cuda.c).
 
 Needs a CUDA torch, libcuda and an NVIDIA OpenCL device that is that GPU; skipped with the
 reason elsewhere (tests/device/test_cuda_launch_unavailable.py covers the refusal). Every test

@@ -1,5 +1,5 @@
 """Channels-last tensors between cuDNN convolutions in the CUDA launch path (csrc/kir/nhwc.c,
-csrc/engine/exec_cuda.c nhwc_run; TORCHTRT_C_CUDA_NHWC, on by default).
+csrc/backend/cuda/exec_cuda.c nhwc_run; TORCHTRT_C_CUDA_NHWC, on by default).
 
 A tensor made by a dense convolution and read only by dense convolutions (and by their
 epilogues as a residual) is kept NHWC: cuDNN runs those convolutions channels-last (OHWI

@@ -1,5 +1,5 @@
-"""cuDNN convolutions in the CUDA launch path (csrc/engine/exec_cuda.c library steps,
-csrc/engine/exec_cuda_lib.c, csrc/backend/cuda/cudnn.c; TORCHTRT_C_CUDA_LIBS).
+"""cuDNN convolutions in the CUDA launch path (csrc/backend/cuda/exec_cuda.c library steps,
+csrc/backend/cuda/exec_cuda_lib.c, csrc/backend/cuda/cudnn.c; TORCHTRT_C_CUDA_LIBS).
 
 A convolution kernel may run as cuDNN's convolution written into its output (NCHW, the
 engine's layout; OIHW weights made at CUDA-engine creation in the input's dtype), then the

@@ -1,6 +1,6 @@
 """GEMM tiles whose stages live in a __local argument (fl & 4, csrc/kernels/gemm_tc.cl) through
 the CUDA launch path, where the argument becomes dynamic shared memory beyond OpenCL's 48 KiB
-(csrc/engine/exec_cuda.c, the PTX rewrite in csrc/backend/cuda/cuda_driver.c).
+(csrc/backend/cuda/exec_cuda.c, the PTX rewrite in csrc/backend/cuda/cuda_driver.c).
 
 Each such tile is forced on a linear layer (odd M and N; K aligned, so that the copies are
 async, and odd, so that they are not) and the engine is run both ways: through OpenCL on host

@@ -1,4 +1,4 @@
-"""GEMM kernels' "<name>_w" variant on the GPU (csrc/engine/exec_cuda.c, wide_choice): on an
+"""GEMM kernels' "<name>_w" variant on the GPU (csrc/backend/cuda/exec_cuda.c, wide_choice): on an
 NVIDIA device of compute capability 9.0 with the CUDA libraries off every half x @ W^T GEMM whose
 K is a multiple of 8 also carries the product on tile 62 (tensor copies + warpgroup MMA), which
 the CUDA launch path times against the kernel per shape. TORCHTRT_C_GEMM_WIDE=1 emits it beside

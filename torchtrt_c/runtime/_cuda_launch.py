@@ -1,7 +1,7 @@
 """CUDA tensors through the CUDA driver: the engine's kernels on torch's own stream.
 
 On NVIDIA, an engine's OpenCL program is PTX. Loaded into torch's CUDA context
-(csrc/engine/exec_cuda.h), its kernels launch on torch's current stream with the tensors'
+(csrc/backend/cuda/exec_cuda.h), its kernels launch on torch's current stream with the tensors'
 own memory as arguments, so a call involves no OpenCL queue and no switch between CUDA's and
 OpenCL's contexts (the ~0.3 ms per call of the shared-memory path, bench/RESULTS.md). A call
   1. passes each input's memory as it is (inputs on another device, non-contiguous or not

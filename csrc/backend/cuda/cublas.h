@@ -1,5 +1,5 @@
 /*
- * cuBLAS as a library step of the CUDA launch path (engine/exec_cuda_lib.c): a GEMM kernel of
+ * cuBLAS as a library step of the CUDA launch path (backend/cuda/exec_cuda_lib.c): a GEMM kernel of
  * an engine called with CUDA tensors may run as one cuBLAS call on torch's stream instead of
  * the engine's own PTX, where cuBLAS is faster (issue 12: our tensor-core GEMM reaches 0.3-0.4
  * of cuBLAS on large shapes, bench/RESULTS.md).
@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "../../common/status.h"
-#include "../../ir/ir.h"
+#include "../../include/torchtrt_c.h"
 
 /* Whether a libcublas loads and has what this path needs; why (if given) says what is missing.
  * Never fails; the answer is kept for the process. */

@@ -60,7 +60,7 @@ static struct {
     cu_result (*cuGraphExecDestroy)(void *);
     cu_result (*cuGraphDestroy)(void *);
     bool graphs;
-    /* events (optional: timing a library call against a kernel, engine/exec_cuda_lib.c) */
+    /* events (optional: timing a library call against a kernel, backend/cuda/exec_cuda_lib.c) */
     cu_result (*cuEventCreate)(void **, unsigned);
     cu_result (*cuEventRecord)(void *, void *);
     cu_result (*cuEventSynchronize)(void *);

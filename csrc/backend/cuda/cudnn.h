@@ -81,7 +81,7 @@ ttc_status ttc_cudnn_conv_run(const ttc_cudnn_plan *p, uint64_t x, uint64_t w, u
 /* y = x in the other layout: NCHW -> NHWC (to_nhwc) or NHWC -> NCHW, dense n x c x h x w
  * tensors of dtype (float32, float16, bfloat16) on CUDA device ordinal, on stream; nothing
  * waits (cudnnTransformTensor). The CUDA path's way in and out of channels-last convolutions
- * (engine/exec_cuda.c). */
+ * (backend/cuda/exec_cuda.c). */
 ttc_status ttc_cudnn_transform(int32_t ordinal, ttc_dtype dtype, int32_t n, int32_t c, int32_t h, int32_t w, bool to_nhwc,
                                uint64_t x, uint64_t y, uint64_t stream);
 

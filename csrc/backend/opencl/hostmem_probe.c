@@ -58,7 +58,7 @@ static bool probe_run(ttc_cl_device *d) {
                  CL_SUCCESS && TTC_CL(Finish)(q) == CL_SUCCESS;
     }
     /* every host address was given to the device as the buffer's own (in any order: see
-     * engine/native_ops.c on PoCL's mem list), and what it wrote there is in host memory */
+     * backend/cpu/native_ops.c on PoCL's mem list), and what it wrote there is in host memory */
     for (int i = 0; i < PROBE_BUFS && ok; i++) {
         bool found = false;
         for (int j = 0; j < PROBE_BUFS; j++) found = found || seen[j] == (void *)host[i];
