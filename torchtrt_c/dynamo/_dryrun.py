@@ -72,7 +72,9 @@ class DryRunReport:
             e = unsup[n["op"]]
             e[0] += 1
             na = imp.non_affine.get(node)
-            e[1].add(f"output {na}; it runs in torch" if na else reason or "unsupported")
+            big = getattr(imp, "torch_only", {}).get(node)
+            e[1].add(f"output {na}; it runs in torch" if na else f"{big}; it runs in torch" if big
+                     else reason or "unsupported")
         forced_out = {}
         for name, info in part["nodes"].items():
             r = info.get("reason") or ""

@@ -34,6 +34,7 @@ import torch
 import torch.fx
 
 from torchtrt_c._input import CONSTANT_TYPES, Input, input_leaves
+from torchtrt_c.dynamo.lowering._decompositions import MAX_RANK
 from torchtrt_c.runtime._execute import dtype_name
 
 log = logging.getLogger("torchtrt_c")
@@ -68,6 +69,7 @@ class ImportResult:
     opaque: dict = field(default_factory=dict)
     fx_to_c: dict = field(default_factory=dict)   # fx node name -> C value name(s)
     non_affine: dict = field(default_factory=dict)   # fx node name -> NonAffineDim: stays in torch
+    torch_only: dict = field(default_factory=dict)   # fx node name -> why its output stays in torch
 
 
 def _literal(v):
@@ -102,6 +104,7 @@ class _Importer:
         self.n_const = 0
         self.n_lists = 0
         self.non_affine = {}     # fx node name -> NonAffineDim (its output's dims cannot be ours)
+        self.torch_only = {}     # fx node name -> why (an output of more dims than engines hold)
         self.cur = "input"
         # truncate_double: every float64 in the graph becomes float32 (the stitched module
         # casts float64 inputs on entry).
@@ -321,6 +324,10 @@ class _Importer:
         # an output dtype engines lack (the uint64 rng state of flash attention), or a dim our
         # shapes cannot hold (B*S where both are dynamic, L // 5), only means the node stays in
         # torch: "any" keeps it out of every converter, and what reads it follows it there
+        if isinstance(v, torch.Tensor) and v.dim() > MAX_RANK:
+            self.torch_only.setdefault(self.cur, f"a {v.dim()}-D output; engines hold tensors of at most "
+                                                 f"{MAX_RANK} dims")
+            return "any"
         try:
             return self._type(v)
         except TypeError:
@@ -397,7 +404,7 @@ class _Importer:
         self.g.set_outputs(outputs)
         fx_to_c = {n.name: v for n, v in self.env.items()}
         return ImportResult(self.g, self.input_names, outputs, self.symbols, self.weights,
-                            self.opaque, fx_to_c, self.non_affine)
+                            self.opaque, fx_to_c, self.non_affine, self.torch_only)
 
 
 def aten_sdpa():

@@ -220,18 +220,72 @@ def _flip(x, dims):
     return x
 
 
-@register_decomposition(aten.repeat.default)
-def _repeat(x, repeats):
-    # x viewed as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], merged pairwise
-    reps = list(repeats)
-    shape = [1] * (len(reps) - x.dim()) + list(x.shape)
-    inter, expd, out = [], [], []
+# engines hold tensors of at most this many dims (csrc/ir/ir.h TTC_MAX_RANK)
+MAX_RANK = 8
+
+
+def _repeat_stage_rank(reps, merge):
+    """The rank of _repeat_stage's expanded view."""
+    if not merge:
+        return len(reps) + sum(r != 1 for r in reps)
+    rank, run = 0, False
+    for r in reps:
+        rank, run = (rank + (not run), True) if r == 1 else (rank + 2, False)
+    return rank
+
+
+def _repeat_stage(x, shape, reps):
+    """One view + expand + copy: each repeated dim i (reps[i] != 1) is viewed as [1, s_i] and
+    expanded to [r_i, s_i]. Dims not repeated stay as they are, or where that passes MAX_RANK
+    each run of them is merged into one dim (a product of two dynamic dims then keeps the
+    node in torch, with the importer's reason)."""
+    merge = _repeat_stage_rank(reps, False) > MAX_RANK
+    inter, expd, run = [], [], None
     for r, s in zip(reps, shape):
+        if r == 1:
+            if merge:
+                run = s if run is None else run * s
+            else:
+                inter.append(s)
+                expd.append(s)
+            continue
+        if run is not None:
+            inter.append(run)
+            expd.append(run)
+            run = None
         inter += [1, s]
         expd += [r, s]
-        out.append(r * s)
+    if run is not None:
+        inter.append(run)
+        expd.append(run)
     y = aten.expand.default(aten.reshape.default(x, inter), expd)
-    return aten.reshape.default(aten._to_copy.default(y, dtype=x.dtype), out)
+    return aten.reshape.default(aten._to_copy.default(y, dtype=x.dtype), [r * s for r, s in zip(reps, shape)])
+
+
+@register_decomposition(aten.repeat.default)
+def _repeat(x, repeats):
+    # x viewed as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], merged pairwise. Only
+    # the repeated dims are split out, and where even that passes MAX_RANK dims (a 5-D repeat
+    # of every dim is 10-D) the dims are repeated in stages, each within MAX_RANK.
+    reps = list(repeats)
+    shape = [1] * (len(reps) - x.dim()) + list(x.shape)
+    if len(reps) > x.dim():
+        x = aten.reshape.default(x, shape)
+    todo = [i for i, r in enumerate(reps) if r != 1]
+    if not todo:
+        return aten._to_copy.default(x, dtype=x.dtype)
+    while todo:
+        stage = [1] * len(reps)
+        for i in list(todo):
+            trial = list(stage)
+            trial[i] = reps[i]
+            if i != todo[0] and min(_repeat_stage_rank(trial, False), _repeat_stage_rank(trial, True)) > MAX_RANK:
+                break
+            stage = trial
+        todo = [i for i in todo if stage[i] == 1]
+        x = _repeat_stage(x, shape, stage)
+        shape = [r * s for r, s in zip(stage, shape)]
+    return x
 
 
 @register_decomposition(aten.diagonal.default)
