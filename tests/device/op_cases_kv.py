@@ -49,8 +49,13 @@ def _ref_half(*a):
     return reference(*a).half()
 
 
+# the engine writes the caches in place, in their own dtype: float32 or float16 (a bfloat16
+# engine computes in float and would have to write bfloat16 back into the caller's tensor)
+NO_BF16 = "inputs written in place are float32/float16"
+
+
 def case(*shape, slots, **kw):
-    return Case(lambda: kv_args(*shape, slots, **kw), tol=1e-5, rtol=1e-4, ref=reference)
+    return Case(lambda: kv_args(*shape, slots, **kw), tol=1e-5, rtol=1e-4, ref=reference, bf16_skip=NO_BF16)
 
 
 def case_fp16(*shape, slots, **kw):
@@ -69,3 +74,35 @@ CASES = {
         case_fp16(1, 8, 2, 1, 64, 129, slots=[128]),
     ],
 }
+
+
+# torchtrt_c.index_copy_into(self, dim, index, source): what a program's index_copy_ into one of
+# its inputs becomes (torchtrt_c/dynamo/_mutations.py); the engine writes self in place and
+# returns its new value. The reference writes a copy, so the engine's input stays the original
+# until the engine writes it. Distinct indices (torch leaves duplicates unspecified).
+ICI = "torchtrt_c.index_copy_into.default"
+
+
+def ici_args(shape, dim, index, seed=0, dtype=torch.float32):
+    src_shape = list(shape)
+    src_shape[dim] = len(index)
+    return [rand(*shape, seed=seed, dtype=dtype), dim, torch.tensor(index, dtype=torch.int64),
+            rand(*src_shape, seed=seed + 1, dtype=dtype)]
+
+
+def ici_reference(self, dim, index, source):
+    return self.clone().index_copy_(dim, index, source)
+
+
+def ici_case(shape, dim, index, dtype=torch.float32):
+    fp16 = dtype == torch.float16
+    return Case(lambda: ici_args(shape, dim, index, dtype=dtype), tol=0.0, rtol=0.0, ref=ici_reference,
+                precision="fp16" if fp16 else "fp32", bf16_skip=NO_BF16)
+
+
+CASES[ICI] = [
+    ici_case((7, 5), 0, [6, 0, 3]),                          # rows, out of order
+    ici_case((2, 3, 11, 5), 2, [10]),                        # one cache slot of a [B, H, L, E] cache
+    ici_case((3, 4, 9), -1, [1, 2, 8, 0]),                   # the last dim
+    ici_case((2, 3, 13, 8), 2, [4, 5, 6], dtype=torch.float16),
+]

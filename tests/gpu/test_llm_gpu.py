@@ -4,7 +4,8 @@ compile_llm, against the same model's eager fp16 generate().
 - Teacher-forced: at each of 128 steps, given eager's tokens as the prefix, the compiled step's
   logits are within fp16 tolerance of eager's (2e-2 of the logits' largest magnitude).
 - Free-running greedy: the same tokens as eager for at least the first 32 steps, through our
-  loop (one recorded CUDA graph per token) and through transformers' generate().
+  loop (one recorded CUDA graph per token) and through transformers' generate(), unless they
+  part earlier at a near-tie (eager's logit for our token within 2e-2 of its choice's).
 - fp32: identical greedy tokens for 128 steps."""
 import pytest
 import torch
@@ -44,11 +45,22 @@ def test_fp16_logits_and_tokens(arch):
             err = (logits.float() - want).abs().max().item() / want.abs().max().item()
             assert err < 2e-2, f"{arch}: step {t}: logits differ by {err:.2e} of their largest magnitude"
             logits = gen.runner.run(st, ref[:, ids.shape[1] + t:ids.shape[1] + t + 1], None)
+    P = ids.shape[1]
     for out in (gen.generate_tokens(ids, max_new_tokens=NEW),
                 gen.generate(ids, do_sample=False, max_new_tokens=NEW, min_new_tokens=NEW)):
-        same = (out[:, ids.shape[1]:] == ref[:, ids.shape[1]:]).all(0).int()
+        same = (out[:, P:] == ref[:, P:]).all(0).int()
         first_diff = int(same.argmin()) if not bool(same.all()) else NEW
-        assert first_diff >= 32, f"{arch}: greedy tokens differ from eager fp16 at step {first_diff}"
+        if first_diff >= 32:
+            continue
+        # an earlier divergence is allowed only at a near-tie: eager's own logits at that step
+        # rank our token within the fp16 tolerance of its own choice
+        with torch.no_grad():
+            want = m(ref[:, :P + first_diff]).logits[:, -1].float()
+        for row in range(ids.shape[0]):
+            a, b = int(ref[row, P + first_diff]), int(out[row, P + first_diff])
+            margin = (want[row, a] - want[row, b]).item() / want[row].abs().max().item()
+            assert margin < 2e-2, (f"{arch}: greedy tokens differ from eager fp16 at step {first_diff} "
+                                   f"(row {row}: {b} instead of {a}, {margin:.2e} below it, not a near-tie)")
 
 
 def test_fp32_tokens_equal_and_graph_replays():

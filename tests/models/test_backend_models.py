@@ -27,6 +27,8 @@ def _session(model, calls_kw, monkeypatch, what):
     """Runs the calls through torch.compile, checks each against eager; returns each compile's
     (input (min, max) shapes, (engines, torch segments))."""
     torch._dynamo.reset()
+    from torch._dynamo.utils import counters
+    counters["graph_break"].clear()  # reset() keeps them: an earlier test's breaks in this worker
     calls = record_compiles(monkeypatch)
     f = torch.compile(model, backend="torchtrt_c")
     for label, args, kw in calls_kw:
