@@ -194,4 +194,31 @@ CASES = {
     "aten.logical_or.default": [ModelCase(torch.logical_or, lambda: (bools(3, 5), bools(3, 5, seed=1)), id="bool")],
     "aten.logical_xor.default": [ModelCase(torch.logical_xor, lambda: (ints(3, 5, low=-1, high=2), bools(5)), id="b")],
     "aten.logical_not.default": [ModelCase(torch.logical_not, lambda: (ints(3, 5, low=-1, high=2),), id="int")],
+    # issue 33's missing converters (Torch-TensorRT's converter tests): fp32 and fp16 (fp16 sums
+    # within 1e-2: eager rounds its float32 accumulation once, the engine may round partials)
+    "prims.sum.default": [
+        ModelCase(lambda x: torch.ops.prims.sum(x, [1]), lambda: (rand(3, 5),), id="dim1"),
+        ModelCase(lambda x: torch.ops.prims.sum(x, [0, 2]), lambda: (rand(2, 7, 9),), id="dims02"),
+        ModelCase(lambda x: torch.ops.prims.sum(x, [0, 1, 2]), lambda: (rand(3, 7, 5),), tol=1e-4, id="all"),
+        ModelCase(lambda x: torch.ops.prims.sum(x, [2]), lambda: (rand(2, 3, 33, dtype=torch.float16),),
+                  tol=1e-2, id="fp16"),
+    ],
+    "aten.native_dropout.default": [
+        ModelCase(lambda x: A.native_dropout(x, 0.5, False), lambda: (rand(3, 5),), id="eval-mask"),
+        ModelCase(lambda x: A.native_dropout(x, 0.2, False)[0] * 2, lambda: (rand(2, 7, 9),), id="used"),
+        ModelCase(lambda x: A.native_dropout(x, 0.0, True), lambda: (rand(1, 13),), id="p0"),
+        ModelCase(lambda x: A.native_dropout(x, 0.5, False), lambda: (rand(3, 5, dtype=torch.float16),), id="fp16"),
+    ],
+    "aten.max.default": _one(torch.max, (3, 5), (2, 7, 9), (1, 1)) + [
+        ModelCase(torch.max, lambda: (rand(5, 3, 7, dtype=torch.float16),), id="fp16"),
+        ModelCase(torch.max, lambda: (ints(4, 9, low=-50, high=50),), id="int"),
+    ],
+    "aten.empty.memory_format": [
+        ModelCase(lambda x: A.empty.memory_format([3, 5], dtype=torch.float32).fill_(2.0) + x, lambda: (rand(3, 5),),
+                  id="fill"),
+        ModelCase(lambda x: A.empty.memory_format(list(x.shape), dtype=x.dtype).copy_(x) * 3,
+                  lambda: (rand(2, 7, 9),), id="copy"),
+        ModelCase(lambda x: torch.empty(7, 3, dtype=torch.float16).fill_(1.5) * x, lambda: (rand(7, 3, dtype=torch.float16),),
+                  tol=1e-3, id="fp16"),
+    ],
 }

@@ -174,6 +174,35 @@ def _min_all(x):
     return aten.amin.default(x, list(range(x.dim())), False)
 
 
+@register_decomposition(aten.max.default)
+def _max_all(x):
+    return aten.amax.default(x, list(range(x.dim())), False)
+
+
+@register_decomposition(torch.ops.prims.sum.default)
+def _prims_sum(inp, dims, *, output_dtype=None):
+    return aten.sum.dim_IntList(inp, list(dims) if dims else [], dtype=output_dtype)
+
+
+@register_decomposition(aten.native_dropout.default)
+def _native_dropout(x, p, train):
+    # at inference (train false, or p == 0) the output is the input and the mask all true; in
+    # training (train true or None) torch's decomposition draws the mask (rand), which stays
+    # with torch
+    if train is not False and p != 0:
+        # (torch's own decomposition takes None for false; its kernel, and so eager, for true)
+        mask = aten.gt.Scalar(aten.rand_like.default(x), p)
+        return aten.mul.Tensor(aten.mul.Tensor(mask, x), 1.0 / (1.0 - p) if p < 1 else 0.0), mask
+    return aten.clone.default(x), aten.full.default(list(x.shape), True, dtype=torch.bool, device=x.device)
+
+
+@register_decomposition(aten.empty.memory_format)
+def _empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    # any contents are empty()'s contents: zeros, which an engine makes (torch.empty has no kernel
+    # of ours, and a program reads its values only after writing them)
+    return aten.full.default(list(size), 0, dtype=dtype or torch.get_default_dtype(), device=device)
+
+
 @register_decomposition(aten.min.dim)
 def _min_dim(x, dim, keepdim=False):
     return aten.amin.default(x, [dim], keepdim), aten.argmin.default(x, dim, keepdim)
