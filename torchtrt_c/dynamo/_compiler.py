@@ -461,6 +461,9 @@ def stitch(imp: ImportResult, part: dict, settings: CompilationSettings, progres
         else:
             raise RuntimeError(f"graph output %{v} is not produced by any segment")
     for inp, out in copy_back:   # an input's new value written back into it, as torch.export's module does
+        # (resized first where its shape changed: an out= tensor of another shape, which the op
+        # resizes in eager; a no-op otherwise)
+        parent.call_function(torch.Tensor.resize_as_, (placeholders[inp], results[out]))
         parent.call_function(torch.Tensor.copy_, (placeholders[inp], results[out]))
     dropped = {out for _, out in copy_back}
     results = [r for i, r in enumerate(results) if i not in dropped]
