@@ -123,5 +123,6 @@ ttc_status ttc_gen_scan(const ttc_kgen *g);                  /* codegen_scan.c *
 ttc_status ttc_gen_slot_write(const ttc_kgen *g);            /* codegen_kv.c */
 ttc_status ttc_gen_kv_attention(const ttc_kgen *g);
 ttc_status ttc_gen_kv_reduce(const ttc_kgen *g);
+ttc_status ttc_gen_qgemm(const ttc_kgen *g);                 /* codegen_qgemm.c */
 
 #endif

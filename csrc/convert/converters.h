@@ -12,6 +12,7 @@
  *                       dropout, sym_size
  *   conv_nn.c           conv, batch_norm, pool, softmax, norm; conv_transpose.c: convolution
  *   conv_reduce.c       reduce
+ *   conv_quant.c        quantize, dequantize (PT2E Q/DQ), int_mm; validators qdq, int_mm
  */
 #ifndef TTC_CONVERTERS_H
 #define TTC_CONVERTERS_H

@@ -150,6 +150,10 @@ typedef enum ttc_kop_kind {
      * [B, Hq, S, splits, EV + 2] (max, sum, unnormalised values) and KV_REDUCE (in[0]: them)
      * combines the splits into [B, Hq, S, EV] */
     TTC_KOP_KV_REDUCE,
+    /* integer GEMM (codegen/codegen_qgemm.c): out[m, n] = sum_k (in[0][m, k] - p.qgemm.a_zp) *
+     * in[1][k, n], int8/uint8 operands (any strides) accumulated in int32; an epilogue reads the
+     * accumulator as float (as torch's int32 -> float32 conversion rounds it) */
+    TTC_KOP_QGEMM,
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -205,6 +209,7 @@ typedef struct ttc_kop {
          * query heads of one k/v head sharing a work-group */
         struct { double scale, softcap; int32_t window, e, ev, group, splits, kps, hg; } kva;
         struct { int32_t dim; } slot;
+        struct { int32_t a_zp; } qgemm;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

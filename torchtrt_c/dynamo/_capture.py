@@ -187,7 +187,7 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
         stack_traces = dynamic_shapes is not None
     register_transformers_containers()
     was_training = module.training
-    module.eval()
+    _set_training(module, False)
     import torch.fx.config as fx_config
     # the switch is newer than torch 2.11 (there, traces are always recorded)
     has_switch = hasattr(fx_config, "do_not_emit_stack_traces")
@@ -206,8 +206,18 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
     finally:
         if has_switch:
             fx_config.do_not_emit_stack_traces = no_traces
-        module.train(was_training)
+        _set_training(module, was_training)
     return ep
+
+
+def _set_training(module, mode: bool):
+    """module.train(mode), except for the graph modules that the PT2E quantization flow
+    (torchao's convert_pt2e) returns: they are torch.export graphs whose train()/eval() raise
+    NotImplementedError, and they have no mode to switch (their graph is fixed)."""
+    try:
+        module.train(mode)
+    except NotImplementedError:
+        pass
 
 
 def copy_program(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:

@@ -1,0 +1,74 @@
+"""Differential cases for the quantized ops (format: tests/opcase.py): PT2E's Q/DQ
+(torch.ops.quantized_decomposed, registered by torch itself) and aten._int_mm, the int8 x int8
+-> int32 product of torchao's dynamic int8 linears. Quantized and int32 outputs compare
+exactly (convtest.assert_close): the engine rounds half to even and clamps as torch does, and
+_int_mm accumulates in int (sums past 2^24, where a float accumulator would round, included)."""
+from __future__ import annotations
+
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers torch.ops.quantized_decomposed)
+
+from convtest import Const
+from opcase import Case
+
+qd = torch.ops.quantized_decomposed
+_DT = {"int8": torch.int8, "uint8": torch.uint8}
+
+
+def _ties(*shape, scale, seed=0):
+    """Floats at and around the rounding ties of x / scale (k + 0.5 steps, both signs), and far
+    outside the range (clamped)."""
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randint(-300, 300, shape, generator=g).float()
+    half = (torch.rand(shape, generator=g) < 0.5).float() * 0.5
+    return ((k + half) * scale).float()
+
+
+def _q(*shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = (-128, 128) if dtype == torch.int8 else (0, 256)
+    return torch.randint(lo, hi, shape, generator=g).to(dtype)
+
+
+def _quant_ref(x, s, zp, lo, hi, dt):
+    return qd.quantize_per_tensor.default(x, s, zp, lo, hi, _DT[dt])
+
+
+def _dequant_ref(q, s, zp, lo, hi, dt, out_dtype):
+    return qd.dequantize_per_tensor.default(q, s, zp, lo, hi, _DT[dt])
+
+
+def _int_mm_ref(a, b):
+    return torch.ops.aten._int_mm.default(a, b)
+
+
+def _i8(*shape, seed=0, lo=-128, hi=128):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(lo, hi, shape, generator=g).to(torch.int8)
+
+
+CASES = {
+    "quantized_decomposed.quantize_per_tensor.default": [
+        Case(lambda: [_ties(3, 5, 7, scale=0.02), 0.02, 119, 0, 255, "uint8"], ref=_quant_ref, id="u8"),
+        Case(lambda: [_ties(2, 9, 13, scale=0.037, seed=1), 0.037, 0, -128, 127, "int8"], ref=_quant_ref, id="s8"),
+        Case(lambda: [_ties(33, scale=0.0031, seed=2), 0.0031, 3, -127, 127, "int8"], ref=_quant_ref, id="narrow"),
+        Case(lambda: [_ties(6, 11, scale=0.05, seed=3), 0.05, 7, 0, 255, "uint8"], ref=_quant_ref, dynamic=(1, 6, 12),
+             id="dynamic"),
+    ],
+    "quantized_decomposed.dequantize_per_tensor.default": [
+        Case(lambda: [_q(3, 5, 7, dtype=torch.uint8), 0.0227, 119, 0, 255, "uint8", None], ref=_dequant_ref, tol=0,
+             rtol=0, id="u8"),
+        Case(lambda: [_q(4, 17, dtype=torch.int8, seed=1), 0.013, -3, -128, 127, "int8", None], ref=_dequant_ref, tol=0,
+             rtol=0, id="s8"),
+        Case(lambda: [_q(5, 9, dtype=torch.uint8, seed=2), 0.5, 0, 0, 255, "uint8", None], ref=_dequant_ref, tol=0,
+             rtol=0, dynamic=(1, 5, 9), id="dynamic"),
+    ],
+    "aten._int_mm.default": [
+        Case(lambda: [_i8(5, 37), _i8(37, 11, seed=1)], ref=_int_mm_ref, id="odd"),
+        Case(lambda: [_i8(3, 64, seed=2), Const(_i8(64, 24, seed=3))], ref=_int_mm_ref, id="const_b"),
+        # |sum| up to 1300 * 128 * 128 = 2.1e7 > 2^24: a float accumulator would round
+        Case(lambda: [_i8(4, 1300, seed=4, lo=-128, hi=-100), _i8(1300, 6, seed=5, lo=-128, hi=-100)],
+             ref=_int_mm_ref, id="past_2_24"),
+        Case(lambda: [_i8(9, 40, seed=6), Const(_i8(40, 8, seed=7))], ref=_int_mm_ref, dynamic=(1, 9, 16), id="dynamic"),
+    ],
+}
