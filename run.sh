@@ -69,6 +69,12 @@ install_model_libs() {
     # local Ray instance
     have_module ray.serve || "$PY" -m pip install -q "ray[serve]>=2.60" \
         || echo "run.sh: note: could not install ray[serve]; the serving tests will skip" >&2
+    # quantized models (issue 35): torchao (its PT2E flow and quantize_ configs) and
+    # scikit-learn (the bundled load_digits images the int8 accuracy test trains on)
+    have_module torchao || "$PY" -m pip install -q torchao \
+        || echo "run.sh: note: could not install torchao; the quantized model tests will skip" >&2
+    have_module sklearn || "$PY" -m pip install -q scikit-learn \
+        || echo "run.sh: note: could not install scikit-learn; the int8 accuracy test will skip" >&2
     return 0
 }
 
