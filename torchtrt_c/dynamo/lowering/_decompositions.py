@@ -113,7 +113,29 @@ def get_decompositions(keep=(), decompose=()):
     for o, fn in TORCHTRT_C_DECOMPOSITIONS.items():
         if o not in keep_ops:
             table[o] = fn
+    if aten.scaled_dot_product_attention.default in set(decompose):
+        # torch's own breaks it into the CPU flash op, whose decomposition above is SDPA again
+        table[aten.scaled_dot_product_attention.default] = _sdpa_math
     return table
+
+
+def _sdpa_math(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """SDPA as matmuls and a softmax (inference: no dropout), for a graph whose SDPA the C core
+    cannot take whole (e.g. key and value lengths it cannot prove equal)."""
+    if enable_gqa and k.shape[-3] != q.shape[-3]:
+        k = aten.repeat_interleave.self_int(k, q.shape[-3] // k.shape[-3], -3)
+        v = aten.repeat_interleave.self_int(v, q.shape[-3] // v.shape[-3], -3)
+    sc = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    s = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), sc)
+    if is_causal:
+        keep = aten.tril.default(aten.ones.default([q.shape[-2], k.shape[-2]], dtype=torch.bool, device=q.device))
+        s = aten.masked_fill.Scalar(s, aten.logical_not.default(keep), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            s = aten.masked_fill.Scalar(s, aten.logical_not.default(attn_mask), float("-inf"))
+        else:
+            s = aten.add.Tensor(s, attn_mask)
+    return aten.matmul.default(aten._softmax.default(s, -1, False), v)
 
 
 @register_decomposition(aten.square.default)
