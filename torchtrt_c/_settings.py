@@ -60,6 +60,11 @@ class CompilationSettings:
     # launch path never waits for the device to read the flag back, so calls can be captured in
     # a CUDA graph; for callers that validate their indices (compile_llm's step)
     check_indices: bool = True
+    # weight-only quantization of linear layers with constant weights (issue 35;
+    # dynamo/_weight_only.py): "int8_weight_only" (per output channel) or "int4_weight_only"
+    # (groups of quantize_group_size input features, clipped to K)
+    quantize: Optional[str] = None
+    quantize_group_size: int = 128
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "CompilationSettings":
@@ -109,6 +114,8 @@ class CompilationSettings:
                                 f"got {type(v).__name__} {v!r}")
             if v is True and self.disable_tf32:
                 raise ValueError(f"settings disable_tf32=True and {name}=True contradict each other")
+        from torchtrt_c.dynamo._weight_only import check_quantize
+        check_quantize(self.quantize, self.quantize_group_size)
         self._tf32 = None
         self.tf32_policy()  # torch's switches as they are now, at compile time
         self.enabled_precisions = _normalize_precisions(self.enabled_precisions)

@@ -118,6 +118,7 @@ ttc_status ttc_gen_gather(const ttc_kgen *g);
 ttc_status ttc_gen_resize(const ttc_kgen *g);
 ttc_status ttc_gen_attention(const ttc_kgen *g);
 ttc_status ttc_gen_sort(const ttc_kgen *g);
+ttc_status ttc_gen_wq_linear(const ttc_kgen *g);              /* codegen_wq.c */
 ttc_status ttc_gen_scatter(const ttc_kgen *g);
 ttc_status ttc_gen_scan(const ttc_kgen *g);                  /* codegen_scan.c */
 ttc_status ttc_gen_slot_write(const ttc_kgen *g);            /* codegen_kv.c */

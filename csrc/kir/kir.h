@@ -154,6 +154,13 @@ typedef enum ttc_kop_kind {
      * in[1][k, n], int8/uint8 operands (any strides) accumulated in int32; an epilogue reads the
      * accumulator as float (as torch's int32 -> float32 conversion rounds it) */
     TTC_KOP_QGEMM,
+    /* weight-only quantized linear (codegen/codegen_wq.c, backend/cpu/native_wq.c): out [.., N] =
+     * in[0] [.., K] (dense) times dequant(in[1])^T, dequant(q)[n, k] = (q[n, k] - z[n, g]) * s[n, g]
+     * with g = k / p.wq.group, s = in[2] [N, G] float, z = in[3] [N, G] float (-1: 0). bits 8: in[1]
+     * int8 [N, K]; bits 4: in[1] uint8 [N, K / 2], element 2j in the low nibble of byte j, 2j + 1
+     * in the high one, values 0..15. gemv: the GPU family's decode kernel (warps over rows, wide
+     * loads; any M, built for M <= 8) */
+    TTC_KOP_WQ_LINEAR,
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -210,6 +217,7 @@ typedef struct ttc_kop {
         struct { double scale, softcap; int32_t window, e, ev, group, splits, kps, hg; } kva;
         struct { int32_t dim; } slot;
         struct { int32_t a_zp; } qgemm;
+        struct { int32_t group, bits, n, k; bool gemv; } wq;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

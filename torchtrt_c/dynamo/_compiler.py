@@ -27,6 +27,7 @@ from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, copy_program, decompose, kwarg_order
 from torchtrt_c.dynamo._compiled_module import CompiledModule
 from torchtrt_c.dynamo._mutations import plan_mutations
+from torchtrt_c.dynamo._weight_only import rewrite_weight_only
 from torchtrt_c.dynamo._importer import ImportResult, NonAffineDim, import_program
 from torchtrt_c.dynamo._module_cache import _content_digest, remember_blob
 from torchtrt_c.dynamo._module_cache import _ident as _weight_ident
@@ -668,6 +669,8 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
             _finish_module(gm, settings, ep, list(zip(_input_names(ep, len(all_inputs)), all_inputs)))
             progress.done()
             return gm
+    # weight-only quantized linears (torchao's, or quantize=): int8/int4 weights in the engines
+    rewrite_weight_only(ep, settings.quantize, settings.quantize_group_size)
     progress.phase("decompositions")
     ep = decompose(ep, keep=_keep_ops(settings))
     progress.dump("decomposed FX graph", lambda: str(ep.graph))

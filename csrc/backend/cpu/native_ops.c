@@ -14,8 +14,9 @@
 #include "native_norm.h"
 #include "native_pool.h"
 #include "native_post.h"
+#include "native_wq.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8 };
 _Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
@@ -33,9 +34,13 @@ enum { AT_Q, AT_QOFF, AT_K, AT_KOFF, AT_V, AT_VOFF, AT_O, AT_OOFF, AT_M, AT_MOFF
  * (buffer, offset), out's dims, then per input its length along the dim and its strides */
 enum { CT_MAX_IN = 4, CT_O = 0, CT_OOFF, CT_X, CT_ODIMS = CT_X + 2 * CT_MAX_IN, CT_IN = CT_ODIMS + 4,
        CT_COUNT = CT_IN + 5 * CT_MAX_IN };
+/* weight-only quantized linear (native_wq.h): x, q, y, scales, zero points (the scales again
+ * without), then M, N, K, group, bits, whether there are zero points */
+enum { WA_X, WA_XOFF, WA_Q, WA_QOFF, WA_Y, WA_YOFF, WA_S, WA_SOFF, WA_Z, WA_ZOFF, WA_M, WA_N, WA_K, WA_GROUP, WA_BITS,
+       WA_HASZ, WA_COUNT };
 enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
-               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
+               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -101,7 +106,7 @@ static bool from_native(const ttc_kir *k, int32_t t, int depth) {
     if (t < 0 || k->ts[t].kind != TTC_ET_INTER || k->ts[t].producer < 0 || depth <= 0) return false;
     const ttc_kop *p = &k->ops[k->ts[t].producer];
     switch (p->kind) {
-    case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM: case TTC_KOP_CONCAT:
+    case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM: case TTC_KOP_CONCAT: case TTC_KOP_WQ_LINEAR:
         return ttc_native_op_ok(k, p);
     case TTC_KOP_ELEMENTWISE:
         for (int32_t l = 0; l < p->epi.n_leaves; l++)
@@ -144,6 +149,11 @@ static bool concat_ok(const ttc_kir *k, const ttc_kop *op) {
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
+    if (op->kind == TTC_KOP_WQ_LINEAR) {   /* float32 activations, scales and zero points */
+        for (int i = 0; i < 4; i++)
+            if (op->in[i] >= 0 && i != 1 && k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32) return false;
+        return k->native;
+    }
     if (op->kind == TTC_KOP_ATTENTION) {
         /* rank 3 or 4 (one or two leading dims); a float32 or bool mask */
         int32_t R = k->ts[op->out].rank, m = op->in[3];
@@ -278,6 +288,19 @@ static ttc_status concat_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks
     return TTC_OK;
 }
 
+static ttc_status wq_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->out].rank;
+    const int32_t ts[5] = {op->in[0], op->in[1], op->out, op->in[2], op->in[3] >= 0 ? op->in[3] : op->in[2]};
+    for (int i = 0; i < 5; i++) {
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    ARG(TTC_ARG_PROD, op->out, 0, R - 1, 0);
+    int64_t lit[] = {op->p.wq.n, op->p.wq.k, op->p.wq.group, op->p.wq.bits, op->in[3] >= 0};
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, lit[i]);
+    return TTC_OK;
+}
+
 static ttc_status attn_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
     int32_t R = k->ts[op->out].rank;
     const int32_t ts[5] = {op->in[0], op->in[1], op->in[2], op->out, op->in[3]};
@@ -339,6 +362,9 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_ATTENTION) {
         TTC_TRY(attn_args(k, op, ks));
         ks->native = NATIVE_ATTN;
+    } else if (op->kind == TTC_KOP_WQ_LINEAR) {
+        TTC_TRY(wq_args(k, op, ks));
+        ks->native = NATIVE_WQ;
     } else if (op->kind == TTC_KOP_CONCAT) {
         TTC_TRY(concat_args(k, op, ks));
         ks->native = NATIVE_CAT;
@@ -464,6 +490,15 @@ static void native_run(void *arg, void *const *ptrs) {
             if (c->post && !done) ttc_native_post_ref_nhwc(&c->pp.dnnl, bias, Cb, M, N);
         }
         epilogue(c, ptrs, C);
+        return;
+    }
+    if (c->kind == NATIVE_WQ) {
+        float *y = (float *)ptrs[2] + v[WA_YOFF];
+        ttc_native_wq a = {(const float *)m0 + v[WA_XOFF], (const int8_t *)ptrs[1] + v[WA_QOFF],
+                           (const float *)ptrs[3] + v[WA_SOFF], v[WA_HASZ] ? (const float *)ptrs[4] + v[WA_ZOFF] : NULL,
+                           y, v[WA_M], v[WA_N], v[WA_K], v[WA_GROUP], (int32_t)v[WA_BITS], c->threads};
+        ttc_native_wq_linear(&a);
+        epilogue(c, ptrs, y);
         return;
     }
     if (c->kind == NATIVE_CAT) {
@@ -643,7 +678,7 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
-                   : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : 3;
+                   : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : c.kind == NATIVE_WQ ? 5 : 3;
     if (c.kind == NATIVE_NORM) {
         c.eps = (float)op->p.norm.eps;
         c.rms = op->p.norm.rms;

@@ -1,0 +1,204 @@
+"""Weight-only quantized linear (issue 35): torchtrt_c.wq_linear in engines against torch's own
+implementation of the op (dequantize, then linear) on the same packed weights, on every path the
+machine has: the native CPU step (backend/cpu/native_wq.c, the default on PoCL), the portable
+OpenCL kernel (TORCHTRT_C_NATIVE=0) and the GPU family's decode GEMV (TORCHTRT_C_KERNELS=gpu),
+each checked by its kernel description. The int8/int4 weights stay int8/uint8 constants in the
+engine (its blob is about a quarter / an eighth of the float one).
+
+Shapes: M 1, 3, 8 (decode), 17 and a [2, 5, K] input (GEMM rows); K not a multiple of 16 bytes
+(scalar GEMV loop), groups of 8..K, odd N. Tolerances: fp32 atol 2e-4 * sqrt(K) relative to the
+output scale (the sums run in another order than torch's); fp16 activations 2e-2 relative.
+K not a multiple of the group size is refused by the validator (the node falls back to torch,
+which computes the same) and by quantize='int4_weight_only' with a message naming the layer."""
+import math
+
+import pytest
+import torch
+
+import torchtrt_c
+import torchtrt_c._C as C
+from torchtrt_c.dynamo._weight_only import dequantize, pack_int4, quantize_int4, quantize_int8
+
+PATHS = {
+    "native": {},
+    "opencl": {"TORCHTRT_C_NATIVE": "0"},
+    "gemv": {"TORCHTRT_C_KERNELS": "gpu"},
+}
+
+
+@pytest.fixture(autouse=True)
+def plain_env(monkeypatch):
+    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE"):
+        monkeypatch.delenv(v, raising=False)
+
+
+class WQ(torch.nn.Module):
+    def __init__(self, q, s, z, group, bits, bias=None):
+        super().__init__()
+        self.register_buffer("q", q)
+        self.register_buffer("s", s)
+        self.register_buffer("z", z)
+        self.group, self.bits = group, bits
+        self.bias = None if bias is None else torch.nn.Parameter(bias)
+
+    def forward(self, x):
+        y = torch.ops.torchtrt_c.wq_linear(x, self.q, self.s, self.z, self.group, self.bits)
+        return y + self.bias if self.bias is not None else torch.relu(y)
+
+
+def random_weights(N, K, group, bits, zeros=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    G = K // group
+    s = torch.rand(N, G, generator=g) * 0.05 + 0.01
+    if bits == 8:
+        q = torch.randint(-128, 128, (N, K), generator=g, dtype=torch.int8)
+        z = torch.randint(-4, 5, (N, G), generator=g).float() if zeros else None
+    else:
+        q = pack_int4(torch.randint(0, 16, (N, K), generator=g))
+        z = torch.randint(0, 16, (N, G), generator=g).float() if zeros else None
+    return q, s, z
+
+
+def kernels_of(trt):
+    eng = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="")
+    return eng.info()["kernels"]
+
+
+def check_path(trt, path):
+    ks = [k for k in kernels_of(trt) if " wq_linear:" in k]
+    assert len(ks) == 1, kernels_of(trt)
+    if path == "native" and C.native_cpu()["available"]:
+        assert "(native)" in ks[0], ks
+    if path != "native":
+        assert "(native)" not in ks[0], ks
+
+
+def close(y, ref, K, tol):
+    scale = ref.abs().max().item() + 1e-6
+    err = (y.float() - ref.float()).abs().max().item() / scale
+    assert err <= tol, (err, tol)
+
+
+CASES = [  # M (or shape), N, K, group, bits, zeros
+    ((1, 64), 37, 64, 64, 8, False),         # per channel, decode
+    ((3, 160), 48, 160, 32, 8, True),
+    ((8, 40), 33, 40, 8, 8, True),           # K * 1 byte not a multiple of 16: scalar GEMV loop
+    ((17, 256), 70, 256, 128, 8, False),     # GEMM rows
+    ((1, 128), 40, 128, 32, 4, True),        # int4 decode
+    ((5, 96), 31, 96, 32, 4, True),          # 48 bytes a row
+    ((8, 72), 16, 72, 8, 4, True),           # groups smaller than a 32-weight chunk: scalar loop
+    ((2, 5, 256), 64, 256, 64, 4, True),     # rank 3, GEMM rows
+    ((12, 64), 24, 64, 16, 4, True),
+]
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-N{c[1]}-K{c[2]}-g{c[3]}-b{c[4]}")
+def test_wq_linear_fp32(case, path, monkeypatch):
+    shape, N, K, group, bits, zeros = case
+    for k, v in PATHS[path].items():
+        monkeypatch.setenv(k, v)
+    q, s, z = random_weights(N, K, group, bits, zeros)
+    bias = torch.randn(N) if bits == 8 else None
+    m = WQ(q, s, z, group, bits, bias).eval()
+    x = torch.randn(*shape)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    check_path(trt, path)
+    with torch.no_grad():
+        ref = m(x)
+        y = trt(x)
+    close(y, ref, K, 2e-4 * math.sqrt(K) / 8)
+    # the same op == linear on the dequantized weights (what the tests of the importers use)
+    w = dequantize(q, s, z, group, bits)
+    lin = torch.nn.functional.linear(x, w)
+    close(lin + bias if bias is not None else torch.relu(lin), ref, K, 1e-5)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("bits", [8, 4])
+def test_wq_linear_fp16(bits, path, monkeypatch):
+    for k, v in PATHS[path].items():
+        monkeypatch.setenv(k, v)
+    N, K, group = 45, 128, 32
+    q, s, z = random_weights(N, K, group, bits)
+    m = WQ(q, s, z, group, bits).eval()
+    x = torch.randn(3, K)
+    trt = torchtrt_c.compile(m.half(), inputs=[x.half()], min_block_size=1, enabled_precisions={torch.float16})
+    ks = [k for k in kernels_of(trt) if " wq_linear:" in k]
+    assert len(ks) == 1 and "(native)" not in ks[0], kernels_of(trt)
+    with torch.no_grad():
+        ref = WQ(q, s, z, group, bits)(x.float())   # fp32 reference of the same weights
+        y = trt(x.half())
+    assert y.dtype == torch.float16
+    close(y, ref, K, 2e-2)
+
+
+def test_engine_keeps_packed_weights():
+    """The engine's constants are the int8/int4 bytes, not float weights: its blob shrinks."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(512, 512, bias=False)).eval()
+    x = torch.randn(2, 512)
+    sizes = {}
+    for qz in (None, "int8_weight_only", "int4_weight_only"):
+        trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, quantize=qz)
+        sizes[qz] = trt._run_on_acc_0.engine.numel()
+    w = 512 * 512
+    assert sizes[None] > 4 * w
+    assert sizes["int8_weight_only"] < sizes[None] - 2.5 * w, sizes
+    assert sizes["int4_weight_only"] < sizes["int8_weight_only"] - 0.4 * w, sizes
+
+
+def test_group_not_dividing_k_falls_back_and_is_refused():
+    """K = 48 with groups of 32: the engine refuses the node (it runs in torch, same values), and
+    quantize='int4_weight_only' with such a layer names it."""
+    N, K = 8, 48
+    q = pack_int4(torch.randint(0, 16, (N, K)))
+    m = WQ(q, torch.rand(N, 1) * 0.1, None, 32, 4).eval()   # group 32 does not divide 48
+    x = torch.randn(2, K)
+    with pytest.raises(Exception):
+        m(x)   # torch's op refuses it too (the reshape to groups)
+    lin = torch.nn.Sequential(torch.nn.Linear(48, 8)).eval()
+    with pytest.raises(ValueError, match=r"linear .* K = 48 .*quantize_group_size=32"):
+        torchtrt_c.compile(lin, inputs=[x], min_block_size=1, quantize="int4_weight_only", quantize_group_size=32)
+    # a group size larger than K is clipped to K
+    trt = torchtrt_c.compile(lin, inputs=[x], min_block_size=1, quantize="int4_weight_only", quantize_group_size=64)
+    q4, s4, z4 = quantize_int4(lin[0].weight, 48)
+    ref = torch.nn.functional.linear(x, dequantize(q4, s4, z4, 48, 4), lin[0].bias)
+    close(trt(x), ref, 48, 1e-4)
+
+
+def test_quantize_setting_values():
+    m = torch.nn.Sequential(torch.nn.Linear(16, 8)).eval()
+    with pytest.raises(ValueError, match="int8_weight_only.*int4_weight_only"):
+        torchtrt_c.compile(m, inputs=[torch.randn(1, 16)], quantize="int3")
+    with pytest.raises(ValueError, match="quantize_group_size"):
+        torchtrt_c.compile(m, inputs=[torch.randn(1, 16)], quantize="int4_weight_only", quantize_group_size=7)
+
+
+@pytest.mark.parametrize("qz", ["int8_weight_only", "int4_weight_only"])
+def test_quantize_setting_matches_dequantized_torch(qz):
+    """quantize= on an MLP: one engine, wq_linear kernels only (no GEMM left), equal to torch on
+    the dequantized weights; and within quantization error of the float model."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(128, 96), torch.nn.GELU(), torch.nn.Linear(96, 32)).eval()
+    x = torch.randn(4, 128)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, quantize=qz, quantize_group_size=32)
+    ks = kernels_of(trt)
+    assert sum(" wq_linear:" in k for k in ks) == 2 and not any(" gemm:" in k for k in ks), ks
+    assert "_run_on_gpu" not in str(trt.graph)
+    deq = []
+    for lin in (m[0], m[2]):
+        if qz == "int8_weight_only":
+            qq, ss = quantize_int8(lin.weight)
+            deq.append(dequantize(qq, ss, None, lin.in_features, 8))
+        else:
+            qq, ss, zz = quantize_int4(lin.weight, 32)
+            deq.append(dequantize(qq, ss, zz, 32, 4))
+    with torch.no_grad():
+        h = torch.nn.functional.gelu(torch.nn.functional.linear(x, deq[0], m[0].bias))
+        ref = torch.nn.functional.linear(h, deq[1], m[2].bias)
+        y = trt(x)
+        f = m(x)
+    close(y, ref, 128, 1e-4)
+    cos = torch.nn.functional.cosine_similarity(y.flatten(), f.flatten(), dim=0).item()
+    assert cos > (0.999 if qz == "int8_weight_only" else 0.98), cos
