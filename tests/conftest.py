@@ -107,3 +107,13 @@ def _fp32_convolutions_without_tf32():
         yield
     finally:
         torch.backends.cudnn.allow_tf32 = saved
+
+
+@pytest.fixture(autouse=True)
+def _settings_back_to_environment():
+    """Settings a test sets from code (torchtrt_c.settings.set, docs/settings.md) end with the
+    test, as monkeypatch.setenv's do."""
+    yield
+    mod = sys.modules.get("torchtrt_c.settings")
+    if mod is not None and mod.overrides():
+        mod.reset()

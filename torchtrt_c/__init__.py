@@ -32,6 +32,7 @@ _register_build_worker()
 
 from torchtrt_c._input import Input  # noqa: E402,F401
 from torchtrt_c._settings import CompilationSettings  # noqa: E402,F401
+from torchtrt_c import settings  # noqa: E402,F401  (TORCHTRT_C_* settings: docs/settings.md)
 from torchtrt_c._devices import Device, default_device, devices  # noqa: E402,F401
 from torchtrt_c import runtime  # noqa: E402,F401  (registers torch.ops.torchtrt_c.execute_engine)
 from torchtrt_c._compile import compile, load, save  # noqa: E402,F401

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import logging
 import operator
-import os
 
 import torch
 
+from torchtrt_c import settings as _knobs
 from torchtrt_c._C import InputError
 from torchtrt_c._input import Input
 from torchtrt_c._settings import CompilationSettings
@@ -285,7 +285,7 @@ class _Graph:
         _expand_gqa(gm)
         self.gm = gm
         self.settings = settings
-        self.limit = int(os.environ.get("TORCHTRT_C_BACKEND_SHAPES", "8"))
+        self.limit = _knobs.integer("BACKEND_SHAPES", 8)
         self.roles = _Roles(gm, example_inputs)
         self.tensors = self.roles.index(TENSOR)
         self.fixed = self.roles.index(FIXED)

@@ -2,6 +2,7 @@
  * list), device selection, probe caching, and dispatch through each handle's function table. */
 #include "backend_impl.h"
 #include "blas.h"
+#include "../target/knobs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +74,7 @@ ttc_status ttc_device_select(const char *spec, ttc_device **out) {
     TTC_TRY(ttc_device_list(&ds, &n));
     const char *from = "device";
     if (!spec || !*spec) {
-        spec = getenv("TORCHTRT_C_DEVICE");
+        spec = ttc_knob_raw(TTC_KNOB_DEVICE);
         from = "TORCHTRT_C_DEVICE";
     }
     if (!spec || !*spec) {
@@ -294,9 +295,9 @@ void ttc_event_free(ttc_event *ev) { if (ev) ev->dev->be->event_free(ev); }
 
 char *ttc_cache_dir(const char *cache_dir) {
     if (cache_dir) return *cache_dir ? ttc_strdup(cache_dir) : NULL;
-    const char *env = getenv("TORCHTRT_C_CACHE_DIR");
+    const char *env = ttc_knob_raw(TTC_KNOB_CACHE_DIR);
     if (env) return *env ? ttc_strdup(env) : NULL;
-    const char *home = getenv("HOME");
+    const char *home = ttc_env_other("HOME");
     if (!home || !*home) return NULL;
     return ttc_strfmt("%s/.cache/torchtrt_c", home);
 }

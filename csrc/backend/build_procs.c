@@ -15,6 +15,7 @@
  * a worker that cannot start, crashes or builds nothing leaves those sources to the caller's
  * own builds, which report real errors. Workers past the time limit are killed. */
 #include "backend_impl.h"
+#include "../target/knobs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
 
 #define MAX_PROCS 32
 #define WORKER_LIMIT_S 600.0
@@ -168,7 +168,9 @@ void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, con
     }
     if (!jobs_ok) goto done;
     double t0 = ttc_now_s();
-    for (int32_t w = 0; w < np; w++) {
+    /* workers see the settings code set (torchtrt_c.settings.override) as their environment */
+    char **env = ttc_knob_environ();
+    for (int32_t w = 0; env && w < np; w++) {
         char *log = ttc_strfmt("%s/log-%d.txt", tmp, w);
         posix_spawn_file_actions_t fa;
         if (!log || posix_spawn_file_actions_init(&fa) != 0) { free(log); break; }
@@ -177,10 +179,11 @@ void ttc_program_prebuild(ttc_device *d, const char *const *srcs, int32_t n, con
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
         char *argv[] = {python, (char *)"-S", (char *)"-c", (char *)WORKER_CODE, module, jobs[w], NULL};
         pid_t pid;
-        if (posix_spawn(&pid, python, &fa, NULL, argv, environ) == 0) pids[made++] = pid;
+        if (posix_spawn(&pid, python, &fa, NULL, argv, env) == 0) pids[made++] = pid;
         posix_spawn_file_actions_destroy(&fa);
         free(log);
     }
+    ttc_knob_environ_free(env);
     /* wait for all; past the limit, kill what is left (its sources get built by the caller) */
     int32_t left = made;
     bool alive[MAX_PROCS];

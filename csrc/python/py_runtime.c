@@ -15,6 +15,7 @@
 #include "../backend/cpu/native_math.h"
 #include "../backend/cpu/step_threads.h"
 #include "../codegen/codegen.h"
+#include "../target/knobs.h"
 
 PyObject *ttc_py_device_dict(const ttc_target *d) {
     return Py_BuildValue("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:K,s:K,s:n,s:O,s:O}",
@@ -76,6 +77,63 @@ static PyObject *py_default_device(PyObject *m, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     return PyLong_FromLong(ttc_device_facts(d)->index);
+}
+
+/* The settings table (target/knobs.def): its rows, a setting's value, code's value for one. */
+static PyObject *py_knobs(PyObject *m, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    for (int k = 0; out && k < TTC_KNOB_COUNT; k++) {
+        const ttc_knob_info *ki = &ttc_knobs[k];
+        PyObject *row = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s}", "name", ki->name, "type", ki->type_name,
+                                      "values", ki->values, "default", ki->dflt, "doc", ki->doc,
+                                      "level", ki->debug ? "debug" : "user");
+        if (!row || PyList_Append(out, row) < 0) Py_CLEAR(out);
+        Py_XDECREF(row);
+    }
+    return out;
+}
+
+static PyObject *py_knob_get(PyObject *m, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    ttc_knob_id k = ttc_knob_find(name);
+    if (k == TTC_KNOB_COUNT)
+        return PyErr_Format(PyExc_KeyError, "%s: not a torchtrt_c setting (docs/settings.md lists them)", name);
+    const char *v = ttc_knob_raw(k);
+    if (!v) Py_RETURN_NONE;
+    return PyUnicode_FromString(v);
+}
+
+static PyObject *py_knob_set(PyObject *m, PyObject *args) {
+    const char *name, *value;
+    if (!PyArg_ParseTuple(args, "sz", &name, &value)) return NULL;
+    if (ttc_knob_find(name) == TTC_KNOB_COUNT)
+        return PyErr_Format(PyExc_KeyError, "%s: not a torchtrt_c setting (docs/settings.md lists them)", name);
+    ttc_status s = ttc_knob_set(name, value);
+    if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_knob_clear(PyObject *m, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    if (ttc_knob_find(name) == TTC_KNOB_COUNT)
+        return PyErr_Format(PyExc_KeyError, "%s: not a torchtrt_c setting (docs/settings.md lists them)", name);
+    ttc_status s = ttc_knob_clear(name);
+    if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_knob_overrides(PyObject *m, PyObject *unused) {
+    PyObject *out = PyDict_New();
+    for (int k = 0; out && k < TTC_KNOB_COUNT; k++) {
+        if (!ttc_knob_overridden((ttc_knob_id)k)) continue;
+        const char *v = ttc_knob_raw((ttc_knob_id)k);
+        PyObject *val = v ? PyUnicode_FromString(v) : Py_NewRef(Py_None);
+        if (!val || PyDict_SetItemString(out, ttc_knobs[k].name, val) < 0) Py_CLEAR(out);
+        Py_XDECREF(val);
+    }
+    return out;
 }
 
 /* Process-wide counters of what the library holds: live device buffers (csrc/backend/opencl/
@@ -333,6 +391,19 @@ static PyMethodDef runtime_methods[] = {
     {"devices", py_devices, METH_NOARGS,
      "devices() -> list[dict]: OpenCL devices (index, platform, name, type, vendor, version, driver, ..., uuid and "
      "pci_bus_id where the driver reports them, else None)."},
+    {"knobs", py_knobs, METH_NOARGS,
+     "knobs() -> list[dict]: the settings table (csrc/target/knobs.def), one dict per TORCHTRT_C_<name> setting: "
+     "name, type, values, default, doc, level ('user' or 'debug'). torchtrt_c.settings reads it."},
+    {"knob_get", py_knob_get, METH_VARARGS,
+     "knob_get(name) -> str | None: a setting's value as the core reads it (code's, else the environment's); "
+     "name with or without TORCHTRT_C_; KeyError for a name not in the table."},
+    {"knob_set", py_knob_set, METH_VARARGS,
+     "knob_set(name, value | None): sets a setting for this process from code, over the environment (None: "
+     "unset); torchtrt_c.settings.override is the way to use it."},
+    {"knob_clear", py_knob_clear, METH_VARARGS,
+     "knob_clear(name): the setting's value is the environment's again."},
+    {"knob_overrides", py_knob_overrides, METH_NOARGS,
+     "knob_overrides() -> dict: the settings code has set (name without the prefix -> value, None: unset)."},
     {"default_device", py_default_device, METH_NOARGS,
      "default_device() -> int: TORCHTRT_C_DEVICE, else the first GPU, else the first device."},
     {"runtime_stats", py_runtime_stats, METH_NOARGS,

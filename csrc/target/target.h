@@ -11,16 +11,9 @@
  *   if (t.gpu_kernels) ...           // GPU kernel families
  *   if (t.native) ...                // GEMM/convolution through the host BLAS
  *
- * Knobs (all optional): TORCHTRT_C_KERNELS=gpu, TORCHTRT_C_HALF_COMPUTE=0, TORCHTRT_C_NATIVE=0,
- * TORCHTRT_C_PROGRAM_BINARIES=0/1, TORCHTRT_C_GEMM_TILE=<i>, TORCHTRT_C_CONV_KSPLIT=<n>,
- * TORCHTRT_C_CONV_TILE=<i>, TORCHTRT_C_CONV_TILES=v1,
- * TORCHTRT_C_CONV_MMA=0/1/tf32, TORCHTRT_C_CONV_DB=0/1,
- * TORCHTRT_C_CONV_CPU=ocb8, TORCHTRT_C_DEDUPE_KERNELS=0, TORCHTRT_C_TUNE_THREADS=<n>,
- * TORCHTRT_C_HOST_IN_PLACE=0, TORCHTRT_C_CUDA_LAUNCH=0, TORCHTRT_C_ATTN_MMA=0/1,
- * TORCHTRT_C_ATTN_TILE=<warps>x<keys>, TORCHTRT_C_BATCH_LAUNCH=0/1, TORCHTRT_C_CUDA_INTEROP=0,
- * TORCHTRT_C_NATIVE_EPI=0, TORCHTRT_C_NATIVE_POOL=0.
- * Device selection (TORCHTRT_C_DEVICE) and the cache directory (TORCHTRT_C_CACHE_DIR) are read
- * by backend.c, where devices are chosen and caches opened.
+ * The knobs are the rows of the settings table (knobs.def, docs/settings.md); ttc_target_decide
+ * reads them all through knobs.h. Device selection (TORCHTRT_C_DEVICE) and the cache directory
+ * (TORCHTRT_C_CACHE_DIR) are read by backend.c, where devices are chosen and caches opened.
  */
 #ifndef TTC_TARGET_TARGET_H
 #define TTC_TARGET_TARGET_H

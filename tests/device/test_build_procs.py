@@ -148,11 +148,10 @@ def test_tuning_candidates_built_by_workers_agree_with_eager(monkeypatch, tmp_pa
     import torch
     import torchtrt_c
 
-    for knob, v in dict(TORCHTRT_C_KERNELS="gpu", TORCHTRT_C_TUNE="full", TORCHTRT_C_MODULE_CACHE="0",
-                        TORCHTRT_C_CACHE_DIR=str(tmp_path / "c"), TORCHTRT_C_PROGRAM_BINARIES="1",
-                        TORCHTRT_C_BUILD_PROCS="2", TORCHTRT_C_BUILD_PROC_BYTES="1", TORCHTRT_C_CALLER_THREAD="0", TORCHTRT_C_NATIVE="0").items():
-        monkeypatch.setenv(knob, v)
-    monkeypatch.delenv("TORCHTRT_C_GEMM_TILE", raising=False)
+    # set from code: the workers get them in their environment (knobs.c, ttc_knob_environ)
+    torchtrt_c.settings.set(KERNELS="gpu", TUNE="full", MODULE_CACHE=False, CACHE_DIR=str(tmp_path / "c"),
+                            PROGRAM_BINARIES=True, BUILD_PROCS=2, BUILD_PROC_BYTES=1, CALLER_THREAD=0, NATIVE=False,
+                            GEMM_TILE=None)
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(40, 72), torch.nn.ReLU(), torch.nn.Linear(72, 33)).eval()
     x = torch.randn(3, 37, 40)

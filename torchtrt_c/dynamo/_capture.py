@@ -20,6 +20,7 @@ import sys
 
 import torch
 
+from torchtrt_c import settings as _knobs
 from torchtrt_c._input import Input, example_inputs
 from torchtrt_c.dynamo.lowering import get_decompositions
 from torchtrt_c.dynamo.lowering._decompositions import infer_single_symbolic_size, localize_sym_sizes
@@ -163,7 +164,7 @@ def _lazy_graph_modules():
     ExportedProgram's own module is an ordinary GraphModule either way.
     TORCHTRT_C_LAZY_FX=0: eager recompiles, as before."""
     import contextlib
-    if os.environ.get("TORCHTRT_C_LAZY_FX", "1") == "0":
+    if _knobs.get("LAZY_FX") == "0":
         return contextlib.nullcontext()
     try:
         from torch.fx._lazy_graph_module import _use_lazy_graph_module
@@ -389,7 +390,7 @@ def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
     table = get_decompositions(keep=keep, decompose=decompose)
     # Node by node where possible: torch's whole-program re-trace costs as much as capture.
     local = None
-    if os.environ.get("TORCHTRT_C_LOCAL_DECOMPOSITIONS", "1") != "0":
+    if _knobs.get("LOCAL_DECOMPOSITIONS") != "0":
         local = decompose_locally(ep, table)
     ep = local if local is not None else ep.run_decompositions(table)
     fold_weight_computations(ep)

@@ -22,6 +22,7 @@ import uuid
 import torch
 import torch.fx
 
+from torchtrt_c import settings as _knobs
 from torchtrt_c._input import input_leaves
 from torchtrt_c._settings import CompilationSettings
 from torchtrt_c.dynamo._capture import capture, copy_program, decompose, kwarg_order
@@ -642,7 +643,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
         # (a dry run needs no device)
         check_devices(settings, list(arg_inputs) + list(kwarg_inputs.values()))
     use_mc = (not settings.dryrun and (settings.cache_built_engines or settings.reuse_cached_engines)
-              and os.environ.get("TORCHTRT_C_MODULE_CACHE", "1") != "0")
+              and _knobs.get("MODULE_CACHE") != "0")
     progress.phase("capture (torch.export)")
     prehash = None
     if use_mc:  # the weights' hashes for the module cache's key, computed while capture runs

@@ -46,6 +46,8 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import torch.fx
 
+from torchtrt_c import settings as _knobs
+
 log = logging.getLogger("torchtrt_c")
 
 FORMAT = "torchtrt_c module cache 1"
@@ -262,7 +264,7 @@ def context_text(arg_inputs, kwarg_inputs, settings, device_index) -> bytes:
     environment, torch, the device, the settings and the Input specs."""
     from torchtrt_c import _C
     parts = [_code_fingerprint(), f"torch {torch.__version__}",
-             json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("TORCHTRT_C_")))]
+             json.dumps(sorted(_knobs.effective().items()))]
     dev = _C.devices()[device_index if device_index is not None else _C.default_device()]
     parts.append(json.dumps({k: dev.get(k) for k in ("platform", "name", "vendor", "driver", "version")},
                             sort_keys=True, default=str))

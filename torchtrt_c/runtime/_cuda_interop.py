@@ -23,12 +23,13 @@ buffers); `status()` says which path the last CUDA call took and why.
 """
 from __future__ import annotations
 
-import os
 
 import torch
 
-ENABLED = os.environ.get("TORCHTRT_C_CUDA_INTEROP", "1") != "0"
-DEVICE_WAIT = os.environ.get("TORCHTRT_C_CUDA_INTEROP_WAIT", "device") != "host"
+from torchtrt_c import settings as _settings
+
+ENABLED = _settings.get("CUDA_INTEROP") != "0"
+DEVICE_WAIT = _settings.get("CUDA_INTEROP_WAIT") != "host"
 _FLAG_WRAP = 1 << 31
 
 _last = {"path": None, "reason": "no CUDA call yet"}

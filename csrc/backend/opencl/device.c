@@ -1,5 +1,6 @@
 /* libOpenCL loading, OpenCL error names, device discovery, shared contexts. */
 #include "cl.h"
+#include "../../target/knobs.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -158,8 +159,7 @@ static void fill_device(ttc_cl_device *d, cl_platform_id p, cl_device_id id, int
 static bool asked_pocl_basic;
 
 static void ask_pocl_basic(void) {
-    const char *v = getenv("TORCHTRT_C_CALLER_THREAD");
-    if (getenv("POCL_DEVICES") || (v && !strcmp(v, "0"))) return;
+    if (ttc_env_other("POCL_DEVICES") || ttc_knob_is(TTC_KNOB_CALLER_THREAD, "0")) return;
     asked_pocl_basic = setenv("POCL_DEVICES", "pthread basic", 0) == 0;
 }
 
