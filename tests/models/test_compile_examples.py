@@ -143,3 +143,14 @@ def test_progress_in_a_notebook_is_one_updating_line_and_the_logger_silences_it(
     assert len(progress) == 1 and outs[0][0] == "display", f"one updating display expected, got {outs}"
     assert "done in" in progress[0], progress   # updated to the last step
     assert not [t for k, t in _outputs(nb.cells[2]) if "[torchtrt_c" in t], "the logger at ERROR shows no progress"
+
+
+@pytest.mark.slow
+def test_llm_generate_example(tmp_path):
+    pytest.importorskip("transformers")
+    out = _run("llm_generate.py", cwd=tmp_path)
+    assert "engines ['_run_on_acc_0']" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("generate():"))
+    # fp32 on the CPU: every token equal; fp16 on a GPU may part at a near-tie
+    n = int(line.split()[1])
+    assert n == 48 or ("device cuda" in out and n >= 16), line
