@@ -391,7 +391,9 @@ bool ttc_validate_conv(const ttc_graph *g, const ttc_node *n, bool fp16, char **
                                  "convolution weights");
     if (!ttc_dtype_engine_float(wd)) return fail_why(why_not, "weights are not float32, float16 or bfloat16");
     int32_t wr = n->inputs[1]->type.rank;
-    if (wr != 3 && wr != 4) return fail_why(why_not, "only 1-D and 2-D convolution");
+    if (wr != 3 && wr != 4)
+        return fail_why(why_not, "only 1-D and 2-D convolution in the core (torchtrt_c.compile decomposes 3-D ones "
+                                 "into 2-D convolutions before import)");
     if (n->inputs[0]->type.rank != wr) return fail_why(why_not, "input rank differs from weight rank (unbatched input)");
     if (n->inputs[0]->type.dims[1].sym >= 0) return fail_why(why_not, "symbolic channel count");
     if (n->n_inputs > 2 && !ttc_value_is_none(n->inputs[2])) {

@@ -31,10 +31,40 @@ static ttc_status dims_arg(ttc_conv_ctx *cx, const ttc_node *n, int32_t i, int32
     return TTC_OK;
 }
 
-static const float *const_f32(ttc_conv_ctx *cx, int32_t t) {
+/* IEEE half -> float (weights of models converted with .half()). */
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+    if (e == 0) {
+        float f = (float)m * (1.0f / 16777216.0f);  /* zero and subnormals: m * 2^-24 */
+        return sign ? -f : f;
+    }
+    u = sign | (e == 0x1f ? 0x7f800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* A float32 host copy of a float32/float16 constant (NULL otherwise or out of memory); the
+ * caller frees it. */
+static float *const_f32(ttc_conv_ctx *cx, int32_t t) {
     const ttc_et *et = &cx->k->ts[t];
-    return et->kind == TTC_ET_CONST && et->dtype == TTC_DTYPE_FLOAT32 && et->data ? (const float *)et->data->data
-                                                                                  : NULL;
+    if (et->kind != TTC_ET_CONST || !et->data || (et->dtype != TTC_DTYPE_FLOAT32 && et->dtype != TTC_DTYPE_FLOAT16))
+        return NULL;
+    int64_t n = 1;
+    for (int32_t d = 0; d < et->rank; d++) n *= et->dims[d].add;
+    float *f = ttc_malloc(sizeof(float) * (size_t)(n + 1));
+    if (!f) return NULL;
+    if (et->dtype == TTC_DTYPE_FLOAT32) {
+        memcpy(f, et->data->data, sizeof(float) * (size_t)n);
+    } else {
+        const unsigned char *src = et->data->data;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            f[i] = half_to_float(h);
+        }
+    }
+    return f;
 }
 
 static bool is_transposed(const ttc_node *n) {
@@ -72,17 +102,25 @@ static ttc_status convert_conv_transpose(ttc_conv_ctx *cx, const ttc_node *n) {
                         "weight [%lld, %lld, ...], groups %lld; stride/dilation >= 1, padding >= 0 and "
                         "0 <= output_padding < stride or dilation required)", nname(n), (long long)C,
                         (long long)wt->dims[0].add, (long long)OCG, (long long)groups);
-    const float *wf = const_f32(cx, w), *bf = b >= 0 ? const_f32(cx, b) : NULL;
-    if (!wf) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: transposed-convolution weights must be float32 constants",
-                             nname(n));
-    if (b >= 0 && (!bf || k->ts[b].rank != 1 || k->ts[b].dims[0].add != OC))
-        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: transposed-convolution bias must be a float32 constant [%lld]",
-                        nname(n), (long long)OC);
+    float *wf = const_f32(cx, w), *bf = b >= 0 ? const_f32(cx, b) : NULL;
+    if (!wf || (b >= 0 && (!bf || k->ts[b].rank != 1 || k->ts[b].dims[0].add != OC))) {
+        bool no_w = !wf;
+        free(wf);
+        free(bf);
+        if (no_w) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: transposed-convolution weights must be float32 or "
+                                 "float16 constants", nname(n));
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: transposed-convolution bias must be a float32 or float16 "
+                        "constant [%lld]", nname(n), (long long)OC);
+    }
     /* [C = G*ICG, OCG, KH, KW] -> [OC = G*OCG, ICG, KH, KW] */
     int64_t ICG = C / groups, KK = KH * KW;
     int64_t wshape[4] = {OC, ICG, KH, KW};
     float *pk = ttc_malloc(sizeof(float) * (size_t)(OC * ICG * KK + 1));
-    if (!pk) return TTC_ERR_NOMEM;
+    if (!pk) {
+        free(wf);
+        free(bf);
+        return TTC_ERR_NOMEM;
+    }
     for (int64_t g = 0; g < groups; g++)
         for (int64_t o = 0; o < OCG; o++)
             for (int64_t ic = 0; ic < ICG; ic++)
@@ -91,13 +129,14 @@ static ttc_status convert_conv_transpose(ttc_conv_ctx *cx, const ttc_node *n) {
     const char *oname = n->outputs[0]->name;
     int32_t wp = ttc_kir_const_f32(k, TTC_DTYPE_FLOAT32, 4, wshape, pk, oname);
     free(pk);
-    if (wp < 0) return TTC_ERR_NOMEM;
+    free(wf);
     int32_t bt = -1;
-    if (bf) {
+    if (bf && wp >= 0) {
         int64_t bshape[3] = {OC, 1, 1};
         bt = ttc_kir_const_f32(k, TTC_DTYPE_FLOAT32, 3, bshape, bf, oname);
-        if (bt < 0) return TTC_ERR_NOMEM;
     }
+    free(bf);
+    if (wp < 0 || (b >= 0 && bt < 0)) return TTC_ERR_NOMEM;
     int32_t xc;
     TTC_TRY(ttc_cx_contiguous(cx, x, oname, &xc));
     if (nd == 1) {
@@ -144,16 +183,20 @@ static bool validate_conv_transpose(const ttc_node *n, char **why_not) {
     if (!wa || wa->kind != TTC_ATTR_TENSOR)
         return say_no(why_not, "weights are computed at run time from the model's inputs; engines take constant "
                                "convolution weights");
-    if (wd != TTC_DTYPE_FLOAT32 && wd != TTC_DTYPE_BFLOAT16) return say_no(why_not, "weights are not float32 or bfloat16");
+    if (wd != TTC_DTYPE_FLOAT32 && wd != TTC_DTYPE_FLOAT16 && wd != TTC_DTYPE_BFLOAT16)
+        return say_no(why_not, "weights are not float32, float16 or bfloat16");
     int32_t wr = n->inputs[1]->type.rank;
-    if (wr != 3 && wr != 4) return say_no(why_not, "only 1-D and 2-D transposed convolution");
+    if (wr != 3 && wr != 4)
+        return say_no(why_not, "only 1-D and 2-D transposed convolution in the core (torchtrt_c.compile decomposes "
+                               "3-D ones into 2-D transposed convolutions before import)");
     if (n->inputs[0]->type.rank != wr) return say_no(why_not, "input rank differs from weight rank (unbatched input)");
     if (n->inputs[0]->type.dims[1].sym >= 0) return say_no(why_not, "symbolic channel count");
     if (!ttc_value_is_none(n->inputs[2])) {
         const ttc_attr *ba = ttc_value_const(n->inputs[2]);
         if (!ba || ba->kind != TTC_ATTR_TENSOR ||
-            (n->inputs[2]->type.dtype != TTC_DTYPE_FLOAT32 && n->inputs[2]->type.dtype != TTC_DTYPE_BFLOAT16))
-            return say_no(why_not, "bias is not a float32 or bfloat16 constant");
+            (n->inputs[2]->type.dtype != TTC_DTYPE_FLOAT32 && n->inputs[2]->type.dtype != TTC_DTYPE_FLOAT16 &&
+             n->inputs[2]->type.dtype != TTC_DTYPE_BFLOAT16))
+            return say_no(why_not, "bias is not a float32, float16 or bfloat16 constant");
     }
     static const int32_t list_args[] = {3, 4, 5, 7};
     for (int32_t j = 0; j < 4; j++) {

@@ -56,6 +56,14 @@ TIMM = {
     "nf_resnet26": ({}, 64),
 }
 
+# video CNNs (issue 33: 3-D convolution, pooling): name -> (frames, H = W); before issue 33 each
+# refused every 3-D convolution and kept 17% of r3d_18's graph in the engine
+VIDEO = {
+    "r3d_18": (8, 32),
+    "mc3_18": (8, 32),
+    "r2plus1d_18": (8, 32),
+}
+
 BATCHES = (2, 1, 3)
 
 # run in the default (CI) run: three light ones (a plain CNN, a ceil-mode pooling + concat CNN,
@@ -65,23 +73,24 @@ BATCHES = (2, 1, 3)
 # resnet18d 23 s. The whole file in one process (kernel cache filling as it goes): 7.5 min,
 # 5-42 s a model (deeplabv3 42 s, vit_b_16 42 s, densenet121 34 s, mobilevit 32 s). swin_t/levit's
 # relative-position bias indexing also has a small stand-in in tests/device/test_compile.py.
-FAST = {"resnet18", "squeezenet1_0", "convnext_atto"}
+FAST = {"resnet18", "squeezenet1_0", "convnext_atto", "r3d_18"}
 
 
 def _params(names):
     return [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in names]
 
 
-def _check(model, size, name):
+def _check(model, size, name, frames=None):
+    """frames: a video model's clip length (inputs [N, 3, frames, size, size])."""
     # constant inits (zero residual BatchNorm, 1e-6 layer scales, zero heads) would hide most of
     # the model from the comparison: see randomize_constant_init
     model = randomize_constant_init(model.eval())
-    spec = torchtrt_c.Input(min_shape=(1, 3, size, size), opt_shape=(2, 3, size, size),
-                            max_shape=(4, 3, size, size))
+    rest = (3, size, size) if frames is None else (3, frames, size, size)
+    spec = torchtrt_c.Input(min_shape=(1, *rest), opt_shape=(2, *rest), max_shape=(4, *rest))
     gm = torchtrt_c.compile(model, inputs=[spec])
     err = 0.0
     for b in BATCHES:
-        x = torch.randn(b, 3, size, size, generator=torch.Generator().manual_seed(b))
+        x = torch.randn(b, *rest, generator=torch.Generator().manual_seed(b))
         with torch.no_grad():
             err = max(err, check_close(gm(x), model(x), what=f"{name} at batch {b}"))
     eng, tor = segments(gm)
@@ -112,3 +121,12 @@ def test_timm_model(name):
     torch.manual_seed(0)
     model = timm.create_model(name, pretrained=False, **kwargs)
     _check(model, size, name)
+
+
+@pytest.mark.parametrize("name", _params(VIDEO))
+def test_torchvision_video_model(name):
+    tv = import_torchvision()
+    frames, size = VIDEO[name]
+    torch.manual_seed(0)
+    model = getattr(tv.models.video, name)(weights=None)
+    _check(model, size, name, frames=frames)

@@ -523,3 +523,4 @@ def localize_sym_sizes(gm) -> int:
 from . import _decompositions_spatial  # noqa: E402,F401  (registers issue-11 spatial decompositions)
 from . import _decompositions_select  # noqa: E402,F401  (scatter reductions, pooling with indices)
 from . import _decompositions_math  # noqa: E402,F401  (clamp.Tensor, round.decimals, vector norms, instance-norm statistics, unfold)
+from . import _decompositions_conv3d  # noqa: E402,F401  (3-D convolution and transposed convolution as 2-D ones)
