@@ -125,5 +125,6 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g);            /* codegen_kv.c */
 ttc_status ttc_gen_kv_attention(const ttc_kgen *g);
 ttc_status ttc_gen_kv_reduce(const ttc_kgen *g);
 ttc_status ttc_gen_qgemm(const ttc_kgen *g);                 /* codegen_qgemm.c */
+ttc_status ttc_gen_qconv2d(const ttc_kgen *g);
 
 #endif

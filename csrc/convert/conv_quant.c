@@ -113,3 +113,136 @@ ttc_status ttc_convert_int_mm(ttc_conv_ctx *cx, const ttc_node *n) {
     op->p.qgemm.a_zp = 0;
     return ttc_cx_set_output(cx, n, 0, op->out);
 }
+
+/* torchtrt_c.qconv2d / qlinear (x, x_scale, x_zero_point, w, w_scales, bias, ...): PT2E's
+ * dq(x) -> conv2d/linear <- dq(w) layers (torchtrt_c/dynamo/_quant.py). An integer kernel
+ * (QCONV2D, or QGEMM reading the [N, K] weights transposed) whose epilogue is
+ * acc * (x_scale * w_scales[c]) + bias[c], the two per-channel vectors folded at build time. */
+static bool const_tensor(const ttc_value *v, ttc_dtype d) {
+    const ttc_attr *a = ttc_value_const(v);
+    return a && a->kind == TTC_ATTR_TENSOR && v->type.kind == TTC_TYPE_TENSOR && v->type.dtype == d;
+}
+
+bool ttc_validate_qlayer(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
+    (void)g; (void)fp16;
+    bool conv = n->op == TTC_OP_QCONV2D;
+    const ttc_type *x = &n->inputs[0]->type, *w = &n->inputs[3]->type;
+    int32_t r = conv ? 4 : 2;
+    if (x->kind != TTC_TYPE_TENSOR || x->rank != r || !is_q8(x->dtype))
+        return fail(why_not, ttc_strfmt("input is not a %d-d int8/uint8 tensor", r));
+    double v;
+    if (!ttc_value_const_float(n->inputs[1], &v) || !(v > 0) || !ttc_value_const_float(n->inputs[2], &v))
+        return fail(why_not, ttc_strdup("input scale/zero point are not constants"));
+    if (!const_tensor(n->inputs[3], TTC_DTYPE_INT8) || w->rank != r)
+        return fail(why_not, ttc_strdup("weights are not an int8 constant"));
+    if (!const_tensor(n->inputs[4], TTC_DTYPE_FLOAT32) || n->inputs[4]->type.rank != 1)
+        return fail(why_not, ttc_strdup("weight scales are not a float32 constant vector"));
+    if (!ttc_value_is_none(n->inputs[5]) && !const_tensor(n->inputs[5], TTC_DTYPE_FLOAT32))
+        return fail(why_not, ttc_strdup("bias is not a float32 constant"));
+    if (conv) {
+        if (x->dims[1].sym >= 0) return fail(why_not, ttc_strdup("symbolic channel count"));
+        for (int32_t i = 6; i <= 9; i++) {
+            int64_t *vals = NULL;
+            int32_t nv = 0;
+            int64_t iv;
+            bool ok = i == 9 ? ttc_value_const_int(n->inputs[i], &iv) : ttc_value_const_ints(n->inputs[i], &vals, &nv);
+            free(vals);
+            if (!ok || (i < 9 && nv != 2)) return fail(why_not, ttc_strdup("stride/padding/dilation/groups not constant"));
+        }
+    }
+    return true;
+}
+
+/* The epilogue acc * scale[c] + bias[c] with the per-channel vectors as constants of `rank`
+ * (c the first dim: [OC, 1, 1] under a [N, OC, OH, OW] output, [N] under [M, N]). */
+static ttc_status qlayer_epilogue(ttc_conv_ctx *cx, const ttc_node *n, int32_t oi, int64_t C, int32_t rank) {
+    ttc_kir *k = cx->k;
+    double sx;
+    int32_t ws, b = -1;
+    TTC_TRY(ttc_cx_float(cx, n, 1, &sx));
+    TTC_TRY(ttc_cx_tensor(cx, n, 4, &ws));
+    if (!ttc_cx_is_none(cx, n, 5)) TTC_TRY(ttc_cx_tensor(cx, n, 5, &b));
+    const ttc_et *wse = &k->ts[ws];
+    if (wse->kind != TTC_ET_CONST || !wse->data || (int64_t)(wse->data->nbytes / 4) != C ||
+        (b >= 0 && (k->ts[b].kind != TTC_ET_CONST || !k->ts[b].data || (int64_t)(k->ts[b].data->nbytes / 4) != C)))
+        return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: weight scales/bias are not %lld-element constants", nname(n),
+                        (long long)C);
+    float *sc = ttc_malloc(sizeof(float) * (size_t)C), *bs = ttc_malloc(sizeof(float) * (size_t)C);
+    if (!sc || !bs) { free(sc); free(bs); return TTC_ERR_NOMEM; }
+    const float *w = wse->data->data, *bb = b >= 0 ? k->ts[b].data->data : NULL;
+    for (int64_t c = 0; c < C; c++) {
+        sc[c] = (float)sx * w[c];
+        bs[c] = bb ? bb[c] : 0.0f;
+    }
+    int64_t shape[3] = {C, 1, 1};
+    char *nm = ttc_strfmt("%s.scale", nname(n)), *nb = ttc_strfmt("%s.bias", nname(n));
+    int32_t st = ttc_kir_const_f32(k, TTC_DTYPE_FLOAT32, rank, shape, sc, nm ? nm : "qscale");
+    int32_t bt = bb ? ttc_kir_const_f32(k, TTC_DTYPE_FLOAT32, rank, shape, bs, nb ? nb : "qbias") : -2;
+    free(nm); free(nb); free(sc); free(bs);
+    if (st < 0 || bt == -1) return TTC_ERR_NOMEM;
+    ttc_expr *e = &k->ops[oi].epi;
+    const ttc_dtype F = TTC_DTYPE_FLOAT32;
+    int32_t r = ttc_expr_op(e, TTC_EOP_MUL, ttc_expr_acc(e, F), ttc_expr_leaf(e, st, F), -1, F);
+    if (bt >= 0) r = ttc_expr_op(e, TTC_EOP_ADD, r, ttc_expr_leaf(e, bt, F), -1, F);
+    return r < 0 ? ttc_fail(TTC_ERR_NOMEM, "node %s: building the requantisation epilogue", nname(n)) : TTC_OK;
+}
+
+static ttc_status q_zero_point(ttc_conv_ctx *cx, const ttc_node *n, int32_t *zp) {
+    int64_t z;
+    TTC_TRY(ttc_cx_int(cx, n, 2, &z));
+    *zp = (int32_t)z;
+    return TTC_OK;
+}
+
+ttc_status ttc_convert_qlinear(ttc_conv_ctx *cx, const ttc_node *n) {
+    ttc_kir *k = cx->k;
+    int32_t x, w, zp;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    TTC_TRY(ttc_cx_tensor(cx, n, 3, &w));
+    TTC_TRY(q_zero_point(cx, n, &zp));
+    const ttc_et *we = &k->ts[w];
+    if (we->rank != 2) return ttc_fail(TTC_ERR_UNSUPPORTED, "node %s: weights of rank %d", nname(n), we->rank);
+    ttc_dim td[2] = {we->dims[1], we->dims[0]};
+    int32_t wt = ttc_kir_view(k, w, TTC_VIEW_PERMUTE, 2, td, n->outputs[0]->name);   /* [K, N] */
+    if (wt < 0) return TTC_ERR_NOMEM;
+    k->ts[wt].perm[0] = 1;
+    k->ts[wt].perm[1] = 0;
+    const ttc_type *ot = &n->outputs[0]->type;
+    int32_t oi = ttc_kir_op(k, TTC_KOP_QGEMM, ttc_cx_float_dtype(cx, ot->dtype), ot->rank, ot->dims, n->outputs[0]->name);
+    if (oi < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
+    k->ops[oi].in[0] = x;
+    k->ops[oi].in[1] = wt;
+    k->ops[oi].p.qgemm.a_zp = zp;
+    TTC_TRY(qlayer_epilogue(cx, n, oi, k->ts[w].dims[0].add, 1));
+    return ttc_cx_set_output(cx, n, 0, k->ops[oi].out);
+}
+
+ttc_status ttc_convert_qconv2d(ttc_conv_ctx *cx, const ttc_node *n) {
+    ttc_kir *k = cx->k;
+    int32_t x, w, zp, len;
+    const int64_t *v[3];
+    int64_t groups;
+    TTC_TRY(ttc_cx_tensor(cx, n, 0, &x));
+    TTC_TRY(ttc_cx_tensor(cx, n, 3, &w));
+    TTC_TRY(q_zero_point(cx, n, &zp));
+    for (int32_t i = 0; i < 3; i++) {
+        TTC_TRY(ttc_cx_ints(cx, n, 6 + i, &v[i], &len));
+        if (len != 2) return ttc_fail(TTC_ERR_INVALID_ARG, "node %s: argument %d has %d values", nname(n), 6 + i, len);
+    }
+    TTC_TRY(ttc_cx_int(cx, n, 9, &groups));
+    const ttc_type *ot = &n->outputs[0]->type;
+    int32_t oi = ttc_kir_op(k, TTC_KOP_QCONV2D, ttc_cx_float_dtype(cx, ot->dtype), ot->rank, ot->dims, n->outputs[0]->name);
+    if (oi < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
+    ttc_kop *op = &k->ops[oi];
+    op->in[0] = x;
+    op->in[1] = w;
+    for (int32_t d = 0; d < 2; d++) {
+        op->p.qconv.stride[d] = (int32_t)v[0][d];
+        op->p.qconv.pad[d] = (int32_t)v[1][d];
+        op->p.qconv.dil[d] = (int32_t)v[2][d];
+    }
+    op->p.qconv.groups = (int32_t)groups;
+    op->p.qconv.a_zp = zp;
+    TTC_TRY(qlayer_epilogue(cx, n, oi, k->ts[w].dims[0].add, 3));
+    return ttc_cx_set_output(cx, n, 0, k->ops[oi].out);
+}

@@ -161,6 +161,10 @@ typedef enum ttc_kop_kind {
      * in the high one, values 0..15. gemv: the GPU family's decode kernel (warps over rows, wide
      * loads; any M, built for M <= 8) */
     TTC_KOP_WQ_LINEAR,
+    /* integer convolution (codegen/codegen_qgemm.c): in[0] x [N, C, H, W] uint8/int8, in[1] w
+     * [OC, C/groups, KH, KW] int8; sum of (x - p.qconv.a_zp) * w in int32 (padding taps add
+     * nothing), read as float by the epilogue */
+    TTC_KOP_QCONV2D,
     TTC_KOP_KIND_COUNT
 } ttc_kop_kind;
 
@@ -218,6 +222,7 @@ typedef struct ttc_kop {
         struct { int32_t dim; } slot;
         struct { int32_t a_zp; } qgemm;
         struct { int32_t group, bits, n, k; bool gemv; } wq;
+        struct { int32_t stride[2], pad[2], dil[2], groups, a_zp; } qconv;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */
 } ttc_kop;

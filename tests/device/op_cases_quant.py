@@ -72,3 +72,52 @@ CASES = {
         Case(lambda: [_i8(9, 40, seed=6), Const(_i8(40, 8, seed=7))], ref=_int_mm_ref, dynamic=(1, 9, 16), id="dynamic"),
     ],
 }
+
+
+# PT2E's int8 layers (torchtrt_c/dynamo/_quant.py): integer kernels against the op's reference
+# (torch's dequantize + float conv2d/linear). With unit scales and no bias the output is the
+# int32 accumulator itself and torch's float reference sums integers exactly (|sums| < 2^24):
+# tol 0. With real scales the epilogue's folded scale (x_scale * w_scale[c]) rounds differently
+# from torch's two dequantizations: within 1e-5.
+from torchtrt_c.dynamo import _quant  # noqa: E402,F401  (registers torch.ops.torchtrt_c.qconv2d/qlinear)
+
+
+_NO_BF16 = "PT2E's int8 layers take float32 scales and bias"
+
+
+def _qref(op):
+    return lambda *a: getattr(torch.ops.torchtrt_c, op).default(*a)
+
+
+def _scales(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(n, generator=g) * 0.02 + 0.001).float()
+
+
+def _bias(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, generator=g).float()
+
+
+CASES["torchtrt_c.qconv2d.default"] = [
+    Case(lambda: [_q(2, 5, 9, 11, dtype=torch.uint8), 1.0, 0, Const(_i8(7, 5, 3, 3, seed=1)),
+                  Const(torch.ones(7)), None, [1, 1], [1, 1], [1, 1], 1], ref=_qref("qconv2d"), tol=0, rtol=0,
+         bf16_skip=_NO_BF16, id="exact_u8"),
+    Case(lambda: [_q(1, 6, 8, 7, dtype=torch.int8, seed=2), 1.0, 0, Const(_i8(8, 3, 3, 2, seed=3)),
+                  Const(torch.ones(8)), None, [2, 1], [1, 0], [1, 2], 2], ref=_qref("qconv2d"), tol=0, rtol=0,
+         bf16_skip=_NO_BF16, id="exact_grouped_strided"),
+    Case(lambda: [_q(2, 4, 10, 9, dtype=torch.uint8, seed=4), 0.0227, 119, Const(_i8(6, 4, 3, 3, seed=5)),
+                  Const(_scales(6, 6)), Const(_bias(6, 7)), [1, 1], [1, 1], [1, 1], 1], ref=_qref("qconv2d"),
+         tol=1e-5, bf16_skip=_NO_BF16, id="scaled"),
+    Case(lambda: [_q(3, 8, 5, 5, dtype=torch.uint8, seed=8), 0.05, 3, Const(_i8(8, 1, 3, 3, seed=9)),
+                  Const(_scales(8, 10)), Const(_bias(8, 11)), [1, 1], [1, 1], [1, 1], 8], ref=_qref("qconv2d"),
+         tol=1e-5, dynamic=(1, 3, 4), bf16_skip=_NO_BF16, id="depthwise_dynamic"),
+]
+CASES["torchtrt_c.qlinear.default"] = [
+    Case(lambda: [_q(5, 37, dtype=torch.uint8), 1.0, 0, Const(_i8(11, 37, seed=1)), Const(torch.ones(11)), None],
+         ref=_qref("qlinear"), tol=0, rtol=0, bf16_skip=_NO_BF16, id="exact_u8"),
+    Case(lambda: [_q(3, 64, dtype=torch.uint8, seed=2), 0.0031, 7, Const(_i8(24, 64, seed=3)), Const(_scales(24, 4)),
+                  Const(_bias(24, 5))], ref=_qref("qlinear"), tol=1e-5, bf16_skip=_NO_BF16, id="scaled"),
+    Case(lambda: [_q(6, 33, dtype=torch.int8, seed=6), 0.02, -4, Const(_i8(10, 33, seed=7)), Const(_scales(10, 8)),
+                  None], ref=_qref("qlinear"), tol=1e-5, dynamic=(1, 6, 8), bf16_skip=_NO_BF16, id="s8_dynamic"),
+]

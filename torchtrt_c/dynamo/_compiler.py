@@ -130,6 +130,16 @@ def partition_settings(s: CompilationSettings, forced: dict) -> dict:
     return d
 
 
+def _fold_quantized_layers(ep, settings) -> int:
+    """PT2E's dq -> conv2d/linear <- dq(int8 weights) layers as int8 ops (dynamo/_quant.py),
+    where the target runs them as int8 kernels."""
+    if not any(n.op == "call_function" and str(n.target).startswith("quantized_decomposed.dequantize_per_channel")
+               for n in ep.graph.nodes):
+        return 0
+    from torchtrt_c.dynamo import _quant
+    return _quant.fold_qdq(ep) if _quant.int8_kernels(settings) else 0
+
+
 def resolve_device(device):
     """settings.device -> an OpenCL device index (None: the runtime's default)."""
     if device is None:
@@ -673,6 +683,7 @@ def _compile_module(module, arg_inputs, kwarg_inputs, settings: CompilationSetti
     # weight-only quantized linears (torchao's, or quantize=): int8/int4 weights in the engines
     rewrite_weight_only(ep, settings.quantize, settings.quantize_group_size)
     progress.phase("decompositions")
+    _fold_quantized_layers(ep, settings)
     ep = decompose(ep, keep=_keep_ops(settings))
     progress.dump("decomposed FX graph", lambda: str(ep.graph))
     forced = forced_nodes(ep.graph, settings)

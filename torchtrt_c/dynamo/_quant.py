@@ -1,0 +1,178 @@
+"""PT2E's quantized convolutions and linears as single int8 ops (issue 35).
+
+torchao's convert_pt2e leaves a static int8 layer as
+
+    y = conv2d(dequantize_per_tensor(xq, sx, zx), dequantize_per_channel(wq, sw, zw=0, axis 0), b, ...)
+    y = linear(dequantize_per_tensor(xq, sx, zx), dequantize_per_channel(wq, sw, 0, 0), b)
+
+with xq uint8/int8 (from a quantize_per_tensor) and wq an int8 constant. fold_qdq() rewrites
+each into torch.ops.torchtrt_c.qconv2d / qlinear(xq, sx, zx, wq, sw, b, ...), whose reference
+(below) is that same computation, so a segment left to torch computes exactly what the model
+did. The C core runs them as integer kernels: (xq - zx) * wq accumulated in int32, then
+acc * (sx * sw[c]) + b[c] in the epilogue, where a following quantize_per_tensor, ReLU or
+residual add fuse as well (csrc/convert/conv_quant.c). The weights stay int8 in the engine.
+
+Patterns that do not match (a per-tensor weight, non-zero weight zero points, a transposed
+convolution, an input of another rank) keep their Q/DQ nodes, which engines run as elementwise
+float math (dequantized in the engine, never sent to torch for that reason).
+
+On a CPU device whose native steps are on (oneDNN), the dequantized form is faster today: its
+convolutions run in oneDNN's float32 kernels while the int8 kernels are portable OpenCL
+(int8_kernels() says which form a compile takes; TORCHTRT_C_QUANT_KERNELS=int8 / dequant
+forces one)."""
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+import torch
+
+_A = torch.ops.aten
+
+
+@torch.library.custom_op("torchtrt_c::qconv2d", mutates_args=())
+def qconv2d(x: torch.Tensor, x_scale: float, x_zero_point: int, w: torch.Tensor, w_scales: torch.Tensor,
+            bias: Optional[torch.Tensor], stride: List[int], padding: List[int], dilation: List[int],
+            groups: int) -> torch.Tensor:
+    return _qconv2d_ref(x, x_scale, x_zero_point, w, w_scales, bias, stride, padding, dilation, groups)
+
+
+def _dequant(x, x_scale, x_zero_point, w, w_scales):
+    # quantized_decomposed's own arithmetic: (q.float() - zp) * scale; per channel q * scale
+    xd = (x.to(torch.float32) - x_zero_point) * x_scale
+    wd = (w.to(torch.float32) * w_scales.view([-1] + [1] * (w.dim() - 1))).to(torch.float32)
+    return xd, wd
+
+
+def _qconv2d_ref(x, x_scale, x_zero_point, w, w_scales, bias, stride, padding, dilation, groups):
+    xd, wd = _dequant(x, x_scale, x_zero_point, w, w_scales)
+    return torch.nn.functional.conv2d(xd, wd, bias, stride, padding, dilation, groups)
+
+
+qconv2d.register_fake(_qconv2d_ref)
+
+
+@torch.library.custom_op("torchtrt_c::qlinear", mutates_args=())
+def qlinear(x: torch.Tensor, x_scale: float, x_zero_point: int, w: torch.Tensor, w_scales: torch.Tensor,
+            bias: Optional[torch.Tensor]) -> torch.Tensor:
+    return _qlinear_ref(x, x_scale, x_zero_point, w, w_scales, bias)
+
+
+def _qlinear_ref(x, x_scale, x_zero_point, w, w_scales, bias):
+    xd, wd = _dequant(x, x_scale, x_zero_point, w, w_scales)
+    return torch.nn.functional.linear(xd, wd, bias)
+
+
+qlinear.register_fake(_qlinear_ref)
+
+
+def int8_kernels(settings) -> bool:
+    """Whether PT2E's layers become int8 kernels (else they stay Q/DQ + float layers): yes on
+    every device but a CPU with native steps, unless TORCHTRT_C_QUANT_KERNELS says."""
+    force = os.environ.get("TORCHTRT_C_QUANT_KERNELS", "").strip().lower()
+    if force in ("int8", "dequant"):
+        return force == "int8"
+    if force:
+        raise ValueError(f"TORCHTRT_C_QUANT_KERNELS={force!r}: expected 'int8' or 'dequant'")
+    if os.environ.get("TORCHTRT_C_KERNELS", "").strip().lower() == "gpu":
+        return True
+    from torchtrt_c import _C
+    from torchtrt_c._devices import devices, find_device
+    try:
+        dev = find_device(settings.device) if settings.device is not None else None
+    except Exception:
+        dev = None
+    if dev is None:
+        devs = devices()
+        dev = devs[0] if devs else None
+    kind = dev.get("type") if isinstance(dev, dict) else getattr(dev, "type", None)
+    return not (kind == "cpu" and _C.native_cpu().get("available", False))
+
+
+def _qd(name):
+    ns = getattr(torch.ops, "quantized_decomposed", None)
+    op = getattr(ns, name, None) if ns is not None else None
+    return getattr(op, "default", None) if op is not None else None
+
+
+def fold_qdq(ep: torch.export.ExportedProgram) -> int:
+    """Rewrites PT2E's dq -> conv2d/linear <- dq(weights) layers of ep in place into
+    torchtrt_c.qconv2d / qlinear; returns how many."""
+    dq_t, dq_c = _qd("dequantize_per_tensor"), _qd("dequantize_per_channel")
+    if dq_t is None or dq_c is None:
+        return 0
+    from torch.export.graph_signature import InputKind
+    sig = ep.graph_signature
+    consts = {}
+    for spec in sig.input_specs:
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            t = ep.state_dict.get(spec.target) if spec.kind != InputKind.CONSTANT_TENSOR else None
+            if t is None:
+                t = ep.constants.get(spec.target)
+            if isinstance(t, torch.Tensor):
+                consts[spec.arg.name] = t
+    g = ep.graph_module.graph
+    done = 0
+    for n in list(g.nodes):
+        if n.op != "call_function" or n.target not in (_A.conv2d.default, _A.convolution.default, _A.linear.default):
+            continue
+        x, w = n.args[0], n.args[1]
+        if not (isinstance(x, torch.fx.Node) and x.target == dq_t and isinstance(w, torch.fx.Node) and w.target == dq_c):
+            continue
+        xq, sx, zx = x.args[0], x.args[1], x.args[2]
+        wq, sw, zw, axis = w.args[0], w.args[1], w.args[2], w.args[3]
+        if not (isinstance(sx, float) and isinstance(zx, int) and axis == 0):
+            continue
+        if not all(isinstance(a, torch.fx.Node) and a.op == "placeholder" and a.name in consts for a in (wq, sw)):
+            continue
+        wt, st = consts[wq.name], consts[sw.name]
+        if wt.dtype != torch.int8 or st.dim() != 1 or st.shape[0] != wt.shape[0]:
+            continue
+        if zw is not None and not (isinstance(zw, torch.fx.Node) and zw.name in consts and not consts[zw.name].any()):
+            continue
+        xv = xq.meta.get("val") if isinstance(xq, torch.fx.Node) else None
+        if xv is None or xv.dtype not in (torch.uint8, torch.int8):
+            continue
+        bias = n.args[2] if len(n.args) > 2 else n.kwargs.get("bias")
+        if n.target == _A.linear.default:
+            if xv.dim() != 2:
+                continue
+            target, args = qlinear_op(), (xq, sx, zx, wq, sw, bias)
+        else:
+            if wt.dim() != 4:
+                continue
+            if n.target == _A.convolution.default:
+                _, _, _, stride, padding, dilation, transposed, _, groups = n.args
+                if transposed:
+                    continue
+            else:
+                a = list(n.args) + [None] * (7 - len(n.args))
+                stride = a[3] if a[3] is not None else [1, 1]
+                padding = a[4] if a[4] is not None else [0, 0]
+                dilation = a[5] if a[5] is not None else [1, 1]
+                groups = a[6] if a[6] is not None else 1
+            if isinstance(padding, str):
+                continue
+            two = lambda v: list(v) * 2 if len(v) == 1 else list(v)  # noqa: E731
+            target = qconv2d_op()
+            args = (xq, sx, zx, wq, sw, bias, two(stride), two(padding), two(dilation), int(groups))
+        with g.inserting_before(n):
+            q = g.call_function(target, args)
+        q.meta.update(n.meta)
+        n.replace_all_uses_with(q)
+        g.erase_node(n)
+        for d in (x, w):
+            if not d.users:
+                g.erase_node(d)
+        done += 1
+    if done:
+        ep.graph_module.recompile()
+    return done
+
+
+def qconv2d_op():
+    return torch.ops.torchtrt_c.qconv2d.default
+
+
+def qlinear_op():
+    return torch.ops.torchtrt_c.qlinear.default
