@@ -22,7 +22,6 @@ convolutions run in oneDNN's float32 kernels while the int8 kernels are portable
 forces one)."""
 from __future__ import annotations
 
-import os
 from typing import List, Optional
 
 import torch
@@ -69,12 +68,13 @@ qlinear.register_fake(_qlinear_ref)
 def int8_kernels(settings) -> bool:
     """Whether PT2E's layers become int8 kernels (else they stay Q/DQ + float layers): yes on
     every device but a CPU with native steps, unless TORCHTRT_C_QUANT_KERNELS says."""
-    force = os.environ.get("TORCHTRT_C_QUANT_KERNELS", "").strip().lower()
+    from torchtrt_c import settings
+    force = (settings.get("QUANT_KERNELS") or "auto").strip().lower()
     if force in ("int8", "dequant"):
         return force == "int8"
-    if force:
-        raise ValueError(f"TORCHTRT_C_QUANT_KERNELS={force!r}: expected 'int8' or 'dequant'")
-    if os.environ.get("TORCHTRT_C_KERNELS", "").strip().lower() == "gpu":
+    if force != "auto":
+        raise ValueError(f"TORCHTRT_C_QUANT_KERNELS={force!r}: expected auto, int8 or dequant")
+    if (settings.get("KERNELS") or "").strip().lower() == "gpu":
         return True
     from torchtrt_c import _C
     from torchtrt_c._devices import devices, find_device
