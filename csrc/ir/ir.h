@@ -279,6 +279,9 @@ bool ttc_value_const_int(const ttc_value *v, int64_t *out);
 bool ttc_value_const_float(const ttc_value *v, double *out);  /* ints convert too */
 bool ttc_value_const_ints(const ttc_value *v, int64_t **out, int32_t *n); /* from INTS or a ListConstruct of int constants; *out malloc'd */
 bool ttc_value_is_none(const ttc_value *v);
+/* Whether torch holds v as a non-contiguous view (a reorder, broadcast or inner slice of its
+ * input's memory), so that a reshape or contiguous() of it copies (strided.c). */
+bool ttc_value_is_strided_view(const ttc_value *v);
 
 /* Editing. */
 ttc_status ttc_node_set_input(ttc_node *n, int32_t i, ttc_value *v);

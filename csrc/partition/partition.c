@@ -179,8 +179,10 @@ static ttc_status fixups(ttc_part_state *st, bool apply, bool *changed) {
             int32_t s = st->seg[i];
             if (s < 0 || st->target[i] == TTC_TARGET_TORCH || compute[s] >= st->s->min_block_size) continue;
             if (!apply) { *changed = true; break; }
-            if (demote(st, i, ttc_strfmt("block of %d compute ops < min_block_size %d", compute[s],
-                                         st->s->min_block_size)))
+            if (demote(st, i, compute[s] ? ttc_strfmt("block of %d compute ops < min_block_size %d", compute[s],
+                                                      st->s->min_block_size)
+                                         : ttc_strdup("block of 0 compute ops: views only, which torch runs as aliases "
+                                                      "of their inputs without the copy an engine would make")))
                 goto done;
             *changed = true;
         }

@@ -8,10 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Views are free in torch (an alias of their input), except a reshape of a strided view
+ * (a permuted, broadcast or inner-sliced tensor), which copies there as in an engine: that is
+ * the work of pixel_shuffle, a flatten after a transpose, a repeat (expand + reshape). */
 bool ttc_part_is_compute(const ttc_node *n) {
     const ttc_op_info *info = ttc_op_info_get(n->op);
     if (!info) return true; /* opaque ops compute something */
-    return !(info->flags & (TTC_OPF_PRIM | TTC_OPF_VIEW));
+    if (info->flags & TTC_OPF_PRIM) return false;
+    if (!(info->flags & TTC_OPF_VIEW)) return true;
+    bool reshape = n->op == TTC_OP_VIEW || n->op == TTC_OP_RESHAPE || n->op == TTC_OP_UNSAFE_VIEW ||
+                   n->op == TTC_OP_FLATTEN;
+    return reshape && n->n_inputs > 0 && ttc_value_is_strided_view(n->inputs[0]);
 }
 
 /* Position of the producer of v in g->nodes, or -1 for graph inputs / constants. */

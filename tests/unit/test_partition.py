@@ -199,3 +199,39 @@ def test_random_dags():
                 if op not in bad and info["target"] == "torch":
                     assert info["reason"].startswith("block of"), (trial, name, info)
         assert counts["global"] <= counts["fast"], (trial, counts)
+
+
+# views (issue 33): a reshape of a permuted/expanded/inner-sliced tensor copies (in torch as in an
+# engine) and counts as compute; a permute that only moves size-1 dims, a leading-dim slice and
+# views alone do not (torch returns aliases of the input there)
+_VIEW_HEAD = """graph(%x : Float(2, 3, 4), %y : Float(1, 3, 1, 4)):
+  %c0 : int = prim.Constant[value=0]()
+  %c1 : int = prim.Constant[value=1]()
+  %fl : bool = prim.Constant[value=false]()
+  %pm : int[] = prim.Constant[value=[0, 2, 1]]()
+  %pm1 : int[] = prim.Constant[value=[2, 1, 0, 3]]()
+  %ex : int[] = prim.Constant[value=[2, 3, 1, 4]]()
+  %sh24 : int[] = prim.Constant[value=[24]]()
+  %sh12 : int[] = prim.Constant[value=[12]]()
+  %sh8 : int[] = prim.Constant[value=[8]]()
+"""
+VIEW_CASES = {   # body -> whether it is an engine at min_block_size 1
+    "%a : Float(2, 4, 3) = aten.permute.default(%x, %pm)\n  %o : Float(24) = aten.view.default(%a, %sh24)": True,
+    "%a : Float(2, 3, 1, 4) = aten.expand.default(%y, %ex, %fl)\n  %o : Float(24) = aten.view.default(%a, %sh24)": True,
+    ("%a : Float(2, 1, 4) = aten.slice.Tensor(%x, %c1, %c0, %c1, %c1)\n  %b : Float(2, 4) = aten.squeeze.dim(%a, %c1)"
+     "\n  %o : Float(8) = aten.view.default(%b, %sh8)"): True,
+    "%a : Float(1, 3, 1, 4) = aten.permute.default(%y, %pm1)\n  %o : Float(12) = aten.view.default(%a, %sh12)": False,
+    "%a : Float(1, 3, 4) = aten.slice.Tensor(%x, %c0, %c0, %c1, %c1)\n  %o : Float(12) = aten.view.default(%a, %sh12)": False,
+    "%o : Float(3, 2, 4) = aten.transpose.int(%x, %c0, %c1)": False,
+    "%o : Float(2, 4, 3) = aten.permute.default(%x, %pm)": False,
+}
+
+
+@pytest.mark.parametrize("body,engine", list(VIEW_CASES.items()), ids=range(len(VIEW_CASES)))
+def test_copying_views_count_as_compute(body, engine):
+    g = _C.Graph.parse(_VIEW_HEAD + "  " + body + "\n  return (%o)\n")
+    r = g.partition({"min_block_size": 1, "support": unsupported()})
+    assert [t for t, _ in blocks(r)] == (["opencl"] if engine else ["torch"]), blocks(r)
+    if not engine:
+        why = r["nodes"]["o"]["reason"]
+        assert why.startswith("block of 0 compute ops: views only, which torch runs as aliases"), why

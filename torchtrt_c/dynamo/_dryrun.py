@@ -50,6 +50,9 @@ class DryRunReport:
     recommended_min_block_size: int
     recommendation: str
     profile: object = None            # the CompileProfile up to the report (set by the compiler)
+    # supported ops that still run in torch, by why (views only, a block under min_block_size,
+    # a non-tensor value at a segment's edge): reason -> Counter of ops
+    kept_in_torch: dict = field(default_factory=dict)
 
     @property
     def coverage(self) -> float:
@@ -76,10 +79,16 @@ class DryRunReport:
             e[1].add(f"output {na}; it runs in torch" if na else f"{big}; it runs in torch" if big
                      else reason or "unsupported")
         forced_out = {}
+        kept = defaultdict(Counter)
+        unsupported_nodes = set(cov.get("reasons", {}))
         for name, info in part["nodes"].items():
             r = info.get("reason") or ""
             if name in forced or "torch_executed" in r:
                 forced_out[name] = r or forced.get(name, "forced")
+            elif info.get("target") == "torch" and name not in unsupported_nodes:
+                n = by_name.get(name)
+                if n is not None and _is_op(n):
+                    kept[r or "runs in torch"][n["op"]] += 1
 
         def seg_info(s):
             prefix = "_run_on_acc_" if s["target"] == "opencl" else "_run_on_gpu_"
@@ -102,7 +111,8 @@ class DryRunReport:
         return cls(total, supported,
                    {op: (c, sorted(r)) for op, (c, r) in sorted(unsup.items(), key=lambda kv: -kv[1][0])},
                    forced_out, [s for s in segs if s.target == "opencl"],
-                   [s for s in segs if s.target != "opencl"], settings.min_block_size, rec, why)
+                   [s for s in segs if s.target != "opencl"], settings.min_block_size, rec, why,
+                   kept_in_torch=dict(kept))
 
     # ---- output ----
     def __str__(self) -> str:
@@ -117,6 +127,10 @@ class DryRunReport:
             L.append("  nodes forced to torch:")
             for n, r in self.forced.items():
                 L.append(f"    {n}: {r}")
+        if self.kept_in_torch:
+            L.append("  supported ops kept in torch:")
+            for r, ops in self.kept_in_torch.items():
+                L.append(f"    {r}: " + ", ".join(f"{op} x{c}" for op, c in ops.most_common()))
         L.append(f"  engines: {len(self.engines)}, torch segments: {len(self.torch_segments)}")
         for s in self.engines:
             L.append(f"    {s.name}: {s.n_ops} ops; inputs {_io(s.inputs)} -> outputs {_io(s.outputs)}")
@@ -134,6 +148,8 @@ class DryRunReport:
         rows = "".join(f"<tr><td>{e(op)}</td><td>{c}</td><td>{e('; '.join(r))}</td></tr>"
                        for op, (c, r) in self.unsupported.items())
         forced = "".join(f"<tr><td>{e(n)}</td><td>{e(r)}</td></tr>" for n, r in self.forced.items())
+        kept = "".join(f"<tr><td>{e(r)}</td><td>{e(', '.join(f'{op} x{c}' for op, c in ops.most_common()))}</td></tr>"
+                       for r, ops in self.kept_in_torch.items())
         segs = "".join(
             f"<tr><td>{e(s.name)}</td><td>{e(s.target)}</td><td>{s.n_ops}</td>"
             f"<td>{e(_io(s.inputs))}</td><td>{e(_io(s.outputs))}</td></tr>"
@@ -148,6 +164,8 @@ class DryRunReport:
                if rows else "")
             + (f"<h4>Nodes forced to torch</h4><table><tr><th>node</th><th>reason</th></tr>{forced}</table>"
                if forced else "")
+            + (f"<h4>Supported ops kept in torch</h4><table><tr><th>why</th><th>ops</th></tr>{kept}</table>"
+               if kept else "")
             + "<h4>Segments</h4><table><tr><th>module</th><th>target</th><th>ops</th><th>inputs</th>"
               f"<th>outputs</th></tr>{segs}</table>"
             f"<p>min_block_size {self.min_block_size}; recommended {self.recommended_min_block_size}: "
@@ -185,6 +203,11 @@ def _recommend(g, pset, by_name):
     sizes = [x for x in sizes if x > 0]
     total = sum(sizes)
     if not total:
+        views = [n for n, info in p["nodes"].items() if n in by_name and _is_op(by_name[n])
+                 and "views only" in (info.get("reason") or "")]
+        if views:
+            return pset["min_block_size"], ("the supported ops are views only, which torch runs as aliases of "
+                                            "their inputs without a copy: no engine is needed")
         return pset["min_block_size"], "nothing is supported"
     acc, rec = 0, 1
     for x in sizes:
