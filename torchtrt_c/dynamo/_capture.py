@@ -313,12 +313,41 @@ def check_program_inputs(ep: torch.export.ExportedProgram, arg_inputs, kwarg_inp
 _OPERATOR = re.compile(r"Operator `([^`]+)`")
 
 
+def _break_what(reason: str):
+    """What a dynamo graph break on data is, in our words (None: not a data-dependent one)."""
+    m = _OPERATOR.search(reason)
+    if m is not None:
+        return m.group(1)
+    if "Tensor.item()" in reason or "_local_scalar_dense" in reason:
+        return "Tensor.item() (a tensor's value read as a Python number)"
+    if "Data-dependent" in reason or "data-dependent" in reason or "generic_jump" in reason:
+        return "a branch on a tensor's value"
+    return None
+
+
+def _user_frame(ex: Exception):
+    """The last frame of ex's traceback in the user's code (not torch's, ours or Python's)."""
+    import traceback
+    import sysconfig
+    skip = [os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)),
+            sysconfig.get_paths().get("stdlib") or "\0"]
+    frames = [f for f in traceback.extract_tb(ex.__traceback__)
+              if not any(f.filename.startswith(d) for d in skip) and not f.filename.startswith("<")]
+    return frames[-1] if frames else None
+
+
+def _at(frame) -> str:
+    return f" ({os.path.basename(frame.filename)}:{frame.lineno}, `{(frame.line or '').strip()}`)" if frame else ""
+
+
 def _data_dependent_error(ex: Exception, module, args, kwargs):
     """torch.export's failure on a value that depends on the data (nonzero, x[mask], unique,
-    .item() in a condition, torchvision's nms) -> a torchtrt_c.Error naming the operators and
-    where the model calls them, and saying that torch.compile(backend="torchtrt_c") takes such
-    models (dynamo breaks the graph there; the rest becomes engines). The operators come from
-    torch._dynamo.explain, run only on this failure path. None for any other failure."""
+    .item() in a condition, `not`/bool()/int() of a tensor, resize_ to a computed size,
+    torchvision's nms) -> a torchtrt_c.Error saying in our words what the model does where
+    (operators and source lines from torch._dynamo.explain, run only on this failure path;
+    else the model's own frame in export's traceback) and what the user can do:
+    torch.compile(backend="torchtrt_c") (dynamo breaks the graph there; the rest becomes
+    engines), keep the value a tensor, or pass it in. None for any other failure."""
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
     text = str(ex)
     if not isinstance(ex, GuardOnDataDependentSymNode) and "data-dependent" not in text:
@@ -329,23 +358,28 @@ def _data_dependent_error(ex: Exception, module, args, kwargs):
         import torch._dynamo
         explained = torch._dynamo.explain(module)(*args, **kwargs)
         for b in explained.break_reasons:
-            m = _OPERATOR.search(b.reason)
-            if m is None:
+            what = _break_what(b.reason)
+            if what is None:
                 continue
-            frame = b.user_stack[-1] if b.user_stack else None
-            at = f" ({os.path.basename(frame.filename)}:{frame.lineno}, `{(frame.line or '').strip()}`)" if frame else ""
-            if m.group(1) + at not in where:
-                where.append(m.group(1) + at)
+            at = what + _at(b.user_stack[-1] if b.user_stack else None)
+            if at not in where:
+                where.append(at)
     except Exception as why:  # noqa: BLE001  (the explanation is a courtesy: export's own words stay)
         log.debug("torch._dynamo.explain failed: %s", why)
     first = text.strip().splitlines()[0] if text.strip() else type(ex).__name__
-    caused = re.search(r"Caused by: \(([^)]*)\)", text)
-    ops = (f"the operators whose output depends on the data: {'; '.join(where)}" if where
-           else f"{first}{' at ' + caused.group(1) if caused else ''}")
+    if where:
+        ops = f"where the model reads it: {'; '.join(where)}"
+    else:
+        frame = _user_frame(ex)
+        ops = ("a tensor's value is used as a Python value (bool, int or float: an `if`, `not`, int(), "
+               f".item(), a size computed from data){_at(frame) if frame else ''}")
     return Error(f"torchtrt_c.compile: torch.export cannot capture this model as one graph: a size or "
                  f"value depends on the input data ({ops}). torch.compile(model, backend=\"torchtrt_c\") "
-                 f"compiles such models: dynamo breaks the graph at those operators, runs them in torch "
-                 f"and compiles the rest into engines. (torch.export said: {first})")
+                 f"compiles such models: dynamo breaks the graph there, runs that part in torch "
+                 f"and compiles the rest into engines. Or keep the value a tensor (torch.where in place of "
+                 f"an `if` or `not`, a multiplication by a mask in place of a boolean index, torch.cond for "
+                 f"a branch), or compute it outside the model and pass it in as an input. "
+                 f"(torch.export said: {first})")
 
 
 _LEAF_TYPES = (torch.Tensor, int, float, bool, str, type(None), torch.SymInt, torch.SymFloat, torch.dtype,
