@@ -7,8 +7,8 @@ their default configuration.
 
 torchvision/timm come through tests/thirdparty.py: as installed where torchvision imports (the
 GPU machine), else from ./run.sh's side directory .deps/vision (beside a CPU-only torch).
-size="tiny" keeps each architecture and feeds 64x64 images (ViT/DeiT built for 64x64), for
-checking the harness quickly.
+size="tiny" keeps each architecture and feeds 64x64 images (ViT/DeiT built for 64x64; video
+models 8x32x32 clips, 16x112x112 at "full"), for checking the harness quickly.
 """
 from __future__ import annotations
 
@@ -25,8 +25,15 @@ _SPECS = {
     "tv_vit_b_16": ("torchvision", "vit_b_16", {64: {"image_size": 64}}),
     "timm_mobilevit_s": ("timm", "mobilevit_s", {}),
     "timm_levit_128s": ("timm", "levit_128s", {64: {"img_size": 64}}),
+    # video CNNs (3-D convolutions; issue 33): clips of 3 x frames x H x W (_VIDEO)
+    "tv_r3d_18": ("torchvision", "r3d_18", {}),
+    "tv_mc3_18": ("torchvision", "mc3_18", {}),
+    "tv_r2plus1d_18": ("torchvision", "r2plus1d_18", {}),
 }
 VISION_MODELS = list(_SPECS)
+# video models: size -> (frames, H = W): Kinetics' 16 x 112 x 112 clips at "full", 8 x 32 x 32 at "tiny"
+_VIDEO = {"tv_r3d_18", "tv_mc3_18", "tv_r2plus1d_18"}
+_CLIP = {"full": (16, 112), "tiny": (8, 32)}
 
 
 def build_vision(name: str, size: str = "full", seed: int = 0):
@@ -44,4 +51,7 @@ def build_vision(name: str, size: str = "full", seed: int = 0):
         m = load_timm().create_model(arch, pretrained=False, **kwargs)
     # constant inits (zero heads and residual BatchNorms, 1e-6 layer scales) would make the
     # max-error column meaningless (vit_b_16's zero head outputs zeros)
+    if name in _VIDEO:
+        t, vhw = _CLIP["full" if size == "full" else "tiny"]
+        return randomize_constant_init(m.eval(), seed), (lambda batch=1: torch.randn(batch, 3, t, vhw, vhw))
     return randomize_constant_init(m.eval(), seed), (lambda batch=1: torch.randn(batch, 3, hw, hw))

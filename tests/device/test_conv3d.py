@@ -202,3 +202,23 @@ def test_without_the_decomposition_the_core_says_why(monkeypatch):
         assert reasons is not None, rep.unsupported
         assert any(f"only 1-D and 2-D {what} in the core" in r and "decomposes 3-D ones" in r
                    for r in reasons[1]), reasons
+
+
+def test_decomposed_in_place_with_weights_folded():
+    """The decomposition runs node by node (no whole-program re-trace: the 2-D convolution it
+    leaves whole does not send the program to torch's re-trace), and every convolution's
+    weight is a constant of the program, not a reshape the core would fold into an unnamed
+    constant (which the engine cache key hashed as printed text: r3d_18's compile with the
+    engine cache took 268 s instead of 14 s)."""
+    from torchtrt_c.dynamo._capture import capture, decompose
+    from torchtrt_c.dynamo.lowering import get_decompositions
+    from torchtrt_c.dynamo.lowering._local_decomp import decompose_locally
+    conv = torch.ops.aten.convolution.default
+    m, x = _make("stack-with-2d")
+    ep = capture(m, (x,), {})
+    ep = decompose(ep)
+    assert decompose_locally(ep, get_decompositions(decompose={conv})) is not None
+    ep = decompose(ep, decompose={conv})
+    convs = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is conv]
+    assert len(convs) == 3 and all(len(n.meta["val"].shape) == 4 for n in convs)
+    assert all(n.args[1].op == "placeholder" for n in convs), [n.args[1].format_node() for n in convs]

@@ -628,8 +628,15 @@ def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
         const[n] = None
         compute = (not item and n.target not in _LAYOUT_OPS) or any(cone_cost[a][0] for a in ins)
         cone_cost[n] = (compute, sum(cone_cost[a][1] for a in ins))
-    frontier = [n for n in const if n.op == "call_function" and cone_cost[n][0]
-                and isinstance(n.meta["val"], torch.Tensor) and n.meta["val"].numel() <= cone_cost[n][1]
+    def conv_weight(n):
+        # a weight only re-laid-out (the 3-D convolution's 5-D weight read as a 2-D one,
+        # _decompositions_conv3d.py) folds too: the core would fold it into an unnamed constant,
+        # which the engine cache key then hashes as printed text (minutes for r3d_18)
+        return any(u.op == "call_function" and u.target is _A.convolution.default and len(u.args) > 1
+                   and u.args[1] is n for u in n.users)
+    frontier = [n for n in const if n.op == "call_function"
+                and isinstance(n.meta["val"], torch.Tensor)
+                and ((cone_cost[n][0] and n.meta["val"].numel() <= cone_cost[n][1]) or conv_weight(n))
                 and any(u not in const for u in n.users)]
     if not frontier:
         return 0

@@ -43,6 +43,12 @@ class _Unsupported(Exception):
     """This program needs torch's full re-trace (the reason is the message)."""
 
 
+class _KeepWhole(Exception):
+    """The decomposition returned NotImplemented for this node, whose op has no composite
+    kernel: the re-trace would record it as it is (the 3-D convolution's decomposition leaves
+    2-D convolutions whole), so it stays."""
+
+
 def _preservable(op) -> bool:
     from torch._export.utils import _check_valid_to_preserve
     return _check_valid_to_preserve(op)
@@ -306,6 +312,8 @@ def _trace_piece(fn, node, fake_mode, cache):
         a, k = pytree.tree_unflatten(fa, spec)
         out = fn(*a, **k)
         if out is NotImplemented:
+            if not _is_cia(node.target):
+                raise _KeepWhole()
             raise _Unsupported(f"no decomposition of {node.target} for these arguments")
         return out
 
@@ -476,7 +484,10 @@ def _rewrite(g, rules, fake_mode) -> int:
         depth = depths.get(n, 0) + 1
         if depth > _MAX_DEPTH:
             raise _Unsupported(f"decomposition of {n.target} does not end")
-        piece, inputs = _trace_piece(fn, n, fake_mode, cache)
+        try:
+            piece, inputs = _trace_piece(fn, n, fake_mode, cache)
+        except _KeepWhole:
+            continue
         created = _splice(g, n, piece, inputs, depth, depths)
         work[:0] = [c for c in created if c.target is not operator.getitem]
         done += 1
