@@ -115,6 +115,12 @@ def test_pt2e_static_int8_cnn_is_one_engine_and_matches_torch(mode, monkeypatch)
         assert kinds.count("qconv2d:") == 3 and kinds.count("qgemm:") == 2, kinds
     else:
         assert "qconv2d:" not in kinds and "qgemm:" not in kinds, kinds
+        if torchtrt_c._C.native_cpu()["available"]:
+            # quantize -> dequantize fuse into the convolutions' native epilogues (rint and
+            # the 8-bit casts in C, csrc/backend/cpu/native_epi.c), not OpenCL kernels after them
+            convs = [k for k in _kernels(gm) if " conv2d:" in k]
+            assert any("quantize_per_tensor" in k for k in convs), convs
+            assert all("(native)" in k and "cl-epilogue" not in k for k in convs), convs
     with torch.no_grad():
         want, got = qm(x), gm(x)
     assert _rel_err(got, want) <= TOL[mode]

@@ -20,7 +20,7 @@ static bool cheap_step(ttc_eop op) {
     switch (op) {
     case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB: case TTC_EOP_MUL:
     case TTC_EOP_DIV: case TTC_EOP_MAX: case TTC_EOP_MIN: case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_RELU:
-    case TTC_EOP_RECIP: case TTC_EOP_SQRT: case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID:
+    case TTC_EOP_RECIP: case TTC_EOP_SQRT: case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID: case TTC_EOP_ROUND:
         return true;
     default:
         return false;
@@ -64,17 +64,29 @@ static bool step_ok(const ttc_kir *k, const ttc_expr *e, int32_t i) {
     return cheap_step(nd->op) || square_or_cube || (ttc_kir_target(k)->native_epi_math && ttc_nm_unary_ok(nd->op));
 }
 
+static bool is_q8(ttc_dtype d) { return d == TTC_DTYPE_INT8 || d == TTC_DTYPE_UINT8; }
+
+/* Node i's dtype and operands: float32 throughout, except the 8-bit casts of quantization
+ * (PT2E's quantize -> dequantize fused into one expression: clamp(rint(x / s) + zp) -> uint8
+ * -> float), computed here on float tiles holding the integer values. */
+static bool dtypes_ok(const ttc_expr *e, int32_t i) {
+    const ttc_enode *nd = &e->nodes[i];
+    if (nd->op == TTC_EOP_CAST) {
+        if (nd->a < 0 || nd->a >= i) return false;
+        ttc_dtype from = e->nodes[nd->a].dtype;
+        if (nd->dtype == TTC_DTYPE_FLOAT32) return from == TTC_DTYPE_FLOAT32 || is_q8(from);
+        return is_q8(nd->dtype) && from == TTC_DTYPE_FLOAT32;
+    }
+    return nd->dtype == TTC_DTYPE_FLOAT32;
+}
+
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
     const ttc_expr *e = &op->epi;
     if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
-    for (int32_t i = 0; i < e->n; i++) {
-        const ttc_enode *nd = &e->nodes[i];
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !step_ok(k, e, i)) return false;
-        if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
-            return false;
-    }
+    for (int32_t i = 0; i < e->n; i++)
+        if (!dtypes_ok(e, i) || !step_ok(k, e, i)) return false;
     if (e->root < 0 || e->root >= e->n) return false;
     int32_t first[TTC_EXPR_MAX_LEAVES];
     bool dense[TTC_EXPR_MAX_LEAVES];
@@ -124,10 +136,8 @@ static bool nodes_ok(const ttc_kir *k, const ttc_kop *op, int32_t start) {
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
         if (!(live >> i & 1) || i == start) continue;
-        if (nd->dtype != TTC_DTYPE_FLOAT32 || !step_ok(k, e, i)) return false;
+        if (!dtypes_ok(e, i) || !step_ok(k, e, i)) return false;
         if (nd->op == TTC_EOP_LEAF && nd->a < 0 && op->kind == TTC_KOP_ELEMENTWISE) return false;
-        if (nd->op == TTC_EOP_CAST && (nd->a < 0 || nd->a >= i || e->nodes[nd->a].dtype != TTC_DTYPE_FLOAT32))
-            return false;
     }
     return true;
 }
@@ -238,7 +248,12 @@ static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv
         switch (nd->op) {
         case TTC_EOP_LEAF: memcpy(o, nd->a < 0 ? acc : lv[nd->a], sizeof(float) * (size_t)(nd->a < 0 ? cnt : T)); break;
         case TTC_EOP_CONST: for (j = 0; j < T; j++) o[j] = (float)nd->f; break;
-        case TTC_EOP_CAST: memcpy(o, a, sizeof(float) * (size_t)T); break;
+        case TTC_EOP_CAST:   /* float32, or an 8-bit cast of a clamped integral value (dtypes_ok) */
+            if (nd->dtype == TTC_DTYPE_INT8) for (j = 0; j < T; j++) o[j] = (float)(signed char)(int)a[j];
+            else if (nd->dtype == TTC_DTYPE_UINT8) for (j = 0; j < T; j++) o[j] = (float)(unsigned char)(int)a[j];
+            else memcpy(o, a, sizeof(float) * (size_t)T);
+            break;
+        case TTC_EOP_ROUND: for (j = 0; j < T; j++) o[j] = __builtin_rintf(a[j]); break;   /* half to even */
         case TTC_EOP_ADD: for (j = 0; j < T; j++) o[j] = a[j] + b[j]; break;
         case TTC_EOP_SUB: for (j = 0; j < T; j++) o[j] = a[j] - b[j]; break;
         case TTC_EOP_MUL: for (j = 0; j < T; j++) o[j] = a[j] * b[j]; break;
