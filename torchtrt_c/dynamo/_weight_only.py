@@ -207,6 +207,7 @@ def _through(n, ops):
     return n
 
 
+_VIEWS = {_A.view.default, _A.reshape.default, _A._unsafe_view.default}
 _LAYOUT = {_A.t.default, _A.permute.default, _A.transpose.int, _A.view.default, _A.reshape.default,
            _A._to_copy.default, _A.to.dtype, _A.to.dtype_layout, _A.flatten.using_ints, _A.clone.default,
            _A.contiguous.default, _A.alias.default}
@@ -323,9 +324,21 @@ def rewrite_weight_only(ep, quantize: Optional[str] = None, group_size: int = 12
             qv = _plain(bv).t().contiguous()
             if not torch.equal(qv, torch.round(qv)) or qv.abs().max() > 128:
                 continue
-            out = _emit(ep, adder, mul, n.args[0], qv.to(torch.int8), _plain(sc).to(torch.float32).reshape(N, 1),
-                        None, K, 8, None, name, mul.meta)
-            mul.replace_all_uses_with(out)
+            # torchao flattens x to [-1, K] and reshapes the product back: the op takes x as it is
+            # (its bias add and activation then fuse into the kernel's epilogue)
+            x, at = n.args[0], mul
+            back = next(iter(mul.users)) if len(mul.users) == 1 else None
+            if (x.op == "call_function" and x.target in _VIEWS and back is not None and back.op == "call_function"
+                    and back.target in _VIEWS and isinstance(x.args[0], torch.fx.Node)):
+                xv, bv_ = x.args[0].meta.get("val"), back.meta.get("val")
+                if isinstance(xv, torch.Tensor) and isinstance(bv_, torch.Tensor) and xv.dim() >= 2 \
+                        and tuple(bv_.shape) == (*xv.shape[:-1], N):
+                    x, at = x.args[0], back
+            out = _emit(ep, adder, at, x, qv.to(torch.int8), _plain(sc).to(torch.float32).reshape(N, 1),
+                        None, K, 8, None, name, at.meta)
+            at.replace_all_uses_with(out)
+            if at is not mul:
+                g.erase_node(at)
             g.erase_node(mul)
             g.erase_node(n)
             done += 1

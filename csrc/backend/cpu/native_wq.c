@@ -112,6 +112,8 @@ __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline))
 gemv_row_mb_avx2(const gemv_ctx *c, int64_t n, int64_t m0, const int64_t mb) {
     const ttc_native_wq *a = c->a;
     float acc[TTC_WQ_GEMV_ROWS] = {0};
+    __m256 vacc[TTC_WQ_GEMV_ROWS];   /* sum over groups of s * (group's q . x), one hsum at the end */
+    for (int64_t i = 0; i < mb; i++) vacc[i] = _mm256_setzero_ps();
     int64_t G = a->K / a->group, gs = a->group;
     const __m128i m15 = _mm_set1_epi8(15);
     for (int64_t g = 0; g < G; g++) {
@@ -149,14 +151,18 @@ gemv_row_mb_avx2(const gemv_ctx *c, int64_t n, int64_t m0, const int64_t mb) {
                     tail[i] += (float)(q[j] & 15) * c->xa[(m0 + i) * c->lx + o + j] +
                                (float)(q[j] >> 4) * c->xb[(m0 + i) * c->lx + o + j];
         }
+        __m256 sv = _mm256_set1_ps(s);
         for (int64_t i = 0; i < mb; i++) {
-            __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(va[i]), _mm256_extractf128_ps(va[i], 1));
-            h4 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-            h4 = _mm_add_ss(h4, _mm_shuffle_ps(h4, h4, 1));
-            acc[i] += s * ((_mm_cvtss_f32(h4) + tail[i]) - z * c->xs[(m0 + i) * G + g]);
+            vacc[i] = _mm256_fmadd_ps(sv, va[i], vacc[i]);
+            acc[i] += s * (tail[i] - z * c->xs[(m0 + i) * G + g]);
         }
     }
-    for (int64_t i = 0; i < mb; i++) a->y[(m0 + i) * a->N + n] = acc[i];
+    for (int64_t i = 0; i < mb; i++) {
+        __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(vacc[i]), _mm256_extractf128_ps(vacc[i], 1));
+        h4 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+        h4 = _mm_add_ss(h4, _mm_shuffle_ps(h4, h4, 1));
+        a->y[(m0 + i) * a->N + n] = _mm_cvtss_f32(h4) + acc[i];
+    }
 }
 
 __attribute__((target("avx2,fma"))) static void gemv_row_avx2(const gemv_ctx *c, int64_t n, int64_t m0, int64_t mb) {
