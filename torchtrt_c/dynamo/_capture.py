@@ -196,7 +196,8 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
     try:
         if has_switch:
             fx_config.do_not_emit_stack_traces = no_traces or not stack_traces
-        with _lazy_graph_modules():
+        from torchtrt_c.dynamo.lowering._decompositions_spatial import align_scale_for_dynamic_sizes
+        with _lazy_graph_modules(), align_scale_for_dynamic_sizes():
             ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as ex:
         err = (_container_error(ex) or _data_dependent_error(ex, module, args, kwargs)
@@ -419,14 +420,16 @@ def kwarg_order(ep: torch.export.ExportedProgram, kwarg_inputs: dict) -> dict:
 
 
 def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
-    from torchtrt_c.dynamo.lowering._decompositions_spatial import retarget_upsample_defaults
+    from torchtrt_c.dynamo.lowering._decompositions_spatial import (align_scale_for_dynamic_sizes,
+                                                                    retarget_upsample_defaults)
     retarget_upsample_defaults(ep.graph_module, keep)
     table = get_decompositions(keep=keep, decompose=decompose)
     # Node by node where possible: torch's whole-program re-trace costs as much as capture.
     local = None
-    if _knobs.get("LOCAL_DECOMPOSITIONS") != "0":
-        local = decompose_locally(ep, table)
-    ep = local if local is not None else ep.run_decompositions(table)
+    with align_scale_for_dynamic_sizes():   # (upsampling's align_corners scale at a dynamic size 1)
+        if _knobs.get("LOCAL_DECOMPOSITIONS") != "0":
+            local = decompose_locally(ep, table)
+        ep = local if local is not None else ep.run_decompositions(table)
     fold_weight_computations(ep)
     unflatten_row_regions(ep.graph_module)
     infer_single_symbolic_size(ep.graph_module)

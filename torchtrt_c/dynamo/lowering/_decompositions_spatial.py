@@ -7,6 +7,7 @@ two 2-D pools of the existing kernel: one over (D, H*W) with a (kd, 1) window, o
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -281,6 +282,33 @@ def _grid_sampler_2d(x, grid, interpolation_mode=0, padding_mode=0, align_corner
     out = aten.add.Tensor(out, tap(y0, x1, aten.mul.Tensor(wy0, wx1)))
     out = aten.add.Tensor(out, tap(y1, x0, aten.mul.Tensor(wy1, wx0)))
     return aten.add.Tensor(out, tap(y1, x1, aten.mul.Tensor(wy1, wx1)))
+
+
+def _align_scale(in_size, out_size, align_corners, scale=None):
+    """torch's _compute_scale without its branch on out_size > 1, which a dynamic out_size
+    turns into (in - 1) / (out - 1) evaluated at run time: a ZeroDivisionError where out is 1
+    (a size-1 minimum). (in - 1) / max(out - 1, 1) gives the same source positions: with one
+    output position there is only index 0."""
+    if align_corners and isinstance(out_size, torch.SymInt):
+        return (in_size - 1.0) / torch.sym_max(out_size - 1, 1)
+    return _TORCH_COMPUTE_SCALE[0](in_size, out_size, align_corners, scale)
+
+
+_TORCH_COMPUTE_SCALE = []
+
+
+@contextlib.contextmanager
+def align_scale_for_dynamic_sizes():
+    """While tracing (capture: upsample_linear1d.vec's Python kernel calls torch's
+    decomposition directly) and decomposing: _align_scale in place of torch's _compute_scale."""
+    from torch._decomp import decompositions as td
+    if not _TORCH_COMPUTE_SCALE:
+        _TORCH_COMPUTE_SCALE.append(td._compute_scale)
+    saved, td._compute_scale = td._compute_scale, _align_scale
+    try:
+        yield
+    finally:
+        td._compute_scale = saved
 
 
 def _register_torch(op):
