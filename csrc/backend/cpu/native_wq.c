@@ -263,9 +263,9 @@ static void deq_rows(void *ctx, int64_t lo, int64_t hi) {
 
 void ttc_native_wq_linear(const ttc_native_wq *a) {
     if (a->M <= 0 || a->N <= 0) return;
-    if (a->M > TTC_WQ_GEMV_ROWS && ttc_blas_available()) {
-        /* blocks of about 4 MB of float weights */
-        int64_t nb = ((int64_t)1 << 20) / (a->K > 0 ? a->K : 1);
+    if (a->M > TTC_WQ_GEMV_MAX_M && ttc_blas_available()) {
+        /* blocks of about 16 MB of float weights */
+        int64_t nb = ((int64_t)1 << 22) / (a->K > 0 ? a->K : 1);
         if (nb < 16) nb = 16;
         if (nb > a->N) nb = a->N;
         float *w = malloc(sizeof(float) * (size_t)(nb * a->K));
