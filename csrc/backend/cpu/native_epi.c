@@ -253,7 +253,17 @@ static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv
             else if (nd->dtype == TTC_DTYPE_UINT8) for (j = 0; j < T; j++) o[j] = (float)(unsigned char)(int)a[j];
             else memcpy(o, a, sizeof(float) * (size_t)T);
             break;
-        case TTC_EOP_ROUND: for (j = 0; j < T; j++) o[j] = __builtin_rintf(a[j]); break;   /* half to even */
+        case TTC_EOP_ROUND:
+            /* rint (half to even) without a libm call per element (x86-64's baseline has no
+             * roundps): below 2^23, |x| + 2^23 lies where floats are the integers, so the add
+             * rounds |x| to the nearest, ties to even (2^23 is even); above, x is integral; NaN
+             * fails the compare and passes through */
+            for (j = 0; j < T; j++) {
+                float m = a[j] < 0.0f ? -a[j] : a[j];
+                float r = (m + 8388608.0f) - 8388608.0f;
+                o[j] = m < 8388608.0f ? (a[j] < 0.0f || (a[j] == 0.0f && __builtin_signbit(a[j])) ? -r : r) : a[j];
+            }
+            break;
         case TTC_EOP_ADD: for (j = 0; j < T; j++) o[j] = a[j] + b[j]; break;
         case TTC_EOP_SUB: for (j = 0; j < T; j++) o[j] = a[j] - b[j]; break;
         case TTC_EOP_MUL: for (j = 0; j < T; j++) o[j] = a[j] * b[j]; break;
