@@ -201,7 +201,7 @@ def capture(module: torch.nn.Module, arg_inputs, kwarg_inputs, stack_traces=None
             ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as ex:
         err = (_container_error(ex) or _data_dependent_error(ex, module, args, kwargs)
-               or _unflattenable_output(module, args, kwargs))
+               or _fixed_shape_error(ex) or _unflattenable_output(module, args, kwargs))
         if err is None:
             raise
         raise err from None
@@ -381,6 +381,26 @@ def _data_dependent_error(ex: Exception, module, args, kwargs):
                  f"an `if` or `not`, a multiplication by a mask in place of a boolean index, torch.cond for "
                  f"a branch), or compute it outside the model and pass it in as an input. "
                  f"(torch.export said: {first})")
+
+
+_FIXED_SHAPE = re.compile(r"shape '\[([^\]]*)\]' is invalid for input of size (\S*[su]\d+\S*)")
+
+
+def _fixed_shape_error(ex: Exception):
+    """torch.export's failure on a reshape to sizes written into the model while the input's
+    dims are dynamic (native_group_norm(x, w, b, N, C, HxW, ...) with constant N and HxW, a
+    view to literal sizes) -> a torchtrt_c.Error saying so and what to do. None otherwise."""
+    m = _FIXED_SHAPE.search(str(ex))
+    if m is None:
+        return None
+    from torchtrt_c import Error
+    frame = _user_frame(ex)
+    return Error(f"torchtrt_c.compile: the model reshapes a tensor with dynamic dims ({m.group(2)} elements) "
+                 f"to the fixed sizes [{m.group(1)}]{_at(frame)}: sizes written into the model (a view to "
+                 f"literal sizes, or an op's size arguments such as native_group_norm's N and HxW) hold "
+                 f"for one input shape only. Make those input dims static (an Input with min == max "
+                 f"there), or compute the sizes from the tensor (x.shape, torch.nn.functional.group_norm). "
+                 f"(torch.export said: {str(ex).strip().splitlines()[0]})")
 
 
 _LEAF_TYPES = (torch.Tensor, int, float, bool, str, type(None), torch.SymInt, torch.SymFloat, torch.dtype,
