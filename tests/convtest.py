@@ -71,9 +71,10 @@ class Node:
         self.op, self.args, self.out_types, self.index = op, list(args), list(out_types), index
 
 
-def build(op, args, outs, dynamic=None, precision="fp32", keep=None):
-    """The one-op graph and its engine. dynamic=(min, opt, max) makes dim 0 of every tensor
-    input and output the symbol s0; keep: indices of the op outputs that are graph outputs."""
+def build(op, args, outs, dynamic=None, precision="fp32", keep=None, device=None):
+    """The one-op graph and its engine (on OpenCL device `device`, None: the default).
+    dynamic=(min, opt, max) makes dim 0 of every tensor input and output the symbol s0; keep:
+    indices of the op outputs that are graph outputs."""
     g = C.Graph()
     if dynamic:
         g.add_symbol("s0", *dynamic)
@@ -86,7 +87,7 @@ def build(op, args, outs, dynamic=None, precision="fp32", keep=None):
         otypes.append(("tensor", DTYPES[o.dtype], shape))
     res = g.add_node(op, names, otypes, name="op")
     g.set_outputs([res[i] for i in (keep if keep is not None else range(len(res)))])
-    return g, C.Engine.build(g, name="test_" + op, precision=precision, cache_dir="")
+    return g, C.Engine.build(g, name="test_" + op, device=device, precision=precision, cache_dir="")
 
 
 def to_np(t):
@@ -101,6 +102,36 @@ def run(engine, args, out_like):
     engine.execute(ins, outs)
     return [torch.from_numpy(o).view(torch.bfloat16) if r.dtype == torch.bfloat16 else torch.from_numpy(o)
             for o, r in zip(outs, out_like)]
+
+
+def run_cuda(engine, args, out_like, ordinal):
+    """The engine's kernels through the CUDA launch path (torch's stream, the tensors' own
+    memory; csrc/backend/cuda/exec_cuda.h) on CUDA device `ordinal`, called twice on the same
+    memory (the second call with the same pointers is recorded as a CUDA graph: docs/cuda.md),
+    the outputs NaN-filled before each: (the outputs of each call on the host, the launch
+    statistics). Raises naming why the path refused the engine or a call (no silent fallback
+    to another path)."""
+    dev = torch.device("cuda", ordinal)
+    got = []
+    with torch.cuda.device(dev):
+        cap, why = C.cuda_launch_new(engine, ordinal)
+        assert cap is not None, f"the CUDA launch path refused the engine: {why}"
+        ins = [a.detach().to(dev).contiguous() for a in args if isinstance(a, torch.Tensor)]
+        shapes = [tuple(t.shape) for t in ins]
+        outs = [torch.empty(tuple(o.shape), dtype=o.dtype, device=dev) for o in out_like]
+        nb = C.cuda_launch_arena(cap, shapes)
+        arena = torch.empty(max(nb, 1), dtype=torch.uint8, device=dev)
+        for _ in range(2):
+            for o in outs:
+                if o.is_floating_point():
+                    o.fill_(float("nan"))
+            why = C.cuda_launch_run(cap, [t.data_ptr() for t in ins], shapes, [o.data_ptr() for o in outs],
+                                    arena.data_ptr(), nb, torch.cuda.current_stream(dev).cuda_stream)
+            assert why is None, f"the CUDA launch path refused the call: {why}"
+            torch.cuda.synchronize(dev)
+            got.append([o.cpu() for o in outs])
+        stats = C.cuda_launch_stats(cap)
+    return got, stats
 
 
 def assert_close(got, ref, atol, rtol, what=""):
@@ -209,3 +240,111 @@ def check_op(op, args, tol=1e-5, rtol=None, dynamic=None, precision="fp32", ref=
     for i, (a, b) in enumerate(zip(got, refs)):
         assert_close(a, b, tol, tol if rtol is None else rtol, f"{op} output {i}")
     return e
+
+
+# float16: one rounding moves a value by at most 2^-11 of itself; an fp16 engine keeps its
+# intermediates in half (and computes in half where the device does: NVIDIA), so a one-op
+# engine's result may carry a few roundings, of intermediates larger than the result too
+F16_RTOL = 2.0 ** -9
+F16_ATOL = 2.0 ** -9
+
+
+def half_args(args):
+    """args with every float32 tensor (input or Const weight) in float16."""
+    out = []
+    for a in args:
+        t = a.t if isinstance(a, Const) else a
+        if isinstance(t, torch.Tensor) and t.dtype == torch.float32:
+            t = t.half()
+            a = Const(t) if isinstance(a, Const) else t
+        out.append(a)
+    return out
+
+
+def check_op_paths(op, args, runs, tol=1e-5, rtol=None, dynamic=None, precision="fp32", ref=None, keep=None,
+                   half=False, float_ref=True, device=None):
+    """check_op on an execution path: the engine built once on OpenCL device `device` (the
+    caller has set the build's knobs), then run by each of `runs` ("host": Engine.execute on host
+    arrays; ("cuda", ordinal): the CUDA launch path), each result checked against eager.
+
+    half: every float32 tensor of args (inputs and weights) in float16, in an fp16 engine; each
+    float output is checked against torch's float32 result on the same (half-valued) arguments
+    within tol + F16_ATOL of the output's largest magnitude, rtol + F16_RTOL (the engine's
+    outputs and intermediates round to half), its dtype against eager float16's; other outputs
+    equal. Some of torch's kernels round a Python float argument to the tensors' dtype first
+    (fmod's divisor): the float32 result with such arguments rounded counts too. float_ref=False
+    (the op's result depends on the dtype beyond its values, rms_norm's default eps): eager
+    float16 is the reference instead, within tol + 2^-6 of the largest magnitude.
+    Returns (engine, {run: launch statistics for "cuda" runs}).
+    """
+    rt = tol if rtol is None else rtol
+    if not half:
+        targs = [a.t if isinstance(a, Const) else a for a in args]
+        with torch.no_grad():
+            r = ref(*targs) if ref else call_aten(op, targs)
+        refs = list(r) if isinstance(r, (tuple, list)) else [r]
+        _, e = build(op, args, refs, dynamic=dynamic, precision=precision, keep=keep, device=device)
+        if keep is not None:
+            refs = [refs[i] for i in keep]
+        checks = [(refs, tol, rt, None)]
+        out_like = refs
+    else:
+        args = half_args(args)
+        targs = [a.t if isinstance(a, Const) else a for a in args]
+        up = [a.float() if isinstance(a, torch.Tensor) and a.dtype == torch.float16 else a for a in targs]
+        up_rounded = [float(torch.tensor(a).half()) if type(a) is float else a for a in up]
+        f = ref or (lambda *a: call_aten(op, list(a)))
+        with torch.no_grad():
+            try:
+                rh = f(*targs)
+            except (RuntimeError, NotImplementedError) as ex:   # no CPU half kernel in torch
+                if float_ref:
+                    rh = None
+                else:
+                    raise AssertionError(f"{op}: eager float16 (the reference of this case) failed: {ex}")
+            r32, r32r = f(*up), f(*up_rounded)
+        listed = [list(r) if isinstance(r, (tuple, list)) else [r] for r in (r32, r32r)]
+        if rh is None:   # eager float16's dtypes: float32 results of float16 operands are float16
+            dts = [t.dtype if not t.is_floating_point() else torch.float16 for t in listed[0]]
+        else:
+            rh = list(rh) if isinstance(rh, (tuple, list)) else [rh]
+            dts = [t.dtype for t in rh]
+        out_like = [t.to(dt) for t, dt in zip(listed[0], dts)]
+        _, e = build(op, args, out_like, dynamic=dynamic, precision="fp16", keep=keep, device=device)
+        if keep is not None:
+            listed = [[r[i] for i in keep] for r in listed]
+            out_like = [out_like[i] for i in keep]
+            rh = [rh[i] for i in keep] if rh is not None else None
+        if float_ref:
+            checks = [(listed[0], tol, rt + F16_RTOL, F16_ATOL)]
+            if any(type(a) is float for a in up):
+                checks.append((listed[1], tol, rt + F16_RTOL, F16_ATOL))
+        else:
+            checks = [(rh, tol, rt + 2.0 ** -6, 2.0 ** -6)]
+    stats, results = {}, []
+    for how in runs:
+        if how == "host":
+            results.append(("", run(e, args, out_like)))
+        else:
+            calls, stats[how] = run_cuda(e, args, out_like, how[1])
+            results += [(f" (CUDA launch, call {k + 1})", got) for k, got in enumerate(calls)]
+    for where, got in results:
+        for i, (g, o) in enumerate(zip(got, out_like)):
+            assert g.dtype == o.dtype, f"{op} output {i}{where}: dtype {g.dtype}, expected {o.dtype}"
+        err = None
+        for refs, atol, rtol_, scale_atol in checks:
+            try:
+                for i, (g, b) in enumerate(zip(got, refs)):
+                    if not b.is_floating_point() or scale_atol is None:
+                        assert_close(g, b, atol, rtol_, f"{op} output {i}{where}")
+                        continue
+                    scale = float(b.float().abs().nan_to_num(0, 0, 0).max()) if b.numel() else 0.0
+                    assert_close(g.float(), b.float(), atol + scale_atol * scale, rtol_,
+                                 f"{op} output {i}{where} against float32 eager on the same float16 values")
+                err = None
+                break
+            except AssertionError as ex:
+                err = err or ex
+        if err is not None:
+            raise err
+    return e, stats

@@ -10,9 +10,22 @@ within one bfloat16 rounding, and eager bfloat16). By default one case of each k
 (BF16_GPU) with the GPU families forced (TORCHTRT_C_KERNELS=gpu); every case both ways in the
 slow tier.
 
+Every execution path (test_op_case_path; ggml's test-backend-ops is the model): each case in
+fp32 (as defined) and fp16 (its float32 tensors in float16, an fp16 engine) on every path this
+machine's devices have (tests/oppaths.py: on PoCL native steps, OpenCL kernels only, the GPU
+kernel families; on an NVIDIA GPU its OpenCL queue and the CUDA launch path without and with
+cuBLAS/cuDNN), the engine built once per path and run by each of the path's calls. A program
+that does not build fails, as does a compiled case with a torch segment or a CUDA call that
+does not take the launch path. By default one case of each kernel kind (BF16_DEFAULT's first)
+on every path and form; the slow tier every op on every path and form, its cases shared out
+among them (each case somewhere); TTC_TEST_OP_PATHS_FULL=1 every case everywhere (the GPU
+run: docs/cuda.md, "Running the suite on a GPU machine"); TTC_TEST_OP_PATHS=gpu,cpu-opencl
+keeps some paths.
+
 Run one family:  pytest tests/device/test_op_harness.py -k scaled_dot_product
 """
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -112,6 +125,54 @@ def test_bf16_default_cases_exist():
     assert {op for op, _, _ in fast} == BF16_DEFAULT, \
         f"no bfloat16 case for {sorted(BF16_DEFAULT - {op for op, _, _ in fast})}"
     assert {op for op, _, fam in fast if fam == "gpu"} == BF16_GPU
+
+
+# ---- every case on every execution path of this machine (tests/oppaths.py), fp32 and fp16 ----
+
+from oppaths import machine_builds  # noqa: E402
+
+BUILDS = machine_builds()
+
+
+def _is_test_op_case(build, form):
+    """The combination test_op_case runs already: the default device's defaults, host calls, fp32."""
+    return form == "fp32" and not build.env and build.calls == ("host",) and build.device == _C.default_device()
+
+
+# The default tier: one case of each kernel kind (BF16_DEFAULT's ops, the first case of each) on
+# every combination of path and form. The slow tier: every op on every combination, its cases
+# shared out among the combinations (case i on combination j when i = j modulo their number,
+# and every combination runs at least one case of each op), so that each case runs on some
+# path in some form besides test_op_case's; TTC_TEST_OP_PATHS_FULL=1 runs every case on every
+# combination (the GPU machine's run: see docs/cuda.md, "Running the suite").
+PATHS_FULL = os.environ.get("TTC_TEST_OP_PATHS_FULL", "0") not in ("", "0")
+
+
+def _path_params():
+    combos = [(b, form) for b in BUILDS for form in ("fp32", "fp16") if not _is_test_op_case(b, form)]
+    c = len(combos)
+    out = []
+    for op in sorted(ALL):
+        n = len(ALL[op])
+        for i, (_, case) in enumerate(ALL[op]):
+            for j, (b, form) in enumerate(combos):
+                fast = op in BF16_DEFAULT and i == 0
+                if not (PATHS_FULL or fast or i % c == j % c or (n < c and i == j % n)):
+                    continue
+                out.append(pytest.param(op, case, b, form, id=f"{op}-{i}-{b.name}-{form}",
+                                        marks=() if fast else pytest.mark.slow))
+    return out
+
+
+PATH_PARAMS = _path_params()
+
+
+@pytest.mark.parametrize("op,case,build,form", PATH_PARAMS)
+def test_op_case_path(op, case, build, form):
+    """One case on one execution path in one form: its engine built once with the path's
+    device and knobs and run by each of the path's calls (host arrays, CUDA tensors). A
+    program that does not build fails here, as does a compiled case with a torch segment."""
+    case.run_build(op, build, form)
 
 
 def _converter_ops():

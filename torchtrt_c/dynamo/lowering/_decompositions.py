@@ -162,9 +162,14 @@ def _addcmul(x, t1, t2, value=1):
 def _sdpa_flash_for_cpu(q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
     """(attention, logsumexp) of what export produces for SDPA on CPU: the attention is the
     fused SDPA op; the logsumexp of the scores (dead, and removed, unless used) is math.
-    torch 2.13's own decomposition returns the [L, S] weights as output 1 instead."""
+    torch 2.13's own decomposition returns the [L, S] weights as output 1 instead. The
+    logsumexp is float32 for float16/bfloat16 inputs too, as torch's kernel gives it (computed
+    from the inputs in float32)."""
     out = aten.scaled_dot_product_attention.default(q, k, v, attn_mask, dropout_p, is_causal, scale=scale)
     sc = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    if q.dtype in (torch.float16, torch.bfloat16):
+        q = aten._to_copy.default(q, dtype=torch.float32)
+        k = aten._to_copy.default(k, dtype=torch.float32)
     s = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), sc)
     if is_causal:
         keep = aten.tril.default(aten.ones.default([q.shape[-2], k.shape[-2]], dtype=torch.bool))
