@@ -59,16 +59,7 @@ void ttc_codegen_store(ttc_sbuf *b, const ttc_kir *k, const ttc_spelling *sp, tt
  * next half node reads them: half versions would lose several ulps (or overflow inside, as exp
  * does past 11). Reductions, softmax, norms, attention, GEMM and convolution accumulate in
  * float; their store functions take a float accumulator. */
-static bool half_op(ttc_eop op) {
-    switch (op) {
-    case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB:
-    case TTC_EOP_MUL: case TTC_EOP_DIV: case TTC_EOP_RECIP: case TTC_EOP_MAX: case TTC_EOP_MIN:
-    case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_SIGN: case TTC_EOP_WHERE: case TTC_EOP_RELU:
-    case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID:
-        return true;
-    default: return false;
-    }
-}
+static bool half_op(ttc_eop op) { return (unsigned)op < TTC_EOP_COUNT && ttc_eops[op].half; }  /* kir/eops.def's HALF */
 
 /* Whether node i of e computes in half. Expression nodes carry FLOAT32 for every float value;
  * an fp16 engine stores them in half (ttc_cx_float_dtype). A value is half-safe unless it

@@ -60,11 +60,24 @@ int32_t ttc_expr_index(ttc_expr *e, int32_t dim, ttc_dtype dtype) {
     return push(e, nd);
 }
 
-bool ttc_eop_is_compare(ttc_eop op) { return op >= TTC_EOP_EQ && op <= TTC_EOP_GE; }
+const ttc_eop_info ttc_eops[TTC_EOP_COUNT] = {
+#define EOP(name, arity, cmp, half, native, mathfn, dnnl, cublas) \
+    [TTC_EOP_##name] = {#name, arity, cmp, half, TTC_EOP_NATIVE_##native},
+#include "eops.def"
+#undef EOP
+};
 
-bool ttc_eop_is_binary(ttc_eop op) {
-    return (op >= TTC_EOP_ADD && op <= TTC_EOP_TRUNCDIV) || (op >= TTC_EOP_BITAND && op <= TTC_EOP_REMAINDER);
-}
+/* A new row in eops.def compiles only once every file that expands it has what the row names
+ * (SPELL_<NAME> in codegen/codegen_spell.c, NM(<MATHFN>) in backend/cpu/native_math.inc,
+ * TTC_DNNL_<DNNL>, TTC_CUBLAS_ACT_<CUBLAS>); then this count. Before changing it, also write:
+ * the converter that makes the op (convert/conv_elementwise.c or conv_math.c), a CHEAP row's C
+ * step (backend/cpu/native_epi.c, eval_tile's switch), a HALF row's half form in the
+ * fp16 probe (backend/opencl/half_probe.c), and its op harness cases (tests/). */
+_Static_assert(TTC_EOP_COUNT == 71, "eops.def changed: see the list above this assertion (kir/kir.c)");
+
+bool ttc_eop_is_compare(ttc_eop op) { return (unsigned)op < TTC_EOP_COUNT && ttc_eops[op].compare; }
+
+bool ttc_eop_is_binary(ttc_eop op) { return (unsigned)op < TTC_EOP_COUNT && ttc_eops[op].arity == 2; }
 
 bool ttc_dims_eq(int32_t ra, const ttc_dim *a, int32_t rb, const ttc_dim *b) {
     if (ra != rb) return false;

@@ -28,31 +28,26 @@
 
 #define TTC_SLICE_END_FROM_TYPE INT64_MIN
 
+/* The expression ops: the rows of eops.def, which says what each needs where. */
 typedef enum ttc_eop {
-    TTC_EOP_LEAF = 0,   /* a = leaf index (-1: acc) */
-    TTC_EOP_CONST,      /* f */
-    TTC_EOP_CAST,       /* a, to dtype */
-    /* binary */
-    TTC_EOP_ADD, TTC_EOP_SUB, TTC_EOP_MUL, TTC_EOP_DIV, TTC_EOP_MAX, TTC_EOP_MIN, TTC_EOP_POW,
-    TTC_EOP_EQ, TTC_EOP_NE, TTC_EOP_LT, TTC_EOP_LE, TTC_EOP_GT, TTC_EOP_GE,
-    TTC_EOP_AND, TTC_EOP_OR, TTC_EOP_XOR, TTC_EOP_FLOORDIV, TTC_EOP_TRUNCDIV,
-    /* unary */
-    TTC_EOP_NEG, TTC_EOP_ABS, TTC_EOP_EXP, TTC_EOP_LOG, TTC_EOP_SQRT, TTC_EOP_RSQRT,
-    TTC_EOP_RECIP, TTC_EOP_SIN, TTC_EOP_COS, TTC_EOP_ERF, TTC_EOP_FLOOR, TTC_EOP_CEIL,
-    TTC_EOP_ROUND, TTC_EOP_SIGN, TTC_EOP_NOT, TTC_EOP_BITNOT, TTC_EOP_LGAMMA,
-    TTC_EOP_RELU, TTC_EOP_SIGMOID, TTC_EOP_TANH, TTC_EOP_GELU_ERF, TTC_EOP_GELU_TANH,
-    TTC_EOP_SILU, TTC_EOP_HARDSWISH, TTC_EOP_HARDSIGMOID, TTC_EOP_LOG_SIGMOID,
-    /* ternary */
-    TTC_EOP_WHERE,      /* a ? b : c */
-    /* issue 11 (converters A): binary */
-    TTC_EOP_BITAND, TTC_EOP_BITOR, TTC_EOP_BITXOR, TTC_EOP_ATAN2, TTC_EOP_FMOD, TTC_EOP_REMAINDER,
-    /* unary */
-    TTC_EOP_ACOS, TTC_EOP_ACOSH, TTC_EOP_ASIN, TTC_EOP_ASINH, TTC_EOP_ATAN, TTC_EOP_ATANH,
-    TTC_EOP_COSH, TTC_EOP_SINH, TTC_EOP_TAN, TTC_EOP_EXPM1, TTC_EOP_LOG10, TTC_EOP_LOG1P,
-    TTC_EOP_LOG2, TTC_EOP_TRUNC, TTC_EOP_ISINF, TTC_EOP_ISNAN,
-    TTC_EOP_INDEX,      /* the output element's index along dim a (no operands) */
+#define EOP(name, arity, cmp, half, native, mathfn, dnnl, cublas) TTC_EOP_##name,
+#include "eops.def"
+#undef EOP
     TTC_EOP_COUNT
 } ttc_eop;
+
+/* Where native calls' epilogues run an op (eops.def's NATIVE column). */
+typedef enum ttc_eop_native { TTC_EOP_NATIVE_NONE, TTC_EOP_NATIVE_CHEAP, TTC_EOP_NATIVE_MATH, TTC_EOP_NATIVE_POW23 } ttc_eop_native;
+
+/* eops.def's columns that every layer may read, indexed by ttc_eop. */
+typedef struct ttc_eop_info {
+    const char *name;        /* "ADD" */
+    int8_t arity;
+    bool compare;            /* CMP */
+    bool half;               /* HALF: computes in half where the engine stores half */
+    ttc_eop_native native;
+} ttc_eop_info;
+extern const ttc_eop_info ttc_eops[TTC_EOP_COUNT];
 
 typedef struct ttc_enode {
     ttc_eop op;

@@ -16,16 +16,8 @@ enum { EPI_TILE = 128, EPI_MAX_NODES = 32 };
 /* TORCHTRT_C_NATIVE_EPI=0 at build: the target's native_epi (target/target.c) */
 static bool env_off(const ttc_kir *k) { return !ttc_kir_target(k)->native_epi; }
 
-static bool cheap_step(ttc_eop op) {
-    switch (op) {
-    case TTC_EOP_LEAF: case TTC_EOP_CONST: case TTC_EOP_CAST: case TTC_EOP_ADD: case TTC_EOP_SUB: case TTC_EOP_MUL:
-    case TTC_EOP_DIV: case TTC_EOP_MAX: case TTC_EOP_MIN: case TTC_EOP_NEG: case TTC_EOP_ABS: case TTC_EOP_RELU:
-    case TTC_EOP_RECIP: case TTC_EOP_SQRT: case TTC_EOP_HARDSWISH: case TTC_EOP_HARDSIGMOID: case TTC_EOP_ROUND:
-        return true;
-    default:
-        return false;
-    }
-}
+/* kir/eops.def's NATIVE CHEAP rows: each has its C step in eval_tile's switch */
+static bool cheap_step(ttc_eop op) { return (unsigned)op < TTC_EOP_COUNT && ttc_eops[op].native == TTC_EOP_NATIVE_CHEAP; }
 
 /* Walks the store arguments (emit_store_fn's order): output buffer and offset, the output's
  * dims when some leaf is not dense, then per leaf its buffer, offset and (not dense) one
@@ -282,15 +274,13 @@ static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv
         case TTC_EOP_HARDSIGMOID:
             for (j = 0; j < T; j++) o[j] = (a[j] < -3.0f ? 0.0f : a[j] > 3.0f ? 6.0f : a[j] + 3.0f) / 6.0f;
             break;
-        case TTC_EOP_EXP: case TTC_EOP_ERF: case TTC_EOP_TANH: case TTC_EOP_SIGMOID: case TTC_EOP_SILU:
-        case TTC_EOP_GELU_ERF: case TTC_EOP_GELU_TANH:
-            ttc_nm_unary(nd->op, a, o, T);
+        default:   /* kir/eops.def's MATH rows (step_ok admitted no other) */
+            if (ttc_eops[nd->op].native == TTC_EOP_NATIVE_MATH) ttc_nm_unary(nd->op, a, o, T);
             break;
         case TTC_EOP_POW:   /* exponent 2 or 3 (ttc_native_epi_expr_ok) */
             if (e->nodes[nd->b].f == 2.0) for (j = 0; j < T; j++) o[j] = a[j] * a[j];
             else for (j = 0; j < T; j++) o[j] = a[j] * a[j] * a[j];
             break;
-        default: break;  /* ttc_native_epi_ok admitted only the steps above */
         }
     }
 }

@@ -62,6 +62,14 @@ static bool push(ttc_dnnl_post *p, ttc_dnnl_act a, float alpha, float beta) {
     return true;
 }
 
+/* kir/eops.def's DNNL column: the oneDNN post-op each expression op may be, -1 none */
+#define TTC_DNNL_NONE (-1)
+static const int dnnl_act[TTC_EOP_COUNT] = {
+#define EOP(name, arity, cmp, half, native, mathfn, dnnl, cublas) [TTC_EOP_##name] = TTC_DNNL_##dnnl,
+#include "../../kir/eops.def"
+#undef EOP
+};
+
 /* One activation step reading cur (node j, its only user): appended to p, *next = the node
  * that produces its value; false when j is not one. */
 static bool activation(const ttc_expr *e, int32_t cur, int32_t j, bool hswish_in, ttc_dnnl_post *p, int32_t *next) {
@@ -70,23 +78,15 @@ static bool activation(const ttc_expr *e, int32_t cur, int32_t j, bool hswish_in
     bool ok = true;
     *next = j;
     if (nd->dtype != TTC_DTYPE_FLOAT32) return false;
-    switch (nd->op) {
     /* ReLU, clamp/hardtanh/ReLU6 and hardsigmoid stay in C after oneDNN (native_epi): oneDNN
      * 2.6's relu, clip and clip_v2 kernels take max/min, which turn NaN into the bound (conv +
      * ReLU with a NaN pixel gave 0 NaNs where torch gives 270: tests/device/test_nonfinite.py);
      * torch keeps NaN. Hardswish multiplies by x last, so NaN passes: done in oneDNN it saves a
      * pass over the output in C (MobileNetV3's expansions). */
-    case TTC_EOP_HARDSWISH:
-        if (!hswish_in) return false;
-        ok = push(p, TTC_DNNL_HARDSWISH, 1.0f / 6.0f, 0.5f);   /* oneDNN 2.6 ignores both: fixed to these */
-        break;
-    case TTC_EOP_SILU: ok = push(p, TTC_DNNL_SWISH, 1.0f, 0.0f); break;
-    case TTC_EOP_SIGMOID: ok = push(p, TTC_DNNL_LOGISTIC, 0.0f, 0.0f); break;
-    case TTC_EOP_TANH: ok = push(p, TTC_DNNL_TANH, 0.0f, 0.0f); break;
-    case TTC_EOP_GELU_ERF: ok = push(p, TTC_DNNL_GELU_ERF, 0.0f, 0.0f); break;
-    case TTC_EOP_GELU_TANH: ok = push(p, TTC_DNNL_GELU_TANH, 0.0f, 0.0f); break;
-    default: return false;
-    }
+    int act = (unsigned)nd->op < TTC_EOP_COUNT ? dnnl_act[nd->op] : TTC_DNNL_NONE;
+    if (act == TTC_DNNL_NONE || (act == TTC_DNNL_HARDSWISH && !hswish_in)) return false;
+    if (act == TTC_DNNL_HARDSWISH) ok = push(p, TTC_DNNL_HARDSWISH, 1.0f / 6.0f, 0.5f);   /* oneDNN 2.6 ignores both: fixed to these */
+    else ok = push(p, (ttc_dnnl_act)act, act == TTC_DNNL_SWISH ? 1.0f : 0.0f, 0.0f);
     if (!ok) *p = save;
     return ok;
 }

@@ -127,6 +127,13 @@ static int64_t stride_in(const ttc_kir *k, const ttc_res *r, int32_t t, int32_t 
     return td < 0 || r->shape[td] == 1 ? 0 : r->strides[td];
 }
 
+/* kir/eops.def's CUBLAS column: the cuBLASLt epilogue activation each expression op may be */
+static const int32_t cublas_act[TTC_EOP_COUNT] = {
+#define EOP(name, arity, cmp, half, native, mathfn, dnnl, cublas) [TTC_EOP_##name] = TTC_CUBLAS_ACT_##cublas,
+#include "../../kir/eops.def"
+#undef EOP
+};
+
 bool ttc_cuda_lib_gemm_epi(const ttc_engine_view *e, const ttc_plan *p, int32_t ki, ttc_cuda_addr_fn addr, void *ctx,
                            ttc_cublas_gemm *g) {
     const ttc_kir *k = e->k;
@@ -139,8 +146,8 @@ bool ttc_cuda_lib_gemm_epi(const ttc_engine_view *e, const ttc_plan *p, int32_t 
     if (top < 0 || top >= x->n) return false;
     /* not ReLU: cuBLASLt's is a max(x, 0) whose NaN handling is not torch's (oneDNN's, on the
      * CPU path, turns NaN into 0); tanh GELU is arithmetic that carries NaN */
-    if (x->nodes[top].op == TTC_EOP_GELU_TANH) {
-        act = TTC_CUBLAS_ACT_GELU_TANH;
+    if (cublas_act[x->nodes[top].op] != TTC_CUBLAS_ACT_NONE) {
+        act = cublas_act[x->nodes[top].op];
         if (x->nodes[top].a >= top) return false;
         top = x->nodes[top].a;
     }
