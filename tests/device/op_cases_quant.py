@@ -121,3 +121,42 @@ CASES["torchtrt_c.qlinear.default"] = [
     Case(lambda: [_q(6, 33, dtype=torch.int8, seed=6), 0.02, -4, Const(_i8(10, 33, seed=7)), Const(_scales(10, 8)),
                   None], ref=_qref("qlinear"), tol=1e-5, dynamic=(1, 6, 8), bf16_skip=_NO_BF16, id="s8_dynamic"),
 ]
+
+# torchtrt_c.wq_linear(x, qweight, scales, zeros, group_size, bits): weight-only int8 (per
+# channel) / int4 (groups, two per byte) linears; the reference is the op's torch
+# implementation (dequantize, then linear). The sums run in another order than torch's: 1e-4
+# relative, 1e-3 absolute (outputs up to ~30). tests/device/test_wq_linear.py covers every path.
+
+
+def _wq_ref(x, q, s, z, group, bits):
+    return torch.ops.torchtrt_c.wq_linear(x, q, s, z, group, bits)
+
+
+def _wq(M, N, K, group, bits, zeros, seed=0, dtype=torch.float32):
+    from torchtrt_c.dynamo._weight_only import pack_int4
+    g = torch.Generator().manual_seed(seed)
+    G = K // group
+    s = torch.rand(N, G, generator=g) * 0.05 + 0.01
+    if bits == 8:
+        q = torch.randint(-128, 128, (N, K), generator=g, dtype=torch.int8)
+        z = torch.randint(-4, 5, (N, G), generator=g).float() if zeros else None
+    else:
+        q = pack_int4(torch.randint(0, 16, (N, K), generator=g))
+        z = torch.randint(0, 16, (N, G), generator=g).float() if zeros else None
+    x = (torch.rand(*M, K, generator=g) * 2 - 1).to(dtype)
+    return [x, Const(q), Const(s), None if z is None else Const(z), group, bits]
+
+
+_NO_BF16_WQ = "activations float32/float16 (the weights are int8/int4)"
+CASES["torchtrt_c.wq_linear.default"] = [
+    Case(lambda: _wq((1,), 37, 64, 64, 8, False), ref=_wq_ref, tol=1e-3, rtol=1e-4, bf16_skip=_NO_BF16_WQ,
+         id="int8_decode"),
+    Case(lambda: _wq((3,), 48, 160, 32, 8, True, seed=1), ref=_wq_ref, tol=1e-3, rtol=1e-4, bf16_skip=_NO_BF16_WQ,
+         id="int8_groups_zeros"),
+    Case(lambda: _wq((5,), 31, 96, 32, 4, True, seed=2), ref=_wq_ref, tol=1e-3, rtol=1e-4, bf16_skip=_NO_BF16_WQ,
+         id="int4"),
+    Case(lambda: _wq((2, 5), 64, 256, 64, 4, True, seed=3), ref=_wq_ref, tol=1e-3, rtol=1e-4,
+         bf16_skip=_NO_BF16_WQ, id="int4_rank3"),
+    Case(lambda: _wq((1,), 33, 128, 32, 4, True, seed=4, dtype=torch.float16), ref=_wq_ref, tol=2e-2, rtol=2e-2,
+         precision="fp16", bf16_skip=_NO_BF16_WQ, id="int4_fp16"),
+]
