@@ -7,6 +7,7 @@ import torch.nn as nn
 
 import torchtrt_c  # noqa: F401  (registers the backend)
 from zoo import assert_tree_close, record_compiles
+from torchtrt_c import settings
 
 
 
@@ -126,7 +127,7 @@ def test_backend_dynamic_shape_limit_and_pass_through(monkeypatch, caplog):
     """Past TORCHTRT_C_BACKEND_SHAPES compiles a graph runs eagerly (logged once); a shape whose
     compile fails raises with pass_through_build_failures."""
     torch._dynamo.reset()
-    monkeypatch.setenv("TORCHTRT_C_BACKEND_SHAPES", "1")
+    settings.set(BACKEND_SHAPES="1")
     calls = record_compiles(monkeypatch)
     m = Small().eval()
     with caplog.at_level(logging.WARNING, logger="torchtrt_c"):

@@ -10,6 +10,7 @@ import torch
 
 import torchtrt_c
 import torchtrt_c._C as C
+from torchtrt_c import settings
 
 TOL = 1e-5
 
@@ -38,11 +39,11 @@ def _err(a, b):
 @pytest.mark.parametrize("kernels", ["default", "gpu"])
 @pytest.mark.parametrize("k,n", [(37, 70), (96, 33), (1031, 1029)])  # 4.2 MB: transposed on two threads
 def test_transposed_constants_match_eager(monkeypatch, kernels, k, n):
-    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
+    settings.set(MODULE_CACHE="0")
     if kernels == "gpu":
-        monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+        settings.set(KERNELS="gpu")
     else:
-        monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
+        settings.set(KERNELS=None)
     torch.manual_seed(k * n)
     m, x = Conv1DLike(k, n).eval(), torch.randn(3, 5, k)
     gc.collect()  # modules dropped by earlier tests release their engines now, not during compile
@@ -58,7 +59,7 @@ def test_transposed_constants_match_eager(monkeypatch, kernels, k, n):
 
 
 def test_parameters_edited_after_compile_do_not_reach_the_engine(monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
+    settings.set(MODULE_CACHE="0")
     torch.manual_seed(1)
     m, x = Conv1DLike(24, 40).eval(), torch.randn(2, 3, 24)
     gm = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
@@ -89,8 +90,8 @@ def test_parameter_copies_match_eager_and_stay_copies(monkeypatch, copy):
     """On a CPU device the core copies torch's parameters itself (on the step threads, in
     1 MB pieces) and wraps the copies (TORCHTRT_C_CONST_COPY=driver: clCreateBuffer copies
     them): both read the numbers eager does, and neither follows a later edit of the model."""
-    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
-    monkeypatch.setenv("TORCHTRT_C_CONST_COPY", copy)
+    settings.set(MODULE_CACHE="0")
+    settings.set(CONST_COPY=copy)
     torch.manual_seed(7)
     m, x = BigLinears().eval(), torch.randn(2, 5, 333)
     weight_bytes = sum(p.numel() * 4 for p in m.parameters())

@@ -12,6 +12,7 @@ import torch
 import torchtrt_c
 from torchtrt_c.dynamo import _progress
 from torchtrt_c.dynamo._profile import BUILD_STEPS, last_compile_profile
+from torchtrt_c import settings
 
 # "engine cache lookup": the whole-module cache's key, taken right after capture (the engine
 # cache is on in _compile below)
@@ -75,7 +76,7 @@ def test_kernel_dedupe_matches_eager(tmp_path, monkeypatch):
     m = Repeated().eval()
     results = {}
     for flag in ("1", "0"):
-        monkeypatch.setenv("TORCHTRT_C_DEDUPE_KERNELS", flag)
+        settings.set(DEDUPE_KERNELS=flag)
         gm = _compile(m, torch.randn(7, 24), tmp_path / flag)
         b = gm._torchtrt_c_profile.engines[0]["build"]
         results[flag] = b

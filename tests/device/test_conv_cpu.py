@@ -15,17 +15,18 @@ counts that are not multiples of 4, several images, split-K partials, and fused 
 import pytest
 
 from test_conv_kernels import conv_case
+from torchtrt_c import settings
 
 
 @pytest.fixture(params=["cpu", "ocb8"])
 def kernel(request, monkeypatch):
-    monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
-    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")   # the OpenCL kernels, not the CPU BLAS
-    monkeypatch.delenv("TORCHTRT_C_CONV_TILE", raising=False)
+    settings.set(KERNELS=None)
+    settings.set(NATIVE="0")   # the OpenCL kernels, not the CPU BLAS
+    settings.set(CONV_TILE=None)
     if request.param == "ocb8":
-        monkeypatch.setenv("TORCHTRT_C_CONV_CPU", "ocb8")
+        settings.set(CONV_CPU="ocb8")
     else:
-        monkeypatch.delenv("TORCHTRT_C_CONV_CPU", raising=False)
+        settings.set(CONV_CPU=None)
     return request.param
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import torchtrt_c
+from torchtrt_c import settings
 
 
 def _accs(trt):
@@ -16,7 +17,7 @@ def _accs(trt):
 
 @pytest.mark.parametrize("bad", ["yes", "-1", "4x"])
 def test_bad_value_is_named(bad, monkeypatch, caplog):
-    monkeypatch.setenv("TORCHTRT_C_CUDA_GRAPHS", bad)
+    settings.set(CUDA_GRAPHS=bad)
     m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU()).eval()
     x = torch.randn(3, 4)
     with caplog.at_level(logging.WARNING):
@@ -29,7 +30,7 @@ def test_bad_value_is_named(bad, monkeypatch, caplog):
 
 @pytest.mark.parametrize("good", ["0", "1", "8", "1000"])
 def test_counts_build(good, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_CUDA_GRAPHS", good)
+    settings.set(CUDA_GRAPHS=good)
     m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU()).eval()
     x = torch.randn(3, 4)
     trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)

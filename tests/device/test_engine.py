@@ -10,6 +10,7 @@ import torch
 import torchtrt_c
 import torchtrt_c._C as C
 from convtest import Const, build, check_op, rand, run
+from torchtrt_c import settings
 
 
 def linear_relu_graph(dyn=True):
@@ -70,7 +71,7 @@ def test_build_error_has_log():
 
 
 def test_serialize_roundtrip_and_corruption(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_PROGRAM_BINARIES", "1")  # the binary path (off by default on PoCL)
+    settings.set(PROGRAM_BINARIES="1")  # the binary path (off by default on PoCL)
     g, w, b = linear_relu_graph()
     e = C.Engine.build(g, name="ser", cache_dir="")
     blob = e.serialize()
@@ -88,7 +89,7 @@ def test_serialize_roundtrip_and_corruption(tmp_path, monkeypatch):
 
 
 def test_program_cache_second_build(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_PROGRAM_BINARIES", "1")  # the binary path (off by default on PoCL)
+    settings.set(PROGRAM_BINARIES="1")  # the binary path (off by default on PoCL)
     g, _, _ = linear_relu_graph()
     e1 = C.Engine.build(g, cache_dir=str(tmp_path))
     assert not e1.info()["program_cached"]
@@ -157,8 +158,8 @@ def test_no_leak_over_10000_executions():
 
 
 def test_tuning_cache_and_every_choice_correct(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")   # the OpenCL GEMM's tiles (native GEMMs have none)
-    monkeypatch.setenv("TORCHTRT_C_PROGRAM_BINARIES", "1")  # the binary path (off by default on PoCL)
+    settings.set(NATIVE="0")   # the OpenCL GEMM's tiles (native GEMMs have none)
+    settings.set(PROGRAM_BINARIES="1")  # the binary path (off by default on PoCL)
     g, w, b = linear_relu_graph()
     e = C.Engine.build(g, cache_dir=str(tmp_path), optimization_level=3)
     assert e.info()["tuned"] == 1

@@ -17,6 +17,7 @@ import torchtrt_c
 from torchtrt_c import _C
 from torchtrt_c.runtime import _execute
 from torchtrt_c.runtime._shapes import EngineMeta
+from torchtrt_c import settings
 
 
 class Chain(nn.Module):
@@ -81,7 +82,7 @@ def test_knob_turns_in_place_off(monkeypatch):
     dev = _C.devices()[_C.default_device()]
     if dev.get("type") != "cpu":
         assert not on, "host memory is only passed in place on CPU devices"
-    monkeypatch.setenv("TORCHTRT_C_HOST_IN_PLACE", "0")
+    settings.set(HOST_IN_PLACE="0")
     assert _C.host_in_place() is False
 
 

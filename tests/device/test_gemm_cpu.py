@@ -11,14 +11,15 @@ differs); fp16 engines 2e-2.
 import pytest
 
 from convtest import Const, check_op, rand
+from torchtrt_c import settings
 
 
 
 @pytest.fixture(params=[0, 1, 2])
 def cpu_tile(request, monkeypatch):
-    monkeypatch.delenv("TORCHTRT_C_KERNELS", raising=False)
-    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")   # gemm_cpu.cl, not the CPU BLAS
-    monkeypatch.setenv("TORCHTRT_C_GEMM_TILE", str(request.param))
+    settings.set(KERNELS=None)
+    settings.set(NATIVE="0")   # gemm_cpu.cl, not the CPU BLAS
+    settings.set(GEMM_TILE=str(request.param))
     return request.param
 
 

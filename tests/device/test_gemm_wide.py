@@ -15,12 +15,13 @@ import torch
 
 import torchtrt_c._C as C
 from convtest import DTYPES, rand
+from torchtrt_c import settings
 
 
 def _engine(monkeypatch, wide, k=512, dtype=torch.float16, bias=True):
-    monkeypatch.delenv("TORCHTRT_C_GEMM_TILE", raising=False)
-    monkeypatch.setenv("TORCHTRT_C_GEMM_WIDE", wide)
-    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")
+    settings.set(GEMM_TILE=None)
+    settings.set(GEMM_WIDE=wide)
+    settings.set(NATIVE="0")
     x = (rand(2, 37, k, seed=1) / 4).to(dtype)
     w, b = rand(70, k, seed=2) / k ** 0.5, rand(70, seed=3)
     g = C.Graph()
@@ -73,8 +74,8 @@ def _fill(tiles, per):
 def test_wide_tile_by_wave_fill(monkeypatch, m, n):
     """"_w" takes tile 62 (128x128, two work-groups per compute unit) unless tile 61's
     (192x256, one) waves fill the device's compute units better by more than 10% of the slots."""
-    monkeypatch.setenv("TORCHTRT_C_GEMM_WIDE", "1")
-    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")
+    settings.set(GEMM_WIDE="1")
+    settings.set(NATIVE="0")
     g = C.Graph()
     xi = g.add_input("x", ("tensor", "float16", [m, 64]))
     wi = g.add_tensor_constant("w", "float32", [n, 64], rand(n, 64, seed=2).numpy())
@@ -104,7 +105,7 @@ def test_no_wide_variant_where_it_cannot_run(monkeypatch, case):
 
 
 def test_setting_is_checked(monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_GEMM_WIDE", "yes")
+    settings.set(GEMM_WIDE="yes")
     g = C.Graph()
     a = g.add_input("a", ("tensor", "float16", [4, 8]))
     (y,) = g.add_node("aten.relu.default", [a], [("tensor", "float16", [4, 8])])

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 SDPA = "aten.scaled_dot_product_attention.default"
 
@@ -35,7 +36,7 @@ def dt_of(t):
 
 
 def build(inputs, body, native, monkeypatch, symbols=()):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_ATTN", "1" if native else "0")
+    settings.set(NATIVE_ATTN="1" if native else "0")
     g = C.Graph()
     for s in symbols:
         g.add_symbol(*s)
@@ -159,7 +160,7 @@ def test_nan_rows_and_dynamic_length(monkeypatch):
                           [("tensor", "float32", [1, 2, "s0", 8])])
         return y
     for native in (True, False):
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_ATTN", "1" if native else "0")
+        settings.set(NATIVE_ATTN="1" if native else "0")
         g = C.Graph()
         g.add_symbol("s0", 1, 16, 64)
         sh = ("tensor", "float32", [1, 2, "s0", 8])

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 SDPA = "aten.scaled_dot_product_attention.default"
 
@@ -44,9 +45,9 @@ def onednn_loaded():
 
 def build(inputs, body, lib, monkeypatch):
     if lib == "blas":
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_ATTN_GEMM", "blas")
+        settings.set(NATIVE_ATTN_GEMM="blas")
     else:
-        monkeypatch.delenv("TORCHTRT_C_NATIVE_ATTN_GEMM", raising=False)
+        settings.set(NATIVE_ATTN_GEMM=None)
     g = C.Graph()
     names = {k: g.add_input(k, T(shape, dt)) for k, (shape, dt) in inputs.items()}
     g.set_outputs([body(g, names, g.add_constant)])
@@ -154,7 +155,7 @@ def test_gpt2_layout_causal_nan(b, l, h, e, monkeypatch):
 def test_step_pool_same_bits(monkeypatch):
     """A layer norm and an attention large enough to split among the step threads: the same bits
     on the engine's own pool (default) and on oneDNN's OpenMP team."""
-    monkeypatch.setenv("TORCHTRT_C_STEP_THREADS", "2")
+    settings.set(STEP_THREADS="2")
     shape = (4, 96, 512)
     g = C.Graph()
     x = g.add_input("x", T(shape))
@@ -170,9 +171,9 @@ def test_step_pool_same_bits(monkeypatch):
     outs = {}
     for pool in ("omp", "own"):
         if pool == "omp":
-            monkeypatch.setenv("TORCHTRT_C_STEP_POOL", "omp")
+            settings.set(STEP_POOL="omp")
         else:
-            monkeypatch.delenv("TORCHTRT_C_STEP_POOL", raising=False)
+            settings.set(STEP_POOL=None)
         outs[pool] = np.empty((4, 8, 96, 64), np.float32)
         e.execute(xs, [outs[pool]])
     assert np.isfinite(outs["own"]).all()

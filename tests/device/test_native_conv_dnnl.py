@@ -21,6 +21,7 @@ import torchtrt_c
 import torchtrt_c._C as C
 from convtest import Const, assert_close, check_op, rand
 from test_conv_kernels import conv_case
+from torchtrt_c import settings
 
 MODES = ["dnnl", "blas"]
 
@@ -45,7 +46,7 @@ def test_knob_and_report(monkeypatch):
     assert info["conv"] in ("onednn", "blas"), info
     if info["conv"] == "onednn":
         assert info["conv_library"].startswith("oneDNN 2."), info
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", "blas")
+    settings.set(NATIVE_CONV="blas")
     assert C.native_cpu()["conv"] == "blas"
 
 
@@ -69,7 +70,7 @@ CASES = [  # n, cin, cout, (h, w), k, stride, pad, dil, groups
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:3])) + f"-k{c[4]}s{c[5]}p{c[6]}d{c[7]}g{c[8]}")
 def test_conv(case, mode, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+    settings.set(NATIVE_CONV=mode)
     n, cin, cout, hw, k, s, p, d, g = case
     for bias, relu, residual in ((True, False, False), (True, True, True)):
         conv_case(n, cin, cout, hw, k, s, p, d, g, bias=bias, relu=relu, residual=residual, seed=cin + cout)
@@ -79,7 +80,7 @@ def test_depthwise_native_with_onednn(monkeypatch):
     """Depthwise convolutions run natively where oneDNN is in use when the engine is built (a
     direct kernel there), and stay OpenCL kernels otherwise."""
     for mode in MODES:
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+        settings.set(NATIVE_CONV=mode)
         e = conv_case(2, 8, 8, (9, 11), 3, 1, 1, 1, 8, relu=True, seed=3)
         nat = sum("(native)" in d for d in e.info()["kernels"])
         assert nat == (1 if dnnl_on() else 0), (mode, C.native_cpu(), e.info()["kernels"])
@@ -93,7 +94,7 @@ def test_same_engine_both_ways(monkeypatch):
     e = check_op("aten.convolution.default", [x, Const(w), None, [1, 2], [1, 0], [1, 1], False, [0, 0], 1], tol=1e-4)
     ref = torch.nn.functional.conv2d(x, w, None, (1, 2), (1, 0)).numpy()
     for mode in ["dnnl", "blas", "dnnl", "blas", "dnnl"]:
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+        settings.set(NATIVE_CONV=mode)
         out = np.full(ref.shape, np.nan, np.float32)
         e.execute([x.numpy()], [out])
         err = float(np.abs(out - ref).max())
@@ -132,7 +133,7 @@ class _Net(torch.nn.Module):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_dynamic_batch(mode, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+    settings.set(NATIVE_CONV=mode)
     torch.manual_seed(0)
     m = _Net().eval()
     with torch.no_grad():
@@ -203,7 +204,7 @@ def test_native_conv_floor_drops_rows(case, nhwc):
 @pytest.mark.parametrize("case", FLOOR_DROPS, ids=lambda c: "x".join(map(str, c[:3])) + f"-k{c[4]}s{c[5]}p{c[6]}g{c[7]}")
 def test_conv_floor_drops_rows(case, mode, monkeypatch):
     """The same shapes as engines (+ bias, ReLU, a residual) both ways."""
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+    settings.set(NATIVE_CONV=mode)
     n, cin, cout, hw, k, s, p, g = case
     conv_case(n, cin, cout, hw, k, s, p, 1, g, bias=True, relu=True, residual=True, seed=cin + cout)
 

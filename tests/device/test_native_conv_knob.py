@@ -7,6 +7,7 @@ import torch
 
 import torchtrt_c
 from torchtrt_c import _C
+from torchtrt_c import settings
 
 
 @pytest.fixture(autouse=True)
@@ -20,11 +21,11 @@ def test_native_cpu_follows_the_knob_per_call(monkeypatch):
     if not nat["available"]:
         pytest.skip(f"no native kernels on the default device: {nat['library']}")
     dnnl = nat["conv"] == "onednn"
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", "blas")
+    settings.set(NATIVE_CONV="blas")
     assert _C.native_cpu()["conv"] == "blas"
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", "dnnl")   # any other value: oneDNN where it loads
+    settings.set(NATIVE_CONV="dnnl")   # any other value: oneDNN where it loads
     assert _C.native_cpu()["conv"] == ("onednn" if dnnl else "blas")
-    monkeypatch.delenv("TORCHTRT_C_NATIVE_CONV")
+    settings.set(NATIVE_CONV=None)
     assert _C.native_cpu()["conv"] == nat["conv"]
 
 
@@ -39,9 +40,9 @@ def test_one_engine_switched_between_calls(monkeypatch):
         want = m(x)
     for mode in ("blas", None, "blas", None):
         if mode:
-            monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", mode)
+            settings.set(NATIVE_CONV=mode)
         else:
-            monkeypatch.delenv("TORCHTRT_C_NATIVE_CONV", raising=False)
+            settings.set(NATIVE_CONV=None)
         got = trt(x)
         err = float((got - want).abs().max())
         assert np.isfinite(err) and err < 1e-4, f"TORCHTRT_C_NATIVE_CONV={mode}: max abs error {err}"

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +29,8 @@ def T(shape):
 
 def run_both(inputs, build, ref, monkeypatch, want_native=True):
     for native in (True, False):
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_ELEMENTWISE", "1" if native else "0")
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")   # the image-shaped rule (rank 4)
+        settings.set(NATIVE_ELEMENTWISE="1" if native else "0")
+        settings.set(NATIVE_EW="1" if native else "0")   # the image-shaped rule (rank 4)
         g = C.Graph()
         names = {k: g.add_input(k, T(t.shape)) for k, t in inputs.items()}
         n = [0]
@@ -148,8 +149,8 @@ def test_concat_of_gemm_views(dim, monkeypatch):
         (z,) = g.add_node("aten.add.Tensor", [z, L(0.25), L(1)], [T(oshape)])
         return z
     for native in (True, False):
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_ELEMENTWISE", "1" if native else "0")
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")   # the image-shaped rule (rank 4)
+        settings.set(NATIVE_ELEMENTWISE="1" if native else "0")
+        settings.set(NATIVE_EW="1" if native else "0")   # the image-shaped rule (rank 4)
         g = C.Graph()
         i = {"x": g.add_input("x", T(x.shape))}
         n = [0]

@@ -13,6 +13,7 @@ import torch
 import torchtrt_c._C as C
 from convtest import rand
 from test_conv_kernels import conv_case
+from torchtrt_c import settings
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +44,7 @@ def graph(inputs, build):
 def run_both(inputs, build, ref, monkeypatch, fused_expected=True):
     """Builds the graph with the epilogue fused and not; checks both against ref and which ran."""
     for fuse in ("1", "0"):
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_EPI", fuse)
+        settings.set(NATIVE_EPI=fuse)
         e = C.Engine.build(graph(inputs, build), name="epi", cache_dir="")
         out = np.full(tuple(ref.shape), np.nan, np.float32)
         e.execute([t.contiguous().numpy() for t in inputs.values()], [out])
@@ -96,8 +97,8 @@ def test_tanh_keeps_opencl_epilogue(monkeypatch):
     """With TORCHTRT_C_NATIVE_EPI_MATH=0 a tanh step is not cheap (the default takes it into
     the call: tests/device/test_native_epi_math.py). Without oneDNN's matmul post-ops too: those
     take the tanh into the call (tests/device/test_native_gemm_post.py)."""
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_EPI_MATH", "0")
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM_POST", "0")
+    settings.set(NATIVE_EPI_MATH="0")
+    settings.set(NATIVE_GEMM_POST="0")
     x, w = rand(5, 12, seed=8), rand(10, 12, seed=9) / 12 ** 0.5
     ref = torch.tanh(x @ w.t())
 
@@ -120,8 +121,8 @@ CONVS = [  # n, cin, cout, (h, w), k, stride, pad
 @pytest.mark.parametrize("fuse", ["1", "0"])
 @pytest.mark.parametrize("conv", ["dnnl", "blas"])
 def test_conv_bias_relu_residual(case, fuse, conv, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_EPI", fuse)
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", conv)
+    settings.set(NATIVE_EPI=fuse)
+    settings.set(NATIVE_CONV=conv)
     n, cin, cout, hw, k, s, p = case
     for bias, relu, residual in ((True, False, False), (True, True, True), (False, True, True)):
         e = conv_case(n, cin, cout, hw, k, s, p, bias=bias, relu=relu, residual=residual, seed=cin + cout)

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +30,7 @@ def plain_env(monkeypatch):
         monkeypatch.delenv(v, raising=False)
     # a GEMM's bias + activation would be oneDNN post-ops (tests/device/test_native_gemm_post.py):
     # the steps tested here are the C ones after the call
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM_POST", "0")
+    settings.set(NATIVE_GEMM_POST="0")
 
 
 def T(shape):
@@ -61,7 +62,7 @@ def act_node(g, L, name, y, shape):
 
 
 def build_and_run(g, inputs, out_shape, math_on, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_EPI_MATH", "1" if math_on else "0")
+    settings.set(NATIVE_EPI_MATH="1" if math_on else "0")
     e = C.Engine.build(g, name="epi_math", cache_dir="")
     out = np.full(tuple(out_shape), np.nan, np.float32)
     e.execute([np.ascontiguousarray(t.numpy()) for t in inputs], [out])

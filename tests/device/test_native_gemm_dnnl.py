@@ -18,6 +18,7 @@ import torch
 import torchtrt_c
 import torchtrt_c._C as C
 from convtest import Const, assert_close, check_op, rand
+from torchtrt_c import settings
 
 MODES = ["auto", "dnnl", "blas"]
 TOL = 1e-4
@@ -67,11 +68,11 @@ def test_knob(monkeypatch):
     if not info["available"]:
         assert info["gemm"] == ""
         pytest.skip("no native path on this device")
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", "blas")
+    settings.set(NATIVE_GEMM="blas")
     assert gemm_lib() == "blas"
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", "dnnl")
+    settings.set(NATIVE_GEMM="dnnl")
     assert gemm_lib() in ("onednn", "blas")   # blas where oneDNN does not load
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", "fastest")
+    settings.set(NATIVE_GEMM="fastest")
     with pytest.raises(torchtrt_c.Error, match="TORCHTRT_C_NATIVE_GEMM=fastest"):
         C.native_cpu()
 
@@ -82,7 +83,7 @@ SIZES = [(1, 17, 3), (3, 769, 17), (17, 129, 1), (129, 3, 769), (130, 768, 257)]
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("m,k,n", SIZES, ids=lambda v: str(v))
 def test_linear_and_addmm(m, k, n, mode, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", mode)
+    settings.set(NATIVE_GEMM=mode)
     x = rand(m, k, seed=m + k)
     w = rand(n, k, seed=n) / k ** 0.5
     b = rand(n, seed=k)
@@ -110,7 +111,7 @@ class _Block(torch.nn.Module):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shape", [(1, 17, 24), (3, 5, 24), (2, 129, 40)], ids=str)
 def test_epilogues_over_batch(shape, mode, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", mode)
+    settings.set(NATIVE_GEMM=mode)
     torch.manual_seed(shape[1])
     d = shape[-1]
     m = _Block(d, 3 * d + 1).eval()
@@ -123,7 +124,7 @@ def test_epilogues_over_batch(shape, mode, monkeypatch):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_batched_and_strided(mode, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", mode)
+    settings.set(NATIVE_GEMM=mode)
     a3 = rand(3, 17, 129, seed=1)
     b3 = rand(3, 129, 5, seed=2) / 129 ** 0.5
     b2 = rand(129, 5, seed=3) / 129 ** 0.5
@@ -142,7 +143,7 @@ def test_batched_and_strided(mode, monkeypatch):
 def test_two_engines_same_shape(monkeypatch):
     """Two engines of the same shape with different weights: the reordered copies are per
     engine; freeing one leaves the other right."""
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", "auto")
+    settings.set(NATIVE_GEMM="auto")
     x = rand(33, 65, seed=1)
     ws = [rand(31, 65, seed=s) / 65 ** 0.5 for s in (2, 3)]
     es = [check_op("aten.linear.default", [x, Const(w), None], tol=TOL) for w in ws]
@@ -156,7 +157,7 @@ def test_two_engines_same_shape(monkeypatch):
 
 
 def test_threads_share_engine(monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", "auto")
+    settings.set(NATIVE_GEMM="auto")
     x = rand(64, 48, seed=1)
     w = rand(80, 48, seed=2) / 48 ** 0.5
     e = check_op("aten.linear.default", [x, Const(w), None], tol=TOL)
@@ -180,7 +181,7 @@ def test_threads_share_engine(monkeypatch):
 def test_dynamic_rows_capped(monkeypatch):
     """A dynamic row count is a primitive (and a weight copy) per shape: the first 8 shapes of
     a kernel go through oneDNN, later ones through OpenBLAS; every result stays right."""
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM", "auto")
+    settings.set(NATIVE_GEMM="auto")
     torch.manual_seed(0)
     m = torch.nn.Linear(19, 7).eval()
     inp = torchtrt_c.Input(min_shape=(1, 19), opt_shape=(8, 19), max_shape=(40, 19))

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 import torchtrt_c
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 TOL = 1e-4
 
@@ -98,7 +99,7 @@ def check(shape, act, monkeypatch, bias=True, addmm=False, residual=False):
     native = C.native_cpu()
     dnnl = native["available"] and native.get("gemm") == "onednn"
     for post in ("1", "0"):
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM_POST", post)
+        settings.set(NATIVE_GEMM_POST=post)
         e = C.Engine.build(gemm_graph(xs, w, b, act, addmm, residual), name="gpost", cache_dir="")
         ks = [kd for kd in e.info()["kernels"] if "gemm" in kd]
         if dnnl:
@@ -160,7 +161,7 @@ class _Mlp(torch.nn.Module):
 @pytest.mark.parametrize("act", [F.gelu, F.silu], ids=["gelu", "silu"])
 @pytest.mark.parametrize("post", ["1", "0"])
 def test_compiled_mlp(act, post, monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_GEMM_POST", post)
+    settings.set(NATIVE_GEMM_POST=post)
     torch.manual_seed(3)
     m = _Mlp(24, 73, act).eval()
     x = torch.randn(3, 7, 24)

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 
 @pytest.fixture(autouse=True)
@@ -26,8 +27,8 @@ def T(shape):
 
 
 def engine(build, inputs, native, monkeypatch, symbols=()):
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_NORM", "1" if native else "0")
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")   # the image-shaped rule (rank 4)
+    settings.set(NATIVE_NORM="1" if native else "0")
+    settings.set(NATIVE_EW="1" if native else "0")   # the image-shaped rule (rank 4)
     g = C.Graph()
     for s in symbols:
         g.add_symbol(*s)
@@ -94,8 +95,8 @@ def test_norm_then_epilogue_and_dynamic_batch(monkeypatch):
         (y,) = g.add_node("aten.add.Tensor", [y, i["r"], L(1)], [sh])
         return y
     for native in (True, False):
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_NORM", "1" if native else "0")
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_EW", "1" if native else "0")
+        settings.set(NATIVE_NORM="1" if native else "0")
+        settings.set(NATIVE_EW="1" if native else "0")
         g = C.Graph()
         g.add_symbol("s0", 1, 2, 8)
         i = {n: g.add_input(n, ("tensor", "float32", ["s0", 3, D])) for n in ("x", "r")}

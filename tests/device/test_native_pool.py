@@ -12,6 +12,7 @@ import torch
 import torchtrt_c
 import torchtrt_c._C as C
 from convtest import assert_close, check_op, rand
+from torchtrt_c import settings
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +39,7 @@ MAX = [  # shape, k, stride, pad, dil, ceil
 @pytest.mark.parametrize("case", MAX, ids=lambda c: "x".join(map(str, c[0])) + f"-k{c[1]}s{c[2]}p{c[3]}d{c[4]}c{int(c[5])}")
 def test_max_pool(case, native, monkeypatch):
     if native == "0":
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_POOL", "0")
+        settings.set(NATIVE_POOL="0")
     shape, k, s, p, d, ceil = case
     pair = lambda v: list(v) if isinstance(v, tuple) else [v, v]  # noqa: E731
     x = rand(*shape, seed=sum(shape))
@@ -60,7 +61,7 @@ AVG = [  # shape, k, stride, pad, ceil, count_include_pad, divisor
 @pytest.mark.parametrize("case", AVG, ids=lambda c: "x".join(map(str, c[0])) + f"-k{c[1]}s{c[2]}p{c[3]}c{int(c[4])}i{int(c[5])}d{c[6]}")
 def test_avg_pool(case, native, monkeypatch):
     if native == "0":
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_POOL", "0")
+        settings.set(NATIVE_POOL="0")
     shape, k, s, p, ceil, cip, div = case
     pair = lambda v: list(v) if isinstance(v, tuple) else [v, v]  # noqa: E731
     x = rand(*shape, seed=sum(shape) + 1)
@@ -83,7 +84,7 @@ class _Stem(torch.nn.Module):
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_pool_between_convolutions(native, monkeypatch):
     if native == "0":
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_POOL", "0")
+        settings.set(NATIVE_POOL="0")
     torch.manual_seed(0)
     m = _Stem().eval()
     x = torch.randn(2, 3, 37, 29)

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 ACTS = {
     "none": (None, lambda y: y),
@@ -86,8 +87,8 @@ def check(shape, act, monkeypatch, bias=True, residual=False, res_before_act=Fal
     native = C.native_cpu()
     dnnl = native["available"] and native.get("conv") == "onednn"
     for post, hswish in (("1", "1"), ("1", "0"), ("0", "1")):
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_POST", post)
-        monkeypatch.setenv("TORCHTRT_C_NATIVE_POST_HSWISH", hswish)
+        settings.set(NATIVE_POST=post)
+        settings.set(NATIVE_POST_HSWISH=hswish)
         e = C.Engine.build(conv_graph(x, w, b, s, p, gr, ref.shape, act, r, res_before_act), name="post", cache_dir="")
         ks = e.info()["kernels"]
         conv = [kd for kd in ks if "conv2d" in kd]
@@ -99,14 +100,14 @@ def check(shape, act, monkeypatch, bias=True, residual=False, res_before_act=Fal
             if post == "1":
                 assert not any("+cl-epilogue" in kd for kd in ks), ks
         for conv_lib in ("dnnl", "blas"):
-            monkeypatch.setenv("TORCHTRT_C_NATIVE_CONV", conv_lib)
+            settings.set(NATIVE_CONV=conv_lib)
             out = np.full(tuple(ref.shape), np.nan, np.float32)
             e.execute(inputs, [out])
             err = np.abs(out - ref.numpy())
             lim = 1e-4 + 1e-4 * np.abs(ref.numpy())
             assert (err <= lim).all(), (f"NATIVE_POST={post} HSWISH={hswish} NATIVE_CONV={conv_lib} {act}: max abs error "
                                         f"{err.max()} at {np.unravel_index(err.argmax(), err.shape)}")
-        monkeypatch.delenv("TORCHTRT_C_NATIVE_CONV")
+        settings.set(NATIVE_CONV=None)
 
 
 @pytest.mark.parametrize("act", list(ACTS))
@@ -141,7 +142,7 @@ def test_refused_shape(act, monkeypatch):
 def test_nan_pixel_kept(act, monkeypatch):
     """A NaN input pixel gives NaN wherever torch gives NaN, with post-ops on (through oneDNN
     where it is available, BLAS otherwise): oneDNN's ReLU/clip kernels would turn it into 0."""
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_POST", "1")
+    settings.set(NATIVE_POST="1")
     xs, oc, k, s, p, gr = SHAPES["3x3"]
     x = rand(*xs, seed=1)
     x[0, 0, 1, 2] = float("nan")
@@ -163,7 +164,7 @@ def test_infinite_pixel(act, monkeypatch):
     """An infinite input pixel gives +-inf and NaN (inf - inf) in the convolution's output; the
     activation as a post-op keeps torch's NaN / +inf / -inf positions (hardswish(-inf) is NaN,
     hardswish(inf) inf) and its finite values."""
-    monkeypatch.setenv("TORCHTRT_C_NATIVE_POST", "1")
+    settings.set(NATIVE_POST="1")
     xs, oc, k, s, p, gr = SHAPES["3x3"]
     x = rand(*xs, seed=5)
     x[0, 1, 2, 3] = float("inf")

@@ -9,14 +9,15 @@ import torch
 import torchtrt_c
 import torchtrt_c._C as C
 from zoo import build
+from torchtrt_c import settings
 
 
 def _compile(monkeypatch, tmp_path, model, x, threads, binaries=None, tag=""):
-    monkeypatch.setenv("TORCHTRT_C_BUILD_THREADS", str(threads))
+    settings.set(BUILD_THREADS=str(threads))
     if binaries is not None:
-        monkeypatch.setenv("TORCHTRT_C_PROGRAM_BINARIES", binaries)
+        settings.set(PROGRAM_BINARIES=binaries)
     cache = tmp_path / f"progs{threads}{tag}"
-    monkeypatch.setenv("TORCHTRT_C_CACHE_DIR", str(cache))
+    settings.set(CACHE_DIR=str(cache))
     gm = torchtrt_c.compile(model, inputs=[x], min_block_size=1, optimization_level=1,
                             engine_cache_dir=str(tmp_path / f"eng{threads}{tag}"))
     builds = [e["build"] for e in gm._torchtrt_c_profile.engines if e.get("build")]
@@ -85,7 +86,7 @@ def test_part_binaries_round_trip_and_cache(monkeypatch, tmp_path):
     np.testing.assert_allclose(out2, want.numpy(), rtol=1e-5, atol=1e-5)
 
     # the same engine built again: each part from the on-disk program cache
-    monkeypatch.setenv("TORCHTRT_C_BUILD_THREADS", "3")
+    settings.set(BUILD_THREADS="3")
     with torch.inference_mode():
         gm2 = torchtrt_c.compile(model, inputs=[x], min_block_size=1, optimization_level=1,
                                  engine_cache_dir=str(tmp_path / "eng-again"))
@@ -115,7 +116,7 @@ def test_part_binaries_round_trip_and_cache(monkeypatch, tmp_path):
 
 
 def test_build_threads_knob_in_target(monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_BUILD_THREADS", "5")
+    settings.set(BUILD_THREADS="5")
     g = C.Graph()
     x = g.add_input("x", ("tensor", "float32", [3, 4]))
     (y,) = g.add_node("aten.relu.default", [x], [("tensor", "float32", [3, 4])], name="r")

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import torchtrt_c._C as C
 from convtest import rand
+from torchtrt_c import settings
 
 pytestmark = pytest.mark.skipif(not C.native_cpu()["available"], reason="the device runs no native kernels")
 
@@ -30,7 +31,7 @@ def run_threads(inputs, build, ref, big, monkeypatch, tol=1e-5):
     """Builds the graph once per thread count, runs it, checks equal bits and closeness."""
     outs = []
     for threads in (1, 2, 3):
-        monkeypatch.setenv("TORCHTRT_C_STEP_THREADS", str(threads))
+        settings.set(STEP_THREADS=str(threads))
         g = C.Graph()
         names = {k: g.add_input(k, T(t.shape)) for k, t in inputs.items()}
         n = [0]

@@ -9,6 +9,7 @@ import torch
 
 from torchtrt_c._input import Input
 from torchtrt_c.dynamo._capture import capture, decompose
+from torchtrt_c import settings
 
 
 class Rotary(torch.nn.Module):
@@ -60,9 +61,9 @@ def test_lazy_capture_same_program_and_results(monkeypatch, shape):
     m = Rotary().eval()
     x = torch.randn(shape)
     inputs = [Input.from_tensor(x)]
-    monkeypatch.setenv("TORCHTRT_C_LAZY_FX", "0")
+    settings.set(LAZY_FX="0")
     eager_ep, eager_n = _count_real_recompiles(lambda: capture(m, inputs, {}))
-    monkeypatch.setenv("TORCHTRT_C_LAZY_FX", "1")
+    settings.set(LAZY_FX="1")
     lazy_ep, lazy_n = _count_real_recompiles(lambda: capture(m, inputs, {}))
     assert _targets(lazy_ep) == _targets(eager_ep), "lazy capture changed the program"
     # the program's own module is an ordinary one: it runs (its code exists)
