@@ -250,11 +250,14 @@ F16_ATOL = 2.0 ** -9
 
 
 def half_args(args):
-    """args with every float32 tensor (input or Const weight) in float16."""
+    """args with every float32 tensor in float16: inputs, and Const weights where a float32
+    input is among them (a model's data in half takes its weights along; the float32 scales of
+    a quantized layer over integer inputs stay float32)."""
     out = []
+    data = any(isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in args)
     for a in args:
         t = a.t if isinstance(a, Const) else a
-        if isinstance(t, torch.Tensor) and t.dtype == torch.float32:
+        if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and (data or not isinstance(a, Const)):
             t = t.half()
             a = Const(t) if isinstance(a, Const) else t
         out.append(a)

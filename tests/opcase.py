@@ -136,7 +136,7 @@ class ModelCase:
         half = form == "fp16"
         if half:
             ins = tuple(t.half() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t for t in ins)
-        up = tuple(t.float() if isinstance(t, torch.Tensor) and t.dtype == torch.float16 else t for t in ins)
+        up = tuple(t.float() if half and isinstance(t, torch.Tensor) and t.dtype == torch.float16 else t for t in ins)
         m = m32 = _Fn(self.fn).eval()
         if half and isinstance(self.fn, torch.nn.Module):
             # a module's float32 weights in float16 too; the float32 reference on their values

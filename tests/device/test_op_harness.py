@@ -148,6 +148,15 @@ def _is_test_op_case(build, form):
 PATHS_FULL = os.environ.get("TTC_TEST_OP_PATHS_FULL", "0") not in ("", "0")
 
 
+# Findings of the all-paths sweep not fixed yet (op -> form -> what was seen); issue 36 item 2
+KNOWN = {
+    op: {"fp16": "fp16 engines on PoCL (cpu-opencl, cpu-gpukernels) off by up to 0.007 against float32 on the "
+                 "same half values (limit 0.0047 at these magnitudes): more than the half roundings of the "
+                 "output and the taps' weights explain; not investigated yet"}
+    for op in ("aten.upsample_bicubic2d.default", "aten.upsample_bicubic2d.vec", "aten.upsample_linear1d.default")
+}
+
+
 def _path_params():
     combos = [(b, form) for b in BUILDS for form in ("fp32", "fp16") if not _is_test_op_case(b, form)]
     c = len(combos)
@@ -159,8 +168,10 @@ def _path_params():
                 fast = op in BF16_DEFAULT and i == 0
                 if not (PATHS_FULL or fast or i % c == j % c or (n < c and i == j % n)):
                     continue
-                out.append(pytest.param(op, case, b, form, id=f"{op}-{i}-{b.name}-{form}",
-                                        marks=() if fast else pytest.mark.slow))
+                marks = [] if fast else [pytest.mark.slow]
+                if form in KNOWN.get(op, {}):
+                    marks.append(pytest.mark.xfail(reason=KNOWN[op][form], strict=False))
+                out.append(pytest.param(op, case, b, form, id=f"{op}-{i}-{b.name}-{form}", marks=marks))
     return out
 
 
