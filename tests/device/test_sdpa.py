@@ -78,10 +78,11 @@ def _report(fn, ins):
 def test_fallback_reasons():
     q, k, v, m = _qkvm()
     # training-time dropout (F.sdpa drops out whatever the module's mode): the validator says
-    # no (tests/unit/test_op_table.py), SDPA is decomposed after all, and the dropout itself
-    # stays in torch rather than being dropped as an inference no-op
+    # no (tests/unit/test_op_table.py), SDPA is decomposed after all, and the dropout's random
+    # mask is drawn in torch (native_dropout in training form: rand_like, compare, scale) rather
+    # than the dropout being dropped as an inference no-op
     rep = _report(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1) * 2, (q, k, v))
-    assert "aten.native_dropout.default" in rep.unsupported, rep.unsupported
+    assert "aten.rand_like.default" in rep.unsupported, rep.unsupported
     # k/v heads that do not divide the query heads: torch raises, nothing to compile; 4:2 is fine
     q4, k2 = rand(1, 4, 5, 8), rand(1, 2, 5, 8, seed=1)
     rep = _report(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), (q4, k2, k2))

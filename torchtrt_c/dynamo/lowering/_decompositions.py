@@ -120,8 +120,10 @@ def get_decompositions(keep=(), decompose=()):
 
 
 def _sdpa_math(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """SDPA as matmuls and a softmax (inference: no dropout), for a graph whose SDPA the C core
-    cannot take whole (e.g. key and value lengths it cannot prove equal)."""
+    """SDPA as matmuls and a softmax, for a graph whose SDPA the C core cannot take whole (key
+    and value lengths it cannot prove equal, dropout). F.scaled_dot_product_attention drops out
+    whatever the module's mode: so does this (native_dropout in training form; its random mask
+    stays in torch)."""
     if enable_gqa and k.shape[-3] != q.shape[-3]:
         k = aten.repeat_interleave.self_int(k, q.shape[-3] // k.shape[-3], -3)
         v = aten.repeat_interleave.self_int(v, q.shape[-3] // v.shape[-3], -3)
@@ -135,7 +137,10 @@ def _sdpa_math(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
             s = aten.masked_fill.Scalar(s, aten.logical_not.default(attn_mask), float("-inf"))
         else:
             s = aten.add.Tensor(s, attn_mask)
-    return aten.matmul.default(aten._softmax.default(s, -1, False), v)
+    p = aten._softmax.default(s, -1, False)
+    if dropout_p > 0:
+        p = aten.native_dropout.default(p, dropout_p, True)[0]
+    return aten.matmul.default(p, v)
 
 
 @register_decomposition(aten.square.default)
