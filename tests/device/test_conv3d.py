@@ -52,6 +52,19 @@ class Stack(nn.Module):
         return y, z
 
 
+def _conv_bn_relu():
+    """R3D's block: convolution, batch norm (random statistics), ReLU; twice, with and without
+    a convolution bias (the batch norms fold into the 3-D convolutions before they become 2-D)."""
+    m = nn.Sequential(nn.Conv3d(3, 6, 3, padding=1, bias=False), nn.BatchNorm3d(6), nn.ReLU(),
+                      nn.Conv3d(6, 4, (3, 1, 1), stride=(2, 1, 1), padding=(1, 0, 0)), nn.BatchNorm3d(4))
+    for bn in (m[1], m[4]):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.data.uniform_(0.5, 1.5)
+        bn.bias.data.uniform_(-1, 1)
+    return m
+
+
 # id -> (module factory, input shape)
 CASES = {
     "k3-s212-p120-d211": (lambda: nn.Conv3d(3, 5, 3, stride=(2, 1, 2), padding=(1, 2, 0), dilation=(2, 1, 1)),
@@ -69,6 +82,7 @@ CASES = {
     "t-k4-s3-op2": (lambda: nn.ConvTranspose3d(2, 3, (4, 2, 3), stride=(3, 2, 1), padding=(2, 0, 1),
                                                output_padding=(2, 1, 0)), (1, 2, 3, 3, 4)),
     "stack-with-2d": (Stack, (2, 3, 5, 6, 7)),
+    "conv-bn-relu": (_conv_bn_relu, (2, 3, 5, 7, 6)),
 }
 
 
@@ -117,7 +131,7 @@ def test_conv3d_fp32(case, path, monkeypatch):
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("engine", ["half-model", "fp16-engine"])
 @pytest.mark.parametrize("case", ["k3-s212-p120-d211", "groups2-k312", "t-k3-s2-p1-op1", "t-groups2-s312-d211",
-                                  "stack-with-2d"])
+                                  "stack-with-2d", "conv-bn-relu"])
 def test_conv3d_fp16(case, engine, path, monkeypatch):
     _set_path(path, monkeypatch)
     m, x = _make(case)
@@ -222,3 +236,16 @@ def test_decomposed_in_place_with_weights_folded():
     convs = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is conv]
     assert len(convs) == 3 and all(len(n.meta["val"].shape) == 4 for n in convs)
     assert all(n.args[1].op == "placeholder" for n in convs), [n.args[1].format_node() for n in convs]
+
+
+def test_batch_norm_folds_into_3d_convolution():
+    """No batch norm is left after the 3-D convolutions' decomposition of R3D's block: each
+    folded into its convolution's (constant) weight and bias."""
+    from torchtrt_c.dynamo._capture import capture, decompose
+    conv = torch.ops.aten.convolution.default
+    m, x = _make("conv-bn-relu")
+    ep = decompose(decompose(capture(m, (x,), {})), decompose={conv})
+    ops = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    assert not any("batch_norm" in o for o in ops), ops
+    convs = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is conv]
+    assert len(convs) == 2 and all(n.args[1].op == "placeholder" and n.args[2].op == "placeholder" for n in convs)

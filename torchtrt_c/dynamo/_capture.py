@@ -443,6 +443,9 @@ def decompose(ep: torch.export.ExportedProgram, keep=(), decompose=()):
     from torchtrt_c.dynamo.lowering._decompositions_spatial import (align_scale_for_dynamic_sizes,
                                                                     retarget_upsample_defaults)
     retarget_upsample_defaults(ep.graph_module, keep)
+    if torch.ops.aten.convolution.default in set(decompose):  # 3-D convolutions: batch norm first
+        from torchtrt_c.dynamo.lowering._decompositions_conv3d import fold_batch_norm_3d
+        fold_batch_norm_3d(ep)
     table = get_decompositions(keep=keep, decompose=decompose)
     # Node by node where possible: torch's whole-program re-trace costs as much as capture.
     local = None
