@@ -14,6 +14,8 @@
  * state, and KV_REDUCE combines the ranges, so that a decode step (one query per sequence)
  * still spreads over many work-groups and each reads a key range once for all the query heads
  * of its k/v head. */
+#include <string.h>
+
 #include "converters_data.h"
 
 static const char *nname(const ttc_node *n) { return n->name ? n->name : n->op_name; }
@@ -90,8 +92,11 @@ bool ttc_validate_kv_attention(const ttc_graph *g, const ttc_node *n, bool fp16,
 
 /* A SLOT_WRITE of src into cache (an engine input) along dim. */
 static ttc_status slot_write(ttc_conv_ctx *cx, const ttc_node *n, int32_t src, int32_t cache, int32_t slots, int32_t dim) {
-    const ttc_et *st = &cx->k->ts[src];
-    int32_t oi = ttc_kir_op(cx->k, TTC_KOP_SLOT_WRITE, cx->k->ts[cache].dtype, st->rank, st->dims, n->outputs[0]->name);
+    /* copies: ttc_kir_op grows cx->k->ts, which would leave pointers into it dangling */
+    ttc_dim dims[TTC_MAX_RANK];
+    int32_t rank = cx->k->ts[src].rank;
+    memcpy(dims, cx->k->ts[src].dims, sizeof dims);
+    int32_t oi = ttc_kir_op(cx->k, TTC_KOP_SLOT_WRITE, cx->k->ts[cache].dtype, rank, dims, n->outputs[0]->name);
     if (oi < 0) return ttc_fail_context(TTC_ERR_NOMEM, "node %s", nname(n));
     ttc_kop *op = &cx->k->ops[oi];
     op->in[0] = src;
