@@ -133,17 +133,9 @@ def _wq_ref(x, q, s, z, group, bits):
 
 
 def _wq(M, N, K, group, bits, zeros, seed=0, dtype=torch.float32):
-    from torchtrt_c.dynamo._weight_only import pack_int4
-    g = torch.Generator().manual_seed(seed)
-    G = K // group
-    s = torch.rand(N, G, generator=g) * 0.05 + 0.01
-    if bits == 8:
-        q = torch.randint(-128, 128, (N, K), generator=g, dtype=torch.int8)
-        z = torch.randint(-4, 5, (N, G), generator=g).float() if zeros else None
-    else:
-        q = pack_int4(torch.randint(0, 16, (N, K), generator=g))
-        z = torch.randint(0, 16, (N, G), generator=g).float() if zeros else None
-    x = (torch.rand(*M, K, generator=g) * 2 - 1).to(dtype)
+    from test_wq_linear import random_weights   # tests/device is on the harness's path
+    q, s, z = random_weights(N, K, group, bits, zeros=zeros, seed=seed)
+    x = (torch.rand(*M, K, generator=torch.Generator().manual_seed(seed + 100)) * 2 - 1).to(dtype)
     return [x, Const(q), Const(s), None if z is None else Const(z), group, bits]
 
 
