@@ -128,16 +128,7 @@ def _sdpa_math(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
         k = aten.repeat_interleave.self_int(k, q.shape[-3] // k.shape[-3], -3)
         v = aten.repeat_interleave.self_int(v, q.shape[-3] // v.shape[-3], -3)
     sc = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
-    s = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), sc)
-    if is_causal:
-        keep = aten.tril.default(aten.ones.default([q.shape[-2], k.shape[-2]], dtype=torch.bool, device=q.device))
-        s = aten.masked_fill.Scalar(s, aten.logical_not.default(keep), float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            s = aten.masked_fill.Scalar(s, aten.logical_not.default(attn_mask), float("-inf"))
-        else:
-            s = aten.add.Tensor(s, attn_mask)
-    p = aten._softmax.default(s, -1, False)
+    p = aten._softmax.default(_sdpa_scores(q, k, attn_mask, is_causal, sc), -1, False)
     if dropout_p > 0:
         p = aten.native_dropout.default(p, dropout_p, True)[0]
     return aten.matmul.default(p, v)
@@ -175,16 +166,21 @@ def _sdpa_flash_for_cpu(q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=No
     if q.dtype in (torch.float16, torch.bfloat16):
         q = aten._to_copy.default(q, dtype=torch.float32)
         k = aten._to_copy.default(k, dtype=torch.float32)
-    s = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), sc)
+    return out, aten.logsumexp.default(_sdpa_scores(q, k, attn_mask, is_causal, sc), [-1])
+
+
+def _sdpa_scores(q, k, attn_mask, is_causal, scale):
+    """SDPA's scores q k^T * scale with its causal cut and mask (-inf where masked out)."""
+    s = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), scale)
     if is_causal:
-        keep = aten.tril.default(aten.ones.default([q.shape[-2], k.shape[-2]], dtype=torch.bool))
+        keep = aten.tril.default(aten.ones.default([q.shape[-2], k.shape[-2]], dtype=torch.bool, device=q.device))
         s = aten.masked_fill.Scalar(s, aten.logical_not.default(keep), float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
             s = aten.masked_fill.Scalar(s, aten.logical_not.default(attn_mask), float("-inf"))
         else:
             s = aten.add.Tensor(s, attn_mask)
-    return out, aten.logsumexp.default(s, [-1])
+    return s
 
 
 # ---------------------------------------------------------------- issue 11: converters A
