@@ -26,7 +26,7 @@ static const ttc_kind_row rows[] = {
     ROW(SCATTER, "scatter", ttc_gen_scatter, OUT, false),
     ROW(SCAN, "scan", ttc_gen_scan, OUT, false),
     ROW(SLOT_WRITE, "slot_write", ttc_gen_slot_write, OWN, false),      /* one work-item per new element */
-    ROW(KV_ATTENTION, "kv_attention", ttc_gen_kv_attention, OWN, false), /* a work-group per query row (or range) */
+    ROW(KV_ATTENTION, "kv_attention", ttc_gen_kv_attention, OWN, true),  /* a work-group per query row (or range); native: backend/cpu/native_kv.c */
     ROW(KV_REDUCE, "kv_reduce", ttc_gen_kv_reduce, OWN, false),         /* one work-item per output element */
     ROW(QGEMM, "qgemm", ttc_gen_qgemm, OUT, false),                     /* one work-item per output element */
     ROW(WQ_LINEAR, "wq_linear", ttc_gen_wq_linear, OWN, true),          /* codegen_wq.c; native: backend/cpu/native_wq.c */

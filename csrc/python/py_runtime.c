@@ -12,6 +12,7 @@
 #include "../common/status.h"
 #include "../backend/cpu/native_conv_dnnl.h"
 #include "../backend/cpu/native_gemm_dnnl.h"
+#include "../backend/cpu/native_gemv.h"
 #include "../backend/cpu/native_math.h"
 #include "../backend/cpu/step_threads.h"
 #include "../codegen/codegen.h"
@@ -170,7 +171,7 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L}", "available", t.native ? Py_True : Py_False, "library",
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L,s:i,s:L}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
@@ -180,7 +181,8 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
                          t.native && t.conv_winograd ? Py_True : Py_False, "conv_winograd_primitives",
                          (long long)ttc_dnnl_wino_primitives(), "gemm_post",
                          t.native && t.native_gemm_post && gemm_dnnl ? Py_True : Py_False,
-                         "gemm_onednn_post_calls", (long long)ttc_dnnl_gemm_post_calls());
+                         "gemm_onednn_post_calls", (long long)ttc_dnnl_gemm_post_calls(), "gemv_rows",
+                         t.native ? (int)t.native_gemv : 0, "gemv_calls", (long long)ttc_native_gemv_calls());
 }
 
 /* Whether execute on the default device passes host memory in place (the target's

@@ -24,6 +24,12 @@ bool ttc_target_cuda_interop(void) { return ttc_knob_flag(TTC_KNOB_CUDA_INTEROP,
 bool ttc_target_native_conv_blas(void) { return ttc_knob_is(TTC_KNOB_NATIVE_CONV, "blas"); }
 bool ttc_target_step_pool_omp(void) { return ttc_knob_is(TTC_KNOB_STEP_POOL, "omp"); }
 
+int64_t ttc_target_step_spin_us(void) {
+    const char *v = ttc_knob_str(TTC_KNOB_STEP_SPIN);
+    long us = v ? strtol(v, NULL, 10) : 100;
+    return us < 0 ? 0 : us > 100000 ? 100000 : us;
+}
+
 static void decisions_default(ttc_target *t) {
     t->gemm_tile = -1;
     t->conv_ksplit_cap = 32;
@@ -140,6 +146,9 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     /* oneDNN's matmul for GEMMs with constant weights by default: faster than OpenBLAS 0.3.21
      * on the zoo's linears (bench/cpu_gemm.py); blas/dnnl for A/B runs and tests */
     t.native_gemm = SET(NATIVE_GEMM) ? (int32_t)VAL(NATIVE_GEMM) : TTC_NATIVE_GEMM_AUTO;  /* blas|auto|dnnl */
+    /* decode-step linears (a few rows, constant weights) through the C GEMV: memory-bound, and
+     * oneDNN's matmul ran them at a fraction of the bandwidth (=0 for A/B runs) */
+    t.native_gemv = SET(NATIVE_GEMV_ROWS) ? (int32_t)VAL(NATIVE_GEMV_ROWS) : 8;
     t.dedupe_kernels = FLAG(DEDUPE_KERNELS, true);
     t.cuda_launch = FLAG(CUDA_LAUNCH, true);
     if (SET(CUDA_GRAPHS)) t.cuda_graphs = VAL(CUDA_GRAPHS) > 64 ? 64 : (int32_t)VAL(CUDA_GRAPHS);

@@ -66,6 +66,9 @@ typedef struct ttc_target {
     bool native_ew;               /* image-shaped float32 elementwise ops between native ops and
                                    * layer norms run as native calls too (backend/cpu/native_ops.c;
                                    * NATIVE_EW=0: no) */
+    int32_t native_gemv;          /* native GEMMs with constant [N, K] weights and at most this
+                                   * many rows run as the C GEMV (backend/cpu/native_gemv.h;
+                                   * NATIVE_GEMV_ROWS=0: never) */
     int32_t native_gemm;          /* library of native float32 GEMMs (TTC_NATIVE_GEMM_*;
                                    * NATIVE_GEMM=blas|auto|dnnl, backend/cpu/native_gemm_dnnl.h) */
     bool host_in_place;           /* host-backed buffers need no sync (probe; HOST_IN_PLACE=0: no) */
@@ -191,6 +194,8 @@ bool ttc_target_native_conv_blas(void);
 /* Whether native calls' C steps run on oneDNN's OpenMP team (TORCHTRT_C_STEP_POOL=omp) instead
  * of backend/cpu/step_threads.c's pool; read again on every call, for A/B runs. */
 bool ttc_target_step_pool_omp(void);
+/* STEP_SPIN: microseconds a step-pool thread polls for work before it sleeps */
+int64_t ttc_target_step_spin_us(void);
 /* The defaults for code that runs without a device (conversion and codegen tests): a CPU
  * target with no knob set. */
 const ttc_target *ttc_target_defaults(void);

@@ -91,3 +91,47 @@ def test_bad_slot_is_an_error_not_a_write():
     with pytest.raises(torchtrt_c.InputError, match="index out of range"):
         trt(args[0], args[1], args[2], kc, args[4].clone(), torch.tensor([16]), args[6])
     assert torch.equal(kc, args[3])
+
+
+# Both CPU forms of the attention (the native step, backend/cpu/native_kv.c, where native calls
+# run; the OpenCL kernel with TORCHTRT_C_NATIVE_ATTN=0) against the op's torch implementation:
+# head dims that are not a multiple of the native step's 16 lanes, more keys than one chunk
+# (128), grouped heads, a prompt of several rows, windows, soft-capping, int32 slots. fp32,
+# tolerances as _check's.
+NATIVE_SHAPES = [  # (B, Hq, Hkv, S, E, L, slots, window, softcap, pad)
+    (1, 8, 8, 1, 64, 264, [200], 0, 0.0, 0),             # a small Llama's decode step
+    (2, 6, 2, 1, 20, 301, [300], 0, 0.0, 7),             # 3 key chunks, padding, E % 16 = 4
+    (1, 3, 1, 9, 33, 140, list(range(120, 129)), 50, 0.0, 0),
+    (3, 4, 4, 2, 7, 19, [0, 1], 0, 2.5, 1),
+]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "opencl"])
+@pytest.mark.parametrize("shape", NATIVE_SHAPES, ids=str)
+def test_native_and_opencl_forms(shape, native):
+    from torchtrt_c import settings
+    settings.set(NATIVE_ATTN=native)
+    B, Hq, Hkv, S, E, L, slots, window, softcap, pad = shape
+    args = kv_args(B, Hq, Hkv, S, E, L, slots, window=window, softcap=softcap, pad=pad, seed=11)
+    trt = _compile(args, torch.float32)
+    _check(trt, args, torch.float32)
+    args32 = list(args)
+    args32[5] = args[5].to(torch.int32)
+    _check(_compile(args32, torch.float32), args32, torch.float32)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "opencl"])
+def test_masked_rows_and_nan(native):
+    """A row whose every key is masked is 0; a NaN query scores no key: its row is 0 too, as
+    the reference's nan_to_num makes it."""
+    from torchtrt_c import settings
+    settings.set(NATIVE_ATTN=native)
+    args = kv_args(2, 2, 2, 1, 16, 24, [5], seed=3)
+    args[6][1, :6] = False            # row b=1 sees no key at or before its slot
+    args[0][0, 1, 0, 3] = float("nan")
+    trt = _compile(args, torch.float32)
+    got = trt(*[a.clone() for a in args[:7]])
+    want = reference(*args)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, equal_nan=True)
+    assert (got[0, 1] == 0).all() and (got[0, 0] != 0).any()
+    assert (got[1] == 0).all()

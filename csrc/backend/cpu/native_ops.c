@@ -10,13 +10,15 @@
 #include "native_conv_dnnl.h"
 #include "native_epi.h"
 #include "native_gemm_dnnl.h"
+#include "native_gemv.h"
+#include "native_kv.h"
 #include "native_layout.h"
 #include "native_norm.h"
 #include "native_pool.h"
 #include "native_post.h"
 #include "native_wq.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8 };
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8, NATIVE_KV = 9 };
 _Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
@@ -38,9 +40,13 @@ enum { CT_MAX_IN = 4, CT_O = 0, CT_OOFF, CT_X, CT_ODIMS = CT_X + 2 * CT_MAX_IN, 
  * without), then M, N, K, group, bits, whether there are zero points */
 enum { WA_X, WA_XOFF, WA_Q, WA_QOFF, WA_Y, WA_YOFF, WA_S, WA_SOFF, WA_Z, WA_ZOFF, WA_M, WA_N, WA_K, WA_GROUP, WA_BITS,
        WA_HASZ, WA_COUNT };
+/* KV-cache attention (native_kv.h): q, the caches, slots, key mask and out as (buffer, offset)
+ * pairs, B, S, then the strides of q, the caches (four each), slots and the key mask */
+enum { KV_Q, KV_QOFF, KV_K, KV_KOFF, KV_V, KV_VOFF, KV_SL, KV_SLOFF, KV_M, KV_MOFF, KV_O, KV_OOFF, KV_B, KV_S,
+       KV_QS, KV_KS = KV_QS + 4, KV_VS = KV_KS + 4, KV_SLS = KV_VS + 4, KV_MS, KV_COUNT = KV_MS + 2 };
 enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
-               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
+               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS && (int)KV_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -57,9 +63,11 @@ typedef struct native_call {
     bool w_const;             /* the weights (convolution) or B (GEMM) are an engine constant
                                * (oneDNN keeps its reordered copy) */
     bool gemm_dnnl;           /* the GEMM goes to oneDNN's matmul first (target.native_gemm) */
+    int32_t gemv_rows;        /* GEMMs of at most this many rows run as the C GEMV (native_gemv.h) */
     int32_t ki;
     const void *owner;        /* the engine, for the oneDNN cache */
     ttc_native_attn_shape attn;
+    ttc_native_kv_shape kv;
     bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
     int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
@@ -107,6 +115,7 @@ static bool from_native(const ttc_kir *k, int32_t t, int depth) {
     const ttc_kop *p = &k->ops[k->ts[t].producer];
     switch (p->kind) {
     case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM: case TTC_KOP_CONCAT: case TTC_KOP_WQ_LINEAR:
+    case TTC_KOP_KV_ATTENTION:
         return ttc_native_op_ok(k, p);
     case TTC_KOP_ELEMENTWISE:
         for (int32_t l = 0; l < p->epi.n_leaves; l++)
@@ -162,6 +171,12 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
         if (m >= 0 && ((k->ts[m].dtype != TTC_DTYPE_FLOAT32 && k->ts[m].dtype != TTC_DTYPE_BOOL) || k->ts[m].rank > R))
             return false;
         return k->native && ttc_kir_target(k)->native_attn && (R == 3 || R == 4) && op->p.attn.group >= 1;
+    }
+    if (op->kind == TTC_KOP_KV_ATTENTION) {   /* float32 q and caches, the unsplit (CPU) form */
+        for (int32_t i = 0; i < 3; i++)
+            if (k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32 || k->ts[op->in[i]].rank != 4) return false;
+        return k->native && ttc_kir_target(k)->native_attn && op->p.kva.splits == 0 && op->p.kva.group >= 1 &&
+               op->p.kva.ev >= 1 && op->p.kva.ev <= TTC_NATIVE_KV_MAX_EV;
     }
     if (op->kind == TTC_KOP_GEMM)
         return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 && k->ts[op->in[1]].dtype == TTC_DTYPE_FLOAT32;
@@ -327,6 +342,22 @@ static ttc_status attn_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
     return TTC_OK;
 }
 
+static ttc_status kv_args(const ttc_kop *op, ttc_kspec *ks) {
+    const int32_t ts[6] = {op->in[0], op->in[1], op->in[2], op->in[3], op->in[4], op->out};
+    for (int i = 0; i < 6; i++) {
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
+    for (int i = 0; i < 3; i++)
+        for (int32_t d = 0; d < 4; d++) ARG(TTC_ARG_STRIDE, op->in[i], d, 4, 0);
+    ARG(TTC_ARG_STRIDE, op->in[3], 0, 1, 0);
+    ARG(TTC_ARG_STRIDE, op->in[4], 0, 2, 0);
+    ARG(TTC_ARG_STRIDE, op->in[4], 1, 2, 0);
+    return TTC_OK;
+}
+
 /* A GEMM runs through oneDNN's matmul (the choice ttc_native_launch makes: the target's library,
  * constant weights for "auto"), so its post-ops are worth planning: on OpenBLAS they would run
  * in plain C after it (ttc_native_post_ref_nhwc), slower than native_epi's vectorised steps. */
@@ -362,6 +393,9 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_ATTENTION) {
         TTC_TRY(attn_args(k, op, ks));
         ks->native = NATIVE_ATTN;
+    } else if (op->kind == TTC_KOP_KV_ATTENTION) {
+        TTC_TRY(kv_args(op, ks));
+        ks->native = NATIVE_KV;
     } else if (op->kind == TTC_KOP_WQ_LINEAR) {
         TTC_TRY(wq_args(k, op, ks));
         ks->native = NATIVE_WQ;
@@ -484,7 +518,9 @@ static void native_run(void *arg, void *const *ptrs) {
             const float *Ab = A + b * v[GA_SA], *Bb = B + b * v[GA_SB];
             float *Cb = C + b * M * N;
             bool done = false;
-            if (!(c->gemm_dnnl && ttc_dnnl_gemm_post(c->owner, c->ki, &gs, Ab, Bb, c->w_const && v[GA_SB] == 0, Cb,
+            if (M <= c->gemv_rows)
+                ttc_native_gemv(Ab, Bb, Cb, M, N, K, c->threads);
+            else if (!(c->gemm_dnnl && ttc_dnnl_gemm_post(c->owner, c->ki, &gs, Ab, Bb, c->w_const && v[GA_SB] == 0, Cb,
                                                      c->post ? &c->pp.dnnl : NULL, bias, &done)))
                 ttc_blas_sgemm(c->trans_b, M, N, K, Ab, K, Bb, c->trans_b ? K : N, Cb, N);
             if (c->post && !done) ttc_native_post_ref_nhwc(&c->pp.dnnl, bias, Cb, M, N);
@@ -499,6 +535,16 @@ static void native_run(void *arg, void *const *ptrs) {
                            y, v[WA_M], v[WA_N], v[WA_K], v[WA_GROUP], (int32_t)v[WA_BITS], c->threads};
         ttc_native_wq_linear(&a);
         epilogue(c, ptrs, y);
+        return;
+    }
+    if (c->kind == NATIVE_KV) {
+        const ttc_native_kv_shape *ks = &c->kv;
+        size_t sl_bytes = ks->slots64 ? sizeof(int64_t) : sizeof(int32_t);
+        float *o = (float *)ptrs[5] + v[KV_OOFF];
+        ttc_native_kv_attention(ks, (const float *)m0 + v[KV_QOFF], (const float *)ptrs[1] + v[KV_KOFF],
+                                (const float *)ptrs[2] + v[KV_VOFF], (const char *)ptrs[3] + v[KV_SLOFF] * sl_bytes,
+                                (const uint8_t *)ptrs[4] + v[KV_MOFF], o);
+        epilogue(c, ptrs, o);
         return;
     }
     if (c->kind == NATIVE_CAT) {
@@ -674,11 +720,15 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
         int32_t lib = ttc_kir_target(e->k)->native_gemm;
         c.gemm_dnnl = (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && c.w_const)) &&
                       ttc_dnnl_gemm_available();
+        /* a linear's weight [N, K] in place: the GEMV reads its rows */
+        int32_t gr = ttc_kir_target(e->k)->native_gemv;
+        if (c.trans_b && c.w_const) c.gemv_rows = gr < 0 ? 0 : gr > TTC_GEMV_MAX_M ? TTC_GEMV_MAX_M : gr;
     }
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
-                   : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : c.kind == NATIVE_WQ ? 5 : 3;
+                   : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : c.kind == NATIVE_WQ ? 5
+                   : c.kind == NATIVE_KV ? 6 : 3;
     if (c.kind == NATIVE_NORM) {
         c.eps = (float)op->p.norm.eps;
         c.rms = op->p.norm.rms;
@@ -696,6 +746,30 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
         c.attn.owner = e;
         c.attn.ki = ki;
         c.mask_bool = op->in[3] >= 0 && e->k->ts[op->in[3]].dtype == TTC_DTYPE_BOOL;
+    }
+    if (c.kind == NATIVE_KV) {
+        ttc_native_kv_shape *kv = &c.kv;
+        const ttc_et *kc = &e->k->ts[op->in[1]];
+        kv->b = c.v[KV_B];
+        kv->s = c.v[KV_S];
+        kv->hq = e->k->ts[op->in[0]].dims[1].add;   /* static (the converter's check) */
+        kv->l = kc->dims[2].add;
+        kv->e = op->p.kva.e;
+        kv->ev = op->p.kva.ev;
+        kv->group = op->p.kva.group;
+        for (int i = 0; i < 4; i++) {
+            kv->qs[i] = c.v[KV_QS + i];
+            kv->ks[i] = c.v[KV_KS + i];
+            kv->vs[i] = c.v[KV_VS + i];
+        }
+        kv->sls = c.v[KV_SLS];
+        kv->kms[0] = c.v[KV_MS];
+        kv->kms[1] = c.v[KV_MS + 1];
+        kv->slots64 = e->k->ts[op->in[3]].dtype == TTC_DTYPE_INT64;
+        kv->scale = (float)op->p.kva.scale;
+        kv->softcap = (float)op->p.kva.softcap;
+        kv->window = op->p.kva.window;
+        kv->threads = c.threads;
     }
     if (c.kind == NATIVE_CONV || c.kind == NATIVE_POOL) {
         c.x_nhwc = ttc_native_nhwc(e, op->in[0]);

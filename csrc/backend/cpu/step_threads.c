@@ -3,9 +3,14 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "../../target/target.h"
 #include "native_conv_dnnl.h"
@@ -75,11 +80,44 @@ static void take_chunks(ttc_step_fn fn, void *ctx, int64_t n, int64_t chunk) {
     }
 }
 
+static int64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Polls pool.gen for up to us microseconds; true when a job came (pool.m not held). Between
+ * polls the thread yields: on a machine whose cores are busy with other work the poll costs
+ * them little, on an idle one it is a spin. */
+static bool poll_for_job(uint64_t seen, int64_t us) {
+    int64_t end = now_us() + us;
+    for (int i = 1;; i++) {
+        if (__atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE) != seen) return true;
+        if (i % 16 == 0) {
+            if (now_us() >= end) return false;
+            sched_yield();
+        } else {
+#if defined(__x86_64__) || defined(__i386__)
+            _mm_pause();
+#endif
+        }
+    }
+}
+
 static void *worker(void *arg) {
     int32_t me = (int32_t)(intptr_t)arg;
     pthread_mutex_lock(&pool.m);
     uint64_t seen = pool.born[me];
     for (;;) {
+        /* a while awake first: a decode step's native calls come back to back, tens of
+         * microseconds apart, and a sleeping thread woke too late to share them (on a busy
+         * machine, a wake-up waits for a time slice) */
+        int64_t spin = pool.gen == seen ? ttc_target_step_spin_us() : 0;
+        if (spin > 0) {
+            pthread_mutex_unlock(&pool.m);
+            poll_for_job(seen, spin);
+            pthread_mutex_lock(&pool.m);
+        }
         while (pool.gen == seen) pthread_cond_wait(&pool.go, &pool.m);
         seen = pool.gen;
         if (!pool.open) continue;
@@ -164,7 +202,7 @@ void ttc_steps_for(int32_t threads, int64_t n, int64_t grain, ttc_step_fn fn, vo
     __atomic_store_n(&pool.next, 0, __ATOMIC_RELAXED);
     pool.open = true;
     pool.busy = 0;
-    pool.gen++;
+    __atomic_add_fetch(&pool.gen, 1, __ATOMIC_RELEASE);   /* polling workers read it unlocked */
     __atomic_add_fetch(&pool.parallel_jobs, 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&pool.go);
     pthread_mutex_unlock(&pool.m);

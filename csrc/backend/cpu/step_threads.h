@@ -13,7 +13,10 @@
  * load 8-10) GPT-2 b8 ran 1.17x slower with it, where this pool does not wait for a worker that
  * has not woken.
  * One job at a time: a call that finds the pool busy (another engine's queue) runs serially.
- * Workers are started on first use and stay; they sleep on a condition variable between jobs.
+ * Workers are started on first use and stay; after a job each polls for the next one for
+ * TORCHTRT_C_STEP_SPIN microseconds (default 100, yielding between polls), then sleeps on a
+ * condition variable: a decode step's native calls come tens of microseconds apart, and a
+ * sleeping worker woke too late to share them (the caller had done every chunk).
  *
  *   ttc_steps_for(threads, rows, grain, row_fn, &ctx);   // row_fn(&ctx, lo, hi) on [lo, hi)
  */
