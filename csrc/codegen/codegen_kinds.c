@@ -28,9 +28,9 @@ static const ttc_kind_row rows[] = {
     ROW(SLOT_WRITE, "slot_write", ttc_gen_slot_write, OWN, false),      /* one work-item per new element */
     ROW(KV_ATTENTION, "kv_attention", ttc_gen_kv_attention, OWN, true),  /* a work-group per query row (or range); native: backend/cpu/native_kv.c */
     ROW(KV_REDUCE, "kv_reduce", ttc_gen_kv_reduce, OWN, false),         /* one work-item per output element */
-    ROW(QGEMM, "qgemm", ttc_gen_qgemm, OUT, false),                     /* one work-item per output element */
+    ROW(QGEMM, "qgemm", ttc_gen_qgemm, OUT, true),                      /* one work-item per output element; native: oneDNN int8 (native_qconv.c) */
     ROW(WQ_LINEAR, "wq_linear", ttc_gen_wq_linear, OWN, true),          /* codegen_wq.c; native: backend/cpu/native_wq.c */
-    ROW(QCONV2D, "qconv2d", ttc_gen_qconv2d, OUT, false),               /* one work-item per output element */
+    ROW(QCONV2D, "qconv2d", ttc_gen_qconv2d, OUT, true),                /* one work-item per output element; native: oneDNN int8 (native_qconv.c) */
 };
 _Static_assert(sizeof rows / sizeof rows[0] == TTC_KOP_KIND_COUNT, "a kernel kind of kir.h has no row in codegen_kinds.c");
 

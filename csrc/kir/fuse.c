@@ -8,7 +8,11 @@
  *    A GEMM is also seen through a contiguous reshape view (a linear on [B, T, K] is a
  *    [B*T, N] GEMM read as [B, T, N]): both walk the same elements in the same order, so
  *    the GEMM keeps its own dims (p.gemm.shape) and stores at the same linear index into
- *    the consumer's output (gemm_through_view says when that holds). */
+ *    the consumer's output (gemm_through_view says when that holds).
+ * Of a consumer's leaves, elementwise producers that read 8-bit tensors (PT2E's dequantize of
+ * a residual) are inlined first: the consumer then reads the 8-bit tensor itself when it becomes
+ * a convolution's epilogue (the int8 convolution takes it as a post-op, native_qconv.h), where
+ * fusing the convolution first left the dequantize as a kernel of its own writing float32. */
 #include "kir.h"
 
 #include <stdlib.h>
@@ -69,6 +73,15 @@ static ttc_status compose(ttc_expr *outer, int32_t t, const ttc_expr *inner, ttc
     free(map_out);
     if (s != TTC_OK) { ttc_expr_free(res); ttc_clear_error(); }
     return s;
+}
+
+static bool reads_q8(const ttc_kir *k, const ttc_kop *p) {
+    if (p->kind != TTC_KOP_ELEMENTWISE) return false;
+    for (int32_t l = 0; l < p->epi.n_leaves; l++) {
+        ttc_dtype d = k->ts[p->epi.leaves[l]].dtype;
+        if (d == TTC_DTYPE_INT8 || d == TTC_DTYPE_UINT8) return true;
+    }
+    return false;
 }
 
 static bool fusable_input(const ttc_kir *k, const ttc_kop *consumer, int32_t t) {
@@ -139,14 +152,16 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
         for (int32_t j = 0; j < k->n_ops && !changed; j++) {
             ttc_kop *c = &k->ops[j];
             if (c->dead || c->kind != TTC_KOP_ELEMENTWISE) continue;
-            for (int32_t l = 0; l < c->epi.n_leaves && !changed; l++) {
-                int32_t t = c->epi.leaves[l];
+            for (int32_t l = 0; l < 2 * c->epi.n_leaves && !changed; l++) {
+                /* first pass (l < n_leaves): 8-bit-reading elementwise producers only */
+                bool first = l < c->epi.n_leaves;
+                int32_t t = c->epi.leaves[first ? l : l - c->epi.n_leaves];
                 /* src: the producer's result; t: what the consumer reads (src or a view of it) */
                 int32_t src = fusable_input(k, c, t) ? t : gemm_through_view(k, c, t);
                 if (src < 0) continue;
                 int32_t pi = k->ts[src].producer;
                 ttc_kop *p = &k->ops[pi];
-                if (p->dead) continue;
+                if (p->dead || (first && !reads_q8(k, p))) continue;
                 /* epilogues take a float accumulator: an integer scan (cumsum of a mask, often
                  * int64) or integer reduction (sum of int32, argmax) would lose exactness past 2^24 */
                 if ((p->kind == TTC_KOP_SCAN || p->kind == TTC_KOP_REDUCE) && k->ts[src].dtype != TTC_DTYPE_FLOAT32 &&

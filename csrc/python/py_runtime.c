@@ -14,6 +14,7 @@
 #include "../backend/cpu/native_gemm_dnnl.h"
 #include "../backend/cpu/native_gemv.h"
 #include "../backend/cpu/native_math.h"
+#include "../backend/cpu/native_qconv.h"
 #include "../backend/cpu/step_threads.h"
 #include "../codegen/codegen.h"
 #include "../target/knobs.h"
@@ -162,16 +163,17 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     ttc_device *d;
     ttc_target t;
     ttc_status s;
-    bool dnnl = false, gemm_dnnl = false;
+    bool dnnl = false, gemm_dnnl = false, qconv = false;
     Py_BEGIN_ALLOW_THREADS
     s = ttc_device_select(NULL, &d);
     if (s == TTC_OK) s = ttc_target_make(d, &t);
     if (s == TTC_OK && t.native) dnnl = ttc_dnnl_available();
     if (s == TTC_OK && t.native) gemm_dnnl = t.native_gemm != TTC_NATIVE_GEMM_BLAS && ttc_dnnl_gemm_available();
+    if (s == TTC_OK && t.native) qconv = t.native_qconv && ttc_qconv_available();
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L,s:i,s:L}", "available", t.native ? Py_True : Py_False, "library",
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L,s:i,s:L,s:s,s:L}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
@@ -182,7 +184,8 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
                          (long long)ttc_dnnl_wino_primitives(), "gemm_post",
                          t.native && t.native_gemm_post && gemm_dnnl ? Py_True : Py_False,
                          "gemm_onednn_post_calls", (long long)ttc_dnnl_gemm_post_calls(), "gemv_rows",
-                         t.native ? (int)t.native_gemv : 0, "gemv_calls", (long long)ttc_native_gemv_calls());
+                         t.native ? (int)t.native_gemv : 0, "gemv_calls", (long long)ttc_native_gemv_calls(),
+                         "int8", qconv ? "onednn" : "", "int8_onednn_calls", (long long)ttc_qconv_dnnl_calls());
 }
 
 /* Whether execute on the default device passes host memory in place (the target's
@@ -374,7 +377,9 @@ static PyMethodDef runtime_methods[] = {
      "norm as a native call; TORCHTRT_C_NATIVE_NORM=0: the OpenCL kernel), step_threads (threads the C steps "
      "of native calls use where big enough; TORCHTRT_C_STEP_THREADS, default the online CPUs), conv_winograd (3x3 "
      "stride-1 convolutions ask oneDNN for its Winograd kernel first; TORCHTRT_C_CONV_WINOGRAD=0: direct only), "
-     "conv_winograd_primitives (Winograd convolution primitives made in this process so far)."},
+     "conv_winograd_primitives (Winograd convolution primitives made in this process so far), int8 ('onednn': "
+     "PT2E int8 convolutions/linears run as oneDNN int8 native steps; TORCHTRT_C_NATIVE_QCONV=0: the OpenCL int8 "
+     "kernels), int8_onednn_calls (such calls so far)."},
     {"host_in_place", py_host_in_place, METH_NOARGS,
      "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},

@@ -55,7 +55,7 @@ static void decisions_default(ttc_target *t) {
     t->native_norm = true;
     t->step_threads = 1;
     t->native_elementwise = true;
-    t->cuda_interop = t->native_epi = t->native_pool = true;
+    t->cuda_interop = t->native_epi = t->native_pool = t->native_qconv = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -212,6 +212,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     /* epilogues inside native calls, native pooling: on unless turned off (A/B runs) */
     t.native_epi = FLAG(NATIVE_EPI, true);
     t.native_pool = FLAG(NATIVE_POOL, true);
+    t.native_qconv = FLAG(NATIVE_QCONV, true);
     *out = t;
     return TTC_OK;
 }

@@ -62,9 +62,10 @@ def _kernels(gm):
     return out
 
 
-# "int8": PT2E's layers fold into int8 kernels (TORCHTRT_C_QUANT_KERNELS=int8; the default on
-# devices other than a CPU with native steps); "dequant": Q/DQ stay elementwise float math
-# around float layers (the default on a CPU with native steps)
+# "int8": PT2E's layers fold into int8 kernels (TORCHTRT_C_QUANT_KERNELS=int8; the default
+# everywhere oneDNN's int8 convolution loads or there are no native steps; on a CPU, oneDNN int8
+# native steps: csrc/backend/cpu/native_qconv.c); "dequant": Q/DQ stay elementwise float math
+# around float layers (the default on a CPU with native steps but no oneDNN)
 MODES = ["int8", "dequant"]
 # Against torch's execution of the quantized model, relative to the largest output: dequant
 # computes torch's own Q/DQ arithmetic, only float summation orders differ (1e-5). int8 kernels

@@ -16,10 +16,12 @@ Patterns that do not match (a per-tensor weight, non-zero weight zero points, a 
 convolution, an input of another rank) keep their Q/DQ nodes, which engines run as elementwise
 float math (dequantized in the engine, never sent to torch for that reason).
 
-On a CPU device whose native steps are on (oneDNN), the dequantized form is faster today: its
-convolutions run in oneDNN's float32 kernels while the int8 kernels are portable OpenCL
-(int8_kernels() says which form a compile takes; TORCHTRT_C_QUANT_KERNELS=int8 / dequant
-forces one)."""
+On a CPU device whose native steps are on, the int8 layers run as oneDNN's int8 convolutions
+(VNNI / AMX; csrc/backend/cpu/native_qconv.c) with the epilogue as post-ops, activations u8/s8
+between layers; where that library is missing (a CPU with native steps through OpenBLAS only),
+the dequantized form is the faster one: its convolutions run natively in float32 while the int8
+kernels would be portable OpenCL (int8_kernels() says which form a compile takes;
+TORCHTRT_C_QUANT_KERNELS=int8 / dequant forces one)."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -67,7 +69,8 @@ qlinear.register_fake(_qlinear_ref)
 
 def int8_kernels(settings) -> bool:
     """Whether PT2E's layers become int8 kernels (else they stay Q/DQ + float layers): yes on
-    every device but a CPU with native steps, unless TORCHTRT_C_QUANT_KERNELS says."""
+    every device but a CPU with native steps and no oneDNN int8 convolution, unless
+    TORCHTRT_C_QUANT_KERNELS says."""
     from torchtrt_c import settings
     force = (settings.get("QUANT_KERNELS") or "auto").strip().lower()
     if force in ("int8", "dequant"):
@@ -86,7 +89,10 @@ def int8_kernels(settings) -> bool:
         devs = devices()
         dev = devs[0] if devs else None
     kind = dev.get("type") if isinstance(dev, dict) else getattr(dev, "type", None)
-    return not (kind == "cpu" and _C.native_cpu().get("available", False))
+    if kind != "cpu":
+        return True
+    nat = _C.native_cpu()
+    return not nat.get("available", False) or nat.get("int8") == "onednn"
 
 
 def _qd(name):

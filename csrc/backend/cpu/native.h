@@ -12,7 +12,8 @@
  *
  * The files: native_ops.c (specs and launches), native_conv_dnnl.c / native_gemm_dnnl.c
  * (oneDNN), native_attn.c, native_norm.c, native_pool.c, native_epi.c (epilogues in C),
- * native_post.c (oneDNN post-ops), native_layout.c (channels-last between convolutions),
+ * native_post.c (oneDNN post-ops), native_qconv.c (PT2E int8 convolutions/linears through
+ * oneDNN int8), native_layout.c (channels-last between convolutions),
  * native_math.c (the C math of the steps), step_threads.c (their thread pool).
  */
 #ifndef TTC_BACKEND_CPU_NATIVE_H

@@ -9,7 +9,9 @@
 
 /* The native kinds of backend/cpu/native_ops.c whose argument slots are read below (kept equal to
  * its enum: NATIVE_CONV 2, NATIVE_POOL 3, NATIVE_EW 4; x at slot 0 for both readers). */
-enum { LAYOUT_CONV = 2, LAYOUT_POOL = 3, LAYOUT_EW = 4 };
+enum { LAYOUT_CONV = 2, LAYOUT_POOL = 3, LAYOUT_EW = 4, LAYOUT_QCONV = 10 };
+/* ... and the int8 convolution's (native_qconv.h): x at slot 0, the residual at slot 10 */
+enum { QCONV_RES_SLOT = 10 };
 
 /* A rank-4 permute of a tensor itself (not of another view): ConvNeXt's depthwise result seen
  * channels-last by its layer norm, which over a NHWC tensor is a plain copy. */
@@ -25,6 +27,11 @@ static bool permute_of_root(const ttc_kir *k, int32_t t) {
 static bool reads_any_layout(const ttc_kir *k, const ttc_kspec *ks, const ttc_kop *op, int32_t a, int32_t t) {
     if (!ks->native || ks->native_epi) return false;
     if (a == 0 && ks->native == LAYOUT_CONV && op->in[0] == t) return true;
+    /* an int8 convolution reads its input and residual in either layout (reorders where oneDNN
+     * wants the other); its epilogue never runs as code reading the leaves */
+    if (ks->native == LAYOUT_QCONV)
+        return (a == 0 && op->in[0] == t) || (a == QCONV_RES_SLOT && ks->args[a].t == t) || t == op->out ||
+               a >= ks->n_native_args;
     /* a max pool reads NHWC when it writes NHWC too (settled in ttc_native_layout_plan) */
     if (a == 0 && ks->native == LAYOUT_POOL && op->in[0] == t && k->ts[t].rank == 4 &&
         (op->p.pool.kind == TTC_POOL_ADAPTIVE_AVG || op->p.pool.kind == TTC_POOL_MAX))
@@ -52,9 +59,11 @@ ttc_status ttc_native_layout_plan(ttc_engine_view *e) {
         const ttc_kop *op = &k->ops[ks->op];
         const ttc_et *o = &k->ts[op->out];
         bool max_pool = ks->native == LAYOUT_POOL && op->p.pool.kind == TTC_POOL_MAX;
-        if (!ks->native || ks->native_epi || (ks->native != LAYOUT_CONV && ks->native != LAYOUT_EW && !max_pool))
+        bool qconv = ks->native == LAYOUT_QCONV && o->rank == 4;   /* float32 or 8-bit */
+        if (!ks->native || ks->native_epi || (ks->native != LAYOUT_CONV && ks->native != LAYOUT_EW && !max_pool && !qconv))
             continue;
-        if (o->kind != TTC_ET_INTER || o->binding >= 0 || o->rank != 4 || o->dtype != TTC_DTYPE_FLOAT32) continue;
+        if (o->kind != TTC_ET_INTER || o->binding >= 0 || o->rank != 4 || (o->dtype != TTC_DTYPE_FLOAT32 && !qconv))
+            continue;
         /* one pixel: both layouts are the same bytes; nothing to gain */
         if (o->dims[2].sym < 0 && o->dims[3].sym < 0 && o->dims[2].add * o->dims[3].add == 1) continue;
         cand[op->out] = 1;

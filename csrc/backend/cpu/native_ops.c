@@ -16,10 +16,12 @@
 #include "native_norm.h"
 #include "native_pool.h"
 #include "native_post.h"
+#include "native_qconv.h"
 #include "native_wq.h"
 
-enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8, NATIVE_KV = 9 };
-_Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4, "native_layout.c reads these kinds by number");
+enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8, NATIVE_KV = 9,
+       NATIVE_QCONV = 10 };
+_Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4 && NATIVE_QCONV == 10, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
 enum { GA_A, GA_AOFF, GA_B, GA_BOFF, GA_C, GA_COFF, GA_M, GA_N, GA_K, GA_BATCH, GA_SA, GA_SB, GA_COUNT };
@@ -44,9 +46,15 @@ enum { WA_X, WA_XOFF, WA_Q, WA_QOFF, WA_Y, WA_YOFF, WA_S, WA_SOFF, WA_Z, WA_ZOFF
  * pairs, B, S, then the strides of q, the caches (four each), slots and the key mask */
 enum { KV_Q, KV_QOFF, KV_K, KV_KOFF, KV_V, KV_VOFF, KV_SL, KV_SLOFF, KV_M, KV_MOFF, KV_O, KV_OOFF, KV_B, KV_S,
        KV_QS, KV_KS = KV_QS + 4, KV_VS = KV_KS + 4, KV_SLS = KV_VS + 4, KV_MS, KV_COUNT = KV_MS + 2 };
+/* int8 convolution / linear (native_qconv.h): x, w, y, the per-channel scales, the bias and the
+ * residual (the scales again where there is none) as (buffer, offset) pairs, then the shape (a
+ * linear: N = M rows, C = K, OC = N, the rest 1) */
+enum { QA_X, QA_XOFF, QA_W, QA_WOFF, QA_Y, QA_YOFF, QA_S, QA_SOFF, QA_B, QA_BOFF, QA_R, QA_ROFF, QA_N, QA_H, QA_W_,
+       QA_OH, QA_OW, QA_C, QA_OC, QA_G, QA_KH, QA_KW, QA_SH, QA_SW, QA_PH, QA_PW, QA_DH, QA_DW, QA_COUNT };
 enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
-               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS && (int)KV_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
+               (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS &&
+               (int)KV_COUNT <= NATIVE_MAX_ARGS && (int)QA_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -74,6 +82,8 @@ typedef struct native_call {
     bool x_nhwc, y_nhwc;      /* convolution / pool: input / output stored NHWC (native_layout.h) */
     bool wino;                /* convolution: Winograd where oneDNN has it (target.conv_winograd) */
     int64_t chans;            /* pool with x_nhwc: channels */
+    ttc_qconv_plan qplan;     /* int8 convolution / linear: the epilogue's post-ops */
+    ttc_qconv_shape qs;       /* ... and the call's shape, dtypes and layouts */
     int64_t v[NATIVE_MAX_ARGS];
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
@@ -155,7 +165,14 @@ static bool concat_ok(const ttc_kir *k, const ttc_kop *op) {
     return fed;
 }
 
+/* An int8 convolution / linear whose operands and epilogue oneDNN's int8 convolution takes. */
+static bool qconv_ok(const ttc_kir *k, const ttc_kop *op) {
+    ttc_qconv_plan plan;
+    return k->native && ttc_kir_target(k)->native_qconv && ttc_qconv_available() && ttc_qconv_plan_op(k, op, &plan);
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
+    if (op->kind == TTC_KOP_QCONV2D || op->kind == TTC_KOP_QGEMM) return !op->dead && qconv_ok(k, op);
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
     if (op->kind == TTC_KOP_WQ_LINEAR) {   /* float32 activations, scales and zero points */
@@ -368,9 +385,52 @@ static bool gemm_post_lib(const ttc_kir *k, const ttc_kop *op) {
            (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && t >= 0 && k->ts[t].kind == TTC_ET_CONST));
 }
 
+static ttc_status qconv_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    ttc_qconv_plan pl;
+    if (!ttc_qconv_plan_op(k, op, &pl))
+        return ttc_fail(TTC_ERR_INTERNAL, "native %s: the int8 layer's epilogue has no plan", op->name);
+    const int32_t ts[6] = {op->in[0], op->in[1], op->out, op->epi.leaves[pl.scale_leaf],
+                           op->epi.leaves[pl.bias_leaf >= 0 ? pl.bias_leaf : pl.scale_leaf],
+                           op->epi.leaves[pl.res_leaf >= 0 ? pl.res_leaf : pl.scale_leaf]};
+    for (int i = 0; i < 6; i++) {
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
+    if (op->kind == TTC_KOP_QGEMM) {   /* [M, K] x [K, N]: a 1x1 convolution of [M, K, 1, 1] */
+        const ttc_et *x = &k->ts[op->in[0]], *o = &k->ts[op->out];
+        int64_t lit[] = {1, 1, 1, 1, x->dims[1].add, o->dims[1].add, 1, 1, 1, 1, 1, 0, 0, 1, 1};
+        for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, lit[i]);
+        return TTC_OK;
+    }
+    const ttc_et *x = &k->ts[op->in[0]], *w = &k->ts[op->in[1]], *out = &k->ts[op->out];
+    ARG(TTC_ARG_DIM, op->in[0], 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 3, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 2, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 3, 0, 0);
+    int64_t lit[] = {x->dims[1].add, out->dims[1].add, op->p.qconv.groups, w->dims[2].add, w->dims[3].add,
+                     op->p.qconv.stride[0], op->p.qconv.stride[1], op->p.qconv.pad[0], op->p.qconv.pad[1],
+                     op->p.qconv.dil[0], op->p.qconv.dil[1]};
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) ARG(TTC_ARG_INT, 0, 0, 0, lit[i]);
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_) {
     int32_t before = ks->n_args;
+    if (op->kind == TTC_KOP_QCONV2D || op->kind == TTC_KOP_QGEMM) {
+        /* the whole epilogue runs inside oneDNN's primitive (post-ops) */
+        TTC_TRY(qconv_args(k, op, ks));
+        ks->native = NATIVE_QCONV;
+        ks->n_native_args = ks->n_args - before;
+        ks->native_post = ks->native_epi = false;
+        const ttc_et *out = &k->ts[op->out];
+        ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
+                        "    %s_store(0.0f, lin%s);\n}\n", ks->name, P, ks->name, A_);
+        ARG(TTC_ARG_PROD, op->out, 0, out->rank, 0);
+        ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, 0);
+        return TTC_OK;
+    }
     if (op->kind == TTC_KOP_GEMM) {
         TTC_TRY(gemm_args(k, op, ks));
         ks->native = NATIVE_GEMM;
@@ -500,6 +560,17 @@ static void native_run(void *arg, void *const *ptrs) {
     const native_call *c = arg;
     const int64_t *v = c->v;
     void *m0 = ptrs[0];   /* ptrs[1], ptrs[2]: read only by the kinds that pass them */
+    if (c->kind == NATIVE_QCONV) {
+        const ttc_qconv_shape *s = &c->qs;
+        size_t xs = ttc_dtype_size((ttc_dtype)s->x_dt), ys = ttc_dtype_size((ttc_dtype)s->y_dt);
+        const void *res = s->r_dt >= 0 ? (const char *)ptrs[5] + v[QA_ROFF] * (int64_t)ttc_dtype_size((ttc_dtype)s->r_dt)
+                                       : NULL;
+        ttc_qconv_run(c->owner, c->ki, s, &c->qplan, (const char *)m0 + v[QA_XOFF] * (int64_t)xs,
+                      (const int8_t *)ptrs[1] + v[QA_WOFF], (const float *)ptrs[3] + v[QA_SOFF],
+                      c->qplan.bias_leaf >= 0 ? (const float *)ptrs[4] + v[QA_BOFF] : NULL, res,
+                      (char *)ptrs[2] + v[QA_YOFF] * (int64_t)ys);
+        return;
+    }
     if (c->kind == NATIVE_GEMM) {
         const float *A = (const float *)m0 + v[GA_AOFF], *B = (const float *)ptrs[1] + v[GA_BOFF];
         float *C = (float *)ptrs[2] + v[GA_COFF];
@@ -728,7 +799,7 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
                    : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : c.kind == NATIVE_WQ ? 5
-                   : c.kind == NATIVE_KV ? 6 : 3;
+                   : c.kind == NATIVE_KV ? 6 : c.kind == NATIVE_QCONV ? 6 : 3;
     if (c.kind == NATIVE_NORM) {
         c.eps = (float)op->p.norm.eps;
         c.rms = op->p.norm.rms;
@@ -771,6 +842,25 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
         kv->window = op->p.kva.window;
         kv->threads = c.threads;
     }
+    if (c.kind == NATIVE_QCONV) {
+        if (!ttc_qconv_plan_op(e->k, op, &c.qplan))
+            return ttc_fail(TTC_ERR_INTERNAL, "native %s: the int8 layer's epilogue has no plan at launch", op->name);
+        const int64_t *v = c.v;
+        ttc_qconv_shape qs = {v[QA_N], v[QA_C], v[QA_H], v[QA_W_], v[QA_OC], v[QA_OH], v[QA_OW], v[QA_G], v[QA_KH],
+                              v[QA_KW], v[QA_SH], v[QA_SW], v[QA_PH], v[QA_PW], v[QA_DH], v[QA_DW],
+                              op->kind == TTC_KOP_QCONV2D ? op->p.qconv.a_zp : op->p.qgemm.a_zp,
+                              e->k->ts[op->in[0]].dtype, e->k->ts[op->out].dtype, -1,
+                              ttc_native_nhwc(e, op->in[0]), ttc_native_nhwc(e, op->out), 0};
+        if (c.qplan.res_leaf >= 0) {
+            int32_t r = op->epi.leaves[c.qplan.res_leaf];
+            qs.r_dt = e->k->ts[r].dtype;
+            qs.r_nhwc = ttc_native_nhwc(e, r);
+        }
+        c.qs = qs;
+        char what[160];
+        snprintf(what, sizeof what, "%s: %s", ks->name, op->name ? op->name : "");
+        return ttc_queue_host_task(q, native_run, &c, sizeof c, bufs, n_bufs, what, ev);
+    }
     if (c.kind == NATIVE_CONV || c.kind == NATIVE_POOL) {
         c.x_nhwc = ttc_native_nhwc(e, op->in[0]);
         c.y_nhwc = ttc_native_nhwc(e, op->out);
@@ -799,5 +889,6 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
 
 void ttc_native_forget(const ttc_engine_view *e) {
     ttc_dnnl_forget(e);
+    ttc_qconv_forget(e);
     ttc_dnnl_gemm_forget(e);
 }
