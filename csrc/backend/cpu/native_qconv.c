@@ -235,7 +235,7 @@ bool ttc_qconv_plan_op(const ttc_kir *k, const ttc_kop *op, ttc_qconv_plan *plan
         const ttc_et *wb = w->kind == TTC_ET_VIEW ? &k->ts[w->base] : NULL;
         if (x->rank != 2 || out->rank != 2 || !wb || w->vkind != TTC_VIEW_PERMUTE || w->perm[0] != 1 ||
             w->perm[1] != 0 || wb->kind != TTC_ET_CONST || wb->rank != 2 || x->dims[1].sym >= 0 ||
-            wb->dims[0].sym >= 0 || wb->dims[1].sym >= 0 || op->p.gemm.reshaped)
+            wb->dims[0].sym >= 0 || wb->dims[1].sym >= 0)
             return false;
         ch = 1;
     } else {
