@@ -25,7 +25,7 @@ static const ttc_kind_row rows[] = {
     ROW(SORT, "sort", ttc_gen_sort, OWN, false),                  /* one work-item per input element */
     ROW(SCATTER, "scatter", ttc_gen_scatter, OUT, false),
     ROW(SCAN, "scan", ttc_gen_scan, OUT, false),
-    ROW(SLOT_WRITE, "slot_write", ttc_gen_slot_write, OWN, false),      /* one work-item per new element */
+    ROW(SLOT_WRITE, "slot_write", ttc_gen_slot_write, OWN, true),       /* one work-item per new element; native: backend/cpu/native_kv.c */
     ROW(KV_ATTENTION, "kv_attention", ttc_gen_kv_attention, OWN, true),  /* a work-group per query row (or range); native: backend/cpu/native_kv.c */
     ROW(KV_REDUCE, "kv_reduce", ttc_gen_kv_reduce, OWN, false),         /* one work-item per output element */
     ROW(QGEMM, "qgemm", ttc_gen_qgemm, OUT, true),                      /* one work-item per output element; native: oneDNN int8 (native_qconv.c) */

@@ -72,6 +72,7 @@ ttc_status ttc_pass_unpack_log_softmax(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_fuse_linear(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_remove_flatten_linear(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_fold_batch_norm(ttc_graph *g, void *ctx, bool *changed);
+ttc_status ttc_pass_fuse_parallel_linear(ttc_graph *g, void *ctx, bool *changed);
 ttc_status ttc_pass_fuse_rms_norm(ttc_graph *g, void *ctx, bool *changed);
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) -> aten.gelu(x, approximate="tanh") (passes/fuse_gelu_tanh.c) */
 ttc_status ttc_pass_fuse_gelu_tanh(ttc_graph *g, void *ctx, bool *changed);

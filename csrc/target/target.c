@@ -147,8 +147,10 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
      * on the zoo's linears (bench/cpu_gemm.py); blas/dnnl for A/B runs and tests */
     t.native_gemm = SET(NATIVE_GEMM) ? (int32_t)VAL(NATIVE_GEMM) : TTC_NATIVE_GEMM_AUTO;  /* blas|auto|dnnl */
     /* decode-step linears (a few rows, constant weights) through the C GEMV: memory-bound, and
-     * oneDNN's matmul ran them at a fraction of the bandwidth (=0 for A/B runs) */
-    t.native_gemv = SET(NATIVE_GEMV_ROWS) ? (int32_t)VAL(NATIVE_GEMV_ROWS) : 8;
+     * oneDNN's matmul ran them at a fraction of the bandwidth; up to 4 rows (a small Llama's
+     * decode at batch 4: 7.9 ms/token, oneDNN 9.8; at batch 8 oneDNN was faster: 15.8 vs 25.2,
+     * the GEMV's FMAs then the limit) (=0 for A/B runs) */
+    t.native_gemv = SET(NATIVE_GEMV_ROWS) ? (int32_t)VAL(NATIVE_GEMV_ROWS) : 4;
     t.dedupe_kernels = FLAG(DEDUPE_KERNELS, true);
     t.cuda_launch = FLAG(CUDA_LAUNCH, true);
     if (SET(CUDA_GRAPHS)) t.cuda_graphs = VAL(CUDA_GRAPHS) > 64 ? 64 : (int32_t)VAL(CUDA_GRAPHS);

@@ -212,7 +212,12 @@ def compile_llm(model, *, max_seq_len: Optional[int] = None, max_batch_size: int
     # in Runner.run, slots against the cache): no wait for the index flag after each step
     settings.setdefault("check_indices", False)
     import torchtrt_c
-    with _hf.attention_implementation(model), torch.no_grad():
+    from torchtrt_c import settings as knobs
+    # the step's Q/K/V projections and MLP gate/up (linears of one input) as one linear each:
+    # a decode step's linears are GEMVs, fewer and larger ones read the weights faster
+    # (passes/fuse_parallel_linear.c); unless the caller set the setting
+    fuse = {} if knobs.get("FUSE_PARALLEL_LINEAR") is not None else {"FUSE_PARALLEL_LINEAR": 1}
+    with _hf.attention_implementation(model), torch.no_grad(), knobs.override(**fuse):
         compiled = torchtrt_c.compile(step, inputs=inputs, **settings)
     _check_one_engine(compiled)
     return CompiledCausalLM.from_parts(model.config, getattr(model, "generation_config", None),

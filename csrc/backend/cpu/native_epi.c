@@ -19,18 +19,20 @@ static bool env_off(const ttc_kir *k) { return !ttc_kir_target(k)->native_epi; }
 /* kir/eops.def's NATIVE CHEAP rows: each has its C step in eval_tile's switch */
 static bool cheap_step(ttc_eop op) { return (unsigned)op < TTC_EOP_COUNT && ttc_eops[op].native == TTC_EOP_NATIVE_CHEAP; }
 
-/* Walks the store arguments (emit_store_fn's order): output buffer and offset, the output's
- * dims when some leaf is not dense, then per leaf its buffer, offset and (not dense) one
- * stride per output dim. first[l]: index of leaf l's buffer argument. */
+/* Walks the store arguments (ttc_codegen_store_fns' order): output buffer and offset, the
+ * output's symbolic dims (some of dims 1..R-1, ascending; concrete ones are literals in the
+ * OpenCL code) when some leaf is not dense, then per leaf its buffer, offset and (not dense)
+ * one stride per output dim. first[l]: index of leaf l's buffer argument. (The native epilogue
+ * takes the output's dims from the plan, not from these.) */
 static bool parse_store_args(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *a, int32_t n, int32_t *first,
                              bool *dense) {
     const ttc_expr *e = &op->epi;
     int32_t R = k->ts[op->out].rank, i = 0;
     if (n < 2 || a[0].kind != TTC_ARG_BUF || a[0].t != op->out || a[1].kind != TTC_ARG_OFF) return false;
     i = 2;
-    if (i < n && a[i].kind == TTC_ARG_DIM) {
-        for (int32_t d = 0; d < R; d++, i++)
-            if (i >= n || a[i].kind != TTC_ARG_DIM || a[i].d != d) return false;
+    for (int32_t last = -1; i < n && a[i].kind == TTC_ARG_DIM; i++) {
+        if (a[i].t != op->out || a[i].d <= last || a[i].d >= R) return false;
+        last = a[i].d;
     }
     for (int32_t l = 0; l < e->n_leaves; l++) {
         if (i + 1 >= n || a[i].kind != TTC_ARG_BUF || a[i].t != e->leaves[l] || a[i + 1].kind != TTC_ARG_OFF)

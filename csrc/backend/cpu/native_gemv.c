@@ -1,8 +1,9 @@
 /* Float32 GEMV-shaped products (backend/cpu/native_gemv.h). */
 /* the register blocks below are loops over constants: unrolled, the accumulators stay in
- * registers (-O2 keeps them in memory) */
+ * registers (-O2 keeps them in memory); multiply-adds contracted into FMAs where the clone has
+ * them (-std=c11 turns contraction off) */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3")
+#pragma GCC optimize("O3", "fp-contract=fast")
 #endif
 #include "native_gemv.h"
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "native_math.h"
 #include "step_threads.h"
 
 /* keys scored before their softmax step; lanes of the partial dot products */
@@ -62,10 +63,9 @@ static void kv_row(const kv_job *j, int64_t row, float *acc) {
         float mn = cm > m ? cm : m;
         if (mn == -INFINITY) continue;
         float corr = expf(m - mn), ps = 0.0f;
-        for (int64_t t = 0; t < cn; t++) {
-            sc[t] = expf(sc[t] - mn);
-            ps += sc[t];
-        }
+        for (int64_t t = 0; t < cn; t++) sc[t] -= mn;
+        ttc_nm_unary(TTC_EOP_EXP, sc, sc, cn);   /* vectorised (libm's expf is a call per key) */
+        for (int64_t t = 0; t < cn; t++) ps += sc[t];
         l = l * corr + ps;
         for (int64_t e = 0; e < EV; e++) acc[e] *= corr;
         for (int64_t t = 0; t < cn; t++) {
@@ -96,4 +96,25 @@ void ttc_native_kv_attention(const ttc_native_kv_shape *s, const float *q, const
     if (rows <= 0 || s->ev <= 0 || s->ev > KV_MAX_EV) return;
     kv_job j = {s, q, kc, vc, slots, key_mask, out};
     ttc_steps_for(s->threads, rows, ttc_steps_grain(s->l * (s->e + s->ev)), kv_rows, &j);
+}
+
+void ttc_native_slot_write(const ttc_native_slot_shape *s, const float *x, const void *slots, float *cache,
+                           int32_t *errf) {
+    const int64_t *d = s->dims, *xs = s->xs;
+    for (int64_t si = 0; si < d[2]; si++) {
+        int64_t slot = s->slots64 ? ((const int64_t *)slots)[si * s->sls] : ((const int32_t *)slots)[si * s->sls];
+        if (slot < 0 || slot >= s->l) {
+            if (errf) __atomic_compare_exchange_n(errf, &(int32_t){0}, s->err_code, false, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED);
+            continue;
+        }
+        for (int64_t a = 0; a < d[0]; a++)
+            for (int64_t b = 0; b < d[1]; b++) {
+                const float *xr = x + a * xs[0] + b * xs[1] + si * xs[2];
+                float *o = cache + ((a * d[1] + b) * s->l + slot) * d[3];
+                if (xs[3] == 1) memcpy(o, xr, sizeof(float) * (size_t)d[3]);
+                else
+                    for (int64_t e = 0; e < d[3]; e++) o[e] = xr[e * xs[3]];
+            }
+    }
 }

@@ -35,4 +35,18 @@ typedef struct ttc_native_kv_shape {
 void ttc_native_kv_attention(const ttc_native_kv_shape *s, const float *q, const float *kc, const float *vc,
                              const void *slots, const uint8_t *key_mask, float *out);
 
+/* slot_write (kir.h TTC_KOP_SLOT_WRITE, codegen_kv.c's kernel): the new keys or values x
+ * [d0, d1, S, d3] (any strides, right-aligned to rank 4; the slot dim is dim 2 of the four)
+ * into the dense cache [d0, d1, L, d3] at slots[s]; a slot outside [0, L) writes nothing and
+ * sets *errf to err_code (when it is 0). */
+typedef struct ttc_native_slot_shape {
+    int64_t dims[4], xs[4];   /* x's dims and element strides */
+    int64_t l, sls;           /* cache length, slots' stride */
+    bool slots64;
+    int32_t err_code;
+} ttc_native_slot_shape;
+
+void ttc_native_slot_write(const ttc_native_slot_shape *s, const float *x, const void *slots, float *cache,
+                           int32_t *errf);
+
 #endif

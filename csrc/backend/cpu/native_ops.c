@@ -20,7 +20,7 @@
 #include "native_wq.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8, NATIVE_KV = 9,
-       NATIVE_QCONV = 10 };
+       NATIVE_QCONV = 10, NATIVE_SLOT = 11 };
 _Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4 && NATIVE_QCONV == 10, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
@@ -51,10 +51,15 @@ enum { KV_Q, KV_QOFF, KV_K, KV_KOFF, KV_V, KV_VOFF, KV_SL, KV_SLOFF, KV_M, KV_MO
  * linear: N = M rows, C = K, OC = N, the rest 1) */
 enum { QA_X, QA_XOFF, QA_W, QA_WOFF, QA_Y, QA_YOFF, QA_S, QA_SOFF, QA_B, QA_BOFF, QA_R, QA_ROFF, QA_N, QA_H, QA_W_,
        QA_OH, QA_OW, QA_C, QA_OC, QA_G, QA_KH, QA_KW, QA_SH, QA_SW, QA_PH, QA_PW, QA_DH, QA_DW, QA_COUNT };
+/* slot_write (native_kv.h): x, slots, the cache as (buffer, offset) pairs, x's dims and strides
+ * right-aligned to rank 4, the cache length, the slots' stride, then the error flag */
+enum { SW_X, SW_XOFF, SW_SL, SW_SLOFF, SW_O, SW_OOFF, SW_DIMS, SW_XS = SW_DIMS + 4, SW_L = SW_XS + 4, SW_SLS, SW_ERRF,
+       SW_COUNT };
 enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
                (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS &&
-               (int)KV_COUNT <= NATIVE_MAX_ARGS && (int)QA_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
+               (int)KV_COUNT <= NATIVE_MAX_ARGS && (int)QA_COUNT <= NATIVE_MAX_ARGS &&
+               (int)SW_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -76,6 +81,7 @@ typedef struct native_call {
     const void *owner;        /* the engine, for the oneDNN cache */
     ttc_native_attn_shape attn;
     ttc_native_kv_shape kv;
+    ttc_native_slot_shape slot;
     bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
     int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
@@ -188,6 +194,11 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
         if (m >= 0 && ((k->ts[m].dtype != TTC_DTYPE_FLOAT32 && k->ts[m].dtype != TTC_DTYPE_BOOL) || k->ts[m].rank > R))
             return false;
         return k->native && ttc_kir_target(k)->native_attn && (R == 3 || R == 4) && op->p.attn.group >= 1;
+    }
+    if (op->kind == TTC_KOP_SLOT_WRITE) {   /* float32 into a float32 cache, the slots along dim R - 2 */
+        int32_t R = k->ts[op->in[0]].rank;
+        return k->native && ttc_kir_target(k)->native_attn && k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 &&
+               R >= 2 && R <= 4 && k->ts[op->out].rank == R && op->p.slot.dim == R - 2 && op->epi.n == 0;
     }
     if (op->kind == TTC_KOP_KV_ATTENTION) {   /* float32 q and caches, the unsplit (CPU) form */
         for (int32_t i = 0; i < 3; i++)
@@ -375,6 +386,27 @@ static ttc_status kv_args(const ttc_kop *op, ttc_kspec *ks) {
     return TTC_OK;
 }
 
+static ttc_status slot_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
+    int32_t R = k->ts[op->in[0]].rank;
+    const int32_t ts[3] = {op->in[0], op->in[1], op->out};
+    for (int i = 0; i < 3; i++) {
+        ARG(TTC_ARG_BUF, ts[i], 0, 0, 0);
+        ARG(TTC_ARG_OFF, ts[i], 0, 0, 0);
+    }
+    for (int32_t d = R - 4; d < R; d++) {
+        if (d < 0) ARG(TTC_ARG_INT, 0, 0, 0, 1);
+        else ARG(TTC_ARG_DIM, op->in[0], d, 0, 0);
+    }
+    for (int32_t d = R - 4; d < R; d++) {
+        if (d < 0) ARG(TTC_ARG_INT, 0, 0, 0, 0);
+        else ARG(TTC_ARG_STRIDE, op->in[0], d, R, 0);
+    }
+    ARG(TTC_ARG_DIM, op->out, R - 2, 0, 0);
+    ARG(TTC_ARG_STRIDE, op->in[1], 0, 1, 0);
+    ARG(TTC_ARG_ERRFLAG, op->out, 0, 0, 0);   /* the execution then has a flag (bound in ttc_native_launch) */
+    return TTC_OK;
+}
+
 /* A GEMM runs through oneDNN's matmul (the choice ttc_native_launch makes: the target's library,
  * constant weights for "auto"), so its post-ops are worth planning: on OpenBLAS they would run
  * in plain C after it (ttc_native_post_ref_nhwc), slower than native_epi's vectorised steps. */
@@ -456,6 +488,9 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     } else if (op->kind == TTC_KOP_KV_ATTENTION) {
         TTC_TRY(kv_args(op, ks));
         ks->native = NATIVE_KV;
+    } else if (op->kind == TTC_KOP_SLOT_WRITE) {
+        TTC_TRY(slot_args(k, op, ks));
+        ks->native = NATIVE_SLOT;
     } else if (op->kind == TTC_KOP_WQ_LINEAR) {
         TTC_TRY(wq_args(k, op, ks));
         ks->native = NATIVE_WQ;
@@ -606,6 +641,12 @@ static void native_run(void *arg, void *const *ptrs) {
                            y, v[WA_M], v[WA_N], v[WA_K], v[WA_GROUP], (int32_t)v[WA_BITS], c->threads};
         ttc_native_wq_linear(&a);
         epilogue(c, ptrs, y);
+        return;
+    }
+    if (c->kind == NATIVE_SLOT) {
+        size_t sl_bytes = c->slot.slots64 ? sizeof(int64_t) : sizeof(int32_t);
+        ttc_native_slot_write(&c->slot, (const float *)m0 + v[SW_XOFF], (const char *)ptrs[1] + v[SW_SLOFF] * sl_bytes,
+                              (float *)ptrs[2] + v[SW_OOFF], c->scratch_slot >= 0 ? ptrs[c->scratch_slot] : NULL);
         return;
     }
     if (c->kind == NATIVE_KV) {
@@ -799,7 +840,7 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
     int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
                    : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : c.kind == NATIVE_WQ ? 5
-                   : c.kind == NATIVE_KV ? 6 : c.kind == NATIVE_QCONV ? 6 : 3;
+                   : c.kind == NATIVE_KV ? 6 : c.kind == NATIVE_QCONV ? 6 : 3;   /* NATIVE_SLOT: x, slots, cache (+ the flag below) */
     if (c.kind == NATIVE_NORM) {
         c.eps = (float)op->p.norm.eps;
         c.rms = op->p.norm.rms;
@@ -842,6 +883,16 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
         kv->window = op->p.kva.window;
         kv->threads = c.threads;
     }
+    if (c.kind == NATIVE_SLOT) {
+        for (int i = 0; i < 4; i++) {
+            c.slot.dims[i] = c.v[SW_DIMS + i];
+            c.slot.xs[i] = c.v[SW_XS + i];
+        }
+        c.slot.l = c.v[SW_L];
+        c.slot.sls = c.v[SW_SLS];
+        c.slot.slots64 = e->k->ts[op->in[1]].dtype == TTC_DTYPE_INT64;
+        c.slot.err_code = (int32_t)(op - e->k->ops) + 1;   /* as the OpenCL kernel's: the op's number */
+    }
     if (c.kind == NATIVE_QCONV) {
         if (!ttc_qconv_plan_op(e->k, op, &c.qplan))
             return ttc_fail(TTC_ERR_INTERNAL, "native %s: the int8 layer's epilogue has no plan at launch", op->name);
@@ -867,6 +918,10 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
         c.chans = p->res[op->in[0]].shape[1];
     }
     c.scratch_slot = -1;
+    if (c.kind == NATIVE_SLOT && b->errf) {   /* the flag rides in the scratch slot */
+        c.scratch_slot = (int8_t)n_bufs;
+        bufs[n_bufs++] = b->errf;
+    }
     if ((c.kind == NATIVE_CONV && conv_scratch(c.v, c.x_nhwc, c.y_nhwc) > 0) || c.kind == NATIVE_ATTN) {
         if (!scratch) return ttc_fail(TTC_ERR_INTERNAL, "native %s: no scratch buffer", op->name);
         c.scratch_slot = (int8_t)n_bufs;
