@@ -94,3 +94,23 @@ def test_fresh_process_hits_engine_and_program_caches(tmp_path):
     assert rebuilt["programs"]["compiled"] == 0, rebuilt["programs"]
     assert rebuilt["programs"]["cache_hits"] >= t["engines"], rebuilt["programs"]
     assert rebuilt["max_err"] <= 1e-4
+
+
+def test_engine_key_takes_the_settings(tmp_path, monkeypatch):
+    """An engine built under other TORCHTRT_C_* settings (kernel paths, native steps) is not
+    another's: a changed setting builds anew, the same one hits."""
+    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
+    x = torch.randn(4, 16)
+    opts = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
+                engine_cache_dir=str(tmp_path))
+    first = torchtrt_c.compile(m, **opts)
+    assert [e["source"] for e in first._torchtrt_c_profile.engines] == ["built"]
+    with torchtrt_c.settings.override(NATIVE="0"):
+        other = torchtrt_c.compile(m, **opts)
+        assert [e["source"] for e in other._torchtrt_c_profile.engines] == ["built"]
+        again = torchtrt_c.compile(m, **opts)
+        assert again._torchtrt_c_profile.engine_totals()["cache_hits"] == 1
+        err = (again(x) - m(x)).abs().max().item()
+    assert err <= 1e-4, err

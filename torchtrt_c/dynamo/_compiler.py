@@ -265,6 +265,10 @@ class _EngineFactory:
                             d = _content_digest(t)
                         h.update(d)
         h.update(json.dumps(self.s.engine_key_fields(), sort_keys=True).encode())
+        # the TORCHTRT_C_* settings in force (kernel paths, tiles, native steps: they change the
+        # engine), as the module cache's key takes them
+        from torchtrt_c import settings as knobs
+        h.update(json.dumps(sorted(knobs.effective().items())).encode())
         h.update(json.dumps({k: list(v) for k, v in self.imp.symbols.items()}, sort_keys=True).encode())
         from torchtrt_c.dynamo._module_cache import _code_fingerprint
         h.update(_code_fingerprint().encode())  # an edited or rebuilt torchtrt_c builds anew
