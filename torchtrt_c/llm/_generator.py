@@ -46,13 +46,22 @@ class _State:
         self.length = 0
         self.batch = 0
         self.last_pos = None   # [B] position id of each row's last token
+        self.real = None       # [B] real (unpadded) tokens among the filled slots, with a mask
         self.decode = {}       # batch -> generate_tokens' buffers (and recorded step) for it
+        self.views = {}        # batch -> (key_mask[:B], [cache[:B], ...]): the step's inputs
 
     def reset(self, batch: int):
         self.length = 0
         self.batch = batch
         self.last_pos = None
+        self.real = None
         self.key_mask.zero_()
+
+    def inputs_for(self, batch: int):
+        v = self.views.get(batch)
+        if v is None:
+            v = self.views[batch] = (self.key_mask[:batch], [c[:batch] for c in self.caches])
+        return v
 
 
 class _Pool:
@@ -143,29 +152,35 @@ class Runner:
             raise _input_error(f"{S} new tokens in one step: the generator takes at most {self.spec.max_prompt_len}")
         dev = self.device
         ids = input_ids.to(dev, torch.int64)
-        lo, hi = int(ids.min()), int(ids.max())   # the engine does not check them (check_indices=False)
+        lo, hi = (int(x) for x in torch.aminmax(ids))   # the engine does not check them (check_indices=False)
         if lo < 0 or hi >= self.spec.vocab:
             raise _input_error(f"input_ids hold {lo if lo < 0 else hi}, outside the vocabulary [0, {self.spec.vocab})")
+        key_mask, caches = st.inputs_for(B)
         if attention_mask is None:
-            st.key_mask[:B, start:end] = True
+            key_mask[:, start:end] = True
             if st.last_pos is None:
                 pos = torch.arange(start, end, device=dev).expand(B, S)
             else:
                 pos = st.last_pos[:, None] + torch.arange(1, S + 1, device=dev)
+            st.real = None
         else:
             am = attention_mask.to(dev)
             if am.shape != (B, end):
                 raise _input_error(f"attention_mask has shape {tuple(am.shape)}, expected {(B, end)}")
-            st.key_mask[:B, start:end] = am[:, start:end].bool()
-            # the model's positions count the row's real tokens (left padding takes none)
-            pos = (am.to(torch.int64).cumsum(-1) - 1).clamp_(min=0)[:, start:end]
+            new = am[:, start:end].to(torch.int64)
+            key_mask[:, start:end] = new.bool()
+            # the model's positions count the row's real tokens (left padding takes none): those
+            # before this call (kept from the last one, or counted once) and the new ones
+            before = st.real if st.real is not None and start > 0 else am[:, :start].to(torch.int64).sum(-1)
+            run = new.cumsum(-1)
+            pos = (before[:, None] + run - 1).clamp_(min=0)
+            st.real = before + run[:, -1]
         if position_ids is not None:
             if tuple(position_ids.shape) != (B, S):
                 raise _input_error(f"position_ids has shape {tuple(position_ids.shape)}, expected {(B, S)}")
             pos = position_ids.to(dev, torch.int64)
         slots = torch.arange(start, end, device=dev)
-        caches = [c[:B] for c in st.caches]
-        logits = self.step(ids, pos, slots, st.key_mask[:B], *caches)
+        logits = self.step(ids, pos, slots, key_mask, *caches)
         st.length = end
         st.last_pos = pos[:, -1]
         return logits[:, -1, :]
