@@ -578,7 +578,11 @@ ttc_status ttc_convert_pool(ttc_conv_ctx *cx, const ttc_node *n) {
 bool ttc_validate_pool(const ttc_graph *g, const ttc_node *n, bool fp16, char **why_not) {
     int32_t r = n->inputs[0]->type.rank;
     if (r != 3 && r != 4) return fail_why(why_not, "pooling needs a 3-D or 4-D input");
-    if (!ttc_dtype_engine_float(n->inputs[0]->type.dtype)) return fail_why(why_not, "pooling on a non-float tensor");
+    ttc_dtype d = n->inputs[0]->type.dtype;
+    /* max pooling of 8-bit values too (PT2E's quantized stem, dynamo/_quant.py): a max of
+     * integers, exact in the float the kernels compare in */
+    bool q8_max = (n->op == TTC_OP_MAX_POOL2D || n->op == TTC_OP_MAX_POOL2D_IDX) && (d == TTC_DTYPE_UINT8 || d == TTC_DTYPE_INT8);
+    if (!ttc_dtype_engine_float(d) && !q8_max) return fail_why(why_not, "pooling on a non-float tensor");
     return only_first_output_used(g, n, why_not);
 }
 

@@ -84,6 +84,20 @@ static bool reads_q8(const ttc_kir *k, const ttc_kop *p) {
     return false;
 }
 
+/* Whether tensor t is read by exactly one op, an elementwise one (through no view). */
+static bool read_by_one_elementwise(const ttc_kir *k, int32_t t) {
+    if (k->ts[t].n_reads != 1) return false;
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        const ttc_kop *op = &k->ops[i];
+        if (op->dead) continue;
+        for (int32_t l = 0; l < op->epi.n_leaves; l++)
+            if (op->epi.leaves[l] == t) return op->kind == TTC_KOP_ELEMENTWISE;
+        for (int j = 0; j < TTC_KOP_MAX_IN; j++)
+            if (op->in[j] == t) return false;
+    }
+    return false;
+}
+
 static bool fusable_input(const ttc_kir *k, const ttc_kop *consumer, int32_t t) {
     const ttc_et *et = &k->ts[t];
     const ttc_et *out = &k->ts[consumer->out];
@@ -162,6 +176,14 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                 int32_t pi = k->ts[src].producer;
                 ttc_kop *p = &k->ops[pi];
                 if (p->dead || (first && !reads_q8(k, p))) continue;
+                /* an 8-bit result (a quantized layer's) stays 8-bit where its dequantize only
+                 * feeds one elementwise op (a residual add): the dequantize goes into that op
+                 * instead, which then reads the 8-bit tensor (the first pass above) */
+                ttc_dtype sd = k->ts[src].dtype;
+                if (p->kind != TTC_KOP_ELEMENTWISE && (sd == TTC_DTYPE_UINT8 || sd == TTC_DTYPE_INT8) &&
+                    k->ts[c->out].dtype == TTC_DTYPE_FLOAT32 && reads_q8(k, c) && c->out >= 0 &&
+                    read_by_one_elementwise(k, c->out))
+                    continue;
                 /* epilogues take a float accumulator: an integer scan (cumsum of a mask, often
                  * int64) or integer reduction (sum of int32, argmax) would lose exactness past 2^24 */
                 if ((p->kind == TTC_KOP_SCAN || p->kind == TTC_KOP_REDUCE) && k->ts[src].dtype != TTC_DTYPE_FLOAT32 &&

@@ -205,3 +205,33 @@ def test_torchvision_resnet18_int8_one_engine():
         want, got = qm(x), gm(x)
     assert float((got - want).abs().max() / want.abs().max()) <= 1e-2
     assert bool((got.argmax(1) == want.argmax(1)).all())
+
+
+class Stem(torch.nn.Module):
+    """ResNet's stem: conv -> ReLU -> max pool -> conv. PT2E quantizes after the pool; the
+    quantize moves before it (exact: quantize is monotone), so the first convolution writes u8
+    and the pool runs on u8 (dynamo/_quant.py, a native 8-bit max pool on the CPU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 7, 2, 3)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.c2(torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 3, 2, 1))
+
+
+@pytest.mark.parametrize("hw", [(32, 32), (27, 23)])
+def test_stem_pools_8_bit_values(hw):
+    torch.manual_seed(4)
+    qm = _pt2e(Stem(), [torch.randn(2, 3, *hw) for _ in range(3)])
+    gm, ks = _compile_check(qm, torch.randn(3, 3, *hw), 2)
+    pools = [k for k in ks if " pool:" in k]
+    assert len(pools) == 1 and "quantize_per_tensor" in [k for k in ks if " qconv2d:" in k][0], ks
+    if _native_int8():
+        assert "(native)" in pools[0] and "+nhwc-in" in pools[0], ks
+    with settings.override(QUANT_KERNELS="int8", NATIVE_QCONV=False, NATIVE_POOL=False):
+        x = torch.randn(2, 3, *hw)
+        portable = torchtrt_c.compile(qm, inputs=[x], cache_built_engines=False, reuse_cached_engines=False)
+        with torch.no_grad():
+            assert float((portable(x) - qm(x)).abs().max() / qm(x).abs().max()) <= 1e-3

@@ -101,12 +101,44 @@ def _qd(name):
     return getattr(op, "default", None) if op is not None else None
 
 
+def _quantize_before_max_pool(g, q_t) -> int:
+    """quantize_per_tensor(max_pool2d(y)) -> max_pool2d(quantize_per_tensor(y)) where the pool
+    has no other reader: a quantize is monotone (x / s rounded, + zp, clamped; s > 0), so both
+    give the same integers, and the pool then runs on 8-bit values between int8 layers (ResNet's
+    stem: its convolution writes u8 instead of float32 for a float pool)."""
+    mp = _A.max_pool2d.default
+    done = 0
+    for q in list(g.nodes):
+        if q.op != "call_function" or q.target != q_t or len(q.args) < 6 or q.kwargs:
+            continue
+        pool = q.args[0]
+        if not (isinstance(pool, torch.fx.Node) and pool.target == mp and len(pool.users) == 1 and not pool.kwargs):
+            continue
+        y, scale = pool.args[0], q.args[1]
+        yv, qv = (y.meta.get("val") if isinstance(y, torch.fx.Node) else None), q.meta.get("val")
+        if not (isinstance(scale, float) and scale > 0 and yv is not None and qv is not None):
+            continue
+        with g.inserting_before(pool):
+            qn = g.call_function(q_t, (y,) + tuple(q.args[1:]))
+        qn.meta.update(q.meta)
+        qn.meta["val"] = yv.to(qv.dtype)
+        pool.args = (qn,) + tuple(pool.args[1:])
+        pool.meta["val"] = qv
+        q.replace_all_uses_with(pool)
+        g.erase_node(q)
+        done += 1
+    return done
+
+
 def fold_qdq(ep: torch.export.ExportedProgram) -> int:
     """Rewrites PT2E's dq -> conv2d/linear <- dq(weights) layers of ep in place into
     torchtrt_c.qconv2d / qlinear; returns how many."""
     dq_t, dq_c = _qd("dequantize_per_tensor"), _qd("dequantize_per_channel")
     if dq_t is None or dq_c is None:
         return 0
+    q_t = _qd("quantize_per_tensor")
+    if q_t is not None and _quantize_before_max_pool(ep.graph_module.graph, q_t):
+        ep.graph_module.recompile()
     from torch.export.graph_signature import InputKind
     sig = ep.graph_signature
     consts = {}

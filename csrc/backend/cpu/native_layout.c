@@ -59,7 +59,8 @@ ttc_status ttc_native_layout_plan(ttc_engine_view *e) {
         const ttc_kop *op = &k->ops[ks->op];
         const ttc_et *o = &k->ts[op->out];
         bool max_pool = ks->native == LAYOUT_POOL && op->p.pool.kind == TTC_POOL_MAX;
-        bool qconv = ks->native == LAYOUT_QCONV && o->rank == 4;   /* float32 or 8-bit */
+        /* float32 or 8-bit: int8 convolutions, and 8-bit max pools between them */
+        bool qconv = (ks->native == LAYOUT_QCONV || max_pool) && o->rank == 4;
         if (!ks->native || ks->native_epi || (ks->native != LAYOUT_CONV && ks->native != LAYOUT_EW && !max_pool && !qconv))
             continue;
         if (o->kind != TTC_ET_INTER || o->binding >= 0 || o->rank != 4 || (o->dtype != TTC_DTYPE_FLOAT32 && !qconv))

@@ -86,6 +86,7 @@ typedef struct native_call {
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
     int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
     bool x_nhwc, y_nhwc;      /* convolution / pool: input / output stored NHWC (native_layout.h) */
+    int8_t pool_q8;           /* pool: 0 float32, 1 uint8, 2 int8 (max only) */
     bool wino;                /* convolution: Winograd where oneDNN has it (target.conv_winograd) */
     int64_t chans;            /* pool with x_nhwc: channels */
     ttc_qconv_plan qplan;     /* int8 convolution / linear: the epilogue's post-ops */
@@ -171,6 +172,14 @@ static bool concat_ok(const ttc_kir *k, const ttc_kop *op) {
     return fed;
 }
 
+/* A max pool of 8-bit values (PT2E's stem, its quantize moved before the pool: dynamo/_quant.py)
+ * with no epilogue: between int8 native steps, in either layout. */
+static bool q8_max_pool(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_et *x = &k->ts[op->in[0]], *o = &k->ts[op->out];
+    return op->p.pool.kind == TTC_POOL_MAX && op->epi.n == 0 && x->rank == 4 && o->rank == 4 &&
+           (x->dtype == TTC_DTYPE_UINT8 || x->dtype == TTC_DTYPE_INT8) && o->dtype == x->dtype && x->dims[1].sym < 0;
+}
+
 /* An int8 convolution / linear whose operands and epilogue oneDNN's int8 convolution takes. */
 static bool qconv_ok(const ttc_kir *k, const ttc_kop *op) {
     ttc_qconv_plan plan;
@@ -179,6 +188,7 @@ static bool qconv_ok(const ttc_kir *k, const ttc_kop *op) {
 
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->kind == TTC_KOP_QCONV2D || op->kind == TTC_KOP_QGEMM) return !op->dead && qconv_ok(k, op);
+    if (op->kind == TTC_KOP_POOL && !op->dead && q8_max_pool(k, op)) return k->native && !native_pool_off(k);
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
     if (op->kind == TTC_KOP_WQ_LINEAR) {   /* float32 activations, scales and zero points */
@@ -691,6 +701,12 @@ static void native_run(void *arg, void *const *ptrs) {
         ttc_native_pool_shape ps = {v[PA_PLANES], v[PA_H], v[PA_W], v[PA_OH], v[PA_OW], v[PA_AVG], v[PA_KH],
                                     v[PA_KW], v[PA_SH], v[PA_SW], v[PA_PH], v[PA_PW], v[PA_DH], v[PA_DW],
                                     v[PA_CP], v[PA_DIV], c->threads};
+        if (c->pool_q8) {   /* 8-bit max pool: no epilogue (q8_max_pool) */
+            int64_t ch = c->chans > 0 ? c->chans : 1;
+            ttc_native_max_pool_q8(&ps, v[PA_PLANES] / ch, ch, c->x_nhwc, c->pool_q8 == 2,
+                                   (const uint8_t *)m0 + v[PA_XOFF], (uint8_t *)ptrs[1] + v[PA_YOFF]);
+            return;
+        }
         float *y = (float *)ptrs[1] + v[PA_YOFF];
         if (c->x_nhwc) {   /* a max pool NHWC -> NHWC or a global average (native_layout.c) */
             int64_t ch = c->chans > 0 ? c->chans : 1;
@@ -916,6 +932,8 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
         c.x_nhwc = ttc_native_nhwc(e, op->in[0]);
         c.y_nhwc = ttc_native_nhwc(e, op->out);
         c.chans = p->res[op->in[0]].shape[1];
+        ttc_dtype xd = e->k->ts[op->in[0]].dtype;
+        c.pool_q8 = c.kind == NATIVE_POOL ? (xd == TTC_DTYPE_UINT8 ? 1 : xd == TTC_DTYPE_INT8 ? 2 : 0) : 0;
     }
     c.scratch_slot = -1;
     if (c.kind == NATIVE_SLOT && b->errf) {   /* the flag rides in the scratch slot */

@@ -1,6 +1,8 @@
 /* Native 2-D pooling (backend/cpu/native_pool.h). */
 #include "native_pool.h"
 
+#include <string.h>
+
 #include "step_threads.h"
 
 /* Max over the windows of output columns [lo, hi) of one output row, every tap inside the
@@ -104,4 +106,57 @@ void ttc_native_pool(const ttc_native_pool_shape *s, const float *x, float *y) {
     /* a plane reads its input once per window tap (about h*w for a global average) */
     int64_t per = is_global_avg(s) ? s->h * s->w : s->oh * s->ow * s->kh * s->kw;
     ttc_steps_for(s->threads, s->planes, ttc_steps_grain(per), pool_planes, &j);
+}
+
+/* ---- 8-bit max pooling (PT2E's stem: the quantize moved before the pool, native_pool.h) ---- */
+
+typedef struct {
+    const ttc_native_pool_shape *s;
+    int64_t c;
+    bool nhwc, is_signed;
+    const uint8_t *x;
+    uint8_t *y;
+} q8_pool_job;
+
+/* y[j] = max(y[j], x[j]) over c bytes, as int8 or uint8 (vectorised: O3 on these two loops) */
+__attribute__((optimize("O3"))) static void max_u8(uint8_t *restrict y, const uint8_t *restrict x, int64_t c) {
+    for (int64_t j = 0; j < c; j++) y[j] = x[j] > y[j] ? x[j] : y[j];
+}
+
+__attribute__((optimize("O3"))) static void max_s8(int8_t *restrict y, const int8_t *restrict x, int64_t c) {
+    for (int64_t j = 0; j < c; j++) y[j] = x[j] > y[j] ? x[j] : y[j];
+}
+
+/* output rows [r0, r1) of [n * oh] (NHWC) or of [planes * oh] (NCHW) */
+static void q8_pool_rows(void *arg, int64_t r0, int64_t r1) {
+    const q8_pool_job *jb = arg;
+    const ttc_native_pool_shape *s = jb->s;
+    int64_t c = jb->nhwc ? jb->c : 1;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i = r / s->oh, oh = r % s->oh;
+        for (int64_t ow = 0; ow < s->ow; ow++) {
+            uint8_t *yr = jb->y + (r * s->ow + ow) * c;
+            bool first = true;   /* the first tap inside the image is copied, the others maxed in */
+            for (int64_t kh = 0; kh < s->kh; kh++) {
+                int64_t h = oh * s->sh - s->ph + kh * s->dh;
+                if (h < 0 || h >= s->h) continue;
+                for (int64_t kw = 0; kw < s->kw; kw++) {
+                    int64_t w = ow * s->sw - s->pw + kw * s->dw;
+                    if (w < 0 || w >= s->w) continue;
+                    const uint8_t *xr = jb->x + ((i * s->h + h) * s->w + w) * c;
+                    if (first) memcpy(yr, xr, (size_t)c);
+                    else if (jb->is_signed) max_s8((int8_t *)yr, (const int8_t *)xr, c);
+                    else max_u8(yr, xr, c);
+                    first = false;
+                }
+            }
+        }
+    }
+}
+
+void ttc_native_max_pool_q8(const ttc_native_pool_shape *s, int64_t n, int64_t c, bool nhwc, bool is_signed,
+                            const void *x, void *y) {
+    q8_pool_job jb = {s, c, nhwc, is_signed, x, y};
+    int64_t rows = (nhwc ? n : s->planes) * s->oh;
+    ttc_steps_for(s->threads, rows, ttc_steps_grain(s->ow * (nhwc ? c : 1) * s->kh * s->kw), q8_pool_rows, &jb);
 }

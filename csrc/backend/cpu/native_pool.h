@@ -20,5 +20,10 @@ typedef struct ttc_native_pool_shape {
 } ttc_native_pool_shape;
 
 void ttc_native_pool(const ttc_native_pool_shape *s, const float *x, float *y);
+/* Max pooling of 8-bit values (int8 when is_signed, else uint8): x [n, c, h, w] stored NHWC
+ * (nhwc) or as s->planes = n * c planes, into y in the same layout; every window holds at least
+ * one tap inside the image (torch's padding <= kernel / 2). */
+void ttc_native_max_pool_q8(const ttc_native_pool_shape *s, int64_t n, int64_t c, bool nhwc, bool is_signed,
+                            const void *x, void *y);
 
 #endif
