@@ -9,8 +9,8 @@
  *    [B*T, N] GEMM read as [B, T, N]): both walk the same elements in the same order, so
  *    the GEMM keeps its own dims (p.gemm.shape) and stores at the same linear index into
  *    the consumer's output (gemm_through_view says when that holds).
- * Of a consumer's leaves, elementwise producers that read 8-bit tensors (PT2E's dequantize of
- * a residual) are inlined first: the consumer then reads the 8-bit tensor itself when it becomes
+ * Of a consumer's leaves, elementwise producers that read 8-bit results of integer layers
+ * (PT2E's dequantize of a residual) are inlined first: the consumer then reads the 8-bit tensor itself when it becomes
  * a convolution's epilogue (the int8 convolution takes it as a post-op, native_qconv.h), where
  * fusing the convolution first left the dequantize as a kernel of its own writing float32. */
 #include "kir.h"
@@ -75,11 +75,21 @@ static ttc_status compose(ttc_expr *outer, int32_t t, const ttc_expr *inner, ttc
     return s;
 }
 
+static bool is_q8(ttc_dtype d) { return d == TTC_DTYPE_INT8 || d == TTC_DTYPE_UINT8; }
+
+/* An integer layer: the int8 convolution / linear (PT2E's layers folded, QUANT_KERNELS=int8) or
+ * a pool over 8-bit values. Graphs without them (Q/DQ around float layers) fuse as before. */
+static bool int8_layer(const ttc_kop *p) {
+    return !p->dead && (p->kind == TTC_KOP_QCONV2D || p->kind == TTC_KOP_QGEMM || p->kind == TTC_KOP_POOL);
+}
+
+/* An elementwise op reading an 8-bit result of an integer layer (a dequantize of it). */
 static bool reads_q8(const ttc_kir *k, const ttc_kop *p) {
     if (p->kind != TTC_KOP_ELEMENTWISE) return false;
     for (int32_t l = 0; l < p->epi.n_leaves; l++) {
-        ttc_dtype d = k->ts[p->epi.leaves[l]].dtype;
-        if (d == TTC_DTYPE_INT8 || d == TTC_DTYPE_UINT8) return true;
+        const ttc_et *t = &k->ts[p->epi.leaves[l]];
+        if (is_q8(t->dtype) && t->kind == TTC_ET_INTER && t->producer >= 0 && int8_layer(&k->ops[t->producer]))
+            return true;
     }
     return false;
 }
@@ -179,10 +189,8 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                 /* an 8-bit result (a quantized layer's) stays 8-bit where its dequantize only
                  * feeds one elementwise op (a residual add): the dequantize goes into that op
                  * instead, which then reads the 8-bit tensor (the first pass above) */
-                ttc_dtype sd = k->ts[src].dtype;
-                if (p->kind != TTC_KOP_ELEMENTWISE && (sd == TTC_DTYPE_UINT8 || sd == TTC_DTYPE_INT8) &&
-                    k->ts[c->out].dtype == TTC_DTYPE_FLOAT32 && reads_q8(k, c) && c->out >= 0 &&
-                    read_by_one_elementwise(k, c->out))
+                if (int8_layer(p) && p->kind != TTC_KOP_POOL && is_q8(k->ts[src].dtype) &&
+                    k->ts[c->out].dtype == TTC_DTYPE_FLOAT32 && read_by_one_elementwise(k, c->out))
                     continue;
                 /* epilogues take a float accumulator: an integer scan (cumsum of a mask, often
                  * int64) or integer reduction (sum of int32, argmax) would lose exactness past 2^24 */
