@@ -1,7 +1,7 @@
 /* KV-cache attention as a native CPU step (backend/cpu/native_kv.h). */
 /* the lane loops below are meant to vectorise (-O2 leaves them scalar) */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-trapping-math")
+#pragma GCC optimize("O3", "no-trapping-math", "fp-contract=fast")
 #endif
 #include "native_kv.h"
 
@@ -22,8 +22,42 @@ typedef struct kv_job {
     float *out;
 } kv_job;
 
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float v16 __attribute__((vector_size(64)));
+
+static inline __attribute__((always_inline)) v16 ld16(const float *p) {
+    v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline __attribute__((always_inline)) float hsum16(v16 a) {
+    float s[8];
+    for (int i = 0; i < 8; i++) s[i] = a[i] + a[i + 8];
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+/* Dense q and keys (the usual cache): the dot products of q with keys k0 .. k0 + 3 (rows ld
+ * apart), four keys at a time so each q vector is loaded once for them. */
+static inline __attribute__((always_inline)) void dot4(const float *q, const float *k0, int64_t ld, int64_t n,
+                                                       float *out) {
+    v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    int64_t e = 0;
+    for (; e + 16 <= n; e += 16) {
+        v16 qv = ld16(q + e);
+        a0 += qv * ld16(k0 + e);
+        a1 += qv * ld16(k0 + ld + e);
+        a2 += qv * ld16(k0 + 2 * ld + e);
+        a3 += qv * ld16(k0 + 3 * ld + e);
+    }
+    float t[4] = {hsum16(a0), hsum16(a1), hsum16(a2), hsum16(a3)};
+    for (; e < n; e++)
+        for (int i = 0; i < 4; i++) t[i] += q[e] * k0[i * ld + e];
+    for (int i = 0; i < 4; i++) out[i] = t[i];
+}
+
 /* sum_e a[e] * b[e * bs] in KV_LANES partial sums (b dense: bs == 1, the usual cache). */
-static float dot(const float *a, int64_t as, const float *b, int64_t bs, int64_t n) {
+static inline __attribute__((always_inline)) float dot(const float *a, int64_t as, const float *b, int64_t bs, int64_t n) {
     float acc[KV_LANES] = {0};
     int64_t e = 0;
     if (as == 1 && bs == 1)
@@ -35,7 +69,7 @@ static float dot(const float *a, int64_t as, const float *b, int64_t bs, int64_t
     return t;
 }
 
-static void kv_row(const kv_job *j, int64_t row, float *acc) {
+static inline __attribute__((always_inline)) void kv_row(const kv_job *j, int64_t row, float *acc) {
     const ttc_native_kv_shape *s = j->s;
     int64_t si = row % s->s, r = row / s->s, h = r % s->hq, b = r / s->hq, hk = h / s->group;
     int64_t pos = s->slots64 ? ((const int64_t *)j->slots)[si * s->sls] : ((const int32_t *)j->slots)[si * s->sls];
@@ -50,11 +84,14 @@ static void kv_row(const kv_job *j, int64_t row, float *acc) {
     for (int64_t c0 = lo; c0 < nk; c0 += KV_CHUNK) {
         int64_t cn = nk - c0 < KV_CHUNK ? nk - c0 : KV_CHUNK;
         float cm = -INFINITY;
+        int64_t t4 = 0;
+        if (s->qs[3] == 1 && s->ks[3] == 1)   /* raw dot products four keys at a time, masked below */
+            for (; t4 + 4 <= cn; t4 += 4) dot4(q, kb + (c0 + t4) * s->ks[2], s->ks[2], s->e, sc + t4);
         for (int64_t t = 0; t < cn; t++) {
             int64_t jj = c0 + t;
             float x = -INFINITY;
             if (km[jj * s->kms[1]]) {
-                x = dot(q, s->qs[3], kb + jj * s->ks[2], s->ks[3], s->e) * s->scale;
+                x = (t < t4 ? sc[t] : dot(q, s->qs[3], kb + jj * s->ks[2], s->ks[3], s->e)) * s->scale;
                 if (s->softcap > 0.0f) x = s->softcap * tanhf(x / s->softcap);
             }
             sc[t] = x;
@@ -84,10 +121,29 @@ static void kv_row(const kv_job *j, int64_t row, float *acc) {
     for (int64_t e = 0; e < EV; e++) o[e] = acc[e] * inv;
 }
 
-static void kv_rows(void *arg, int64_t lo, int64_t hi) {
-    const kv_job *j = arg;
-    float acc[KV_MAX_EV];
-    for (int64_t r = lo; r < hi; r++) kv_row(j, r, acc);
+/* The rows' loops compiled for the baseline and again for AVX2+FMA and AVX-512 (the build
+ * flags stay portable; the baseline's SSE loops over the value row ran at a fraction of these),
+ * picked once by what the CPU supports. */
+#define KV_ROWS(NAME, ATTR)                                                                                           \
+    ATTR static void NAME(void *arg, int64_t lo, int64_t hi) {                                                        \
+        const kv_job *j = arg;                                                                                        \
+        float acc[KV_MAX_EV];                                                                                         \
+        for (int64_t r = lo; r < hi; r++) kv_row(j, r, acc);                                                          \
+    }
+KV_ROWS(kv_rows_generic, )
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KV_X86 1
+KV_ROWS(kv_rows_avx512, __attribute__((target("avx512f,fma"))))
+KV_ROWS(kv_rows_avx2, __attribute__((target("avx2,fma"))))
+#endif
+
+static ttc_step_fn kv_pick(void) {
+#ifdef KV_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return kv_rows_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kv_rows_avx2;
+#endif
+    return kv_rows_generic;
 }
 
 void ttc_native_kv_attention(const ttc_native_kv_shape *s, const float *q, const float *kc, const float *vc,
@@ -95,7 +151,13 @@ void ttc_native_kv_attention(const ttc_native_kv_shape *s, const float *q, const
     int64_t rows = s->b * s->hq * s->s;
     if (rows <= 0 || s->ev <= 0 || s->ev > KV_MAX_EV) return;
     kv_job j = {s, q, kc, vc, slots, key_mask, out};
-    ttc_steps_for(s->threads, rows, ttc_steps_grain(s->l * (s->e + s->ev)), kv_rows, &j);
+    static ttc_step_fn rows_fn;
+    ttc_step_fn fn = __atomic_load_n(&rows_fn, __ATOMIC_RELAXED);
+    if (!fn) {
+        fn = kv_pick();
+        __atomic_store_n(&rows_fn, fn, __ATOMIC_RELAXED);
+    }
+    ttc_steps_for(s->threads, rows, ttc_steps_grain(s->l * (s->e + s->ev)), fn, &j);
 }
 
 void ttc_native_slot_write(const ttc_native_slot_shape *s, const float *x, const void *slots, float *cache,
