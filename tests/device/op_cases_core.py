@@ -215,10 +215,21 @@ CASES[A + "conv1d.default"] = [
     Case(lambda: [rand(2, 3, 17), Const(rand(5, 3, 3, seed=1)), None, [2], [1], [1], 1], tol=1e-4),
     Case(lambda: [rand(1, 4, 9), Const(rand(4, 1, 5, seed=1)), Const(rand(4, seed=2)), [1], [2], [1], 4], tol=1e-4),
 ]
+def _bytes(*shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = (-128, 128) if dtype == torch.int8 else (0, 256)
+    return torch.randint(lo, hi, shape, generator=g).to(dtype)
+
+
 CASES[A + "max_pool2d.default"] = [
     Case(lambda: [rand(2, 3, 9, 11), [3, 3], [2, 2], [1, 1], [1, 1], False]),
     Case(lambda: [rand(1, 2, 8, 7), [2, 2], [2, 2], [0, 0], [1, 1], True]),
     Case(lambda: [rand(3, 2, 7, 7), [3, 3], [1, 1], [1, 1], [1, 1], False], dynamic=DYN),
+    # 8-bit values (PT2E's stem pools u8 after its quantize moved before the pool): exact
+    Case(lambda: [_bytes(2, 5, 9, 11, dtype=torch.uint8), [3, 3], [2, 2], [1, 1], [1, 1], False], tol=0,
+         id="uint8"),
+    Case(lambda: [_bytes(1, 3, 8, 7, dtype=torch.int8, seed=1), [2, 3], [2, 1], [1, 1], [1, 2], True], tol=0,
+         id="int8"),
 ]
 CASES[A + "max_pool2d_with_indices.default"] = [
     Case(lambda: [rand(2, 3, 9, 11), [3, 3], [2, 2], [1, 1], [1, 1], False], keep=[0]),
