@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../target/knobs.h"
 
 enum { MAX_GROUP = 16 };
 
@@ -106,7 +105,6 @@ static ttc_status fuse_group(ttc_graph *g, ttc_node *const *grp, int32_t n, bool
 ttc_status ttc_pass_fuse_parallel_linear(ttc_graph *g, void *ctx, bool *changed) {
     (void)ctx;
     *changed = false;
-    if (!ttc_knob_flag(TTC_KNOB_FUSE_PARALLEL_LINEAR, false)) return TTC_OK;
     int32_t n0 = g->n_nodes;
     ttc_node **nodes = ttc_malloc(sizeof(ttc_node *) * (size_t)(n0 ? n0 : 1));
     bool *taken = ttc_calloc((size_t)(n0 ? n0 : 1), sizeof(bool));

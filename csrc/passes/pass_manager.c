@@ -35,7 +35,7 @@ static const struct { const char *name; ttc_pass_fn fn; bool on; } default_pipel
     {"fold_batch_norm", ttc_pass_fold_batch_norm, true},
     {"fuse_rms_norm", ttc_pass_fuse_rms_norm, true},
     {"fuse_gelu_tanh", ttc_pass_fuse_gelu_tanh, true},
-    {"fuse_parallel_linear", ttc_pass_fuse_parallel_linear, true},   /* acts only where its setting is on */
+    {"fuse_parallel_linear", ttc_pass_fuse_parallel_linear, false},   /* on with its setting (py_passes.c) */
     {"merge_split_views", ttc_pass_merge_split_views, true},
     {"cse", ttc_pass_cse, true},
     {"dce", ttc_pass_dce, true},

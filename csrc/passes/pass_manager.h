@@ -8,8 +8,10 @@
  *
  * The default pipeline (pass_manager.c), in order:
  *   remove_asserts, remove_noops, constant_fold, unpack_addmm*, unpack_log_softmax*,
- *   fuse_linear, remove_flatten_linear*, fold_batch_norm, cse, dce
- * (* = off by default: only for converter sets that want them).
+ *   fuse_linear, remove_flatten_linear*, fold_batch_norm, fuse_rms_norm, fuse_gelu_tanh,
+ *   fuse_parallel_linear*, merge_split_views, cse, dce
+ * (* = off by default: for converter sets that want them; fuse_parallel_linear where its
+ * setting TORCHTRT_C_FUSE_PARALLEL_LINEAR is on, which the binding reads: py_passes.c).
  *
  *   ttc_pass_manager *pm = ttc_pass_manager_new();
  *   ttc_pass_manager_set_enabled(pm, "cse", false);

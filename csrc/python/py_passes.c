@@ -16,6 +16,7 @@
 
 #include "../common/status.h"
 #include "../passes/pass_manager.h"
+#include "../target/knobs.h"
 
 typedef struct py_pass {
     PyObject *fn;
@@ -90,6 +91,9 @@ static PyObject *do_lower(ttc_py_state *st, PyObject *graph, PyObject *args, PyO
     dump_ctx dc = {dump, 0};
     ttc_pass_report *rep = NULL;
     int32_t nrep = 0;
+    /* the pipeline's off-by-default passes that a setting turns on (names given win) */
+    if (ttc_knob_flag(TTC_KNOB_FUSE_PARALLEL_LINEAR, false))
+        (void)ttc_pass_manager_set_enabled(pm, "fuse_parallel_linear", true);   /* a name it has */
     if (names_apply(pm, disabled, false, st) || names_apply(pm, enabled, true, st)) goto done;
     if (passes && passes != Py_None) {
         PyObject *seq = PySequence_Fast(passes, "passes must be a sequence of (name, fn, after)");
