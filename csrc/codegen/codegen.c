@@ -440,6 +440,63 @@ static bool wide_wanted(const ttc_kir *k, const ttc_kop *op, int32_t ti) {
            ttc_dim_is_const(kd) && kd.add > 0 && kd.add % 8 == 0;
 }
 
+/* Whether GEMM op also gets "<name>_v", its GEMV form (gemv_gpu.cl; ttc_kspec.gemm_v), which
+ * the launch runs instead where the product has at most TTC_GEMV_MAX_M rows (plan.c): x @ W^T
+ * products of float16 or float32 operands of one dtype (a linear layer's weight, stored N x K)
+ * whose rows are not known to be more, by default on the GPU kernel families (decode steps:
+ * M = batch; bench/RESULTS.md), with TORCHTRT_C_GEMM_GEMV=1 on any device (tests on PoCL). */
+static bool gemv_wanted(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_target *tg = ttc_kir_target(k);
+    if (tg->gemm_gemv == TTC_GEMM_GEMV_OFF || (tg->gemm_gemv == TTC_GEMM_GEMV_AUTO && !tg->gpu_kernels)) return false;
+    if (!op->p.gemm.trans_b) return false;
+    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *o = &k->ts[ttc_kop_gemm_shape(op)];
+    if (a->dtype != b->dtype || (a->dtype != TTC_DTYPE_FLOAT16 && a->dtype != TTC_DTYPE_FLOAT32)) return false;
+    ttc_dim m = o->dims[o->rank - 2];
+    return !ttc_dim_is_const(m) || m.add <= TTC_GEMV_MAX_M;
+}
+
+/* "<name>_v" (gemv_wanted): the tile kernel's first nine arguments, then the store function's. */
+static ttc_status emit_gemv(const ttc_kgen *g) {
+    const ttc_kir *k = g->k;
+    const ttc_kop *op = g->op;
+    int32_t st = ttc_kop_gemm_shape(op);
+    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]];
+    int32_t R = k->ts[st].rank, ra = a->rank, rb = b->rank;
+    ttc_kspec scratch;
+    memset(&scratch, 0, sizeof scratch);
+    scratch.op = g->ks->op;
+    ttc_kparams p;
+    ttc_kp_init(&p, k, &scratch, false);
+    ttc_kp_buffer(&p, op->in[0], "A", "offA");
+    ttc_kp_buffer(&p, op->in[1], "B", "offB");
+    ttc_kp_int(&p, TTC_ARG_DIM, st, R - 2, 0, 0, "M");
+    ttc_kp_int(&p, TTC_ARG_DIM, st, R - 1, 0, 0, "N");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], ra - 1, 0, 0, "K");
+    if (ra > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], ra - 2, ra, 0, "sAb");
+    else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sAb");
+    if (rb > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0, "sBb");
+    else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sBb");
+    ttc_status s = ttc_kp_done(&p);
+    char kname[24], store[32], w[8], mb[8], u[8];
+    snprintf(kname, sizeof kname, "%s_v", g->ks->name);
+    snprintf(store, sizeof store, "%s_store", g->ks->name);
+    snprintf(w, sizeof w, "%d", TTC_GEMV_WARPS);
+    snprintf(mb, sizeof mb, "%d", TTC_GEMV_MAX_M);
+    snprintf(u, sizeof u, "%d", 4);
+    bool f32 = a->dtype == TTC_DTYPE_FLOAT32;
+    if (s == TTC_OK) {
+        const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", g->P, "EPI_ARGS", g->A_,
+                              "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
+                              "A_F32", f32 ? "1" : "0", "B_F32", f32 ? "1" : "0", "GV_W", w, "GV_MB", mb, "GV_U", u,
+                              NULL};
+        s = ttc_codegen_template_checked(g->src, "gemv_gpu", defs, &p);
+    }
+    ttc_kp_free(&p);
+    free(scratch.args);
+    if (s == TTC_OK) g->ks->gemm_v = true;
+    return s;
+}
+
 ttc_status ttc_gen_gemm(const ttc_kgen *g) {
     const ttc_kir *k = g->k;
     const ttc_kop *op = g->op;
@@ -462,10 +519,11 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
         return ttc_fail(TTC_ERR_INTERNAL, "codegen: tensor-core GEMM candidate %d needs float16/float32 inputs", ti);
     if (t.family == TTC_GEMM_TF32 && (a->dtype != TTC_DTYPE_FLOAT32 || b->dtype != TTC_DTYPE_FLOAT32))
         return ttc_fail(TTC_ERR_INTERNAL, "codegen: TF32 GEMM candidate %d needs float32 inputs", ti);
-    bool wide = wide_wanted(k, op, ti);
+    bool wide = wide_wanted(k, op, ti), gemv = gemv_wanted(k, op);
     bool piped = t.family == TTC_GEMM_TC || t.family == TTC_GEMM_TF32;
-    /* the pipelined tensor-core kernels are written against the PTX prelude */
-    if (piped || wide) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
+    /* the pipelined tensor-core kernels are written against the PTX prelude (the GEMV form: its
+     * half conversion) */
+    if (piped || wide || gemv) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
     ttc_codegen_loader(src, g->sp, "LDA", a->dtype, false);
     ttc_codegen_loader(src, g->sp, "LDA8", a->dtype, true);
     ttc_codegen_loader(src, g->sp, "LDB", b->dtype, false);
@@ -484,6 +542,7 @@ ttc_status ttc_gen_gemm(const ttc_kgen *g) {
         ks->gemm_w = true;
         ks->gemm_w_tile = (int16_t)wt;
     }
+    if (gemv) TTC_TRY(emit_gemv(g));
     ttc_sbuf_printf(src, "#undef LDA\n#undef LDA8\n#undef LDB\n#undef LDB8\n");
     if (t.family == TTC_GEMM_SIMT) {
         /* work-group (bn/tn * kw, bm/tm): each work-item owns tm x tn outputs of a bm x bn tile

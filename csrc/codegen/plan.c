@@ -14,8 +14,19 @@ void ttc_plan_free(ttc_plan *p) {
     free(p->gws);
     free(p->lws);
     free(p->skip);
+    free(p->gemv);
     free(p->argv);  /* argv rows live in one block after the row table */
     free(p);
+}
+
+/* The rows one "<name>_v" launch of kernel i covers: a batched A whose batches follow on over a
+ * shared B (a linear layer of [B, S, K] input: sBb 0, sAb M * K) is one product of batch * M
+ * rows; else M rows per batch (grid dim 2). */
+static int64_t gemv_rows(const ttc_plan *p, int32_t i, bool *collapsed) {
+    const int64_t *av = p->argv[i];
+    int64_t M = av[4], K = av[6], sAb = av[7], sBb = av[8], nb = (int64_t)p->gws[i][2];
+    *collapsed = nb > 1 && sBb == 0 && sAb == M * K;
+    return *collapsed ? nb * M : M;
 }
 
 static void contig_strides(int32_t rank, const int64_t *shape, int64_t *strides) {
@@ -188,10 +199,11 @@ ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t 
     p->gws = ttc_calloc((size_t)cg->n_kernels + 1, sizeof *p->gws);
     p->lws = ttc_calloc((size_t)cg->n_kernels + 1, sizeof *p->lws);
     p->skip = ttc_calloc((size_t)cg->n_kernels + 1, sizeof(bool));
+    p->gemv = ttc_calloc((size_t)cg->n_kernels + 1, sizeof(bool));
     size_t n_args = 0;
     for (int32_t i = 0; i < cg->n_kernels; i++) n_args += (size_t)cg->kernels[i].n_args;
     p->argv = ttc_malloc(sizeof(int64_t *) * ((size_t)cg->n_kernels + 1) + sizeof(int64_t) * (n_args + 1));
-    if (!p->sv || !p->res || !p->gws || !p->lws || !p->skip || !p->argv) { ttc_plan_free(p); return TTC_ERR_NOMEM; }
+    if (!p->sv || !p->res || !p->gws || !p->lws || !p->skip || !p->gemv || !p->argv) { ttc_plan_free(p); return TTC_ERR_NOMEM; }
     if (k->n_syms) memcpy(p->sv, sv, sizeof(int64_t) * (size_t)k->n_syms);
     int64_t *vals = (int64_t *)(p->argv + cg->n_kernels + 1);
     ttc_status s = TTC_OK;
@@ -271,11 +283,26 @@ ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t 
             if (g->local > 0) { v = (v + g->local - 1) / g->local * g->local; p->lws[i][d] = (size_t)g->local; }
             p->gws[i][d] = (size_t)(v ? v : 1);
         }
+        /* args 4..8: the product's M, N, K and batch strides (codegen.c, emit_gemm) */
+        bool collapsed;
+        if (ks->gemm_v && ks->n_native_args == 0 && ks->n_args > 8 && gemv_rows(p, i, &collapsed) <= TTC_GEMV_MAX_M)
+            p->gemv[i] = true;
     }
     if (s != TTC_OK) { ttc_plan_free(p); return s; }
     p->refs = 1;
     *out = p;
     return TTC_OK;
+}
+
+int32_t ttc_plan_gemv_dims(const ttc_plan *p, int32_t i, size_t gws[3], size_t lws[3]) {
+    bool collapsed;
+    int64_t M = gemv_rows(p, i, &collapsed), N = p->argv[i][5];
+    gws[0] = (size_t)(N + TTC_GEMV_WARPS - 1) / TTC_GEMV_WARPS * TTC_GEMV_WARPS * 32;
+    lws[0] = TTC_GEMV_WARPS * 32;
+    gws[1] = (size_t)(M + TTC_GEMV_MAX_M - 1) / TTC_GEMV_MAX_M;
+    gws[2] = collapsed ? 1 : p->gws[i][2];
+    lws[1] = lws[2] = 1;
+    return (int32_t)M;
 }
 
 ttc_buf *ttc_exec_buf(const ttc_plan *p, int32_t t, const ttc_exec_bufs *b) {

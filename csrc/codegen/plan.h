@@ -44,6 +44,8 @@ typedef struct ttc_plan {
     int64_t **argv;           /* per kernel, per arg: the value (tensor id for BUF args) */
     size_t (*gws)[3], (*lws)[3];
     bool *skip;               /* kernels with an empty launch */
+    bool *gemv;               /* GEMM kernels launched as their "<name>_v" (ttc_kspec.gemm_v): at
+                               * most TTC_GEMV_MAX_M rows; geometry from ttc_plan_gemv_dims */
     int32_t refs;             /* users in flight + 1 while cached */
 } ttc_plan;
 
@@ -51,6 +53,16 @@ typedef struct ttc_plan {
  * ttc_engine_get_plan; the tuner: for one-kernel programs of its own). */
 ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t *sv, ttc_plan **out);
 void ttc_plan_free(ttc_plan *p);
+/* The launch of GEMM kernel i as "<name>_v" in plan p (gemv_gpu.cl's grid: TTC_GEMV_WARPS
+ * columns per work-group, TTC_GEMV_MAX_M rows, the batch); returns the value of its M argument
+ * (argument 4): batches that follow on over a shared B launch as one product of their rows. */
+int32_t ttc_plan_gemv_dims(const ttc_plan *p, int32_t i, size_t gws[3], size_t lws[3]);
+/* Whether argument spec as is passed to a "<name>_v" kernel (all but a tile's __local stages,
+ * their count and tensor maps). */
+static inline bool ttc_kspec_gemv_arg(const ttc_argspec *as) {
+    return as->kind != TTC_ARG_LOCAL && as->kind != TTC_ARG_LOCAL_N &&
+           !(as->kind == TTC_ARG_BUF && as->v == TTC_ARG_BUF_TMAP);
+}
 /* Whether kernel spec ks takes the execution's index-error flag. */
 static inline bool ttc_kspec_has_errflag(const ttc_kspec *ks) {
     for (int32_t a = 0; a < ks->n_args; a++)

@@ -448,6 +448,7 @@ const char *ttc_engine_kernel_desc(const ttc_engine *e, int32_t i) {
     return i >= 0 && i < e->cg.n_kernels ? e->kdesc[i] : NULL;
 }
 int32_t ttc_engine_n_fused(const ttc_engine *e) { return e->n_fused; }
+int64_t ttc_engine_gemv_launches(const ttc_engine *e) { return __atomic_load_n(&e->gemv_launches, __ATOMIC_RELAXED); }
 int32_t ttc_engine_n_tuned(const ttc_engine *e) { return e->n_tuned; }
 int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i) {
     if (i < 0 || i >= e->cg.n_kernels) return -1;

@@ -69,6 +69,8 @@ const char *ttc_engine_source(const ttc_engine *e);
 int32_t ttc_engine_n_kernels(const ttc_engine *e);
 const char *ttc_engine_kernel_desc(const ttc_engine *e, int32_t i); /* "k3 gemm: linear_1+relu" */
 int32_t ttc_engine_n_fused(const ttc_engine *e);
+/* GEMM kernels launched in their GEMV form ("<name>_v") through OpenCL so far. */
+int64_t ttc_engine_gemv_launches(const ttc_engine *e);
 /* GEMM tile choices: how many were tuned, and the choice of kernel i (-1: not a GEMM). */
 int32_t ttc_engine_n_tuned(const ttc_engine *e);
 int32_t ttc_engine_kernel_tile(const ttc_engine *e, int32_t i);

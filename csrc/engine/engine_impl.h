@@ -18,7 +18,8 @@
 typedef struct ttc_exec_ctx {
     ttc_queue *q;
     ttc_kernel **kernels;
-    int32_t n_in, n_out;
+    ttc_kernel **vkernels;    /* per kernel: its "<name>_v" (ttc_kspec.gemm_v), else NULL */
+    int32_t n_kernels, n_in, n_out;
     ttc_buf *arena;
     ttc_buf **dev_in, **dev_out;
     ttc_buf *errf;            /* index-error flag (one int), only when a kernel takes one */
@@ -56,6 +57,7 @@ struct ttc_engine {
     ttc_binding *ins, *outs;
     int32_t n_in, n_out;
     int32_t n_fused;
+    int64_t gemv_launches;    /* "<name>_v" launches through OpenCL (exec.c; atomic) */
     int32_t n_tuned;          /* GEMMs whose tile was tuned (or taken from the tuning cache) */
     int32_t *stored_tiles;    /* deserialising: tile per kernel op, applied instead of tuning */
     int32_t n_stored_tiles;

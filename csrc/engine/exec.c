@@ -4,6 +4,7 @@
 #include "engine_impl.h"
 #include "../backend/cpu/native.h"
 
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@ void ttc_exec_ctx_free(ttc_exec_ctx *x) {
     if (x->q) ttc_queue_finish(x->q);
     for (int32_t i = 0; x->kernels && x->kernels[i]; i++) ttc_kernel_free(x->kernels[i]);
     free(x->kernels);
+    for (int32_t i = 0; x->vkernels && i < x->n_kernels; i++) ttc_kernel_free(x->vkernels[i]);
+    free(x->vkernels);
     for (int32_t i = 0; x->dev_in && i < x->n_in; i++) ttc_buf_free(x->dev_in[i]);
     for (int32_t i = 0; x->dev_out && i < x->n_out; i++) ttc_buf_free(x->dev_out[i]);
     free(x->dev_in);
@@ -24,15 +27,29 @@ void ttc_exec_ctx_free(ttc_exec_ctx *x) {
     free(x);
 }
 
+/* GEMM kernel name's "<name>_v", from the program part that holds name. */
+static ttc_status gemv_kernel_new(ttc_program *prog, const char *name, ttc_kernel **out) {
+    char vn[40];
+    snprintf(vn, sizeof vn, "%s_v", name);
+    if (ttc_program_n_parts(prog)) {
+        int32_t m = ttc_program_part_of(prog, name);
+        if (m < 0) return ttc_fail(TTC_ERR_INTERNAL, "kernel %s: in no program part", name);
+        prog = (ttc_program *)ttc_program_part_program(prog, m);
+    }
+    return ttc_kernel_new(prog, vn, out);
+}
+
 ttc_status ttc_exec_ctx_new(ttc_engine *e, bool profiling, ttc_exec_ctx **out) {
     ttc_exec_ctx *x = ttc_calloc(1, sizeof *x);
     if (!x) return TTC_ERR_NOMEM;
     x->n_in = e->n_in;
     x->n_out = e->n_out;
+    x->n_kernels = e->cg.n_kernels;
     x->kernels = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(ttc_kernel *));
+    x->vkernels = ttc_calloc((size_t)e->cg.n_kernels + 1, sizeof(ttc_kernel *));
     x->dev_in = ttc_calloc((size_t)e->n_in + 1, sizeof(ttc_buf *));
     x->dev_out = ttc_calloc((size_t)e->n_out + 1, sizeof(ttc_buf *));
-    if (!x->kernels || !x->dev_in || !x->dev_out) {
+    if (!x->kernels || !x->vkernels || !x->dev_in || !x->dev_out) {
         ttc_exec_ctx_free(x);
         return TTC_ERR_NOMEM;
     }
@@ -44,8 +61,10 @@ ttc_status ttc_exec_ctx_new(ttc_engine *e, bool profiling, ttc_exec_ctx **out) {
         s = ttc_buf_wrap_host(e->dev, &x->errv, sizeof x->errv, false, "index error flag", &x->errf);
     else if (s == TTC_OK && flag)
         s = ttc_buf_alloc(e->dev, sizeof(int32_t), NULL, "index error flag", &x->errf);
-    for (int32_t i = 0; i < e->cg.n_kernels && s == TTC_OK; i++)
+    for (int32_t i = 0; i < e->cg.n_kernels && s == TTC_OK; i++) {
         s = ttc_kernel_new(e->prog, e->cg.kernels[i].name, &x->kernels[i]);
+        if (s == TTC_OK && e->cg.kernels[i].gemm_v) s = gemv_kernel_new(e->prog, e->cg.kernels[i].name, &x->vkernels[i]);
+    }
     if (s != TTC_OK) { ttc_exec_ctx_free(x); return s; }
     *out = x;
     return TTC_OK;
@@ -168,6 +187,25 @@ ttc_status ttc_exec_enqueue(ttc_queue *q, const ttc_kspec *ks, const ttc_plan *p
     return ttc_queue_launch(q, kern, ks->work_dims, p->gws[ki], ks->use_local ? p->lws[ki] : NULL, ev);
 }
 
+/* GEMM kernel ki as its "<name>_v" kern (plan p chose it: p->gemv): the kernel's arguments
+ * without a tile's local stages and tensor maps (ttc_kspec_gemv_arg), the GEMV grid. */
+static ttc_status gemv_launch(ttc_queue *q, const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern,
+                              const ttc_exec_bufs *b, ttc_event **ev) {
+    size_t gws[3], lws[3];
+    int32_t rows = ttc_plan_gemv_dims(p, ki, gws, lws);
+    uint32_t ka = 0;
+    for (int32_t a = ks->n_native_args; a < ks->n_args; a++) {
+        const ttc_argspec *as = &ks->args[a];
+        if (!ttc_kspec_gemv_arg(as)) continue;
+        int64_t v = a == 4 ? rows : p->argv[ki][a];
+        if (as->kind == TTC_ARG_BUF) TTC_TRY(ttc_kernel_set_buf(kern, ka, ttc_exec_buf(p, (int32_t)v, b)));
+        else if (as->kind == TTC_ARG_ERRFLAG) TTC_TRY(ttc_kernel_set_buf(kern, ka, b->errf));
+        else TTC_TRY(ttc_kernel_set_i32(kern, ka, (int32_t)v));
+        ka++;
+    }
+    return ttc_queue_launch(q, kern, 3, gws, lws, ev);
+}
+
 ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx *x, ttc_buf *const *in_mem,
                            ttc_buf *const *out_mem, ttc_event **ev) {
     const ttc_exec_bufs b = {in_mem, out_mem, e->const_mem, x->arena, x->errf};
@@ -181,6 +219,12 @@ ttc_status ttc_exec_launch(const ttc_engine *e, const ttc_plan *p, ttc_exec_ctx 
         /* native ops: the library call's event stands for the kernel (the epilogue is small) */
         if (ks->native) TTC_TRY(ttc_native_launch(&e->view, p, ki, x->q, &b, x->scratch, ev ? &ev[ki] : NULL));
         if (ks->native && !ks->native_epi) continue;
+        if (p->gemv[ki] && x->vkernels[ki]) {
+            ttc_status s = gemv_launch(x->q, ks, p, ki, x->vkernels[ki], &b, ev ? &ev[ki] : NULL);
+            __atomic_fetch_add(&((ttc_engine *)e)->gemv_launches, 1, __ATOMIC_RELAXED);
+            if (s != TTC_OK) return ttc_fail_context(s, "launching %s_v (%s)", ks->name, e->k->ops[ks->op].name);
+            continue;
+        }
         TTC_TRY(ttc_exec_bind(ks, p, ki, x->kernels[ki], &b));
         ttc_status s = ttc_exec_enqueue(x->q, ks, p, ki, x->kernels[ki], ev && !ks->native ? &ev[ki] : NULL);
         if (s != TTC_OK) return ttc_fail_context(s, "launching %s (%s)", ks->name, e->k->ops[ks->op].name);

@@ -8,6 +8,7 @@
  *   _C.cuda_launch_stats(cap) -> dict(calls, launches, flag_reads, const_bytes, graph_calls,
  *                                     graphs_recorded, graph_slots, dyn_shared_max,
  *                                     lib_kernels, lib_calls, lib_timed, lib_fused, wide_kernels, wide_calls, wide_timed,
+ *                                     gemv_kernels, gemv_calls,
  *                                     lib_nhwc, nhwc_calls, nhwc_tensors)
  *
  * The capsule keeps its engine object alive (its context) and frees the CUDA side when dropped.
@@ -192,7 +193,7 @@ static PyObject *py_cuda_launch_stats(PyObject *mod, PyObject *cap) {
     ttc_cuda_engine *c = cap_get(cap);
     if (!c) return NULL;
     ttc_cuda_engine_stats s = ttc_cuda_engine_stats_get(c);
-    return Py_BuildValue("{s:L,s:L,s:L,s:n,s:L,s:L,s:i,s:n,s:i,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:L,s:L}", "calls", (long long)s.calls, "launches",
+    return Py_BuildValue("{s:L,s:L,s:L,s:n,s:L,s:L,s:i,s:n,s:i,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:L,s:L,s:i,s:L}", "calls", (long long)s.calls, "launches",
                          (long long)s.launches, "flag_reads", (long long)s.flag_reads, "const_bytes",
                          (Py_ssize_t)s.const_bytes, "graph_calls", (long long)s.graph_calls, "graphs_recorded",
                          (long long)s.graphs_recorded, "graph_slots", (int)s.graph_slots, "dyn_shared_max",
@@ -200,7 +201,8 @@ static PyObject *py_cuda_launch_stats(PyObject *mod, PyObject *cap) {
                          (long long)s.lib_calls, "lib_timed", (long long)s.lib_timed, "lib_fused",
                          (long long)s.lib_fused, "lib_nhwc", (long long)s.lib_nhwc, "nhwc_calls",
                          (long long)s.nhwc_calls, "nhwc_tensors", (int)s.nhwc_tensors, "wide_kernels",
-                         (int)s.wide_kernels, "wide_calls", (long long)s.wide_calls, "wide_timed", (long long)s.wide_timed);
+                         (int)s.wide_kernels, "wide_calls", (long long)s.wide_calls, "wide_timed", (long long)s.wide_timed,
+                         "gemv_kernels", (int)s.gemv_kernels, "gemv_calls", (long long)s.gemv_calls);
 }
 
 static PyObject *py_cuda_ptx_prepare(PyObject *mod, PyObject *arg) {

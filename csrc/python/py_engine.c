@@ -464,14 +464,14 @@ static PyObject *e_info(PyObject *self, PyObject *unused) {
     PyObject *tf32a = Py_BuildValue("{s:O,s:O}", "matmul", tg->tf32_matmul ? Py_True : Py_False, "conv",
                                     tg->tf32_conv ? Py_True : Py_False);
     if (!tf32 || !tf32a) { Py_XDECREF(tf32); Py_XDECREF(tf32a); Py_DECREF(ks); Py_DECREF(tiles); return NULL; }
-    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:n,s:s,s:i,s:N,s:s,s:O,s:N,s:N,s:O,s:L}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
+    return Py_BuildValue("{s:s,s:N,s:i,s:i,s:O,s:n,s:n,s:s,s:i,s:N,s:s,s:O,s:N,s:N,s:O,s:L,s:L}", "name", ttc_engine_name(e), "kernels", ks, "n_kernels", n,
                          "fused", ttc_engine_n_fused(e), "program_cached", ttc_engine_program_from_cache(e) ? Py_True : Py_False,
                          "peak_memory", (Py_ssize_t)ttc_engine_peak_memory(e),
                          "const_bytes", (Py_ssize_t)ttc_engine_const_bytes(e), "source", ttc_engine_source(e),
                          "tuned", ttc_engine_n_tuned(e), "tiles", tiles, "compute", ttc_engine_compute(e),
                          "gpu_kernels", ttc_engine_gpu_kernels(e) ? Py_True : Py_False, "tf32", tf32, "tf32_active", tf32a,
                          "caller_thread", caller ? Py_True : Py_False,
-                         "launch_items", (long long)items);
+                         "launch_items", (long long)items, "gemv_launches", (long long)ttc_engine_gemv_launches(e));
 }
 
 static PyObject *e_build_profile(PyObject *self, PyObject *unused) {

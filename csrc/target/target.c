@@ -44,6 +44,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_graphs = 8;
     t->cuda_libs = TTC_CUDA_LIBS_AUTO;
     t->gemm_wide = TTC_GEMM_WIDE_AUTO;
+    t->gemm_gemv = TTC_GEMM_GEMV_AUTO;
     t->cuda_lt = true;
     t->cuda_nhwc = true;
     t->attn_mma = -1;
@@ -159,6 +160,8 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     static const int32_t gemm_wide[] = {TTC_GEMM_WIDE_OFF, TTC_GEMM_WIDE_ON, TTC_GEMM_WIDE_ALWAYS,
                                         TTC_GEMM_WIDE_AUTO};  /* 0|1|always|auto */
     if (SET(GEMM_WIDE)) t.gemm_wide = gemm_wide[VAL(GEMM_WIDE)];
+    static const int32_t gemm_gemv[] = {TTC_GEMM_GEMV_OFF, TTC_GEMM_GEMV_ON, TTC_GEMM_GEMV_AUTO};  /* 0|1|auto */
+    if (SET(GEMM_GEMV)) t.gemm_gemv = gemm_gemv[VAL(GEMM_GEMV)];
     if (SET(CUDA_LT)) t.cuda_lt = VAL(CUDA_LT) == 1;
     if (SET(CUDA_NHWC)) t.cuda_nhwc = VAL(CUDA_NHWC) == 1;
     /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device

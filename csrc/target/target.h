@@ -86,6 +86,8 @@ typedef struct ttc_target {
                                    * compile per transformer: RESULTS session 16), 0 never, 1 on
                                    * any device and beside the libraries, always as 1 and taken
                                    * wherever it can run, untimed (tests) */
+    int32_t gemm_gemv;            /* TTC_GEMM_GEMV_*: x @ W^T GEMMs also as "<name>_v", their GEMV form
+                                   * for products of few rows (codegen.c, gemv_wanted) */
     int32_t conv_ksplit_cap;      /* most split-K slices of a convolution (1: never split) */
     int32_t conv_tile;            /* forced implicit-GEMM convolution tile, -1: choose (tensor-core
                                    * convolutions: an index into their own table) */
@@ -148,6 +150,7 @@ typedef struct ttc_target {
  * every one. oneDNN where it loads, else OpenBLAS. */
 enum { TTC_CUDA_LIBS_OFF = 0, TTC_CUDA_LIBS_AUTO = 1, TTC_CUDA_LIBS_ALL = 2 };
 enum { TTC_GEMM_WIDE_OFF = 0, TTC_GEMM_WIDE_AUTO = 1, TTC_GEMM_WIDE_ON = 2, TTC_GEMM_WIDE_ALWAYS = 3 };
+enum { TTC_GEMM_GEMV_OFF = 0, TTC_GEMM_GEMV_AUTO = 1, TTC_GEMM_GEMV_ON = 2 };
 /* the tiles of "<name>_w" kernels (codegen.c, wide_tile; tensor copies + warpgroup MMA):
  * 128x128x64 in 3 stages, or 192x256x64 in 4 where its waves fill the device better */
 #define TTC_GEMM_WIDE_TILE 62

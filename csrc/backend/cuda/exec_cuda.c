@@ -40,6 +40,12 @@ struct ttc_cuda_engine {
     pthread_mutex_t wlock;
     int32_t n_wide;
     int64_t wide_calls, wide_timed;   /* atomics */
+    /* "<name>_v" (ttc_kspec.gemm_v; NULL: none, or it could not be loaded): the GEMV form that
+     * plans of few rows launch (plan.h, gemv) */
+    void **vfn;
+    int32_t *vmax;
+    int32_t n_gemv;
+    int64_t gemv_calls;          /* atomic */
     size_t dyn_max;
     uint64_t consts;             /* one block holding every constant */
     uint64_t *const_ptr;         /* per tensor id (0: not a constant) */
@@ -290,6 +296,17 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
             ttc_clear_error();   /* the kernel alone, as without "_w" */
             c->wfn[i] = NULL;
         }
+        if (s == TTC_OK && ks->gemm_v) {
+            char vn[40];
+            snprintf(vn, sizeof vn, "%s_v", ks->name);
+            if (ttc_cuda_function(c->mods[m], vn, &c->vfn[i], &c->vmax[i]) != TTC_OK ||
+                c->vmax[i] < TTC_GEMV_WARPS * 32) {
+                ttc_clear_error();   /* the kernel alone, as without "_v" */
+                c->vfn[i] = NULL;
+            } else {
+                c->n_gemv++;
+            }
+        }
         if (s == TTC_OK && ks->lib_epih && c->ehfn) {
             char en[24];
             snprintf(en, sizeof en, "%s_eh", ks->name);
@@ -305,6 +322,7 @@ static void free_arrays(ttc_cuda_engine *c) {
     free(c->mods); free(c->fn); free(c->max_threads); free(c->req); free(c->dyn); free(c->units); free(c->n_maps);
     free(c->lib); free(c->efn); free(c->emax); free(c->cw);
     free(c->wfn); free(c->wdyn); free(c->wunits); free(c->wpick); free(c->wkey);
+    free(c->vfn); free(c->vmax);
     free(c->nhwc); free(c->conv_h); free(c->cwh); free(c->ehfn); free(c->ehmax);
 }
 
@@ -325,6 +343,8 @@ ttc_status ttc_cuda_engine_new(const ttc_engine_view *e, int32_t ordinal, ttc_cu
         c->wfn = ttc_calloc((size_t)nk + 1, sizeof *c->wfn);
         c->wdyn = ttc_calloc((size_t)nk + 1, sizeof *c->wdyn);
         c->wunits = ttc_calloc((size_t)nk + 1, sizeof *c->wunits);
+        c->vfn = ttc_calloc((size_t)nk + 1, sizeof *c->vfn);
+        c->vmax = ttc_calloc((size_t)nk + 1, sizeof *c->vmax);
         c->wpick = ttc_calloc((size_t)nk + 1, sizeof *c->wpick);
         c->wkey = ttc_calloc((size_t)nk + 1, sizeof *c->wkey);
         if (e->tg->cuda_libs != TTC_CUDA_LIBS_OFF && (ttc_cublas_available(NULL, 0) || ttc_cudnn_available(NULL, 0))) {
@@ -345,7 +365,7 @@ ttc_status ttc_cuda_engine_new(const ttc_engine_view *e, int32_t ordinal, ttc_cu
         }
     }
     if (!c || !c->mods || !c->fn || !c->max_threads || !c->req || !c->dyn || !c->units || !c->n_maps || !c->wfn ||
-        !c->wdyn || !c->wunits || !c->wpick || !c->wkey ||
+        !c->wdyn || !c->wunits || !c->wpick || !c->wkey || !c->vfn || !c->vmax ||
         (c->lib && (!c->efn || !c->emax || !c->cw)) || (c->nhwc && (!c->conv_h || !c->cwh || !c->ehfn || !c->ehmax))) {
         if (c) { free_arrays(c); free(c); }
         return TTC_ERR_NOMEM;
@@ -900,6 +920,47 @@ static ttc_status nhwc_run(const call_mem *m, int32_t ki, const ttc_cudnn_plan *
     return epi_launch(m, ki, c->efn[ki], c->emax[ki], stream, vals, params, launched);
 }
 
+/* Whether this call runs GEMM kernel ki as "<name>_v" (the plan chose it and it was loaded). */
+static bool gemv_of(const ttc_cuda_engine *c, const ttc_plan *p, int32_t ki) { return p->gemv[ki] && c->vfn[ki]; }
+
+/* Grid and block of kernel ki's "<name>_v" (ttc_plan_gemv_dims). */
+static ttc_status gemv_dims(const ttc_cuda_engine *c, const ttc_plan *p, int32_t ki, uint32_t grid[3], uint32_t block[3]) {
+    size_t g[3], l[3];
+    (void)ttc_plan_gemv_dims(p, ki, g, l);
+    for (int32_t d = 0; d < 3; d++) {
+        size_t n = g[d] / l[d];
+        if (n > (d ? 65535u : 2147483647u))
+            return ttc_fail(TTC_ERR_UNSUPPORTED, "kernel %s_v: %zu blocks in dim %d exceed CUDA's grid",
+                            c->e->cg->kernels[ki].name, n, (int)d);
+        grid[d] = (uint32_t)n;
+        block[d] = (uint32_t)l[d];
+    }
+    return TTC_OK;
+}
+
+/* GEMM kernel ki as "<name>_v": the kernel's arguments but a tile's local stages and tensor
+ * maps (ttc_kspec_gemv_arg), no dynamic shared memory. */
+static ttc_status gemv_launch(const call_mem *m, int32_t ki, const uint32_t grid[3], const uint32_t block[3],
+                              arg_val *vals, void **params, int64_t *launched) {
+    ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
+    const ttc_kspec *ks = &c->e->cg->kernels[ki];
+    size_t g[3], l[3];
+    int32_t rows = ttc_plan_gemv_dims(m->p, ki, g, l), j = 0;
+    for (int32_t a = 0; a < ks->n_args; a++) {
+        const ttc_argspec *as = &ks->args[a];
+        if (!ttc_kspec_gemv_arg(as)) continue;
+        int64_t v = a == 4 ? rows : m->p->argv[ki][a];
+        if (as->kind == TTC_ARG_BUF) vals[j].p = ptr_of(c, m->p, (int32_t)v, m->in, m->out, m->arena);
+        else if (as->kind == TTC_ARG_ERRFLAG) vals[j].p = m->flag;
+        else vals[j].i = (int32_t)v;
+        params[j] = &vals[j];
+        j++;
+    }
+    (*launched)++;
+    __atomic_fetch_add(&c->gemv_calls, 1, __ATOMIC_RELAXED);
+    return ttc_cuda_launch(c->vfn[ki], grid, block, 0, m->stream, params);
+}
+
 static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64_t *in, const uint64_t *out,
                              uint64_t arena, uint64_t flag, uint64_t stream, int64_t *launched) {
     const ttc_engine_view *e = c->e;
@@ -912,7 +973,9 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
     call_mem m = {c, p, in, out, arena, flag, stream};
     /* every launch is checked before the first is made: a refusal leaves the stream untouched */
     for (int32_t ki = 0; ki < nk && s == TTC_OK; ki++)
-        if (!p->skip[ki]) {
+        if (!p->skip[ki] && gemv_of(c, p, ki)) {
+            s = gemv_dims(c, p, ki, g[ki], b[ki]);
+        } else if (!p->skip[ki]) {
             s = dims(c, p, ki, g[ki], b[ki]);
             if (s == TTC_OK && c->n_maps[ki]) s = tmaps_check(&m, ki);
         }
@@ -934,6 +997,11 @@ static ttc_status launch_all(ttc_cuda_engine *c, const ttc_plan *p, const uint64
         if (hp && c->conv_h[ki]) {
             s = nhwc_run(&m, ki, hp[ki], stream, vals, params, &n);
             if (s != TTC_OK) s = ttc_fail_context(s, "running %s (%s) through cuDNN channels-last", ks->name, e->k->ops[ks->op].name);
+            continue;
+        }
+        if (gemv_of(c, p, ki)) {
+            s = gemv_launch(&m, ki, g[ki], b[ki], vals, params, &n);
+            if (s != TTC_OK) s = ttc_fail_context(s, "launching %s_v (%s)", ks->name, e->k->ops[ks->op].name);
             continue;
         }
         bool wide = false;
@@ -1080,7 +1148,8 @@ ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c) {
                                 __atomic_load_n(&c->lib_nhwc, __ATOMIC_RELAXED),
                                 __atomic_load_n(&c->nhwc_calls, __ATOMIC_RELAXED), 0, c->n_wide,
                                 __atomic_load_n(&c->wide_calls, __ATOMIC_RELAXED),
-                                __atomic_load_n(&c->wide_timed, __ATOMIC_RELAXED)};
+                                __atomic_load_n(&c->wide_timed, __ATOMIC_RELAXED), c->n_gemv,
+                                __atomic_load_n(&c->gemv_calls, __ATOMIC_RELAXED)};
     for (int32_t t = 0; c->nhwc && t < c->e->k->n_ts; t++) st.nhwc_tensors += c->nhwc[t];
     if (c->n_gs) {
         ttc_cuda_engine *m = (ttc_cuda_engine *)c;   /* the lock only: counters are read */

@@ -65,6 +65,9 @@ typedef struct ttc_cuda_engine_stats {
     /* GEMM kernels loaded with "<name>_w" (ttc_kspec.gemm_w), its launches, shapes timed */
     int32_t wide_kernels;
     int64_t wide_calls, wide_timed;
+    /* GEMM kernels loaded with "<name>_v" (ttc_kspec.gemm_v), its launches */
+    int32_t gemv_kernels;
+    int64_t gemv_calls;
 } ttc_cuda_engine_stats;
 ttc_cuda_engine_stats ttc_cuda_engine_stats_get(const ttc_cuda_engine *c);
 
