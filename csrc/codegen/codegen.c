@@ -488,7 +488,7 @@ static ttc_status emit_gemv(const ttc_kgen *g) {
         const char *defs[] = {"KNAME", kname, "STORE_FN", store, "EPI_PARAMS", g->P, "EPI_ARGS", g->A_,
                               "TA", ttc_cl_storage_type(a->dtype), "TB", ttc_cl_storage_type(b->dtype),
                               "A_F32", f32 ? "1" : "0", "B_F32", f32 ? "1" : "0", "GV_W", w, "GV_MB", mb, "GV_U", u,
-                              NULL};
+                              "GV_UNROLL", g->gpu ? "_Pragma(\"unroll\")" : "", NULL};
         s = ttc_codegen_template_checked(g->src, "gemv_gpu", defs, &p);
     }
     ttc_kp_free(&p);

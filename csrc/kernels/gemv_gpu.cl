@@ -14,7 +14,8 @@
  * are not 16-byte aligned (K or an offset not a multiple of the chunk) take a scalar loop.
  * Arguments: the tile kernel's first nine, then the store function's (codegen.h, gemm_v).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB LDA LDB A_F32 B_F32 GV_W GV_MB GV_U
- * (GV_PTX: halves converted by the PTX prelude's ttc_h2f). */
+ * GV_UNROLL (_Pragma("unroll") on GPUs; empty on CPU devices). Halves are converted by the PTX
+ * prelude's ttc_h2f. */
 #define GV_T (GV_W * 32)
 #if B_F32
 #define GV_E 4                       /* elements per 16-byte chunk (A and B share a dtype) */
@@ -33,6 +34,7 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
     int n = get_group_id(0) * GV_W + w, m0 = get_group_id(1) * GV_MB, b = get_group_id(2);
     int mb = min(M - m0, GV_MB);
     float acc[GV_MB];
+GV_UNROLL
     for (int i = 0; i < GV_MB; i++) acc[i] = 0.0f;
     int a0 = offA + b * sAb + m0 * K, b0 = offB + b * sBb;
     if (n < N) {
@@ -42,17 +44,19 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         __global const uint4 *Bq = (__global const uint4 *)(B + rb);
         for (int c0 = lane; c0 < nch; c0 += 32 * GV_U) {
             uint4 u[GV_U];
+GV_UNROLL
             for (int j = 0; j < GV_U; j++) {
                 int c = c0 + j * 32;
                 u[j] = c < nch ? Bq[c] : (uint4)(0u);
             }
+GV_UNROLL
             for (int j = 0; j < GV_U; j++) {
                 int c = c0 + j * 32;
-                if (c >= nch) break;
                 float wv[GV_E], xv[GV_E];
                 GV_UNPACK(u[j], wv);
+GV_UNROLL
                 for (int i = 0; i < GV_MB; i++) {
-                    if (i >= mb) break;
+                    if (i >= mb || c >= nch) continue;   /* guards, not breaks: the loops unroll */
                     if (avec) {
                         uint4 ua = ((__global const uint4 *)(A + a0 + i * K))[c];
                         GV_UNPACK(ua, xv);
@@ -68,12 +72,12 @@ void KNAME(__global const TA *A, int offA, __global const TB *B, int offB, int M
         /* what the chunks left: every element where B's row is unaligned, else none */
         for (int kk = nch * GV_E + lane; kk < K; kk += 32) {
             float wv = LDB(B, rb + kk);
-            for (int i = 0; i < GV_MB; i++) {
-                if (i >= mb) break;
-                acc[i] += wv * LDA(A, a0 + i * K + kk);
-            }
+GV_UNROLL
+            for (int i = 0; i < GV_MB; i++)
+                if (i < mb) acc[i] += wv * LDA(A, a0 + i * K + kk);
         }
     }
+GV_UNROLL
     for (int i = 0; i < GV_MB; i++) red[(w * GV_MB + i) * 32 + lane] = acc[i];
     barrier(CLK_LOCAL_MEM_FENCE);
     int t = get_local_id(0);
