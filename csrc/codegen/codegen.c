@@ -441,7 +441,7 @@ static bool wide_wanted(const ttc_kir *k, const ttc_kop *op, int32_t ti) {
 }
 
 /* Whether GEMM op also gets "<name>_v", its GEMV form (gemv_gpu.cl; ttc_kspec.gemm_v), which
- * the launch runs instead where the product has at most TTC_GEMV_MAX_M rows (plan.c): x @ W^T
+ * the launch runs instead where the product has at most TTC_GEMM_V_ROWS rows (plan.c): x @ W^T
  * products of float16 or float32 operands of one dtype (a linear layer's weight, stored N x K)
  * whose rows are not known to be more, by default on the GPU kernel families (decode steps:
  * M = batch; bench/RESULTS.md), with TORCHTRT_C_GEMM_GEMV=1 on any device (tests on PoCL). */
@@ -452,7 +452,7 @@ static bool gemv_wanted(const ttc_kir *k, const ttc_kop *op) {
     const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *o = &k->ts[ttc_kop_gemm_shape(op)];
     if (a->dtype != b->dtype || (a->dtype != TTC_DTYPE_FLOAT16 && a->dtype != TTC_DTYPE_FLOAT32)) return false;
     ttc_dim m = o->dims[o->rank - 2];
-    return !ttc_dim_is_const(m) || m.add <= TTC_GEMV_MAX_M;
+    return !ttc_dim_is_const(m) || m.add <= TTC_GEMM_V_ROWS;
 }
 
 /* "<name>_v" (gemv_wanted): the tile kernel's first nine arguments, then the store function's. */
@@ -480,8 +480,8 @@ static ttc_status emit_gemv(const ttc_kgen *g) {
     char kname[24], store[32], w[8], mb[8], u[8];
     snprintf(kname, sizeof kname, "%s_v", g->ks->name);
     snprintf(store, sizeof store, "%s_store", g->ks->name);
-    snprintf(w, sizeof w, "%d", TTC_GEMV_WARPS);
-    snprintf(mb, sizeof mb, "%d", TTC_GEMV_MAX_M);
+    snprintf(w, sizeof w, "%d", TTC_GEMM_V_WARPS);
+    snprintf(mb, sizeof mb, "%d", TTC_GEMM_V_ROWS);
     snprintf(u, sizeof u, "%d", 4);
     bool f32 = a->dtype == TTC_DTYPE_FLOAT32;
     if (s == TTC_OK) {

@@ -76,12 +76,12 @@ typedef struct ttc_kspec {
     bool gemm_w;
     int16_t gemm_w_tile;      /* its tile (codegen.c, wide_tile) */
     /* gemm_v: the program also defines "<name>_v", the same product and epilogue in GEMV form
-     * (gemv_gpu.cl: a warp per column, TTC_GEMV_WARPS per work-group, TTC_GEMV_MAX_M rows a
+     * (gemv_gpu.cl: a warp per column, TTC_GEMM_V_WARPS per work-group, TTC_GEMM_V_ROWS rows a
      * work-group), whose arguments are the kernel's first nine then the store function's
-     * (ttc_kspec_gemv_arg): plans of at most TTC_GEMV_MAX_M rows launch it instead (plan.c) */
+     * (ttc_kspec_gemv_arg): plans of at most TTC_GEMM_V_ROWS rows launch it instead (plan.c) */
     bool gemm_v;
 } ttc_kspec;
-enum { TTC_GEMV_MAX_M = 8, TTC_GEMV_WARPS = 4 };
+enum { TTC_GEMM_V_ROWS = 8, TTC_GEMM_V_WARPS = 4 };
 /* Elements per work-item of a "<name>_e" kernel: work-groups of L work-items cover
  * TTC_LIB_EPI_V * L elements (work-item t takes t + j * L, j < TTC_LIB_EPI_V). */
 #define TTC_LIB_EPI_V 8

@@ -285,7 +285,7 @@ ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t 
         }
         /* args 4..8: the product's M, N, K and batch strides (codegen.c, emit_gemm) */
         bool collapsed;
-        if (ks->gemm_v && ks->n_native_args == 0 && ks->n_args > 8 && gemv_rows(p, i, &collapsed) <= TTC_GEMV_MAX_M)
+        if (ks->gemm_v && ks->n_native_args == 0 && ks->n_args > 8 && gemv_rows(p, i, &collapsed) <= TTC_GEMM_V_ROWS)
             p->gemv[i] = true;
     }
     if (s != TTC_OK) { ttc_plan_free(p); return s; }
@@ -297,9 +297,9 @@ ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t 
 int32_t ttc_plan_gemv_dims(const ttc_plan *p, int32_t i, size_t gws[3], size_t lws[3]) {
     bool collapsed;
     int64_t M = gemv_rows(p, i, &collapsed), N = p->argv[i][5];
-    gws[0] = (size_t)(N + TTC_GEMV_WARPS - 1) / TTC_GEMV_WARPS * TTC_GEMV_WARPS * 32;
-    lws[0] = TTC_GEMV_WARPS * 32;
-    gws[1] = (size_t)(M + TTC_GEMV_MAX_M - 1) / TTC_GEMV_MAX_M;
+    gws[0] = (size_t)(N + TTC_GEMM_V_WARPS - 1) / TTC_GEMM_V_WARPS * TTC_GEMM_V_WARPS * 32;
+    lws[0] = TTC_GEMM_V_WARPS * 32;
+    gws[1] = (size_t)(M + TTC_GEMM_V_ROWS - 1) / TTC_GEMM_V_ROWS;
     gws[2] = collapsed ? 1 : p->gws[i][2];
     lws[1] = lws[2] = 1;
     return (int32_t)M;

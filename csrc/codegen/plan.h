@@ -45,7 +45,7 @@ typedef struct ttc_plan {
     size_t (*gws)[3], (*lws)[3];
     bool *skip;               /* kernels with an empty launch */
     bool *gemv;               /* GEMM kernels launched as their "<name>_v" (ttc_kspec.gemm_v): at
-                               * most TTC_GEMV_MAX_M rows; geometry from ttc_plan_gemv_dims */
+                               * most TTC_GEMM_V_ROWS rows; geometry from ttc_plan_gemv_dims */
     int32_t refs;             /* users in flight + 1 while cached */
 } ttc_plan;
 
@@ -53,8 +53,8 @@ typedef struct ttc_plan {
  * ttc_engine_get_plan; the tuner: for one-kernel programs of its own). */
 ttc_status ttc_plan_make(const ttc_kir *k, const ttc_codegen *cg, const int64_t *sv, ttc_plan **out);
 void ttc_plan_free(ttc_plan *p);
-/* The launch of GEMM kernel i as "<name>_v" in plan p (gemv_gpu.cl's grid: TTC_GEMV_WARPS
- * columns per work-group, TTC_GEMV_MAX_M rows, the batch); returns the value of its M argument
+/* The launch of GEMM kernel i as "<name>_v" in plan p (gemv_gpu.cl's grid: TTC_GEMM_V_WARPS
+ * columns per work-group, TTC_GEMM_V_ROWS rows, the batch); returns the value of its M argument
  * (argument 4): batches that follow on over a shared B launch as one product of their rows. */
 int32_t ttc_plan_gemv_dims(const ttc_plan *p, int32_t i, size_t gws[3], size_t lws[3]);
 /* Whether argument spec as is passed to a "<name>_v" kernel (all but a tile's __local stages,

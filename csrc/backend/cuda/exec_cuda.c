@@ -300,7 +300,7 @@ static ttc_status load_part(ttc_cuda_engine *c, int32_t m) {
             char vn[40];
             snprintf(vn, sizeof vn, "%s_v", ks->name);
             if (ttc_cuda_function(c->mods[m], vn, &c->vfn[i], &c->vmax[i]) != TTC_OK ||
-                c->vmax[i] < TTC_GEMV_WARPS * 32) {
+                c->vmax[i] < TTC_GEMM_V_WARPS * 32) {
                 ttc_clear_error();   /* the kernel alone, as without "_v" */
                 c->vfn[i] = NULL;
             } else {
