@@ -443,8 +443,9 @@ static bool wide_wanted(const ttc_kir *k, const ttc_kop *op, int32_t ti) {
 /* Whether GEMM op also gets "<name>_v", its GEMV form (gemv_gpu.cl; ttc_kspec.gemm_v), which
  * the launch runs instead where the product has at most TTC_GEMM_V_ROWS rows (plan.c): x @ W^T
  * products of float16 or float32 operands of one dtype (a linear layer's weight, stored N x K)
- * whose rows are not known to be more, by default on the GPU kernel families (decode steps:
- * M = batch; bench/RESULTS.md), with TORCHTRT_C_GEMM_GEMV=1 on any device (tests on PoCL). */
+ * whose rows are not known to be more: with TORCHTRT_C_GEMM_GEMV=auto on the GPU kernel
+ * families (decode steps: M = batch), =1 on any device (tests on PoCL); off by default until
+ * it is measured on a GPU. */
 static bool gemv_wanted(const ttc_kir *k, const ttc_kop *op) {
     const ttc_target *tg = ttc_kir_target(k);
     if (tg->gemm_gemv == TTC_GEMM_GEMV_OFF || (tg->gemm_gemv == TTC_GEMM_GEMV_AUTO && !tg->gpu_kernels)) return false;

@@ -44,7 +44,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_graphs = 8;
     t->cuda_libs = TTC_CUDA_LIBS_AUTO;
     t->gemm_wide = TTC_GEMM_WIDE_AUTO;
-    t->gemm_gemv = TTC_GEMM_GEMV_AUTO;
+    t->gemm_gemv = TTC_GEMM_GEMV_OFF;   /* until the GPU measurement (knobs.def) */
     t->cuda_lt = true;
     t->cuda_nhwc = true;
     t->attn_mma = -1;

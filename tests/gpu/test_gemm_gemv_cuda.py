@@ -1,6 +1,6 @@
 """GEMM kernels' GEMV form "<name>_v" on the CUDA launch path (csrc/backend/cuda/exec_cuda.c,
-gemv_launch): on the GPU kernel families every x @ W^T GEMM of float16/float32 operands carries
-it, and a call whose product has at most 8 rows (a decode step: M = batch) launches it instead
+gemv_launch): with TORCHTRT_C_GEMM_GEMV=auto (off by default until measured) every x @ W^T GEMM
+of float16/float32 operands on the GPU kernel families carries it, and a call whose product has at most 8 rows (a decode step: M = batch) launches it instead
 of the tile kernel or cuBLAS. Checked on odd sizes: that it ran (the engine's counters) only
 where the rows are few, and the results against float64 (fp16: 2e-2 of max(|ref|, 1); fp32:
 1e-3, TF32 off). A real model (Hugging Face Llama, small config, random weights) decodes with it
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
 @pytest.fixture(autouse=True)
 def knobs(monkeypatch):
     old = clear_knobs(monkeypatch)
-    monkeypatch.delenv("TORCHTRT_C_GEMM_GEMV", raising=False)
+    monkeypatch.setenv("TORCHTRT_C_GEMM_GEMV", "auto")
     torch.backends.cuda.matmul.allow_tf32 = False
     yield
     restore_tf32(old)
