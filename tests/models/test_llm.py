@@ -206,3 +206,22 @@ def test_save_load_fresh_process(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert torch.equal(torch.load(tmp_path / "out.pt"), want)
+
+
+def test_gpu_kernel_families_with_gemv_form():
+    """The GPU's code path on this device: the GPU kernel families (TORCHTRT_C_KERNELS=gpu), no
+    native steps, the GEMMs' GEMV form for the decode steps (TORCHTRT_C_GEMM_GEMV=1, launched
+    for the 2-row steps, not for the 7-token prompts); greedy tokens equal eager's."""
+    torch.manual_seed(0)
+    m = _configs()["llama"]().eval()
+    with torchtrt_c.settings.override(KERNELS="gpu", NATIVE="0", GEMM_GEMV="1"):
+        gen = torchtrt_c.compile_llm(m, max_seq_len=MAX_SEQ, max_batch_size=2, max_prompt_len=16)
+    ids, mask = _prompts()
+    ref = _eager(m, ids, mask, max_new_tokens=24, min_new_tokens=24)
+    out = gen.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=24, min_new_tokens=24)
+    assert torch.equal(out, ref), f"first differing (row, position) {(out != ref).nonzero()[:1].tolist()}"
+    (acc,) = [mod for n, mod in gen.runner.step.named_children() if n.startswith("_run_on_acc_")]
+    entry = acc.__dict__.get("_ttc_entry")
+    engine = acc.__dict__["_deferred"] if acc.__dict__.get("_deferred") is not None else entry.engine
+    info = engine.info()
+    assert info["gpu_kernels"] and info["gemv_launches"] >= 23 * 4, info["gemv_launches"]
