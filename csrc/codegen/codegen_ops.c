@@ -311,11 +311,12 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
     bool warp = wg && !op->p.norm.group && row <= 8192;
     if (warp) L = 128;
     snprintf(ls, sizeof ls, "%d", L);
-    /* the warp kernel holds a row known when building of up to 256 elements in registers (on
-     * the H100: ConvNeXt-T b32's rows of 96 44 -> 21 us, of 192 16 -> 11 us; ViT-B's rows of
-     * 768 took 18 us instead of 15 held in 24 registers a lane) */
+    /* the warp kernel holds a row known when building of up to 2048 elements in registers, 64
+     * a lane at most (on the H100: ConvNeXt-T b32's rows of 96 44 -> 21 us, of 192 16 -> 11 us;
+     * ViT-B's rows of 768 took 18 us instead of 15 held in 24 registers a lane; a 1B Llama's
+     * decode row of 2048 took 28.7 us in the loop) */
     char npl[8];
-    snprintf(npl, sizeof npl, "%d", warp && row > 0 && row <= 256 ? (int)((row + 31) / 32) : 0);
+    snprintf(npl, sizeof npl, "%d", warp && row > 0 && row <= 2048 ? (int)((row + 31) / 32) : 0);
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
     ttc_codegen_loader(src, g->sp, "LDW", wd, false);
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,

@@ -5,11 +5,15 @@
  * 21 us on BERT-base b32's 4096 rows of 768 on the H100. Rows as in norm.cl (N elements,
  * affine per element); two-pass variance, statistics in float. No early return: the
  * emulated shuffles hold work-group barriers, so a warp past the last row runs idle.
- * Rows of a run-time length (or longer than 32 * 8): each lane's loops are unrolled by 8 so
- * that 8 loads are in flight (a decode step's single row of 2048 was 64 dependent load
- * latencies a pass: 26.5 us per RMS norm on the H100, a third of a 1B Llama's step).
+ * Rows known when building of up to 2048 elements are held in registers (NPL a lane): one
+ * read, all of a lane's loads in flight at once (a decode step's single row of 2048 took 26.5-
+ * 28.7 us per RMS norm on the H100 in the loop below, a third of a 1B Llama's step). Longer
+ * rows, or rows of a run-time length: each lane reads NW_U elements into registers before
+ * summing them, so that NW_U independent loads are in flight (a "#pragma unroll 8" of the
+ * plain loop did not change the 28.7 us).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW HAS_W HAS_B GROUP RMS EPS RPW NPL
  * (0: the row's length is a run-time value). */
+#define NW_U 8
 __kernel __attribute__((reqd_work_group_size(32 * RPW, 1, 1)))
 void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __global const TW *Bs,
            int offB, int N, int rows, int HW, int CG, int G EPI_PARAMS) {
@@ -61,8 +65,13 @@ void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __gl
 #else
     float s = 0.0f;
     if (live) {
-#pragma unroll 8
-        for (int j = lane; j < N; j += 32) s += LDX(X, offX + base + j);
+        for (int j0 = lane; j0 < N; j0 += 32 * NW_U) {
+            float t[NW_U];
+#pragma unroll
+            for (int u = 0; u < NW_U; u++) t[u] = j0 + 32 * u < N ? LDX(X, offX + base + j0 + 32 * u) : 0.0f;
+#pragma unroll
+            for (int u = 0; u < NW_U; u++) s += t[u];
+        }
     }
 #pragma unroll
     for (int m = 16; m > 0; m >>= 1) s += ttc_shfl_xor(s, m, scr);
@@ -70,23 +79,36 @@ void KNAME(__global const TX *X, int offX, __global const TW *Wt, int offW, __gl
 #endif
     float v = 0.0f;
     if (live) {
-#pragma unroll 8
-        for (int j = lane; j < N; j += 32) { float d = LDX(X, offX + base + j) - mean; v += d * d; }
+        for (int j0 = lane; j0 < N; j0 += 32 * NW_U) {
+            float t[NW_U];   /* NW_U independent loads issued before their sums */
+#pragma unroll
+            for (int u = 0; u < NW_U; u++) t[u] = j0 + 32 * u < N ? LDX(X, offX + base + j0 + 32 * u) : mean;
+#pragma unroll
+            for (int u = 0; u < NW_U; u++) { float d = t[u] - mean; v += d * d; }
+        }
     }
 #pragma unroll
     for (int m = 16; m > 0; m >>= 1) v += ttc_shfl_xor(v, m, scr);
     float rstd = rsqrt(v / (float)N + EPS);
     if (!live) return;
-#pragma unroll 8
-    for (int j = lane; j < N; j += 32) {
-        float y = (LDX(X, offX + base + j) - mean) * rstd;
+    for (int j0 = lane; j0 < N; j0 += 32 * NW_U) {
+        float t[NW_U];
+#pragma unroll
+        for (int u = 0; u < NW_U; u++) t[u] = j0 + 32 * u < N ? LDX(X, offX + base + j0 + 32 * u) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < NW_U; u++) {
+            int j = j0 + 32 * u;
+            if (j >= N) break;
+            float y = (t[u] - mean) * rstd;
 #if HAS_W
-        y *= LDW(Wt, offW + j);
+            y *= LDW(Wt, offW + j);
 #endif
 #if HAS_B
-        y += LDW(Bs, offB + j);
+            y += LDW(Bs, offB + j);
 #endif
-        STORE_FN(y, base + j EPI_ARGS);
+            STORE_FN(y, base + j EPI_ARGS);
+        }
     }
 #endif
 }
+#undef NW_U

@@ -42,7 +42,7 @@ def _check(m, x, trt, prec, what):
     assert err <= tol, f"{what}: relative error {err:.3g} > {tol}"
 
 
-@pytest.mark.parametrize("rows,n", [(1, 1), (3, 7), (5, 33), (9, 96), (2, 768), (1, 1000)])
+@pytest.mark.parametrize("rows,n", [(1, 1), (3, 7), (5, 33), (9, 96), (2, 768), (1, 1000), (1, 2048), (3, 2600)])
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("prec", [torch.float32, torch.float16])
 def test_layer_norm_rows(rows, n, affine, prec):

@@ -5,6 +5,8 @@ of the tile kernel or cuBLAS. Checked on odd sizes: that it ran (the engine's co
 where the rows are few, and the results against float64 (fp16: 2e-2 of max(|ref|, 1); fp32:
 1e-3, TF32 off). A real model (Hugging Face Llama, small config, random weights) decodes with it
 in tests/gpu/test_llm_gpu.py. tests/device/test_gemm_gemv.py checks the kernel on any device."""
+import copy
+
 import pytest
 import torch
 import torchtrt_c
@@ -54,7 +56,7 @@ def test_mlp_decode_shapes(dtype, shape):
     st = _stats(trt)
     assert st["gemv_kernels"] == 3 and st["gemv_calls"] == 3, st
     with torch.no_grad():
-        ref = m.double().to(DEV)(x.to(DEV).double())
+        ref = copy.deepcopy(m).double().to(DEV)(x.to(DEV).double())
     _close(got.double(), ref, 2e-2 if dtype == torch.float16 else 1e-3, f"mlp {shape} {dtype}")
 
 
@@ -67,7 +69,7 @@ def test_more_rows_and_off(monkeypatch):
     st = _stats(trt)
     assert st["gemv_calls"] == 0, st
     with torch.no_grad():
-        _close(got.double(), m.double().to(DEV)(x.to(DEV).double()), 2e-2, "16 rows")
+        _close(got.double(), copy.deepcopy(m).double().to(DEV)(x.to(DEV).double()), 2e-2, "16 rows")
     monkeypatch.setenv("TORCHTRT_C_GEMM_GEMV", "0")
     trt = torchtrt_c.compile(m, inputs=[x[:1, :1]], enabled_precisions={torch.float16}).to(DEV)
     _call(trt, x[:1, :1].to(DEV))
