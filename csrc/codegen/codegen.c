@@ -326,15 +326,30 @@ ttc_status ttc_gen_elementwise(const ttc_kgen *g) {
     return s;
 }
 
+/* A GEMM kernel's first nine parameters into p (kernel spec ks): A, offA, B, offB, M, N, K
+ * and the batch strides (0: a 2-D operand every batch shares). */
+static void gemm_params(ttc_kparams *p, const ttc_kir *k, ttc_kspec *ks, const ttc_kop *op) {
+    int32_t st = ttc_kop_gemm_shape(op), R = k->ts[st].rank;
+    int32_t ra = k->ts[op->in[0]].rank, rb = k->ts[op->in[1]].rank;
+    ttc_kp_init(p, k, ks, false);
+    ttc_kp_buffer(p, op->in[0], "A", "offA");
+    ttc_kp_buffer(p, op->in[1], "B", "offB");
+    ttc_kp_int(p, TTC_ARG_DIM, st, R - 2, 0, 0, "M");
+    ttc_kp_int(p, TTC_ARG_DIM, st, R - 1, 0, 0, "N");
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[0], ra - 1, 0, 0, "K");
+    if (ra > 2) ttc_kp_int(p, TTC_ARG_PROD, op->in[0], ra - 2, ra, 0, "sAb");
+    else ttc_kp_int(p, TTC_ARG_INT, 0, 0, 0, 0, "sAb");
+    if (rb > 2) ttc_kp_int(p, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0, "sBb");
+    else ttc_kp_int(p, TTC_ARG_INT, 0, 0, 0, 0, "sBb");
+}
+
 /* One GEMM kernel of op on tile ti named kname: its parameters' specs into ks (the template's
  * checked against them), its text into src. */
 static ttc_status emit_gemm(const ttc_kgen *g, ttc_kspec *ks, const char *kname, int32_t ti) {
     const ttc_kir *k = g->k;
     const ttc_kop *op = g->op;
     ttc_sbuf *src = g->src;
-    int32_t st = ttc_kop_gemm_shape(op);
     const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]];
-    int32_t R = k->ts[st].rank;
     char store[32], tb[8];
     snprintf(store, sizeof store, "%s_store", g->ks->name);
     snprintf(tb, sizeof tb, "%d", op->p.gemm.trans_b ? 1 : 0);
@@ -344,19 +359,8 @@ static ttc_status emit_gemm(const ttc_kgen *g, ttc_kspec *ks, const char *kname,
     int16_t tv[8] = {t.bm, t.bn, t.bk, t.tm, t.tn, t.kw > 1 ? t.kw : 1, t.gm, t.fl};
     for (int i = 0; i < 8; i++) snprintf(v[i], sizeof v[i], "%d", tv[i]);
     bool piped = t.family == TTC_GEMM_TC || t.family == TTC_GEMM_TF32;
-    /* A, offA, B, offB, M, N, K and the batch strides (0: a 2-D operand every batch shares) */
-    int32_t ra = a->rank, rb = b->rank;
     ttc_kparams p;
-    ttc_kp_init(&p, k, ks, false);
-    ttc_kp_buffer(&p, op->in[0], "A", "offA");
-    ttc_kp_buffer(&p, op->in[1], "B", "offB");
-    ttc_kp_int(&p, TTC_ARG_DIM, st, R - 2, 0, 0, "M");
-    ttc_kp_int(&p, TTC_ARG_DIM, st, R - 1, 0, 0, "N");
-    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], ra - 1, 0, 0, "K");
-    if (ra > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], ra - 2, ra, 0, "sAb");
-    else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sAb");
-    if (rb > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0, "sBb");
-    else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sBb");
+    gemm_params(&p, k, ks, op);
     /* fl & 4: the stages come from a __local argument (dsm) and their count (nst) from the
      * launch. Both are bound after sBb and declared at the head of EPI_PARAMS, so that the
      * template's own parameter list, which the template check reads, is the same for every tile. */
@@ -460,23 +464,12 @@ static bool gemv_wanted(const ttc_kir *k, const ttc_kop *op) {
 static ttc_status emit_gemv(const ttc_kgen *g) {
     const ttc_kir *k = g->k;
     const ttc_kop *op = g->op;
-    int32_t st = ttc_kop_gemm_shape(op);
     const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]];
-    int32_t R = k->ts[st].rank, ra = a->rank, rb = b->rank;
     ttc_kspec scratch;
     memset(&scratch, 0, sizeof scratch);
     scratch.op = g->ks->op;
     ttc_kparams p;
-    ttc_kp_init(&p, k, &scratch, false);
-    ttc_kp_buffer(&p, op->in[0], "A", "offA");
-    ttc_kp_buffer(&p, op->in[1], "B", "offB");
-    ttc_kp_int(&p, TTC_ARG_DIM, st, R - 2, 0, 0, "M");
-    ttc_kp_int(&p, TTC_ARG_DIM, st, R - 1, 0, 0, "N");
-    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], ra - 1, 0, 0, "K");
-    if (ra > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[0], ra - 2, ra, 0, "sAb");
-    else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sAb");
-    if (rb > 2) ttc_kp_int(&p, TTC_ARG_PROD, op->in[1], rb - 2, rb, 0, "sBb");
-    else ttc_kp_int(&p, TTC_ARG_INT, 0, 0, 0, 0, "sBb");
+    gemm_params(&p, k, &scratch, op);
     ttc_status s = ttc_kp_done(&p);
     char kname[24], store[32], w[8], mb[8], u[8];
     snprintf(kname, sizeof kname, "%s_v", g->ks->name);

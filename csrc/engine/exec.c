@@ -169,17 +169,26 @@ ttc_status ttc_engine_output_shapes(ttc_engine *e, const int64_t (*in_shapes)[TT
     return TTC_OK;
 }
 
-ttc_status ttc_exec_bind(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern, const ttc_exec_bufs *b) {
+/* Kernel ki's arguments onto kern; gemv: onto its "<name>_v" (the arguments ttc_kspec_gemv_arg
+ * keeps, M as rows). */
+static ttc_status bind_args(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern,
+                            const ttc_exec_bufs *b, bool gemv, int32_t rows) {
     /* a native op's own arguments come first; its kernel takes the rest */
+    uint32_t ka = 0;
     for (int32_t a = ks->n_native_args; a < ks->n_args; a++) {
-        int64_t v = p->argv[ki][a];
-        uint32_t ka = (uint32_t)(a - ks->n_native_args);
+        if (gemv && !ttc_kspec_gemv_arg(&ks->args[a])) continue;
+        int64_t v = gemv && a == 4 ? rows : p->argv[ki][a];
         if (ks->args[a].kind == TTC_ARG_BUF) TTC_TRY(ttc_kernel_set_buf(kern, ka, ttc_exec_buf(p, (int32_t)v, b)));
         else if (ks->args[a].kind == TTC_ARG_ERRFLAG) TTC_TRY(ttc_kernel_set_buf(kern, ka, b->errf));
         else if (ks->args[a].kind == TTC_ARG_LOCAL) TTC_TRY(ttc_kernel_set_local(kern, ka, (size_t)v));
         else TTC_TRY(ttc_kernel_set_i32(kern, ka, (int32_t)v));
+        ka++;
     }
     return TTC_OK;
+}
+
+ttc_status ttc_exec_bind(const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern, const ttc_exec_bufs *b) {
+    return bind_args(ks, p, ki, kern, b, false, 0);
 }
 
 ttc_status ttc_exec_enqueue(ttc_queue *q, const ttc_kspec *ks, const ttc_plan *p, int32_t ki, ttc_kernel *kern,
@@ -193,16 +202,7 @@ static ttc_status gemv_launch(ttc_queue *q, const ttc_kspec *ks, const ttc_plan 
                               const ttc_exec_bufs *b, ttc_event **ev) {
     size_t gws[3], lws[3];
     int32_t rows = ttc_plan_gemv_dims(p, ki, gws, lws);
-    uint32_t ka = 0;
-    for (int32_t a = ks->n_native_args; a < ks->n_args; a++) {
-        const ttc_argspec *as = &ks->args[a];
-        if (!ttc_kspec_gemv_arg(as)) continue;
-        int64_t v = a == 4 ? rows : p->argv[ki][a];
-        if (as->kind == TTC_ARG_BUF) TTC_TRY(ttc_kernel_set_buf(kern, ka, ttc_exec_buf(p, (int32_t)v, b)));
-        else if (as->kind == TTC_ARG_ERRFLAG) TTC_TRY(ttc_kernel_set_buf(kern, ka, b->errf));
-        else TTC_TRY(ttc_kernel_set_i32(kern, ka, (int32_t)v));
-        ka++;
-    }
+    TTC_TRY(bind_args(ks, p, ki, kern, b, true, rows));
     return ttc_queue_launch(q, kern, 3, gws, lws, ev);
 }
 

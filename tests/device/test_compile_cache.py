@@ -37,14 +37,20 @@ def _run(cache, reuse, env_extra):
     return json.loads(line[len("PROFILE"):])
 
 
-def test_second_compile_in_process_reuses_engines(tmp_path, monkeypatch):
-    # the per-engine layer: the whole-module cache in front of it (test_module_cache) is off
+def _mlp_cached(tmp_path, monkeypatch):
+    """A small MLP, its input and compile options that write and read the engine cache in
+    tmp_path; the per-engine layer only (the whole-module cache in front of it,
+    test_module_cache, is off)."""
     monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
     x = torch.randn(4, 16)
-    opts = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
-                engine_cache_dir=str(tmp_path))
+    return m, x, dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
+                      engine_cache_dir=str(tmp_path))
+
+
+def test_second_compile_in_process_reuses_engines(tmp_path, monkeypatch):
+    m, x, opts = _mlp_cached(tmp_path, monkeypatch)
     first = torchtrt_c.compile(m, **opts)
     cold = first._torchtrt_c_profile
     assert [e["source"] for e in cold.engines] == ["built"]
@@ -99,12 +105,7 @@ def test_fresh_process_hits_engine_and_program_caches(tmp_path):
 def test_engine_key_takes_the_settings(tmp_path, monkeypatch):
     """An engine built under other TORCHTRT_C_* settings (kernel paths, native steps) is not
     another's: a changed setting builds anew, the same one hits."""
-    monkeypatch.setenv("TORCHTRT_C_MODULE_CACHE", "0")
-    torch.manual_seed(0)
-    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
-    x = torch.randn(4, 16)
-    opts = dict(inputs=[x], min_block_size=1, cache_built_engines=True, reuse_cached_engines=True,
-                engine_cache_dir=str(tmp_path))
+    m, x, opts = _mlp_cached(tmp_path, monkeypatch)
     first = torchtrt_c.compile(m, **opts)
     assert [e["source"] for e in first._torchtrt_c_profile.engines] == ["built"]
     with torchtrt_c.settings.override(NATIVE="0"):

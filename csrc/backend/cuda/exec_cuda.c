@@ -601,10 +601,14 @@ static ttc_status tmap_of(const call_mem *m, int32_t ki, int32_t a, unsigned cha
 }
 
 /* Kernel ki's arguments [from, n_args) as values vals[0..] (params point at them). */
-static ttc_status fill_args(const call_mem *m, int32_t ki, int32_t from, arg_val *vals, void **params) {
+/* Kernel ki's arguments from `from` on; gemv: its "<name>_v"'s (those ttc_kspec_gemv_arg keeps,
+ * M as rows). */
+static ttc_status args_of(const call_mem *m, int32_t ki, int32_t from, arg_val *vals, void **params, bool gemv,
+                          int32_t rows) {
     const ttc_kspec *ks = &m->c->e->cg->kernels[ki];
-    for (int32_t a = from, j = 0; a < ks->n_args; a++, j++) {
-        int64_t v = m->p->argv[ki][a];
+    for (int32_t a = from, j = 0; a < ks->n_args; a++) {
+        if (gemv && !ttc_kspec_gemv_arg(&ks->args[a])) continue;
+        int64_t v = gemv && a == 4 ? rows : m->p->argv[ki][a];
         if (is_tmap(&ks->args[a])) TTC_TRY(tmap_of(m, ki, a, vals[j].map));
         else if (ks->args[a].kind == TTC_ARG_BUF) vals[j].p = ptr_of(m->c, m->p, (int32_t)v, m->in, m->out, m->arena);
         else if (ks->args[a].kind == TTC_ARG_ERRFLAG) vals[j].p = m->flag;
@@ -612,8 +616,13 @@ static ttc_status fill_args(const call_mem *m, int32_t ki, int32_t from, arg_val
         else if (ks->args[a].kind == TTC_ARG_LOCAL_N) vals[j].i = m->c->units[ki];
         else vals[j].i = (int32_t)v;
         params[j] = &vals[j];
+        j++;
     }
     return TTC_OK;
+}
+
+static ttc_status fill_args(const call_mem *m, int32_t ki, int32_t from, arg_val *vals, void **params) {
+    return args_of(m, ki, from, vals, params, false, 0);
 }
 
 /* Whether kernel ki's tensor maps can be made for this call (checked before any launch). */
@@ -943,19 +952,8 @@ static ttc_status gemv_dims(const ttc_cuda_engine *c, const ttc_plan *p, int32_t
 static ttc_status gemv_launch(const call_mem *m, int32_t ki, const uint32_t grid[3], const uint32_t block[3],
                               arg_val *vals, void **params, int64_t *launched) {
     ttc_cuda_engine *c = (ttc_cuda_engine *)m->c;
-    const ttc_kspec *ks = &c->e->cg->kernels[ki];
     size_t g[3], l[3];
-    int32_t rows = ttc_plan_gemv_dims(m->p, ki, g, l), j = 0;
-    for (int32_t a = 0; a < ks->n_args; a++) {
-        const ttc_argspec *as = &ks->args[a];
-        if (!ttc_kspec_gemv_arg(as)) continue;
-        int64_t v = a == 4 ? rows : m->p->argv[ki][a];
-        if (as->kind == TTC_ARG_BUF) vals[j].p = ptr_of(c, m->p, (int32_t)v, m->in, m->out, m->arena);
-        else if (as->kind == TTC_ARG_ERRFLAG) vals[j].p = m->flag;
-        else vals[j].i = (int32_t)v;
-        params[j] = &vals[j];
-        j++;
-    }
+    TTC_TRY(args_of(m, ki, 0, vals, params, true, ttc_plan_gemv_dims(m->p, ki, g, l)));
     (*launched)++;
     __atomic_fetch_add(&c->gemv_calls, 1, __ATOMIC_RELAXED);
     return ttc_cuda_launch(c->vfn[ki], grid, block, 0, m->stream, params);
