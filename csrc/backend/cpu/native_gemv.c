@@ -9,24 +9,9 @@
 
 #include <string.h>
 
+#include "simd16.h"
 #include "step_threads.h"
 
-#pragma GCC diagnostic ignored "-Wpsabi"
-/* 16-float vectors: one AVX-512 register in the avx512 clone, two AVX ones in the avx2 clone,
- * four SSE ones on the baseline */
-typedef float v16 __attribute__((vector_size(64)));
-
-static inline __attribute__((always_inline)) v16 ld16(const float *p) {
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline __attribute__((always_inline)) float hsum16(v16 a) {
-    float s[8];
-    for (int i = 0; i < 8; i++) s[i] = a[i] + a[i + 8];
-    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-}
 
 typedef struct gemv_job {
     const float *x, *w;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "native_math.h"
+#include "simd16.h"
 #include "step_threads.h"
 
 /* keys scored before their softmax step; lanes of the partial dot products */
@@ -22,20 +23,6 @@ typedef struct kv_job {
     float *out;
 } kv_job;
 
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float v16 __attribute__((vector_size(64)));
-
-static inline __attribute__((always_inline)) v16 ld16(const float *p) {
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline __attribute__((always_inline)) float hsum16(v16 a) {
-    float s[8];
-    for (int i = 0; i < 8; i++) s[i] = a[i] + a[i + 8];
-    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-}
 
 /* Dense q and keys (the usual cache): the dot products of q with keys k0 .. k0 + 3 (rows ld
  * apart), four keys at a time so each q vector is loaded once for them. */

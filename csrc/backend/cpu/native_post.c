@@ -5,8 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-/* The one node reading node v, or -1 (none, or several). */
-static int32_t only_user(const ttc_expr *e, int32_t v) {
+int32_t ttc_native_post_only_user(const ttc_expr *e, int32_t v) {
     int32_t user = -1;
     for (int32_t j = v + 1; j < e->n; j++) {
         const ttc_enode *nd = &e->nodes[j];
@@ -104,18 +103,18 @@ bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *
     for (int32_t i = 0; i < e->n && cur < 0; i++)
         if (e->nodes[i].op == TTC_EOP_LEAF && e->nodes[i].a < 0) cur = i;
     if (cur < 0 || e->nodes[cur].dtype != TTC_DTYPE_FLOAT32) return false;
-    int32_t j = only_user(e, cur);
+    int32_t j = ttc_native_post_only_user(e, cur);
     if (j >= 0 && e->nodes[j].op == TTC_EOP_ADD && e->nodes[j].dtype == TTC_DTYPE_FLOAT32 &&
         bias_leaf(k, op, other(&e->nodes[j], cur), &pp->bias_leaf)) {
         pp->dnnl.bias = true;
         cur = j;
-        j = only_user(e, cur);
+        j = ttc_native_post_only_user(e, cur);
     }
     int32_t next;
     bool hswish_in = tg->native_post_hswish;
     while (j >= 0 && activation(e, cur, j, hswish_in, &pp->dnnl, &next)) {
         cur = next;
-        j = only_user(e, cur);
+        j = ttc_native_post_only_user(e, cur);
     }
     pp->split = cur;
     return pp->dnnl.bias || pp->dnnl.n_act > 0;

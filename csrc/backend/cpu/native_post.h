@@ -35,6 +35,9 @@ typedef struct ttc_native_post {
 
 /* Whether op (a native float32 convolution or GEMM of an engine whose target allows it) starts
  * its epilogue with a bias and/or activations oneDNN expresses; fills pp. */
+/* The one node of e reading node v, or -1 (none, or several). */
+int32_t ttc_native_post_only_user(const ttc_expr *e, int32_t v);
+
 bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *pp);
 /* The post-ops in plain C over y [n, oc, hw] (NCHW), for the calls oneDNN did not run. */
 void ttc_native_post_ref(const ttc_dnnl_post *post, const float *bias, float *y, int64_t n, int64_t oc, int64_t hw);

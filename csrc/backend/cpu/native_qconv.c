@@ -8,25 +8,11 @@
 #include <string.h>
 
 #include "native_conv_dnnl.h"
+#include "native_post.h"
 
 static bool is_q8(int64_t d) { return d == TTC_DTYPE_INT8 || d == TTC_DTYPE_UINT8; }
 
 /* ---- the epilogue as post-ops ---- */
-
-/* The one node reading node v, or -1 (none, or several). */
-static int32_t only_user(const ttc_expr *e, int32_t v) {
-    int32_t user = -1;
-    for (int32_t j = v + 1; j < e->n; j++) {
-        const ttc_enode *nd = &e->nodes[j];
-        if (nd->op == TTC_EOP_LEAF || nd->op == TTC_EOP_CONST || nd->op == TTC_EOP_INDEX) continue;
-        bool reads = nd->a == v || (ttc_eop_is_binary(nd->op) && nd->b == v) ||
-                     (nd->op == TTC_EOP_WHERE && (nd->b == v || nd->c == v));
-        if (!reads) continue;
-        if (user >= 0) return -1;
-        user = j;
-    }
-    return user;
-}
 
 static bool is_const(const ttc_expr *e, int32_t i, double *v) {
     if (i < 0 || i >= e->n || e->nodes[i].op != TTC_EOP_CONST) return false;
@@ -83,8 +69,8 @@ static bool residual(const ttc_kir *k, const ttc_kop *op, int32_t i, int32_t *le
     } else {
         if (!is_q8(r->dtype) || !(*sr > 0)) return false;
         /* each node of the dequantization read only here */
-        if (only_user(e, sub) != mul || (cast >= 0 && only_user(e, cast) != sub) ||
-            only_user(e, lf) != (cast >= 0 ? cast : sub))
+        if (ttc_native_post_only_user(e, sub) != mul || (cast >= 0 && ttc_native_post_only_user(e, cast) != sub) ||
+            ttc_native_post_only_user(e, lf) != (cast >= 0 ? cast : sub))
             return false;
         used[mul] = used[sub] = true;
         if (cast >= 0) used[cast] = true;
@@ -120,26 +106,26 @@ static bool plan_epilogue(const ttc_kir *k, const ttc_kop *op, int32_t ch, ttc_q
         if (e->nodes[i].op == TTC_EOP_LEAF && e->nodes[i].a < 0) acc = i;
     if (acc < 0 || e->nodes[acc].dtype != TTC_DTYPE_FLOAT32) return false;
     used[acc] = true;
-    int32_t j = only_user(e, acc);
+    int32_t j = ttc_native_post_only_user(e, acc);
     if (j < 0 || e->nodes[j].op != TTC_EOP_MUL) return false;
     int32_t o = e->nodes[j].a == acc ? e->nodes[j].b : e->nodes[j].a;
     if (!channel_leaf(k, op, o, ch, &p->scale_leaf)) return false;
     used[j] = used[o] = true;
     int32_t cur = j;
-    j = only_user(e, cur);
+    j = ttc_native_post_only_user(e, cur);
     if (j >= 0 && e->nodes[j].op == TTC_EOP_ADD) {
         o = e->nodes[j].a == cur ? e->nodes[j].b : e->nodes[j].a;
         if (channel_leaf(k, op, o, ch, &p->bias_leaf)) {
             used[j] = used[o] = true;
             cur = j;
-            j = only_user(e, cur);
+            j = ttc_native_post_only_user(e, cur);
         }
     }
     /* integral: the value is a whole number (after a rounding, moved by whole numbers only);
      * lo..hi: the range a clamp left it in */
     bool integral = false;
     double lo = -INFINITY, hi = INFINITY, c;
-    for (; j >= 0; cur = j, j = only_user(e, cur)) {
+    for (; j >= 0; cur = j, j = ttc_native_post_only_user(e, cur)) {
         const ttc_enode *nd = &e->nodes[j];
         int32_t other = ttc_eop_is_binary(nd->op) ? (nd->a == cur ? nd->b : nd->a) : -1;
         bool ok = true;
@@ -198,7 +184,7 @@ static bool plan_epilogue(const ttc_kir *k, const ttc_kop *op, int32_t ch, ttc_q
             if (nd->dtype == TTC_DTYPE_UINT8 ? (lo < 0 || hi > 255) : (lo < -128 || hi > 127)) return false;
             /* a stored 8-bit result, or one read back as float (quantize -> dequantize): the
              * value is unchanged either way */
-            if (j == e->root ? out_dt != nd->dtype : only_user(e, j) < 0) return false;
+            if (j == e->root ? out_dt != nd->dtype : ttc_native_post_only_user(e, j) < 0) return false;
             break;
         default:
             return false;
