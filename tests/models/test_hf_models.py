@@ -140,3 +140,35 @@ def test_hf_use_cache_false_and_save_load(tmp_path):
         ref2 = model(**kw)
     assert out.past_key_values is None
     check_close(out, ref2, what="use_cache=False")
+
+
+def test_hf_cache_device_follows_outputs():
+    """A DynamicCache's layers record their device (DynamicLayer.device, kept in the output spec
+    captured on the CPU); outputs on another device rebuild the cache saying that device, else
+    transformers moves the cache back to the CPU at its next update. The CPU cannot run a
+    second device: the outputs of a real call moved to 'meta' stand in for the GPU's (the
+    CUDA run is tests/gpu/test_bf16_gpu.py)."""
+    import torch.utils._pytree as pytree
+    from torchtrt_c.dynamo import _compiled_module as cm
+    case = CASES["llama"]
+    model = case.build()
+    gm = torchtrt_c.compile(model, kwarg_inputs=case.specs())
+    kw = case.inputs(2, 5)
+    with torch.no_grad():
+        out = gm(**kw)
+    layers = out.past_key_values.layers
+    assert layers and all(layer.device == torch.device("cpu") for layer in layers)
+    flat, spec = pytree.tree_flatten(out)
+    assert cm.spec_devices(spec) == {"cpu"}
+    moved = pytree.tree_unflatten([t.to("meta") if isinstance(t, torch.Tensor) else t for t in flat], spec)
+    assert all(layer.device == torch.device("cpu") for layer in moved.past_key_values.layers)  # as captured
+    fixed = cm._outputs_on_device(gm, moved)
+    assert all(layer.device == torch.device("meta") and layer.keys.device == torch.device("meta")
+               for layer in fixed.past_key_values.layers)
+    assert type(fixed) is type(out) and fixed.last_hidden_state.shape == out.last_hidden_state.shape
+    # outputs on the captured device keep the very object
+    assert cm._outputs_on_device(gm, out) is out
+    # the one-engine shortcut's spec (positional calls) follows the same rule
+    d = cm._DeviceSpecs(spec)
+    assert d.spec(spec, flat) is spec
+    assert cm.spec_devices(d.spec(spec, [t.to("meta") for t in flat if isinstance(t, torch.Tensor)])) == {"meta"}

@@ -34,6 +34,107 @@ def _is_real(t) -> bool:
     return isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor)
 
 
+# -- devices recorded in output specs ---------------------------------------------------------
+# A pytree node's context may hold the device its object lived on when the graph was captured:
+# transformers' caches flatten to their attributes, DynamicLayer.device among them, and rebuild
+# from that record. A module compiled on the CPU and called on CUDA tensors would then return a
+# DynamicCache whose layers say 'cpu' while holding CUDA tensors (and transformers moves the cache
+# to that device at the next update). The spec is rebuilt once per output device instead.
+
+def _ctx_devices(ctx, found: set) -> None:
+    if isinstance(ctx, torch.device):
+        found.add(str(ctx))
+    elif isinstance(ctx, dict):
+        if ctx.get("_t") == "device" and isinstance(ctx.get("s"), str):
+            found.add(ctx["s"])
+        for v in ctx.values():
+            _ctx_devices(v, found)
+    elif isinstance(ctx, (list, tuple)):
+        for v in ctx:
+            _ctx_devices(v, found)
+
+
+def _ctx_on(ctx, old: str, dev: torch.device):
+    if isinstance(ctx, torch.device):
+        return dev if str(ctx) == old else ctx
+    if isinstance(ctx, dict):
+        if ctx.get("_t") == "device" and ctx.get("s") == old:
+            return {**ctx, "s": str(dev)}
+        return type(ctx)((k, _ctx_on(v, old, dev)) for k, v in ctx.items()) if type(ctx) is dict else ctx
+    if type(ctx) in (list, tuple):
+        return type(ctx)(_ctx_on(v, old, dev) for v in ctx)
+    return ctx
+
+
+def _children(spec) -> list:
+    return list(spec.children()) if hasattr(spec, "children") else spec.children_specs  # torch < 2.10
+
+
+def spec_devices(spec) -> set:
+    """The devices named in the contexts of spec's nodes (torch.device objects, or transformers'
+    {"_t": "device", "s": ...} records)."""
+    found: set = set()
+    stack = [spec]
+    while stack:
+        s = stack.pop()
+        if not s.is_leaf():
+            _ctx_devices(s.context, found)
+            stack.extend(_children(s))
+    return found
+
+
+def spec_on(spec, old: str, dev: torch.device):
+    """spec with the device old in its nodes' contexts replaced by dev."""
+    if spec.is_leaf():
+        return spec
+    return pytree.TreeSpec(spec.type, _ctx_on(spec.context, old, dev),
+                           [spec_on(c, old, dev) for c in _children(spec)])
+
+
+def _first_device(flat):
+    for t in flat:
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return None
+
+
+class _DeviceSpecs:
+    """The specs of one output spec per output device, where the spec records exactly one
+    device (more than one: the model placed objects itself, kept as captured)."""
+
+    __slots__ = ("old", "by_dev")
+
+    def __init__(self, spec):
+        devs = spec_devices(spec)
+        self.old = next(iter(devs)) if len(devs) == 1 else None
+        self.by_dev = {}
+
+    def spec(self, spec, flat):
+        if self.old is None:
+            return spec
+        dev = _first_device(flat)
+        if dev is None or str(dev) == self.old:
+            return spec
+        s = self.by_dev.get(dev)
+        if s is None:
+            s = self.by_dev[dev] = spec_on(spec, self.old, dev)
+        return s
+
+
+def _outputs_on_device(mod, out):
+    """out of the graph path with its spec's recorded device made the outputs' device."""
+    d = mod.__dict__.get("_ttc_out_devs")
+    if d is None:
+        cg = mod.graph._codegen
+        spec = cg.pytree_info.out_spec if isinstance(cg, torch.fx.graph._PyTreeCodeGen) else None
+        d = mod.__dict__["_ttc_out_devs"] = (_DeviceSpecs(spec) if spec is not None else False)
+    if d is False or d.old is None:
+        return out
+    flat, spec = pytree.tree_flatten(out)
+    s = d.spec(spec, flat)
+    return out if s is spec else pytree.tree_unflatten(flat, s)
+
+
 class _Direct:
     """The shortcut of a one-engine graph: engine inputs are args[arg_idx[i]], the graph's
     flat outputs are engine outputs out_idx, unflattened with out_spec (None: a tuple).
@@ -41,13 +142,19 @@ class _Direct:
     plain CPU tensors that passed the checks (None: none yet, or dropped with the engine cache's
     plans); fasts: the same per argument shapes seen (False: these shapes cannot take one)."""
 
-    __slots__ = ("name", "n_args", "arg_idx", "out_idx", "out_spec", "leaf", "fast", "fasts", "__weakref__")
+    __slots__ = ("name", "n_args", "arg_idx", "out_idx", "out_spec", "leaf", "fast", "fasts", "devs",
+                 "__weakref__")
 
     def __init__(self, name, n_args, arg_idx, out_idx, out_spec):
         self.name, self.n_args, self.arg_idx, self.out_idx = name, n_args, arg_idx, out_idx
         self.out_spec = out_spec
         self.leaf = out_spec is not None and out_spec.is_leaf() and len(out_idx) == 1
         self.fast, self.fasts = None, {}
+        self.devs = _DeviceSpecs(out_spec) if out_spec is not None else None
+
+    def spec(self, flat):
+        """out_spec for outputs flat (their device named where the spec records one)."""
+        return self.out_spec if self.devs is None else self.devs.spec(self.out_spec, flat)
 
     # copies and pickles leave the FastCall behind (it holds a live engine): made again at a call
     def __getstate__(self):
@@ -112,7 +219,7 @@ def _make_fast(plan, acc, args) -> None:
                                  plan.out_idx, ret)
         if run is None:  # these tensors (not their shapes) keep the general path
             return
-        f = (run, acc, None if plan.leaf else plan.out_spec, acc.meta) if run else False
+        f = (run, acc, None if plan.leaf else plan.spec(args), acc.meta) if run else False
         if len(plan.fasts) >= 64:  # dynamic shapes: keep it bounded
             plan.fasts.clear()
         plan.fasts[key] = f
@@ -179,10 +286,11 @@ class CompiledModule(torch.fx.GraphModule):
             out = self._ttc_direct(args)
             if out is not None:
                 return out
-        return _graph_call(self, *args, **kwargs)
+        return _outputs_on_device(self, _graph_call(self, *args, **kwargs))
 
     def recompile(self):
         code = super().recompile()
+        self.__dict__.pop("_ttc_out_devs", None)
         # fx's recompile routes this instance's class's __call__ through call_wrapped ->
         # _WrappedCall -> super().__call__ (readable errors from the generated forward): two
         # frames and a super() per call, ~0.8 us. The class is this instance's own
@@ -213,7 +321,7 @@ class CompiledModule(torch.fx.GraphModule):
         if plan.leaf:
             return outs[plan.out_idx[0]]
         flat = [outs[i] for i in plan.out_idx]
-        return tuple(flat) if plan.out_spec is None else pytree.tree_unflatten(flat, plan.out_spec)
+        return tuple(flat) if plan.out_spec is None else pytree.tree_unflatten(flat, plan.spec(flat))
 
     def _ttc_check(self, specs, args, kwargs):
         from torchtrt_c import InputError
