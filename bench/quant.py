@@ -85,6 +85,8 @@ def main():
     ap.add_argument("--modes", default="float,int8,int4")
     ap.add_argument("--linear", default="8192,2048", help="N,K of the single-layer case ('' skips it)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--profile", action="store_true",
+                    help="CUDA: each mode's batch-1 decode step kernels by device time (torch.profiler)")
     a = ap.parse_args()
     import transformers
     import torchtrt_c
@@ -113,6 +115,9 @@ def main():
             rows.append(r)
             print(f"{r['mode']:5s} B={B}: compile {t:.1f} s, ttft {r['ttft_ms']:.2f} ms, decode {r['decode_ms']:.3f} "
                   f"ms/token, weights read {wb / 1e6:.1f} MB, bound {r['bound_ms']:.3f} ms", flush=True)
+        if a.profile and dev.type == "cuda":
+            print(f"## {mode}: decode step kernels, batch 1", flush=True)
+            L.profile_decode(gen, dev, 1)
         del gen
     lin = {}
     if a.linear:
