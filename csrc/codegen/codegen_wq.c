@@ -4,18 +4,23 @@
  * - portable (every device): one work-item per output element [m, n], a loop over the K/group
  *   groups: acc += s[n, g] * (sum_j q * x - z[n, g] * sum_j x).
  * - gemv (the GPU kernel families, op->p.wq.gemv; decode shapes M <= 8): a work-group of
- *   WQ_WARPS warps of 32 work-items, each warp one weight row n (an output column) for up to
+ *   WQ_WARPS warps of 32 work-items, each warp WQ_R weight rows (output columns) for up to
  *   WQ_MB rows of x at once (grid dim 1 walks x's rows in chunks of WQ_MB, so any M is right).
- *   Each work-item reads 16 bytes of the row at a time (16 int8 or 32 int4 weights, a uint4),
- *   the warp's 32 work-items 512 consecutive bytes, so the packed weights stream at memory
- *   bandwidth; partial sums are float (fp16 activations are converted as loaded) and the 32
- *   lanes are added through local memory at the end. Rows whose bytes are not a multiple of 16
- *   (or groups smaller than a 16-byte chunk, or an unaligned buffer) take a scalar loop, same
- *   sums.
+ *   Each work-item reads 16 bytes of each of its rows at a time (16 int8 or 32 int4 weights, a
+ *   uint4; WQ_U chunks a row issued before they are used), the warp's 32 work-items 512
+ *   consecutive bytes of a row, so the packed weights stream at memory bandwidth. x's chunk
+ *   (16 or 32 elements) is loaded once for the WQ_R rows, as 16-byte vectors where its address
+ *   is aligned: a warp per single row re-read x for every row, an element at a time (32
+ *   scattered addresses an instruction: by count of L1 wavefronts, more time than streaming
+ *   the weights; the H100 run of 2026-12-07 measured a [1, 2048] x [8192, 2048] int4 layer at
+ *   0.09 of the copy bandwidth, call overhead included, not profiled). Weights become floats exactly by the exponent trick (dot_chunk); partial sums
+ *   are float, the 32 lanes' added through local memory at the end. Rows whose bytes are not a
+ *   multiple of 16 (or groups smaller than a 16-byte chunk, or an unaligned buffer) take a
+ *   scalar loop, same sums.
  */
 #include "codegen_impl.h"
 
-enum { WQ_WARPS = 4, WQ_MB = 8 };
+enum { WQ_WARPS = 4, WQ_R = 4, WQ_MB = 8, WQ_U = 2 };
 
 static void params(ttc_kparams *p, const ttc_kir *k, ttc_kspec *ks, const ttc_kop *op) {
     int32_t R = k->ts[op->out].rank;
@@ -73,79 +78,158 @@ static ttc_status gen_portable(const ttc_kgen *g) {
     return TTC_OK;
 }
 
+/* x's EPC elements from xi into xv[] (vector loads where xvec; else the loader, one by one). */
+static void load_x_chunk(ttc_sbuf *src, ttc_dtype xd, int32_t EPC, const char *ind) {
+    if (xd == TTC_DTYPE_FLOAT16) {
+        ttc_sbuf_printf(src,
+                        "%sif (xvec) {\n"
+                        "%s    WQ_UNROLL for (int v = 0; v < %d; v++) {\n"
+                        "%s        uint4 raw = *(__global const uint4 *)(x + xi + 8 * v);\n"
+                        "%s        float8 f = vload_half8(0, (const __private half *)&raw);\n"
+                        "%s        xv[8 * v] = f.s0; xv[8 * v + 1] = f.s1; xv[8 * v + 2] = f.s2; xv[8 * v + 3] = f.s3;\n"
+                        "%s        xv[8 * v + 4] = f.s4; xv[8 * v + 5] = f.s5; xv[8 * v + 6] = f.s6; xv[8 * v + 7] = f.s7;\n"
+                        "%s    }\n%s} else\n",
+                        ind, ind, EPC / 8, ind, ind, ind, ind, ind, ind);
+    } else if (xd == TTC_DTYPE_FLOAT32) {
+        ttc_sbuf_printf(src,
+                        "%sif (xvec) {\n"
+                        "%s    WQ_UNROLL for (int v = 0; v < %d; v++) {\n"
+                        "%s        float4 f = *(__global const float4 *)(x + xi + 4 * v);\n"
+                        "%s        xv[4 * v] = f.x; xv[4 * v + 1] = f.y; xv[4 * v + 2] = f.z; xv[4 * v + 3] = f.w;\n"
+                        "%s    }\n%s} else\n",
+                        ind, ind, EPC / 4, ind, ind, ind, ind);
+    }
+    ttc_sbuf_printf(src, "%s    WQ_UNROLL for (int e = 0; e < %d; e++) xv[e] = WQ_LX(x, xi + e);\n", ind, EPC);
+}
+
+/* a += the chunk's weights (raw 16 bytes uu) . xv, each weight made a float exactly by the
+ * exponent trick (2^23 + v as bits, minus 2^23: two full-rate operations where a conversion
+ * instruction runs at a quarter of the rate on NVIDIA GPUs); int8 bytes offset by 128. */
+static void dot_chunk(ttc_sbuf *src, int32_t bits, const char *ind) {
+    if (bits == 8)
+        ttc_sbuf_printf(src,
+                        "%sWQ_UNROLL for (int e = 0; e < 4; e++) {\n%s    uint word = e == 0 ? uu.x : e == 1 ? uu.y : e == 2 ? uu.z : uu.w;\n"
+                        "%s    WQ_UNROLL for (int b = 0; b < 4; b++)\n"
+                        "%s        a += (as_float(0x4B000000u | (((word >> (8 * b)) & 255u) ^ 128u)) - 8388736.0f) * xv[e * 4 + b];\n"
+                        "%s}\n",
+                        ind, ind, ind, ind, ind);
+    else
+        ttc_sbuf_printf(src,
+                        "%sWQ_UNROLL for (int e = 0; e < 4; e++) {\n%s    uint word = e == 0 ? uu.x : e == 1 ? uu.y : e == 2 ? uu.z : uu.w;\n"
+                        "%s    WQ_UNROLL for (int b = 0; b < 8; b++)\n"
+                        "%s        a += (as_float(0x4B000000u | ((word >> (4 * b)) & 15u)) - 8388608.0f) * xv[e * 8 + b];\n"
+                        "%s}\n",
+                        ind, ind, ind, ind, ind);
+}
+
 static ttc_status gen_gemv(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
     int32_t RB = bits == 8 ? K : K / 2, EPC = bits == 8 ? 16 : 32;   /* weights per 16-byte chunk */
     bool wide = RB % 16 == 0 && GS % EPC == 0;
+    ttc_dtype xd = k->ts[op->in[0]].dtype;
+    /* x's chunks as vectors where x's first element is 16-byte aligned as addressed (a tensor
+     * bound at an offset into its storage need not be; EPC elements of x are 32 or 64 bytes in
+     * fp16, 64 or 128 in fp32, so rows of K elements keep the alignment) */
+    bool xvec_ok = xd == TTC_DTYPE_FLOAT16 || xd == TTC_DTYPE_FLOAT32;
+    int32_t RM = WQ_R * WQ_MB;
     ttc_kparams p;
     params(&p, k, ks, op);
     TTC_TRY(ttc_kp_done(&p));
     loaders(src, g);
+    /* guards, not breaks, and unrolled loops: acc[], u[] and xv[] stay in registers */
+    ttc_sbuf_printf(src, "#define WQ_UNROLL %s\n", g->gpu ? "_Pragma(\"unroll\")" : "");
     ttc_sbuf_printf(src,
                     "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n"
-                    "    __local float red[%d * %d * 32];\n"
+                    "    __local float red[%d * 33];\n"
                     "    int lane = get_local_id(0) & 31, w = get_local_id(0) >> 5;\n"
-                    "    int c = get_group_id(0) * %d + w, m0 = get_group_id(1) * %d;\n"
+                    "    int c0 = (get_group_id(0) * %d + w) * %d, m0 = get_group_id(1) * %d;\n"
                     "    int mb = min(M - m0, %d);\n    float acc[%d];\n"
-                    "    for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n"
-                    "    if (c < %d) {\n        int rb = q_off + c * %d, xb = x_off + m0 * %d;\n",
-                    WQ_WARPS * 32, ks->name, ttc_kp_sig(&p), P, WQ_WARPS, WQ_MB, WQ_WARPS, WQ_MB, WQ_MB, WQ_MB, WQ_MB,
-                    N, RB, K);
+                    "    WQ_UNROLL for (int j = 0; j < %d; j++) acc[j] = 0.0f;\n"
+                    "    int xb = x_off + m0 * %d;\n"
+                    "    if (c0 < %d) {\n",
+                    WQ_WARPS * 32, ks->name, ttc_kp_sig(&p), P, WQ_WARPS * RM, WQ_WARPS, WQ_R, WQ_MB, WQ_MB, RM, RM, K,
+                    N);
     ttc_kp_free(&p);
     if (wide) {
-        /* chunk ch holds weights [ch * EPC, ch * EPC + EPC), all of group ch * EPC / GS */
+        /* chunk ch of row c: weights [ch * EPC, ch * EPC + EPC), all of group ch * EPC / GS */
         ttc_sbuf_printf(src,
-                        "        if ((q_off & 15) == 0) {\n"
-                        "            __global const uint4 *qr = (__global const uint4 *)(q + rb);\n"
-                        "            for (int ch = lane; ch < %d; ch += 32) {\n"
-                        "                uint4 u = qr[ch];\n                float wv[%d];\n"
-                        "                uint uu[4] = {u.x, u.y, u.z, u.w};\n"
-                        "                for (int e = 0; e < 4; e++)\n",
-                        RB / 16, EPC);
-        if (bits == 8)
-            ttc_sbuf_printf(src, "                    for (int b = 0; b < 4; b++) wv[e * 4 + b] = (float)(char)(uu[e] >> (8 * b));\n");
-        else
-            ttc_sbuf_printf(src, "                    for (int b = 0; b < 8; b++) wv[e * 8 + b] = (float)((uu[e] >> (4 * b)) & 15u);\n");
+                        "        if (((size_t)(q + q_off) & 15) == 0) {\n"
+                        "            __global const uint4 *qr = (__global const uint4 *)(q + q_off);\n"
+                        "            bool xvec = %s;\n"
+                        "            for (int ch0 = lane; ch0 < %d; ch0 += %d) {\n"
+                        "                uint4 u[%d];\n"
+                        "                WQ_UNROLL for (int j = 0; j < %d; j++)\n"
+                        "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
+                        "                        int ch = ch0 + 32 * j;\n"
+                        "                        u[j * %d + r] = ch < %d && c0 + r < %d ? qr[(c0 + r) * %d + ch] : (uint4)(0u);\n"
+                        "                    }\n"
+                        "                WQ_UNROLL for (int j = 0; j < %d; j++) {\n"
+                        "                    int ch = ch0 + 32 * j;\n"
+                        "                    if (ch < %d) {\n"
+                        "                    int k0 = ch * %d, gi = k0 / %d;\n"
+                        "                    float s[%d], z[%d];\n"
+                        "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
+                        "                        int cr = min(c0 + r, %d);\n"
+                        "                        s[r] = WQ_LS(sc, sc_off + cr * %d + gi);\n"
+                        "                        z[r] = WQ_LZ(zp, zp_off + cr * %d + gi);\n"
+                        "                    }\n"
+                        "                    WQ_UNROLL for (int i = 0; i < %d; i++) {\n"
+                        "                        if (i < mb) {\n"
+                        "                        int xi = xb + i * %d + k0;\n"
+                        "                        float xv[%d];\n",
+                        xvec_ok ? "((size_t)(x + xb) & 15) == 0" : "false", RB / 16, 32 * WQ_U,
+                        WQ_U * WQ_R, WQ_U, WQ_R, WQ_R, RB / 16, N, RB / 16, WQ_U, RB / 16, EPC, GS, WQ_R, WQ_R, WQ_R,
+                        N - 1, G, G, WQ_MB, K, EPC);
+        load_x_chunk(src, xd, EPC, "                        ");
         ttc_sbuf_printf(src,
-                        "                int k0 = ch * %d, gi = k0 / %d;\n"
-                        "                float s = WQ_LS(sc, sc_off + c * %d + gi), z = WQ_LZ(zp, zp_off + c * %d + gi);\n"
-                        "                for (int i = 0; i < %d; i++) {\n                    if (i >= mb) break;\n"
-                        "                    float a = 0.0f, xs = 0.0f;\n"
-                        "                    for (int e = 0; e < %d; e++) {\n"
-                        "                        float xv = WQ_LX(x, xb + i * %d + k0 + e);\n"
-                        "                        a += wv[e] * xv;\n                        xs += xv;\n                    }\n"
-                        "                    acc[i] += s * (a - z * xs);\n                }\n            }\n"
-                        "        } else {\n",
-                        EPC, GS, G, G, WQ_MB, EPC, K);
+                        "                        float xs = 0.0f;\n"
+                        "                        WQ_UNROLL for (int e = 0; e < %d; e++) xs += xv[e];\n"
+                        "                        WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
+                        "                            uint4 uu = u[j * %d + r];\n"
+                        "                            float a = 0.0f;\n",
+                        EPC, WQ_R, WQ_R);
+        dot_chunk(src, bits, "                            ");
+        ttc_sbuf_printf(src,
+                        "                            acc[r * %d + i] += s[r] * (a - z[r] * xs);\n"
+                        "                        }\n                        }\n                    }\n                    }\n"
+                        "                }\n            }\n        } else {\n",
+                        WQ_MB);
     } else {
         ttc_sbuf_printf(src, "        {\n");
     }
-    /* scalar: lane takes elements lane, lane + 32, ... (each its own group's scale) */
-    ttc_sbuf_printf(src, "            for (int kk = lane; kk < %d; kk += 32) {\n", K);
-    scalar_weight(src, bits, "                ");
+    /* scalar: lane takes elements lane, lane + 32, ... of each row (each its own group's scale) */
     ttc_sbuf_printf(src,
-                    "                int gi = kk / %d;\n"
-                    "                float s = WQ_LS(sc, sc_off + c * %d + gi), z = WQ_LZ(zp, zp_off + c * %d + gi);\n"
-                    "                float wd = (qv - z) * s;\n"
-                    "                for (int i = 0; i < %d; i++) {\n                    if (i >= mb) break;\n"
-                    "                    acc[i] += wd * WQ_LX(x, xb + i * %d + kk);\n                }\n"
-                    "            }\n        }\n    }\n",
-                    GS, G, G, WQ_MB, K);
+                    "            WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
+                    "                int c = c0 + r;\n                if (c < %d) {\n"
+                    "                int rb = q_off + c * %d;\n"
+                    "                for (int kk = lane; kk < %d; kk += 32) {\n",
+                    WQ_R, N, RB, K);
+    scalar_weight(src, bits, "                    ");
     ttc_sbuf_printf(src,
-                    "    for (int i = 0; i < %d; i++) red[(w * %d + i) * 32 + lane] = acc[i];\n"
+                    "                    int gi = kk / %d;\n"
+                    "                    float s = WQ_LS(sc, sc_off + c * %d + gi), z = WQ_LZ(zp, zp_off + c * %d + gi);\n"
+                    "                    float wd = (qv - z) * s;\n"
+                    "                    WQ_UNROLL for (int i = 0; i < %d; i++)\n"
+                    "                        if (i < mb) acc[r * %d + i] += wd * WQ_LX(x, xb + i * %d + kk);\n"
+                    "                }\n                }\n            }\n        }\n    }\n",
+                    GS, G, G, WQ_MB, WQ_MB, K);
+    /* the 32 lanes' sums through local memory, rows 33 floats apart (no bank conflicts) */
+    ttc_sbuf_printf(src,
+                    "    WQ_UNROLL for (int j = 0; j < %d; j++) red[(w * %d + j) * 33 + lane] = acc[j];\n"
                     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-                    "    int t = get_local_id(0);\n"
-                    "    if (t < %d * %d) {\n        int ww = t / %d, i = t %% %d, cc = get_group_id(0) * %d + ww;\n"
+                    "    for (int t = get_local_id(0); t < %d; t += %d) {\n"
+                    "        int ww = t / %d, j = t %% %d, i = j %% %d;\n"
+                    "        int cc = (get_group_id(0) * %d + ww) * %d + j / %d;\n"
                     "        if (cc < %d && i < mb) {\n            float v = 0.0f;\n"
-                    "            for (int l = 0; l < 32; l++) v += red[(ww * %d + i) * 32 + l];\n"
+                    "            for (int l = 0; l < 32; l++) v += red[t * 33 + l];\n"
                     "            int lin = (m0 + i) * %d + cc;\n",
-                    WQ_MB, WQ_MB, WQ_WARPS, WQ_MB, WQ_MB, WQ_MB, WQ_WARPS, N, WQ_MB, N);
+                    RM, RM, WQ_WARPS * RM, WQ_WARPS * 32, RM, RM, WQ_MB, WQ_WARPS, WQ_R, WQ_MB, N, N);
     ttc_codegen_write_out(g, "v", "lin");
-    ttc_sbuf_printf(src, "        }\n    }\n}\n");
+    ttc_sbuf_printf(src, "        }\n    }\n}\n#undef WQ_UNROLL\n");
     unloaders(src);
-    /* dim 0: ceil(N / WQ_WARPS) work-groups of WQ_WARPS * 32; dim 1: ceil(M / WQ_MB) */
-    ttc_codegen_gdim(ks, 0, op->in[1], 0, 1, WQ_WARPS, WQ_WARPS * 32);
+    /* dim 0: ceil(N / (WQ_WARPS * WQ_R)) work-groups of WQ_WARPS * 32; dim 1: ceil(M / WQ_MB) */
+    ttc_codegen_gdim(ks, 0, op->in[1], 0, 1, WQ_WARPS * WQ_R, WQ_WARPS * 32);
     ks->g[0].mul = WQ_WARPS * 32;
     ttc_codegen_gdim(ks, 1, op->out, 0, k->ts[op->out].rank - 1, WQ_MB, 1);
     ks->use_local = true;

@@ -11,7 +11,8 @@
  *   then the epilogue (STORE_FN) stores each output as the tile kernels do.
  * Grid: dim 0 ceil(N / GV_W) work-groups of GV_W warps, dim 1 ceil(M / GV_MB) (any M is
  * right; the launch chooses this form only for small M), dim 2 the batch. Rows whose chunks
- * are not 16-byte aligned (K or an offset not a multiple of the chunk) take a scalar loop.
+ * are not 16-byte aligned (K not a multiple of the chunk, or an address that is not) take a
+ * scalar loop.
  * Arguments: the tile kernel's first nine, then the store function's (codegen.h, gemm_v).
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TA TB LDA LDB A_F32 B_F32 GV_W GV_MB GV_U
  * GV_UNROLL (_Pragma("unroll") on GPUs; empty on CPU devices). Halves are converted by the PTX
@@ -39,8 +40,10 @@ GV_UNROLL
     int a0 = offA + b * sAb + m0 * K, b0 = offB + b * sBb;
     if (n < N) {
         int rb = b0 + n * K;         /* row n of B */
-        int nch = (K % GV_E == 0 && rb % GV_E == 0) ? K / GV_E : 0;
-        bool avec = a0 % GV_E == 0;   /* then every row of A is chunk-aligned too (K % GV_E == 0) */
+        /* 16-byte loads where the rows start 16-byte aligned as addressed (an input bound at an
+         * offset into its storage need not be, whatever its offset argument says) */
+        int nch = (K % GV_E == 0 && ((size_t)(B + rb) & 15) == 0) ? K / GV_E : 0;
+        bool avec = ((size_t)(A + a0) & 15) == 0;   /* then every row of A is too (K % GV_E == 0) */
         __global const uint4 *Bq = (__global const uint4 *)(B + rb);
         for (int c0 = lane; c0 < nch; c0 += 32 * GV_U) {
             uint4 u[GV_U];

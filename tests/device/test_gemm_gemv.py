@@ -109,3 +109,19 @@ def test_gemv_off_and_default_on_cpu():
         run(rand(1, 64, seed=1))
         if v != "auto" or not e.info()["gpu_kernels"]:
             assert not _has_gemv(e) and e.info()["gemv_launches"] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_gemv_input_not_16_byte_aligned(dtype):
+    """x one element into its storage (a host pointer 4 or 2 bytes past an aligned one): the
+    16-byte loads of A are taken only where the address is aligned, else the element loop (on
+    PoCL such a load of an unaligned address was a segmentation fault)."""
+    e, run, ref = _linear([2], 40, 256, dtype, "1")
+    base = (rand(2 * 256 + 1, seed=1) / 2).to(dtype)
+    x = base[1:].view(2, 256)
+    assert x.storage_offset() == 1 and x.numpy().ctypes.data % 16 != 0
+    y = run(x)
+    assert e.info()["gemv_launches"] == 1
+    want = ref(x)
+    err = (y.double() - want).abs().max().item()
+    assert err <= TOL[dtype] * max(1.0, want.abs().max().item()), err

@@ -89,6 +89,8 @@ CASES = [  # M (or shape), N, K, group, bits, zeros
     ((8, 72), 16, 72, 8, 4, True),           # groups smaller than a 32-weight chunk: scalar loop
     ((2, 5, 256), 64, 256, 64, 4, True),     # rank 3, GEMM rows
     ((12, 64), 24, 64, 16, 4, True),
+    ((2, 2048), 21, 2048, 128, 8, True),     # GEMV: several 16-byte chunks a lane, rows not a multiple of 16
+    ((9, 4096), 19, 4096, 128, 4, False),    # GEMV: two passes over x's rows (8 a pass)
 ]
 
 
@@ -116,13 +118,13 @@ def test_wq_linear_fp32(case, path, monkeypatch):
 
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("bits", [8, 4])
-def test_wq_linear_fp16(bits, path, monkeypatch):
+@pytest.mark.parametrize("M,N,K,group", [(3, 45, 128, 32), (9, 19, 1024, 128)])
+def test_wq_linear_fp16(M, N, K, group, bits, path, monkeypatch):
     for k, v in PATHS[path].items():
         monkeypatch.setenv(k, v)
-    N, K, group = 45, 128, 32
     q, s, z = random_weights(N, K, group, bits)
     m = WQ(q, s, z, group, bits).eval()
-    x = torch.randn(3, K)
+    x = torch.randn(M, K)
     trt = torchtrt_c.compile(m.half(), inputs=[x.half()], min_block_size=1, enabled_precisions={torch.float16})
     ks = [k for k in kernels_of(trt) if " wq_linear:" in k]
     assert len(ks) == 1 and "(native)" not in ks[0], kernels_of(trt)
@@ -202,3 +204,25 @@ def test_quantize_setting_matches_dequantized_torch(qz):
     close(y, ref, 128, 1e-4)
     cos = torch.nn.functional.cosine_similarity(y.flatten(), f.flatten(), dim=0).item()
     assert cos > (0.999 if qz == "int8_weight_only" else 0.98), cos
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_wq_linear_input_at_an_offset(dtype, bits, path, monkeypatch):
+    """x starting one element into its storage: the GEMV form's vector loads of x need its
+    offset aligned and take the element loop otherwise; same results."""
+    for k, v in PATHS[path].items():
+        monkeypatch.setenv(k, v)
+    N, K, group = 23, 256, 64
+    q, s, z = random_weights(N, K, group, bits)
+    m = WQ(q, s, z, group, bits).eval()
+    trt = torchtrt_c.compile(m.to(dtype), inputs=[torch.randn(2, K, dtype=dtype)], min_block_size=1,
+                             enabled_precisions={dtype})
+    base = torch.randn(2 * K + 1, dtype=dtype)
+    x = base[1:].view(2, K)
+    assert x.storage_offset() == 1
+    with torch.no_grad():
+        ref = WQ(q, s, z, group, bits)(x.float())
+        y = trt(x)
+    close(y, ref, K, 2e-2 if dtype == torch.float16 else 2e-4 * math.sqrt(K) / 8)
