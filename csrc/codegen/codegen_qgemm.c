@@ -10,6 +10,18 @@
  * the accumulator as float, converted once as torch converts the int32 result. */
 #include "codegen_impl.h"
 
+static ttc_status gen_qgemm_mma(const ttc_kgen *g);
+
+/* Whether QGEMM op runs on int8 tensor cores (gen_qgemm_mma): int8 x int8 with no zero point
+ * (aten._int_mm: torchao's dynamic int8 activations are symmetric), on NVIDIA sm_80+ unless
+ * TORCHTRT_C_QGEMM_MMA says otherwise (=1: any device, the PTX prelude's emulation). */
+static bool qgemm_mma_wanted(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_target *tg = ttc_kir_target(k);
+    bool on = tg->qgemm_mma == 1 || (tg->qgemm_mma == -1 && tg->nvidia && tg->nv_sm >= 80);
+    return on && op->p.qgemm.a_zp == 0 && k->ts[op->in[0]].dtype == TTC_DTYPE_INT8 &&
+           k->ts[op->in[1]].dtype == TTC_DTYPE_INT8;
+}
+
 ttc_status ttc_gen_qgemm(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     const ttc_et *out = &k->ts[op->out];
@@ -18,6 +30,7 @@ ttc_status ttc_gen_qgemm(const ttc_kgen *g) {
     if (!a || !b || out->rank != 2 || a->rank != 2 || b->rank != 2)
         return ttc_fail(TTC_ERR_INTERNAL, "qgemm %s: operands of rank %d, %d -> %d", op->name, a ? a->rank : -1,
                         b ? b->rank : -1, out->rank);
+    if (qgemm_mma_wanted(k, op)) return gen_qgemm_mma(g);
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
     ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 2, 0, "n");
@@ -108,4 +121,105 @@ ttc_status ttc_gen_qconv2d(const ttc_kgen *g) {
 fail:
     ttc_kp_free(&p);
     return s;
+}
+
+/* The integer GEMM on int8 tensor cores (mma.sync m16n8k32 s8, ptx.cl ttc_mma_s8; elsewhere the
+ * prelude's emulation): a work-group of 4 warps computes a 64 x 64 tile of out, each warp 32 x 32
+ * (2 x 4 mma tiles), over 64-byte slices of K staged in local memory: A's rows and B's columns
+ * (k-contiguous, as the .row / .col operands read them) 80 bytes apart, so that a fragment
+ * read (rows g, words t) hits 32 distinct banks. A slice row is loaded as one 16-byte vector
+ * per chunk where the operand is k-contiguous, its rows 16-byte aligned and the chunk whole,
+ * else byte by byte with zero fill (any M, N, K and strides). int32 sums are exact, as the
+ * portable kernel's; the epilogue reads them as the portable kernel's does. */
+static ttc_status gen_qgemm_mma(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
+    ttc_kparams p;
+    ttc_kp_init(&p, k, ks, false);
+    ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 2, 0, "n");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->out, 1, 0, 0, "N");
+    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], 1, 0, 0, "K");
+    ttc_kp_tensor(&p, op->in[0], "a", 0);
+    ttc_kp_tensor(&p, op->in[1], "b", 0);
+    ttc_status s = ttc_kp_done(&p);
+    if (s == TTC_OK) s = ttc_codegen_ptx_prelude(src, k);
+    if (s != TTC_OK) {
+        ttc_kp_free(&p);
+        return s;
+    }
+    ttc_sbuf_printf(src, "#define QG_UNROLL %s\n", g->gpu ? "_Pragma(\"unroll\")" : "");
+    ttc_sbuf_printf(src,
+        "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\n"
+        "void %s(%s%s) {\n"
+        "    __local uint4 As4[64 * 5], Bs4[64 * 5];   /* 64 rows of 64 bytes + 16 of padding */\n"
+        "    __local uint *As = (__local uint *)As4, *Bs = (__local uint *)Bs4;\n"
+        "    TTC_PTX_SCRATCH(scr, 4);\n"
+        "    int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;\n"
+        "    int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;\n"
+        "    int M = N > 0 ? n / N : 0, m0 = get_group_id(1) * 64, n0 = get_group_id(0) * 64;\n"
+        "    __global const char *ap = a + a_off, *bp = b + b_off;\n"
+        "    bool avec = a_s1 == 1 && (a_s0 & 15) == 0 && ((size_t)ap & 15) == 0;\n"
+        "    bool bvec = b_s0 == 1 && (b_s1 & 15) == 0 && ((size_t)bp & 15) == 0;\n"
+        "    int acc[32];\n"
+        "    QG_UNROLL for (int i = 0; i < 32; i++) acc[i] = 0;\n"
+        "    for (int k0 = 0; k0 < K; k0 += 64) {\n"
+        "        for (int c = tid; c < 256; c += 128) {\n"
+        "            int r = c >> 2, q = c & 3, kk = k0 + q * 16;\n"
+        "            uint4 va = (uint4)(0u), vb = (uint4)(0u);\n"
+        "            int gm = m0 + r, gn = n0 + r;\n"
+        "            if (gm < M) {\n"
+        "                if (avec && kk + 16 <= K) va = *(__global const uint4 *)(ap + gm * a_s0 + kk);\n"
+        "                else {\n"
+        "                    uint w[4] = {0u, 0u, 0u, 0u};\n"
+        "                    for (int e = 0; e < 16; e++)\n"
+        "                        if (kk + e < K) w[e >> 2] |= (uint)(uchar)ap[gm * a_s0 + (kk + e) * a_s1] << (8 * (e & 3));\n"
+        "                    va = (uint4)(w[0], w[1], w[2], w[3]);\n"
+        "                }\n"
+        "            }\n"
+        "            if (gn < N) {\n"
+        "                if (bvec && kk + 16 <= K) vb = *(__global const uint4 *)(bp + gn * b_s1 + kk);\n"
+        "                else {\n"
+        "                    uint w[4] = {0u, 0u, 0u, 0u};\n"
+        "                    for (int e = 0; e < 16; e++)\n"
+        "                        if (kk + e < K) w[e >> 2] |= (uint)(uchar)bp[gn * b_s1 + (kk + e) * b_s0] << (8 * (e & 3));\n"
+        "                    vb = (uint4)(w[0], w[1], w[2], w[3]);\n"
+        "                }\n"
+        "            }\n"
+        "            As4[r * 5 + q] = va;\n"
+        "            Bs4[r * 5 + q] = vb;\n"
+        "        }\n"
+        "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+        "        QG_UNROLL for (int ks = 0; ks < 16; ks += 8) {   /* words: two k-steps of 32 bytes */\n"
+        "            uint af[8], bf[8];\n"
+        "            QG_UNROLL for (int mi = 0; mi < 2; mi++) {\n"
+        "                int r = wm * 32 + mi * 16 + g;\n"
+        "                af[mi * 4] = As[r * 20 + ks + t];\n"
+        "                af[mi * 4 + 1] = As[(r + 8) * 20 + ks + t];\n"
+        "                af[mi * 4 + 2] = As[r * 20 + ks + 4 + t];\n"
+        "                af[mi * 4 + 3] = As[(r + 8) * 20 + ks + 4 + t];\n"
+        "            }\n"
+        "            QG_UNROLL for (int ni = 0; ni < 4; ni++) {\n"
+        "                int c = wn * 32 + ni * 8 + g;\n"
+        "                bf[ni * 2] = Bs[c * 20 + ks + t];\n"
+        "                bf[ni * 2 + 1] = Bs[c * 20 + ks + 4 + t];\n"
+        "            }\n"
+        "            QG_UNROLL for (int mi = 0; mi < 2; mi++)\n"
+        "                QG_UNROLL for (int ni = 0; ni < 4; ni++) ttc_mma_s8(acc + (mi * 4 + ni) * 4, af + mi * 4, bf + ni * 2, scr);\n"
+        "        }\n"
+        "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+        "    }\n"
+        "    QG_UNROLL for (int f = 0; f < 32; f++) {\n"
+        "        int mi = f >> 4, ni = (f >> 2) & 3, e = f & 3;\n"
+        "        int row = m0 + wm * 32 + mi * 16 + g + (e >> 1) * 8, col = n0 + wn * 32 + ni * 8 + 2 * t + (e & 1);\n"
+        "        if (row < M && col < N) {\n"
+        "            int v = acc[f], lin = row * N + col;\n",
+        ks->name, ttc_kp_sig(&p), P);
+    ttc_kp_free(&p);
+    ttc_codegen_write_out(g, "v", "lin");
+    ttc_sbuf_printf(src, "        }\n    }\n}\n#undef QG_UNROLL\n");
+    /* dim 0: ceil(N / 64) work-groups of 128; dim 1: ceil(M / 64) */
+    ttc_codegen_gdim(ks, 0, op->out, 1, 2, 64, 128);
+    ks->g[0].mul = 128;
+    ttc_codegen_gdim(ks, 1, op->out, 0, 1, 64, 1);
+    ks->use_local = true;
+    return TTC_OK;
 }

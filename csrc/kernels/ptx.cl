@@ -84,6 +84,19 @@ TTC_INL void ttc_mma_tf32(float *acc, const uint *a, const uint *b, __local uint
     acc[0] = d0; acc[1] = d1; acc[2] = d2; acc[3] = d3;
 }
 
+/* int8 x int8 -> int32 (m16n8k32): a[4], b[2] hold 4 k-consecutive bytes each; A (row, k):
+ * a0 (g, 4t..4t+3), a1 (g+8, 4t..), a2 (g, 16+4t..), a3 (g+8, 16+4t..); B (k, col): b0 (4t..4t+3,
+ * g), b1 (16+4t.., g); acc as the f16 form's (exact: int32 sums) */
+TTC_INL void ttc_mma_s8(int *acc, const uint *a, const uint *b, __local uint *scr) {
+    int d0, d1, d2, d3;
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%11,%12,%13};"
+                 : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(acc[0]), "r"(acc[1]),
+                   "r"(acc[2]), "r"(acc[3]));
+    acc[0] = d0; acc[1] = d1; acc[2] = d2; acc[3] = d3;
+}
+
 /* memory operands: volatile with a memory clobber, so that the compiler keeps them between
  * the kernel's barriers */
 TTC_INL void ttc_ldsm_x4(uint *r, __local const ushort *base, int off, __local uint *scr) {
@@ -275,6 +288,24 @@ TTC_INL void ttc_mma_tf32(float *acc, const uint *a, const uint *b, __local uint
         int row = g + (i >> 1) * 8, col = 2 * t + (i & 1);
         float s = 0.0f;
         for (int k = 0; k < 8; k++) s += as_float(A[row * 8 + k]) * as_float(B[k * 8 + col]);
+        acc[i] += s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+TTC_INL void ttc_mma_s8(int *acc, const uint *a, const uint *b, __local uint *scr) {
+    int l = ttc_lane(), g = l >> 2, t = l & 3;
+    __local uint *A = ttc_emu_warp(scr), *B = A + 128;   /* A 16x32 bytes (row, k), B 8x32 (col, k), as words */
+    for (int i = 0; i < 4; i++) A[(g + (i & 1) * 8) * 8 + t + (i >> 1) * 4] = a[i];
+    for (int i = 0; i < 2; i++) B[g * 8 + t + i * 4] = b[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = 0; i < 4; i++) {
+        int row = g + (i >> 1) * 8, col = 2 * t + (i & 1);
+        int s = 0;
+        for (int w = 0; w < 8; w++) {
+            uint x = A[row * 8 + w], y = B[col * 8 + w];
+            for (int j = 0; j < 4; j++) s += (int)(char)(x >> (8 * j)) * (int)(char)(y >> (8 * j));
+        }
         acc[i] += s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);

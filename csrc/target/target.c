@@ -48,6 +48,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_lt = true;
     t->cuda_nhwc = true;
     t->attn_mma = -1;
+    t->qgemm_mma = -1;
     t->build_threads = 1;
     t->build_procs = 1;
     t->build_proc_bytes = 64 * 1024;
@@ -167,6 +168,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     /* =1 runs the tensor-core attention through the PTX prelude's emulation where the device
      * is not NVIDIA (tests on PoCL), =0 keeps the row kernel on NVIDIA (A/B runs) */
     if (SET(ATTN_MMA)) t.attn_mma = (int32_t)VAL(ATTN_MMA);
+    if (SET(QGEMM_MMA)) t.qgemm_mma = (int32_t)VAL(QGEMM_MMA);
     const char *v;
     if ((v = ttc_knob_str(TTC_KNOB_ATTN_TILE))) {
         int nw = 0, bn = 0;

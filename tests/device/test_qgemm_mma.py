@@ -1,0 +1,94 @@
+"""The integer GEMM on int8 tensor cores (codegen_qgemm.c gen_qgemm_mma: mma.sync m16n8k32 s8 on
+NVIDIA sm_80+; TORCHTRT_C_QGEMM_MMA=1 takes it on any device through the PTX prelude's
+emulation, so that here on PoCL the tile logic, the staging of A and B and the edges are
+differentially tested). aten._int_mm accumulates in int32: results must be exactly torch's,
+at odd sizes (partial tiles, K not a multiple of the 64-byte slice or of a 16-byte chunk), for a
+weight stored [N, K] (k-contiguous: the vector loads) and [K, N] (the byte loop), with a
+torchao-style epilogue (per-row x per-column scales) and a dynamic row count."""
+import pytest
+import torch
+
+import torchtrt_c
+import torchtrt_c._C as C
+
+
+@pytest.fixture(autouse=True)
+def _forced(monkeypatch):
+    monkeypatch.setenv("TORCHTRT_C_QGEMM_MMA", "1")
+    monkeypatch.setenv("TORCHTRT_C_NATIVE", "0")   # the OpenCL kernel on CPU devices too
+
+
+def _i8(*shape, seed=0):
+    return torch.randint(-128, 128, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.int8)
+
+
+class IntMM(torch.nn.Module):
+    def __init__(self, w, kn=False, scales=None):
+        super().__init__()
+        # a weight stored [N, K] and used transposed (torchao's layout), or stored [K, N]
+        self.register_buffer("w", w.t().contiguous() if kn else w)
+        self.kn = kn
+        self.scales = scales
+
+    def forward(self, x):
+        y = torch._int_mm(x, self.w if self.kn else self.w.t())
+        if self.scales is None:
+            return y
+        sx, sw = self.scales
+        return y.float() * sx * sw
+
+
+def _source(trt):
+    eng = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="")
+    return eng.info()["source"]
+
+
+@pytest.mark.parametrize("M,K,N", [(1, 32, 8), (17, 64, 33), (64, 128, 64), (130, 96, 70), (5, 40, 12),
+                                   (3, 200, 129)])
+@pytest.mark.parametrize("kn", [False, True], ids=["w_nk", "w_kn"])
+def test_int_mm_on_tensor_cores_is_exact(M, K, N, kn):
+    w = _i8(N, K, seed=1)
+    x = _i8(M, K, seed=2)
+    m = IntMM(w, kn).eval()
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    assert "ttc_mma_s8(" in _source(trt)
+    with torch.no_grad():
+        y = trt(x)
+    assert y.dtype == torch.int32
+    assert torch.equal(y, torch._int_mm(x, w.t().contiguous()))
+
+
+def test_int_mm_extremes_and_scales_epilogue():
+    """-128 x -128 over K = 4096 (2^26: past float's exact integers) and a float epilogue."""
+    M, K, N = 9, 4096, 24
+    x = torch.full((M, K), -128, dtype=torch.int8)
+    x[1::2] = 127
+    w = _i8(N, K, seed=3)
+    w[0] = -128
+    sx, sw = torch.rand(M, 1) * 0.01, torch.rand(1, N) * 0.01
+    m = IntMM(w, scales=(sx, sw)).eval()
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    assert "ttc_mma_s8(" in _source(trt)
+    ref = torch._int_mm(x, w.t())
+    assert ref.abs().max().item() > 2 ** 24
+    with torch.no_grad():
+        y = trt(x)
+    torch.testing.assert_close(y, ref.float() * sx * sw, rtol=1e-6, atol=0)
+
+
+def test_int_mm_dynamic_rows():
+    w = _i8(40, 96, seed=4)
+    m = IntMM(w).eval()
+    spec = torchtrt_c.Input(min_shape=(1, 96), opt_shape=(16, 96), max_shape=(200, 96), dtype=torch.int8)
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    for M in (1, 65, 200, 7):
+        x = _i8(M, 96, seed=M)
+        with torch.no_grad():
+            assert torch.equal(trt(x), torch._int_mm(x, w.t())), M
+
+
+def test_not_taken_with_a_zero_point_or_when_off(monkeypatch):
+    monkeypatch.setenv("TORCHTRT_C_QGEMM_MMA", "0")
+    w = _i8(16, 64, seed=5)
+    trt = torchtrt_c.compile(IntMM(w).eval(), inputs=[_i8(4, 64)], min_block_size=1)
+    assert "ttc_mma_s8(" not in _source(trt)
