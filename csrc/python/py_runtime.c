@@ -15,6 +15,7 @@
 #include "../backend/cpu/native_gemv.h"
 #include "../backend/cpu/native_math.h"
 #include "../backend/cpu/native_qconv.h"
+#include "../backend/cpu/native_wq.h"
 #include "../backend/cpu/step_threads.h"
 #include "../codegen/codegen.h"
 #include "../target/knobs.h"
@@ -173,7 +174,7 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L,s:i,s:L,s:s,s:L}", "available", t.native ? Py_True : Py_False, "library",
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L,s:i,s:L,s:s,s:L,s:s,s:{s:L,s:L,s:L,s:L}}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
@@ -185,7 +186,12 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
                          t.native && t.native_gemm_post && gemm_dnnl ? Py_True : Py_False,
                          "gemm_onednn_post_calls", (long long)ttc_dnnl_gemm_post_calls(), "gemv_rows",
                          t.native ? (int)t.native_gemv : 0, "gemv_calls", (long long)ttc_native_gemv_calls(),
-                         "int8", qconv ? "onednn" : "", "int8_onednn_calls", (long long)ttc_qconv_dnnl_calls());
+                         "int8", qconv ? "onednn" : "", "int8_onednn_calls", (long long)ttc_qconv_dnnl_calls(),
+                         /* weight-only int8/int4: the decode GEMV's loop now, and the calls each loop took */
+                         "wq_isa", ttc_native_wq_isa_name(ttc_native_wq_isa()), "wq_calls",
+                         "generic", (long long)ttc_native_wq_calls(TTC_WQ_GENERIC), "avx2",
+                         (long long)ttc_native_wq_calls(TTC_WQ_AVX2), "avx512", (long long)ttc_native_wq_calls(TTC_WQ_AVX512),
+                         "vnni", (long long)ttc_native_wq_calls(TTC_WQ_VNNI));
 }
 
 /* Whether execute on the default device passes host memory in place (the target's

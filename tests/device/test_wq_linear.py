@@ -2,8 +2,10 @@
 implementation of the op (dequantize, then linear) on the same packed weights, on every path the
 machine has: the native CPU step (backend/cpu/native_wq.c, the default on PoCL), the portable
 OpenCL kernel (TORCHTRT_C_NATIVE=0) and the GPU family's decode GEMV (TORCHTRT_C_KERNELS=gpu),
-each checked by its kernel description. The int8/int4 weights stay int8/uint8 constants in the
-engine (its blob is about a quarter / an eighth of the float one).
+each checked by its kernel description; the native step's GEMV loops (VNNI, AVX-512, AVX2,
+generic) each forced by TORCHTRT_C_NATIVE_WQ_ISA (test_wq_linear_native_loops). The int8/int4
+weights stay int8/uint8 constants in the engine (its blob is about a quarter / an eighth of the
+float one).
 
 Shapes: M 1, 3, 8 (decode), 17 and a [2, 5, K] input (GEMM rows); K not a multiple of 16 bytes
 (scalar GEMV loop), groups of 8..K, odd N. Tolerances: fp32 atol 2e-4 * sqrt(K) relative to the
@@ -28,7 +30,7 @@ PATHS = {
 
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
-    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE"):
+    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -226,3 +228,67 @@ def test_wq_linear_input_at_an_offset(dtype, bits, path, monkeypatch):
         ref = WQ(q, s, z, group, bits)(x.float())
         y = trt(x)
     close(y, ref, K, 2e-2 if dtype == torch.float16 else 2e-4 * math.sqrt(K) / 8)
+
+
+# ---- the native step's GEMV loops (backend/cpu/native_wq.h), each forced by TORCHTRT_C_NATIVE_WQ_ISA ----
+ISAS = ("generic", "avx2", "avx512", "vnni")
+
+WIDE = [  # N, K, group, bits: decode-shaped layers, odd N, K not a multiple of 16 / 32 bytes
+    (67, 512, 32, 8),      # a chunk a group
+    (45, 384, 128, 8),     # 4 chunks a group
+    (33, 200, 200, 8),     # per channel, 200 bytes: the last chunk masked
+    (29, 120, 40, 8),      # groups of 40 bytes: not whole int32 lanes, the VNNI loop hands over to AVX-512
+    (67, 512, 32, 4),      # 16 bytes a group
+    (21, 1376, 32, 4),     # the small Llama's down projection (43 groups)
+    (45, 384, 128, 4),     # 64 bytes a group
+    (19, 120, 8, 4),       # 4 bytes a group, 60 bytes a row
+    (23, 100, 100, 4),     # per channel, 50 bytes
+]
+
+
+def _expected_isa(cap, K, group, bits):
+    best = C.native_cpu()["wq_isa"]   # the knob unset (fixture): the CPU's best
+    isa = ISAS[min(ISAS.index(cap), ISAS.index(best))]
+    gb = group if bits == 8 else group // 2
+    if isa == "vnni" and not (K == group or gb % 32 == 0 or gb in (2, 4, 8, 16)):
+        isa = "avx512"
+    return isa
+
+
+@pytest.mark.parametrize("M", [1, 2, 5, 8, 13, 20])
+@pytest.mark.parametrize("layer", WIDE, ids=lambda c: f"N{c[0]}-K{c[1]}-g{c[2]}-b{c[3]}")
+def test_wq_linear_native_loops(layer, M, monkeypatch):
+    """One engine a shape, run with each loop as the cap: every output within its bound of a
+    float64 reference on the same dequantized weights, the loop that ran checked by its counter.
+    Bounds: float loops 1e-5 * sum_k |w x|; the VNNI loop (x rounded to int16 per row) adds
+    max|x| * sum_k |w| / 65534. M 13: GEMV passes of 8 + 5 rows; M 20: dequantized blocks + sgemm
+    (no GEMV, any cap)."""
+    if not C.native_cpu()["available"]:
+        pytest.skip("no native CPU steps on this device")
+    N, K, group, bits = layer
+    q, s, z = random_weights(N, K, group, bits, zeros=(M + N) % 2 == 0, seed=M)
+    m = WQ(q, s, z, group, bits, bias=torch.zeros(N)).eval()
+    x = torch.randn(M, K, generator=torch.Generator().manual_seed(N))
+    x[:, ::7] *= 4.0
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    check_path(trt, "native")
+    w = dequantize(q, s, z, group, bits).double()
+    ref = x.double() @ w.T
+    absp = x.double().abs() @ w.abs().T
+    for cap in ISAS:
+        monkeypatch.setenv("TORCHTRT_C_NATIVE_WQ_ISA", cap)
+        want = _expected_isa(cap, K, group, bits)
+        before = C.native_cpu()["wq_calls"]
+        with torch.no_grad():
+            y = trt(x).double()
+        after = C.native_cpu()["wq_calls"]
+        ran = {k: after[k] - before[k] for k in after}
+        if M <= 16:
+            assert ran[want] == 1 and sum(ran.values()) == 1, (cap, want, ran)
+        else:
+            assert sum(ran.values()) == 0, ran
+        tol = 1e-5 * absp + 1e-12
+        if want == "vnni" and M <= 16:
+            tol = tol + x.double().abs().amax(1, keepdim=True) * w.abs().sum(1) / 65534 * 1.001
+        err = (y - ref).abs()
+        assert bool((err <= tol).all()), (cap, want, float((err - tol).max()), float(err.max()))

@@ -4,10 +4,21 @@
  * two per byte [N, K / 2] (kir.h, TTC_KOP_WQ_LINEAR), scales and zero points [N, K / group].
  *
  * M <= TTC_WQ_GEMV_MAX_M (decode, short prompts): a GEMV over the weight rows, split among `threads` threads,
- * each group of weights dequantized into registers (8-float vectors) and multiplied with up to
- * 8 rows of x at once, so the packed weights are read once per 8 rows. Larger M: blocks of weight
- * rows (16 MB of floats) are dequantized (in parallel) and multiplied by the host BLAS (one sgemm a block);
- * without a BLAS the GEMV loop runs over every row.
+ * up to 8 rows of x at once, so the packed weights are read once per 8 rows. Its inner loop is the
+ * best the CPU has (ttc_native_wq_isa, at most TORCHTRT_C_NATIVE_WQ_ISA, read on every call):
+ *   vnni     AVX512-VNNI: x quantized per row to int16 (scale max|x| / 32767, less for groups so
+ *            long that int32 sums could overflow) once per call, the weights widened to int16
+ *            (32 a instruction) and multiplied by vpdpwssd into int32 per group, each group's
+ *            sum converted and scaled in float; 1 to 4 weight rows a block. Error: x rounded to
+ *            1 / 65534 of its row's largest |x|, times sum |q s| (q: the stored integers; zero
+ *            points are applied apart, on x's float group sums). Rows with several groups whose
+ *            bytes are not 2, 4, 8, 16 or a multiple of 32 (int8 groups of 40, ...), and calls with
+ *            an inf/NaN in x, take:
+ *   avx512   the weights converted to float 16 at a time and multiplied in float (AVX-512F/BW);
+ *   avx2     the same 8 at a time (AVX2 + FMA);
+ *   generic  the same with GCC's vector extension (any x86-64, and other CPUs).
+ * Larger M: blocks of weight rows (16 MB of floats) are dequantized (in parallel) and multiplied
+ * by the host BLAS (one sgemm a block); without a BLAS the GEMV loop runs over every row.
  *
  *   ttc_native_wq_linear(&(ttc_native_wq){x, q, s, z, y, M, N, K, group, bits, threads});
  */
@@ -32,5 +43,15 @@ typedef struct ttc_native_wq {
 } ttc_native_wq;
 
 void ttc_native_wq_linear(const ttc_native_wq *a);
+
+/* The GEMV's inner loops, from the baseline up. */
+typedef enum ttc_wq_isa { TTC_WQ_GENERIC, TTC_WQ_AVX2, TTC_WQ_AVX512, TTC_WQ_VNNI, TTC_WQ_ISAS } ttc_wq_isa;
+
+/* The loop a GEMV call takes at most: the best this CPU has, capped by TORCHTRT_C_NATIVE_WQ_ISA. */
+ttc_wq_isa ttc_native_wq_isa(void);
+/* "generic", "avx2", "avx512", "vnni" */
+const char *ttc_native_wq_isa_name(ttc_wq_isa isa);
+/* GEMV calls that took each loop in this process (tests, profiles). */
+int64_t ttc_native_wq_calls(ttc_wq_isa isa);
 
 #endif
