@@ -1,7 +1,7 @@
 """The integer GEMM on int8 tensor cores (codegen_qgemm.c gen_qgemm_mma: mma.sync m16n8k32 s8 on
-NVIDIA sm_80+; TORCHTRT_C_QGEMM_MMA=1 takes it on any device through the PTX prelude's
-emulation, so that here on PoCL the tile logic, the staging of A and B and the edges are
-differentially tested). aten._int_mm accumulates in int32: results must be exactly torch's,
+NVIDIA sm_80+), taken with TORCHTRT_C_QGEMM_MMA=1: on any device other than NVIDIA through the
+PTX prelude's emulation, so that here on PoCL the tile logic, the staging of A and B and the
+edges are differentially tested. aten._int_mm accumulates in int32: results must be exactly torch's,
 at odd sizes (partial tiles, K not a multiple of the 64-byte slice or of a 16-byte chunk), for a
 weight stored [N, K] (k-contiguous: the vector loads) and [K, N] (the byte loop), with a
 torchao-style epilogue (per-row x per-column scales) and a dynamic row count."""
@@ -87,8 +87,17 @@ def test_int_mm_dynamic_rows():
             assert torch.equal(trt(x), torch._int_mm(x, w.t())), M
 
 
-def test_not_taken_with_a_zero_point_or_when_off(monkeypatch):
-    monkeypatch.setenv("TORCHTRT_C_QGEMM_MMA", "0")
+@pytest.mark.parametrize("setting", ["0", None])
+def test_not_taken_when_off_or_unset(setting, monkeypatch):
+    """off by default until it has run on a GPU (its PTX fragment layouts are tested only
+    through the emulation so far)"""
+    if setting is None:
+        monkeypatch.delenv("TORCHTRT_C_QGEMM_MMA", raising=False)
+    else:
+        monkeypatch.setenv("TORCHTRT_C_QGEMM_MMA", setting)
     w = _i8(16, 64, seed=5)
-    trt = torchtrt_c.compile(IntMM(w).eval(), inputs=[_i8(4, 64)], min_block_size=1)
+    x = _i8(4, 64)
+    trt = torchtrt_c.compile(IntMM(w).eval(), inputs=[x], min_block_size=1)
     assert "ttc_mma_s8(" not in _source(trt)
+    with torch.no_grad():
+        assert torch.equal(trt(x), torch._int_mm(x, w.t()))
