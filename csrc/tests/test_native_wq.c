@@ -2,14 +2,16 @@
  * The weight-only int8/int4 linear step (backend/cpu/native_wq.c) against a float64 reference,
  * on each of its GEMV loops (TORCHTRT_C_NATIVE_WQ_ISA = generic, avx2, avx512, vnni, each capped
  * by what the CPU has; the test checks which loop ran by its call counter): rows of x 1..8, 11
- * and 16 (passes of 8), weight rows not a multiple of the VNNI form's 4-row blocks, int8 and int4
- * with per-channel scales and groups of 2..128 elements, rows whose bytes are not a multiple of
- * the 16- / 32-byte chunks (masked loads), groups the VNNI form does not take (40 int8 / 20 bytes:
- * the float form runs), zero points and none; on 1 and 2 threads with the same bits. Buffers are
- * exactly their size, so that ASan sees any read past a row's end.
- * Tolerances: float loops 1e-5 * sum_k |w x| (float sums in another order); the VNNI loop adds
- * x's rounding to int16, at most sum_k |q s| * max|x| / 65534 (q: the stored integer; the zero
- * points' term is taken apart, with x's float sums).
+ * and 16 (passes of 8), 40 (the VNNI loop's passes; the others' dequantized blocks + sgemm) and
+ * 70 (blocks + sgemm for all), weight rows not a multiple of the VNNI form's 4-row blocks, int8
+ * and int4 with per-channel scales and groups of 2..128 elements, rows whose bytes are not a
+ * multiple of the 16- / 32-byte chunks (masked loads), groups the VNNI form does not take (40
+ * int8 / 20 bytes: the float form runs), zero points and none; on 1 and 2 threads with the same
+ * bits. Buffers are exactly their size, so that ASan sees any read past a row's end.
+ * Tolerances: every loop 1e-5 * sum_k (|q| + |z|) s |x| (float sums in another order, the zero
+ * point's term apart: sum q s x - z s sum x), q the stored integer; the VNNI loop adds
+ * x's rounding to int16, at most sum_k |q s| * max|x| / 65534 (the zero points' term uses x's
+ * float sums).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "ctest.h"
+#include "backend/blas.h"
 #include "backend/cpu/native_wq.h"
 
 static uint32_t rng = 2024;
@@ -66,7 +69,11 @@ static void case_(ttc_wq_isa cap, int64_t M, int64_t N, int64_t K, int64_t group
     ttc_native_wq_linear(&(ttc_native_wq){x, q, s, z, y2, M, N, K, group, bits, 2});
     unsetenv("TORCHTRT_C_NATIVE_WQ_ISA");
     ttc_wq_isa want = expected(cap, K, group, bits);
-    bool gemv_path = M <= TTC_WQ_GEMV_MAX_M;
+    /* more rows: dequantized blocks + sgemm where a BLAS loads (no loop's counter) */
+    bool gemv_path = M <= TTC_WQ_GEMV_MAX_M || (want == TTC_WQ_VNNI && M <= TTC_WQ_VNNI_MAX_M) || !ttc_blas_available();
+    int64_t ran = 0;
+    for (int i = 0; i < TTC_WQ_ISAS; i++) ran += after[i] - before[i];
+    CHECK(ran == (gemv_path ? 1 : 0), "M%lld: %lld GEMV calls", (long long)M, (long long)ran);
     if (gemv_path)
         CHECK(after[want] - before[want] == 1, "cap %s M%lld N%lld K%lld g%lld int%d: the %s loop did not run",
               ttc_native_wq_isa_name(cap), (long long)M, (long long)N, (long long)K, (long long)group, bits,
@@ -83,9 +90,9 @@ static void case_(ttc_wq_isa cap, int64_t M, int64_t N, int64_t K, int64_t group
                 double w = (qv - (z ? z[n * G + g] : 0.0)) * s[n * G + g];
                 acc += w * x[m * K + k];
                 absq += fabs(qv * s[n * G + g]);
-                absp += fabs(w * x[m * K + k]);
+                absp += (fabs(qv) + (z ? fabs(z[n * G + g]) : 0.0)) * s[n * G + g] * fabs(x[m * K + k]);
             }
-            double tol = 1e-5 * absp + 1e-30 + (want == TTC_WQ_VNNI ? absq * mx / 65534.0 * 1.001 : 0.0);
+            double tol = 1e-5 * absp + 1e-30 + (want == TTC_WQ_VNNI && gemv_path ? absq * mx / 65534.0 * 1.001 : 0.0);
             double e = fabs(y1[m * N + n] - acc);
             if (!(e <= tol)) {
                 if (worst == 0)
@@ -122,7 +129,7 @@ static const struct { int64_t K, group; int bits; } LAYERS[] = {
 };
 
 static void test_layers(void) {
-    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 16};
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 40, 70};
     static const int64_t ns[] = {1, 5, 37};
     for (int cap = 0; cap < TTC_WQ_ISAS; cap++)
         for (size_t l = 0; l < sizeof LAYERS / sizeof LAYERS[0]; l++)

@@ -255,14 +255,16 @@ def _expected_isa(cap, K, group, bits):
     return isa
 
 
-@pytest.mark.parametrize("M", [1, 2, 5, 8, 13, 20])
+@pytest.mark.parametrize("M", [1, 2, 5, 8, 13, 20, 70])
 @pytest.mark.parametrize("layer", WIDE, ids=lambda c: f"N{c[0]}-K{c[1]}-g{c[2]}-b{c[3]}")
 def test_wq_linear_native_loops(layer, M, monkeypatch):
     """One engine a shape, run with each loop as the cap: every output within its bound of a
     float64 reference on the same dequantized weights, the loop that ran checked by its counter.
-    Bounds: float loops 1e-5 * sum_k |w x|; the VNNI loop (x rounded to int16 per row) adds
-    max|x| * sum_k |w| / 65534. M 13: GEMV passes of 8 + 5 rows; M 20: dequantized blocks + sgemm
-    (no GEMV, any cap)."""
+    Bounds: 1e-5 * sum_k (|q| + |z|) s |x| (q the stored integers: the loops take the zero
+    point's term apart, z s sum x); the VNNI loop (x rounded to int16 per row) adds
+    max|x| * sum_k |q s| / 65534. M 13: GEMV passes of 8 + 5 rows; M 20: the VNNI loop's passes
+    where it takes the layer, else dequantized blocks + sgemm (no GEMV); M 70: blocks + sgemm
+    for every cap."""
     if not C.native_cpu()["available"]:
         pytest.skip("no native CPU steps on this device")
     N, K, group, bits = layer
@@ -274,7 +276,9 @@ def test_wq_linear_native_loops(layer, M, monkeypatch):
     check_path(trt, "native")
     w = dequantize(q, s, z, group, bits).double()
     ref = x.double() @ w.T
-    absp = x.double().abs() @ w.abs().T
+    qs = dequantize(q, s, None, group, bits).double().abs()   # |q| s
+    zs = 0 if z is None else (z.abs() * s).repeat_interleave(group, dim=1).double()
+    absp = x.double().abs() @ (qs + zs).T
     for cap in ISAS:
         monkeypatch.setenv("TORCHTRT_C_NATIVE_WQ_ISA", cap)
         want = _expected_isa(cap, K, group, bits)
@@ -283,12 +287,13 @@ def test_wq_linear_native_loops(layer, M, monkeypatch):
             y = trt(x).double()
         after = C.native_cpu()["wq_calls"]
         ran = {k: after[k] - before[k] for k in after}
-        if M <= 16:
+        gemv = M <= 16 or (want == "vnni" and M <= 64)
+        if gemv:
             assert ran[want] == 1 and sum(ran.values()) == 1, (cap, want, ran)
         else:
             assert sum(ran.values()) == 0, ran
         tol = 1e-5 * absp + 1e-12
-        if want == "vnni" and M <= 16:
-            tol = tol + x.double().abs().amax(1, keepdim=True) * w.abs().sum(1) / 65534 * 1.001
+        if want == "vnni" and gemv:
+            tol = tol + x.double().abs().amax(1, keepdim=True) * qs.sum(1) / 65534 * 1.001
         err = (y - ref).abs()
         assert bool((err <= tol).all()), (cap, want, float((err - tol).max()), float(err.max()))

@@ -545,6 +545,17 @@ ttc_wq_isa ttc_native_wq_isa(void) {
     return (ttc_wq_isa)b;
 }
 
+/* The most rows of x the GEMV takes for this layer (more: dequantized blocks + sgemm). */
+static int64_t gemv_max_m(const ttc_native_wq *a) {
+#ifdef WQ_AVX512
+    int64_t cpg, gpc;
+    float X;
+    if (a->M > TTC_WQ_GEMV_MAX_M && ttc_native_wq_isa() == TTC_WQ_VNNI && vnni_layout(a, &cpg, &gpc, &X))
+        return TTC_WQ_VNNI_MAX_M;
+#endif
+    return TTC_WQ_GEMV_MAX_M;
+}
+
 /* The GEMV over every row of x (M rows, TTC_WQ_GEMV_ROWS at a time); false: out of memory. */
 static bool gemv(const ttc_native_wq *a) {
     int64_t G = a->K / a->group;
@@ -615,7 +626,7 @@ static void deq_rows(void *ctx, int64_t lo, int64_t hi) {
 
 void ttc_native_wq_linear(const ttc_native_wq *a) {
     if (a->M <= 0 || a->N <= 0) return;
-    if (a->M > TTC_WQ_GEMV_MAX_M && ttc_blas_available()) {
+    if (a->M > gemv_max_m(a) && ttc_blas_available()) {
         /* blocks of about 16 MB of float weights */
         int64_t nb = ((int64_t)1 << 22) / (a->K > 0 ? a->K : 1);
         if (nb < 16) nb = 16;

@@ -3,7 +3,8 @@
  * x [M, K] times the dequantized weight [N, K] transposed, the weight int8 [N, K] or int4 packed
  * two per byte [N, K / 2] (kir.h, TTC_KOP_WQ_LINEAR), scales and zero points [N, K / group].
  *
- * M <= TTC_WQ_GEMV_MAX_M (decode, short prompts): a GEMV over the weight rows, split among `threads` threads,
+ * M <= TTC_WQ_GEMV_MAX_M (decode, short prompts; TTC_WQ_VNNI_MAX_M with the VNNI loop): a GEMV
+ * over the weight rows, split among `threads` threads,
  * up to 8 rows of x at once, so the packed weights are read once per 8 rows. Its inner loop is the
  * best the CPU has (ttc_native_wq_isa, at most TORCHTRT_C_NATIVE_WQ_ISA, read on every call):
  *   vnni     AVX512-VNNI: x quantized per row to int16 (scale max|x| / 32767, less for groups so
@@ -27,11 +28,13 @@
 
 #include <stdint.h>
 
-/* rows of x a GEMV pass takes; up to TTC_WQ_GEMV_MAX_M rows the GEMV runs in passes of them: a
- * 2048 x 8192 int8 layer at 16 rows took 70 ms that way, 150 ms through dequantized blocks + sgemm
- * (fp32 sgemm: 32 ms; 2 loaded cores). The GEMV is compute-bound at 8 rows a pass (x loaded for
- * every weight vector), so more rows go to sgemm. */
-enum { TTC_WQ_GEMV_ROWS = 8, TTC_WQ_GEMV_MAX_M = 16 };
+/* rows of x a GEMV pass takes; up to TTC_WQ_GEMV_MAX_M rows (TTC_WQ_VNNI_MAX_M where the VNNI
+ * loop takes the layer) the GEMV runs in passes of them. Float loops: a 2048 x 8192 int8 layer at
+ * 16 rows took 70 ms that way, 150 ms through dequantized blocks + sgemm (fp32 sgemm: 32 ms; 2
+ * loaded cores); they are compute-bound at 8 rows a pass, so more rows go to sgemm. The VNNI
+ * loop: 1.45 ms a pass of 8 rows on that layer (int8 per channel; int4 g32 1.7 ms), where
+ * dequantized blocks + sgemm took 12 ms at 32 rows, 15 ms at 64, 23 ms at 128 (2 cores, load 3). */
+enum { TTC_WQ_GEMV_ROWS = 8, TTC_WQ_GEMV_MAX_M = 16, TTC_WQ_VNNI_MAX_M = 64 };
 
 typedef struct ttc_native_wq {
     const float *x;
