@@ -13,12 +13,12 @@
 static ttc_status gen_qgemm_mma(const ttc_kgen *g);
 
 /* Whether QGEMM op runs on int8 tensor cores (gen_qgemm_mma): int8 x int8 with no zero point
- * (aten._int_mm: torchao's dynamic int8 activations are symmetric), with TORCHTRT_C_QGEMM_MMA=1
- * (on NVIDIA sm_80+ the PTX, elsewhere the prelude's emulation). Not chosen by default until it
- * has run on a GPU: its fragment layouts are tested only through the emulation so far. */
+ * (aten._int_mm: torchao's dynamic int8 activations are symmetric), on NVIDIA sm_80+ unless
+ * TORCHTRT_C_QGEMM_MMA says otherwise (=1: any device, the PTX prelude's emulation). On the H100
+ * (2026-12-07, bench/int_mm.py) exact and 20-450x the portable kernel at BERT-base's shapes. */
 static bool qgemm_mma_wanted(const ttc_kir *k, const ttc_kop *op) {
     const ttc_target *tg = ttc_kir_target(k);
-    bool on = tg->qgemm_mma == 1;
+    bool on = tg->qgemm_mma == 1 || (tg->qgemm_mma == -1 && tg->nvidia && tg->nv_sm >= 80);
     return on && op->p.qgemm.a_zp == 0 && k->ts[op->in[0]].dtype == TTC_DTYPE_INT8 &&
            k->ts[op->in[1]].dtype == TTC_DTYPE_INT8;
 }

@@ -138,18 +138,22 @@ def test_wq_linear_fp16(M, N, K, group, bits, path, monkeypatch):
 
 
 def test_engine_keeps_packed_weights():
-    """The engine's constants are the int8/int4 bytes, not float weights: its blob shrinks."""
+    """The engine's constants are the int8/int4 bytes (and their scales), not float weights.
+    Constants, not the serialized blob: on a GPU the blob also carries the built program, and
+    the quantized engine's GEMV (unrolled for 4 rows x 8 of x) is the bigger one (the H100 run of
+    2026-12-07: blobs of 1.09 MB fp32, 0.80 MB int8)."""
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(512, 512, bias=False)).eval()
     x = torch.randn(2, 512)
     sizes = {}
     for qz in (None, "int8_weight_only", "int4_weight_only"):
         trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, quantize=qz)
-        sizes[qz] = trt._run_on_acc_0.engine.numel()
+        eng = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="")
+        sizes[qz] = eng.info()["const_bytes"]
     w = 512 * 512
-    assert sizes[None] > 4 * w
-    assert sizes["int8_weight_only"] < sizes[None] - 2.5 * w, sizes
-    assert sizes["int4_weight_only"] < sizes["int8_weight_only"] - 0.4 * w, sizes
+    assert sizes[None] >= 4 * w, sizes
+    assert w <= sizes["int8_weight_only"] < 1.1 * w, sizes
+    assert w / 2 <= sizes["int4_weight_only"] < 0.6 * w, sizes
 
 
 def test_group_not_dividing_k_falls_back_and_is_refused():
