@@ -15,6 +15,7 @@
 #include "../backend/cpu/native_gemv.h"
 #include "../backend/cpu/native_math.h"
 #include "../backend/cpu/native_qconv.h"
+#include "../backend/cpu/native_qmm.h"
 #include "../backend/cpu/native_wq.h"
 #include "../backend/cpu/step_threads.h"
 #include "../codegen/codegen.h"
@@ -164,17 +165,18 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
     ttc_device *d;
     ttc_target t;
     ttc_status s;
-    bool dnnl = false, gemm_dnnl = false, qconv = false;
+    bool dnnl = false, gemm_dnnl = false, qconv = false, qmm = false;
     Py_BEGIN_ALLOW_THREADS
     s = ttc_device_select(NULL, &d);
     if (s == TTC_OK) s = ttc_target_make(d, &t);
     if (s == TTC_OK && t.native) dnnl = ttc_dnnl_available();
     if (s == TTC_OK && t.native) gemm_dnnl = t.native_gemm != TTC_NATIVE_GEMM_BLAS && ttc_dnnl_gemm_available();
     if (s == TTC_OK && t.native) qconv = t.native_qconv && ttc_qconv_available();
+    if (s == TTC_OK && t.native) qmm = t.native_qmm && ttc_qmm_available();
     Py_END_ALLOW_THREADS
     if (s != TTC_OK) return ttc_py_raise(ttc_py_state_of_module(m), s);
     /* gemm: oneDNN's matmul for (auto: constant-weight) GEMMs, else OpenBLAS */
-    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L,s:i,s:L,s:s,s:L,s:s,s:{s:L,s:L,s:L,s:L}}", "available", t.native ? Py_True : Py_False, "library",
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:O,s:s,s:O,s:O,s:s,s:L,s:i,s:O,s:L,s:O,s:L,s:i,s:L,s:s,s:L,s:s,s:L,s:s,s:{s:L,s:L,s:L,s:L}}", "available", t.native ? Py_True : Py_False, "library",
                          ttc_blas_library(), "conv", !t.native ? "" : dnnl ? "onednn" : "blas", "conv_library",
                          ttc_dnnl_library(), "epi_math", t.native && t.native_epi_math ? Py_True : Py_False,
                          "math_isa", ttc_nm_isa(), "attention", t.native && t.native_attn ? Py_True : Py_False, "layer_norm",
@@ -187,6 +189,7 @@ static PyObject *py_native_cpu(PyObject *m, PyObject *unused) {
                          "gemm_onednn_post_calls", (long long)ttc_dnnl_gemm_post_calls(), "gemv_rows",
                          t.native ? (int)t.native_gemv : 0, "gemv_calls", (long long)ttc_native_gemv_calls(),
                          "int8", qconv ? "onednn" : "", "int8_onednn_calls", (long long)ttc_qconv_dnnl_calls(),
+                         "int_mm", qmm ? "onednn" : "", "int_mm_onednn_calls", (long long)ttc_qmm_dnnl_calls(),
                          /* weight-only int8/int4: the decode GEMV's loop now, and the calls each loop took */
                          "wq_isa", ttc_native_wq_isa_name(ttc_native_wq_isa()), "wq_calls",
                          "generic", (long long)ttc_native_wq_calls(TTC_WQ_GENERIC), "avx2",
@@ -385,7 +388,9 @@ static PyMethodDef runtime_methods[] = {
      "stride-1 convolutions ask oneDNN for its Winograd kernel first; TORCHTRT_C_CONV_WINOGRAD=0: direct only), "
      "conv_winograd_primitives (Winograd convolution primitives made in this process so far), int8 ('onednn': "
      "PT2E int8 convolutions/linears run as oneDNN int8 native steps; TORCHTRT_C_NATIVE_QCONV=0: the OpenCL int8 "
-     "kernels), int8_onednn_calls (such calls so far)."},
+     "kernels), int8_onednn_calls (such calls so far), int_mm ('onednn': aten._int_mm, torchao's dynamic int8 "
+     "linears, runs as a oneDNN int8 matmul native step; TORCHTRT_C_NATIVE_QMM=0: the OpenCL kernel), "
+     "int_mm_onednn_calls (such calls so far)."},
     {"host_in_place", py_host_in_place, METH_NOARGS,
      "host_in_place() -> bool: the default device's host-pointer buffers are the host memory itself, so "
      "execute reads inputs and writes outputs in place with no map (probed once; TORCHTRT_C_HOST_IN_PLACE=0: no)."},

@@ -57,7 +57,7 @@ static void decisions_default(ttc_target *t) {
     t->native_norm = true;
     t->step_threads = 1;
     t->native_elementwise = true;
-    t->cuda_interop = t->native_epi = t->native_pool = t->native_qconv = true;
+    t->cuda_interop = t->native_epi = t->native_pool = t->native_qconv = t->native_qmm = true;
 }
 
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -220,6 +220,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     t.native_epi = FLAG(NATIVE_EPI, true);
     t.native_pool = FLAG(NATIVE_POOL, true);
     t.native_qconv = FLAG(NATIVE_QCONV, true);
+    t.native_qmm = FLAG(NATIVE_QMM, true);
     *out = t;
     return TTC_OK;
 }

@@ -141,6 +141,8 @@ typedef struct ttc_target {
     bool native_pool;             /* max/average pooling as native calls (NATIVE_POOL=0: no) */
     bool native_qconv;            /* int8 QCONV2D/QGEMM as oneDNN int8 native calls
                                    * (backend/cpu/native_qconv.h; NATIVE_QCONV=0: no) */
+    bool native_qmm;              /* aten._int_mm as oneDNN int8 matmul native calls
+                                   * (backend/cpu/native_qmm.h; NATIVE_QMM=0: no) */
     /* ---- the engine's compile settings (engine options, set by the engine builder) ---- */
     bool tf32_matmul;             /* fp32 GEMMs may use TF32 tensor cores (allow_tf32_matmul on an
                                    * NVIDIA target; false elsewhere: no tensor cores) */

@@ -17,10 +17,11 @@
 #include "native_pool.h"
 #include "native_post.h"
 #include "native_qconv.h"
+#include "native_qmm.h"
 #include "native_wq.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8, NATIVE_KV = 9,
-       NATIVE_QCONV = 10, NATIVE_SLOT = 11 };
+       NATIVE_QCONV = 10, NATIVE_SLOT = 11, NATIVE_QMM = 12 };
 _Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4 && NATIVE_QCONV == 10, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
@@ -55,11 +56,13 @@ enum { QA_X, QA_XOFF, QA_W, QA_WOFF, QA_Y, QA_YOFF, QA_S, QA_SOFF, QA_B, QA_BOFF
  * right-aligned to rank 4, the cache length, the slots' stride, then the error flag */
 enum { SW_X, SW_XOFF, SW_SL, SW_SLOFF, SW_O, SW_OOFF, SW_DIMS, SW_XS = SW_DIMS + 4, SW_L = SW_XS + 4, SW_SLS, SW_ERRF,
        SW_COUNT };
+/* aten._int_mm (native_qmm.h): A, B, C as (buffer, offset) pairs, M, N, K, A's and B's strides */
+enum { QM_A, QM_AOFF, QM_B, QM_BOFF, QM_C, QM_COFF, QM_M, QM_N, QM_K, QM_SA0, QM_SA1, QM_SB0, QM_SB1, QM_COUNT };
 enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
                (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS &&
                (int)KV_COUNT <= NATIVE_MAX_ARGS && (int)QA_COUNT <= NATIVE_MAX_ARGS &&
-               (int)SW_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
+               (int)SW_COUNT <= NATIVE_MAX_ARGS && (int)QM_COUNT <= NATIVE_MAX_ARGS, "native_call.v holds every layout");
 _Static_assert(TTC_NATIVE_MAX_MEMS <= TTC_HOST_TASK_BUFS, "a native call's buffers fit a host task");
 
 /* The host task's argument block; its buffers come as ptrs[0..2] (A/x, B/w, C/y; pooling: x, y),
@@ -91,6 +94,7 @@ typedef struct native_call {
     int64_t chans;            /* pool with x_nhwc: channels */
     ttc_qconv_plan qplan;     /* int8 convolution / linear: the epilogue's post-ops */
     ttc_qconv_shape qs;       /* ... and the call's shape, dtypes and layouts */
+    ttc_qmm_shape qm;         /* aten._int_mm: the product's shape, strides and output dtype */
     int64_t v[NATIVE_MAX_ARGS];
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
@@ -186,8 +190,39 @@ static bool qconv_ok(const ttc_kir *k, const ttc_kop *op) {
     return k->native && ttc_kir_target(k)->native_qconv && ttc_qconv_available() && ttc_qconv_plan_op(k, op, &plan);
 }
 
+/* The epilogue node whose value the int8 matmul leaves in the output: float(acc), the int32 sums
+ * converted as torch converts them (fusion wrote the _int_mm result's .to(float32) as acc ->
+ * int32 -> float32); the acc node where it is read otherwise (the OpenCL epilogue kernel then
+ * runs all of it on the stored float sums). -1: no epilogue. */
+static int32_t qmm_start(const ttc_kop *op) {
+    const ttc_expr *e = &op->epi;
+    int32_t acc = -1;
+    for (int32_t i = 0; i < e->n; i++)
+        if (e->nodes[i].op == TTC_EOP_LEAF && e->nodes[i].a < 0) acc = acc < 0 ? i : -2;
+    if (acc < 0) return acc == -2 ? -2 : -1;
+    int32_t j = ttc_native_post_only_user(e, acc);
+    if (j < 0 || e->nodes[j].op != TTC_EOP_CAST || e->nodes[j].dtype != TTC_DTYPE_INT32) return acc;
+    int32_t f = ttc_native_post_only_user(e, j);
+    return f >= 0 && e->nodes[f].op == TTC_EOP_CAST && e->nodes[f].dtype == TTC_DTYPE_FLOAT32 ? f : acc;
+}
+
+/* aten._int_mm (torchao's dynamic int8 linears; not a PT2E linear, which qconv_ok takes): int8 x
+ * int8 of rank 2 with no zero point into int32 as it is, or into float32 read by the epilogue
+ * (native_qmm.h). */
+static bool qmm_ok(const ttc_kir *k, const ttc_kop *op) {
+    if (!k->native || !ttc_kir_target(k)->native_qmm || !ttc_qmm_available() || op->p.qgemm.a_zp != 0 ||
+        op->in[0] < 0 || op->in[1] < 0)
+        return false;
+    const ttc_et *a = &k->ts[op->in[0]], *b = &k->ts[op->in[1]], *o = &k->ts[op->out];
+    if (a->dtype != TTC_DTYPE_INT8 || b->dtype != TTC_DTYPE_INT8 || a->rank != 2 || b->rank != 2 || o->rank != 2)
+        return false;
+    if (o->dtype == TTC_DTYPE_INT32) return op->epi.n == 0;
+    return o->dtype == TTC_DTYPE_FLOAT32 && op->epi.n > 0 && qmm_start(op) >= 0;
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
-    if (op->kind == TTC_KOP_QCONV2D || op->kind == TTC_KOP_QGEMM) return !op->dead && qconv_ok(k, op);
+    if (op->kind == TTC_KOP_QCONV2D) return !op->dead && qconv_ok(k, op);
+    if (op->kind == TTC_KOP_QGEMM) return !op->dead && (qconv_ok(k, op) || qmm_ok(k, op));
     if (op->kind == TTC_KOP_POOL && !op->dead && q8_max_pool(k, op)) return k->native && !native_pool_off(k);
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
@@ -457,10 +492,21 @@ static ttc_status qconv_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks)
     return TTC_OK;
 }
 
+static ttc_status qmm_args(const ttc_kop *op, ttc_kspec *ks) {
+    TTC_TRY(operand_args(op, ks));
+    ARG(TTC_ARG_DIM, op->out, 0, 0, 0);
+    ARG(TTC_ARG_DIM, op->out, 1, 0, 0);
+    ARG(TTC_ARG_DIM, op->in[0], 1, 0, 0);
+    for (int i = 0; i < 2; i++)
+        for (int32_t d = 0; d < 2; d++) ARG(TTC_ARG_STRIDE, op->in[i], d, 2, 0);
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks, const char *P,
                               const char *A_) {
     int32_t before = ks->n_args;
-    if (op->kind == TTC_KOP_QCONV2D || op->kind == TTC_KOP_QGEMM) {
+    bool qmm = op->kind == TTC_KOP_QGEMM && !qconv_ok(k, op);
+    if (op->kind == TTC_KOP_QCONV2D || (op->kind == TTC_KOP_QGEMM && !qmm)) {
         /* the whole epilogue runs inside oneDNN's primitive (post-ops) */
         TTC_TRY(qconv_args(k, op, ks));
         ks->native = NATIVE_QCONV;
@@ -473,7 +519,10 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
         ttc_codegen_gdim(ks, 0, op->out, 0, out->rank, 1, 0);
         return TTC_OK;
     }
-    if (op->kind == TTC_KOP_GEMM) {
+    if (qmm) {
+        TTC_TRY(qmm_args(op, ks));
+        ks->native = NATIVE_QMM;
+    } else if (op->kind == TTC_KOP_GEMM) {
         TTC_TRY(gemm_args(k, op, ks));
         ks->native = NATIVE_GEMM;
     } else if (op->kind == TTC_KOP_POOL) {
@@ -519,9 +568,13 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     /* the store arguments are ks->args[0, before) until gen_op rotates them behind ours */
     ttc_native_post pp;
     bool lib = op->kind == TTC_KOP_CONV2D ? ttc_dnnl_available() : op->kind == TTC_KOP_GEMM && gemm_post_lib(k, op);
-    ks->native_post = lib && op->epi.n > 0 && ttc_native_post_plan(k, op, &pp) &&
+    ks->native_post = !qmm && lib && op->epi.n > 0 && ttc_native_post_plan(k, op, &pp) &&
                       ttc_native_epi_ok_from(k, op, ks->args, before, pp.split);
-    ks->native_epi = op->epi.n > 0 && !ks->native_post && !ttc_native_epi_ok(k, op, ks->args, before);
+    /* _int_mm: the epilogue from the float sums the matmul stores (qmm_start) in C, else all of
+     * it in the OpenCL kernel below reading them as its accumulator */
+    ks->native_epi = op->epi.n > 0 && !ks->native_post &&
+                     !(qmm ? ttc_native_epi_ok_from(k, op, ks->args, before, qmm_start(op))
+                           : ttc_native_epi_ok(k, op, ks->args, before));
     /* the epilogue, in place: each work-item reads the library's result and stores f(result) */
     const ttc_et *out = &k->ts[op->out];
     ttc_sbuf_printf(src, "__kernel void %s(int n%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
@@ -614,6 +667,13 @@ static void native_run(void *arg, void *const *ptrs) {
                       (const int8_t *)ptrs[1] + v[QA_WOFF], (const float *)ptrs[3] + v[QA_SOFF],
                       c->qplan.bias_leaf >= 0 ? (const float *)ptrs[4] + v[QA_BOFF] : NULL, res,
                       (char *)ptrs[2] + v[QA_YOFF] * (int64_t)ys);
+        return;
+    }
+    if (c->kind == NATIVE_QMM) {
+        void *C = (char *)ptrs[2] + v[QM_COFF] * 4;   /* int32 or float32 */
+        ttc_qmm_run(c->owner, c->ki, &c->qm, (const int8_t *)m0 + v[QM_AOFF], (const int8_t *)ptrs[1] + v[QM_BOFF],
+                    c->w_const, C);
+        if (c->qm.y_f32) epilogue(c, ptrs, C);
         return;
     }
     if (c->kind == NATIVE_GEMM) {
@@ -843,7 +903,8 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
     c.ki = ki;
     c.threads = ttc_kir_target(e->k)->step_threads;
     c.wino = ttc_kir_target(e->k)->conv_winograd;
-    c.w_const = (op->kind == TTC_KOP_CONV2D || op->kind == TTC_KOP_GEMM) && p->res[op->in[1]].root == TTC_ROOT_CONST;
+    c.w_const = (op->kind == TTC_KOP_CONV2D || op->kind == TTC_KOP_GEMM || op->kind == TTC_KOP_QGEMM) &&
+                p->res[op->in[1]].root == TTC_ROOT_CONST;
     if (c.kind == NATIVE_GEMM) {
         int32_t lib = ttc_kir_target(e->k)->native_gemm;
         c.gemm_dnnl = (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && c.w_const)) &&
@@ -945,7 +1006,13 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
         c.scratch_slot = (int8_t)n_bufs;
         bufs[n_bufs++] = scratch;
     }
-    if (ks->native_post) {
+    if (c.kind == NATIVE_QMM) {
+        const int64_t *v = c.v;
+        c.qm = (ttc_qmm_shape){v[QM_M], v[QM_N], v[QM_K], {v[QM_SA0], v[QM_SA1]}, {v[QM_SB0], v[QM_SB1]},
+                               e->k->ts[op->out].dtype == TTC_DTYPE_FLOAT32};
+        if (op->epi.n > 0 && !ks->native_epi)
+            TTC_TRY(ttc_native_epi_bind_from(e, p, ki, &c.epi, bufs, &n_bufs, b, qmm_start(op)));
+    } else if (ks->native_post) {
         c.post = ttc_native_post_plan(e->k, op, &c.pp);
         if (!c.post) return ttc_fail(TTC_ERR_INTERNAL, "native %s: no post-op plan at launch", op->name);
         TTC_TRY(ttc_native_epi_bind_from(e, p, ki, &c.epi, bufs, &n_bufs, b, c.pp.split));
@@ -963,5 +1030,6 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
 void ttc_native_forget(const ttc_engine_view *e) {
     ttc_dnnl_forget(e);
     ttc_qconv_forget(e);
+    ttc_qmm_forget(e);
     ttc_dnnl_gemm_forget(e);
 }
