@@ -10,7 +10,7 @@ static const ttc_kind_row rows[] = {
     ROW(ELEMENTWISE, "elementwise", ttc_gen_elementwise, OUT, true),   /* backend/cpu/native_ops.c says which */
     ROW(GEMM, "gemm", ttc_gen_gemm, OWN, true),
     ROW(CONV2D, "conv2d", ttc_gen_conv, OWN, true),
-    ROW(REDUCE, "reduce", ttc_gen_reduce, OUT, false),   /* the GPU row kernel sets its own */
+    ROW(REDUCE, "reduce", ttc_gen_reduce, OUT, true),    /* native: row max/min (native_reduce.h); the GPU row kernel sets its own */
     ROW(SOFTMAX, "softmax", ttc_gen_softmax, OWN, false),
     ROW(NORM, "norm", ttc_gen_norm, OWN, true),   /* backend/cpu/native_ops.c: image-shaped layer norms */
     ROW(POOL, "pool", ttc_gen_pool, OWN, true),

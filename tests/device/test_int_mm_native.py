@@ -9,8 +9,8 @@ csrc/backend/cpu/native_qmm.c), against torch.
 - torchao's Int8DynamicActivationInt8WeightConfig on a tiny BERT (transformers, random
   weights): one engine, every _int_mm a native step where oneDNN loads, against torch's
   execution of the same quantized model within 5e-4 of the largest output (1.4e-4 to 2.2e-4
-  seen over 10 inputs), and to the bit the outputs of the same engine built with the portable
-  kernel (TORCHTRT_C_NATIVE_QMM=0). The integer
+  seen over 10 inputs), as is the same engine built with the portable kernel
+  (TORCHTRT_C_NATIVE_QMM=0; the GELU after it then runs in OpenCL, not in C). The integer
   products are exact and the per-row scales are torch's, but the float parts around them
   (attention, layer norms, the float sums of torch's eager kernels) round apart by an ulp;
   an activation within an ulp of a rounding tie of the next per-row quantize then moves one
@@ -188,8 +188,6 @@ def test_torchao_dynamic_int8_tiny_bert_matches_torch():
         for ids, out in zip(inputs, outs):   # other inputs: other per-row scales, chosen in the engine
             want = model(input_ids=ids, attention_mask=mask).last_hidden_state
             got = gm(input_ids=ids, attention_mask=mask).last_hidden_state
-            err = float((got - want).abs().max() / want.abs().max())
-            assert err <= 5e-4, err
-            # the native product and the OpenCL kernel: the same integers, the same float32
-            # conversion and scaling, so the same outputs to the bit
-            assert torch.equal(got, out)
+            for o in (got, out):
+                err = float((o - want).abs().max() / want.abs().max())
+                assert err <= 5e-4, err

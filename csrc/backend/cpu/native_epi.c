@@ -1,7 +1,7 @@
 /* Epilogues inside native calls (backend/cpu/native_epi.h). */
 /* the tile loops below are meant to vectorise; -O2's cost model (GCC 12) leaves most scalar */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3")
+#pragma GCC optimize("O3", "no-trapping-math")
 #endif
 #include "native_epi.h"
 #include "native_math.h"
@@ -63,8 +63,11 @@ static bool is_q8(ttc_dtype d) { return d == TTC_DTYPE_INT8 || d == TTC_DTYPE_UI
 /* Node i's dtype and operands: float32 throughout, except the 8-bit casts of quantization
  * (PT2E's quantize -> dequantize fused into one expression: clamp(rint(x / s) + zp) -> uint8
  * -> float), computed here on float tiles holding the integer values. */
-static bool dtypes_ok(const ttc_expr *e, int32_t i) {
+static bool dtypes_ok(const ttc_expr *e, int32_t i, bool q8_leaves) {
     const ttc_enode *nd = &e->nodes[i];
+    /* an 8-bit leaf (gathered as floats; only a cast to float32 reads it, every other step
+     * being float32) */
+    if (nd->op == TTC_EOP_LEAF && nd->a >= 0 && q8_leaves && is_q8(nd->dtype)) return true;
     if (nd->op == TTC_EOP_CAST) {
         if (nd->a < 0 || nd->a >= i) return false;
         ttc_dtype from = e->nodes[nd->a].dtype;
@@ -74,13 +77,33 @@ static bool dtypes_ok(const ttc_expr *e, int32_t i) {
     return nd->dtype == TTC_DTYPE_FLOAT32;
 }
 
+static bool leaf_ok(const ttc_kir *k, int32_t t, bool q8) {
+    return k->ts[t].dtype == TTC_DTYPE_FLOAT32 || (q8 && is_q8(k->ts[t].dtype));
+}
+
+/* The stored dtype: float32, or for an elementwise op 8-bit where its root is the cast to it (a
+ * quantize: torchao's dynamic per-row one of the activations before _int_mm, rounded and
+ * clamped before the cast), stored from the float tile of integral values. */
+static bool out_ok(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_expr *e = &op->epi;
+    ttc_dtype d = k->ts[op->out].dtype;
+    if (d == TTC_DTYPE_FLOAT32) return true;
+    return is_q8(d) && op->kind == TTC_KOP_ELEMENTWISE && e->root >= 0 && e->root < e->n &&
+           e->nodes[e->root].op == TTC_EOP_CAST && e->nodes[e->root].dtype == d;
+}
+
+/* 8-bit leaves are read where the output is 8-bit too (torchao's per-row quantize adds its int8
+ * zero points); float32 outputs keep float32 leaves only. */
+static bool q8_leaves(const ttc_kir *k, const ttc_kop *op) { return is_q8(k->ts[op->out].dtype); }
+
 bool ttc_native_epi_ok(const ttc_kir *k, const ttc_kop *op, const ttc_argspec *store_args, int32_t n_store) {
     const ttc_expr *e = &op->epi;
-    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || !out_ok(k, op)) return false;
+    bool q8 = q8_leaves(k, op);
     for (int32_t l = 0; l < e->n_leaves; l++)
-        if (k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
+        if (!leaf_ok(k, e->leaves[l], q8)) return false;
     for (int32_t i = 0; i < e->n; i++)
-        if (!dtypes_ok(e, i) || !step_ok(k, e, i)) return false;
+        if (!dtypes_ok(e, i, q8) || !step_ok(k, e, i)) return false;
     if (e->root < 0 || e->root >= e->n) return false;
     int32_t first[TTC_EXPR_MAX_LEAVES];
     bool dense[TTC_EXPR_MAX_LEAVES];
@@ -123,14 +146,15 @@ static bool live_nodes(const ttc_expr *e, int32_t start, uint32_t *live, uint32_
 static bool nodes_ok(const ttc_kir *k, const ttc_kop *op, int32_t start) {
     const ttc_expr *e = &op->epi;
     uint32_t live, leaves;
-    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
+    if (e->n <= 0 || e->n > EPI_MAX_NODES || env_off(k) || !out_ok(k, op)) return false;
     if (!live_nodes(e, start, &live, &leaves)) return false;
+    bool q8 = q8_leaves(k, op);
     for (int32_t l = 0; l < e->n_leaves; l++)
-        if ((leaves >> l & 1) && k->ts[e->leaves[l]].dtype != TTC_DTYPE_FLOAT32) return false;
+        if ((leaves >> l & 1) && !leaf_ok(k, e->leaves[l], q8)) return false;
     for (int32_t i = 0; i < e->n; i++) {
         const ttc_enode *nd = &e->nodes[i];
         if (!(live >> i & 1) || i == start) continue;
-        if (!dtypes_ok(e, i) || !step_ok(k, e, i)) return false;
+        if (!dtypes_ok(e, i, q8) || !step_ok(k, e, i)) return false;
         if (nd->op == TTC_EOP_LEAF && nd->a < 0 && op->kind == TTC_KOP_ELEMENTWISE) return false;
     }
     return true;
@@ -164,6 +188,8 @@ ttc_status ttc_native_epi_bind_from(const ttc_engine_view *e, const ttc_plan *p,
         return ttc_fail(TTC_ERR_INTERNAL, "native epilogue of %s: node %d cannot start it", op->name, (int)start);
     epi->start = start;
     epi->threads = ttc_kir_target(e->k)->step_threads;
+    ttc_dtype od = e->k->ts[op->out].dtype;
+    epi->out_q8 = (int8_t)(od == TTC_DTYPE_UINT8 ? 1 : od == TTC_DTYPE_INT8 ? 2 : 0);
     const ttc_res *out = &p->res[op->out];
     epi->on = start != op->epi.root;   /* else the library computed all of it */
     epi->expr = &op->epi;
@@ -174,6 +200,8 @@ ttc_status ttc_native_epi_bind_from(const ttc_engine_view *e, const ttc_plan *p,
     const int64_t *av = p->argv[ki] + base;
     for (int32_t l = 0; l < epi->n_leaves; l++) {
         int32_t a = first[l];
+        ttc_dtype ld = e->k->ts[op->epi.leaves[l]].dtype;
+        epi->leaf_q8[l] = (int8_t)(ld == TTC_DTYPE_UINT8 ? 1 : ld == TTC_DTYPE_INT8 ? 2 : 0);
         if (*n_slots >= TTC_NATIVE_MAX_MEMS)
             return ttc_fail(TTC_ERR_INTERNAL, "native epilogue of %s: too many buffers", op->name);
         epi->slot[l] = (int8_t)*n_slots;
@@ -187,8 +215,52 @@ ttc_status ttc_native_epi_bind_from(const ttc_engine_view *e, const ttc_plan *p,
 
 /* dst[0..cnt) = leaf values at output elements lin0.. (idx: lin0's multi-index), a row of the
  * output at a time: a broadcast leaf (bias: stride 0 along the row) is a fill, a dense row a copy. */
+static inline float load_q8(const void *base, int64_t i, int8_t q8) {
+    return q8 == 1 ? (float)((const uint8_t *)base)[i] : (float)((const int8_t *)base)[i];
+}
+
+/* The same for an 8-bit leaf (q8 1: uint8, 2: int8), converted to float. */
+static void gather_q8(const ttc_native_epi *ep, int32_t l, const void *base, const int64_t *idx0, int64_t lin0,
+                      int32_t cnt, float *dst) {
+    int8_t q8 = ep->leaf_q8[l];
+    if (ep->dense[l] || ep->rank == 0) {
+        int64_t o = ep->off[l] + (ep->rank ? lin0 : 0);
+        for (int32_t j = 0; j < cnt; j++) dst[j] = load_q8(base, o + j, q8);
+        return;
+    }
+    int32_t R = ep->rank, last = R - 1;
+    const int64_t *s = ep->strides[l];
+    int64_t idx[TTC_MAX_RANK], pos = ep->off[l], sl = s[last];
+    for (int32_t d = 0; d < R; d++) {
+        idx[d] = idx0[d];
+        pos += idx[d] * s[d];
+    }
+    for (int32_t j = 0; j < cnt;) {   /* a row at a time, as gather's */
+        int64_t run = ep->dims[last] - idx[last];
+        if (run > cnt - j) run = cnt - j;
+        if (sl == 0) {
+            float x = load_q8(base, pos, q8);
+            for (int64_t k = 0; k < run; k++) dst[j + k] = x;
+        } else {
+            for (int64_t k = 0; k < run; k++) dst[j + k] = load_q8(base, pos + k * sl, q8);
+        }
+        j += (int32_t)run;
+        idx[last] += run;
+        pos += run * sl;
+        for (int32_t d = last; d > 0 && idx[d] >= ep->dims[d]; d--) {
+            pos += s[d - 1] - idx[d] * s[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
 static void gather(const ttc_native_epi *ep, int32_t l, const float *base, const int64_t *idx0, int64_t lin0,
                    int32_t cnt, float *dst) {
+    if (ep->leaf_q8[l]) {
+        gather_q8(ep, l, base, idx0, lin0, cnt, dst);
+        return;
+    }
     if (ep->dense[l] || ep->rank == 0) {
         memcpy(dst, base + ep->off[l] + (ep->rank ? lin0 : 0), sizeof(float) * (size_t)cnt);
         return;
@@ -243,19 +315,23 @@ static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv
         case TTC_EOP_LEAF: memcpy(o, nd->a < 0 ? acc : lv[nd->a], sizeof(float) * (size_t)(nd->a < 0 ? cnt : T)); break;
         case TTC_EOP_CONST: for (j = 0; j < T; j++) o[j] = (float)nd->f; break;
         case TTC_EOP_CAST:   /* float32, or an 8-bit cast of a clamped integral value (dtypes_ok) */
-            if (nd->dtype == TTC_DTYPE_INT8) for (j = 0; j < T; j++) o[j] = (float)(signed char)(int)a[j];
-            else if (nd->dtype == TTC_DTYPE_UINT8) for (j = 0; j < T; j++) o[j] = (float)(unsigned char)(int)a[j];
+            /* the low byte of the truncated int, sign- or zero-extended: shifts and a mask, which
+             * vectorise (the char conversions did not) */
+            if (nd->dtype == TTC_DTYPE_INT8)
+                for (j = 0; j < T; j++) o[j] = (float)((int32_t)((uint32_t)(int32_t)a[j] << 24) >> 24);
+            else if (nd->dtype == TTC_DTYPE_UINT8)
+                for (j = 0; j < T; j++) o[j] = (float)((int32_t)a[j] & 255);
             else memcpy(o, a, sizeof(float) * (size_t)T);
             break;
         case TTC_EOP_ROUND:
             /* rint (half to even) without a libm call per element (x86-64's baseline has no
              * roundps): below 2^23, |x| + 2^23 lies where floats are the integers, so the add
              * rounds |x| to the nearest, ties to even (2^23 is even); above, x is integral; NaN
-             * fails the compare and passes through */
+             * fails the compare and passes through; the sign copied back (-0 stays -0) */
             for (j = 0; j < T; j++) {
-                float m = a[j] < 0.0f ? -a[j] : a[j];
-                float r = (m + 8388608.0f) - 8388608.0f;
-                o[j] = m < 8388608.0f ? (a[j] < 0.0f || (a[j] == 0.0f && __builtin_signbit(a[j])) ? -r : r) : a[j];
+                float m = __builtin_fabsf(a[j]);
+                float r = __builtin_copysignf((m + 8388608.0f) - 8388608.0f, a[j]);
+                o[j] = m < 8388608.0f ? r : a[j];
             }
             break;
         case TTC_EOP_ADD: for (j = 0; j < T; j++) o[j] = a[j] + b[j]; break;
@@ -290,7 +366,7 @@ static void eval_tile(const ttc_native_epi *ep, float (*v)[EPI_TILE], float (*lv
 typedef struct epi_job {
     const ttc_native_epi *ep;
     void *const *mems;
-    float *y;
+    float *y;                 /* out_q8: the 8-bit output, no accumulator */
 } epi_job;
 
 /* Tiles [t0, t1) of the output (ttc_steps_for's part). */
@@ -316,6 +392,15 @@ static void apply_tiles(void *arg, int64_t t0, int64_t t1) {
         }
         for (int32_t l = 0; l < ep->n_leaves; l++)
             if (ep->live_leaves >> l & 1) gather(ep, l, (const float *)j->mems[ep->slot[l]], idx, lin0, cnt, lv[l]);
+        if (ep->out_q8) {   /* integral values in range (the quantize's clamp), cast as the OpenCL kernel does */
+            eval_tile(ep, v, lv, NULL, cnt);
+            const float *r = v[e->root];
+            if (ep->out_q8 == 1)
+                for (int32_t i = 0; i < cnt; i++) ((uint8_t *)y)[lin0 + i] = (uint8_t)(int32_t)r[i];
+            else
+                for (int32_t i = 0; i < cnt; i++) ((int8_t *)y)[lin0 + i] = (int8_t)(int32_t)r[i];
+            continue;
+        }
         eval_tile(ep, v, lv, y + lin0, cnt);
         memcpy(y + lin0, v[e->root], sizeof(float) * (size_t)cnt);
     }

@@ -30,12 +30,15 @@ typedef struct ttc_native_epi {
     int8_t slot[TTC_EXPR_MAX_LEAVES];   /* leaf l's buffer: index into the call's slots */
     bool dense[TTC_EXPR_MAX_LEAVES];    /* laid out like the output */
     int64_t off[TTC_EXPR_MAX_LEAVES];
+    int8_t leaf_q8[TTC_EXPR_MAX_LEAVES];   /* 0: float32 leaf; 1 / 2: uint8 / int8 (8-bit outputs only) */
     int64_t strides[TTC_EXPR_MAX_LEAVES][TTC_MAX_RANK];
     /* start >= 0: the library already computed node `start` (oneDNN post-ops) and y holds it;
      * only the nodes in `live` (bit i: node i) are evaluated, leaves in `live_leaves` gathered */
     int32_t start;
     uint32_t live, live_leaves;
     int32_t threads;          /* the target's step_threads (tiles split among them when many) */
+    int8_t out_q8;            /* 0: y is float32; 1 / 2: uint8 / int8 (an elementwise op whose root
+                               * is the 8-bit cast of a quantize), y then that type's pointer */
 } ttc_native_epi;
 
 /* Codegen: whether op's epilogue runs inside the native call. store_args: the store function's
@@ -61,7 +64,7 @@ ttc_status ttc_native_epi_bind(const ttc_engine_view *e, const ttc_plan *p, int3
 ttc_status ttc_native_epi_bind_from(const ttc_engine_view *e, const ttc_plan *p, int32_t ki, ttc_native_epi *epi,
                                     ttc_buf **slots, int32_t *n_slots, const ttc_exec_bufs *b, int32_t start);
 /* Run (inside the native function): y[i] = epilogue(y[i], leaves at i) for every output
- * element; mems: host pointers by slot. */
+ * element; mems: host pointers by slot. With out_q8, y points at the 8-bit output (cast). */
 void ttc_native_epi_apply(const ttc_native_epi *epi, void *const *mems, float *y);
 
 #endif

@@ -18,10 +18,11 @@
 #include "native_post.h"
 #include "native_qconv.h"
 #include "native_qmm.h"
+#include "native_reduce.h"
 #include "native_wq.h"
 
 enum { NATIVE_GEMM = 1, NATIVE_CONV = 2, NATIVE_POOL = 3, NATIVE_EW = 4, NATIVE_NORM = 5, NATIVE_ATTN = 6, NATIVE_CAT = 7, NATIVE_WQ = 8, NATIVE_KV = 9,
-       NATIVE_QCONV = 10, NATIVE_SLOT = 11, NATIVE_QMM = 12 };
+       NATIVE_QCONV = 10, NATIVE_SLOT = 11, NATIVE_QMM = 12, NATIVE_RED = 13 };
 _Static_assert(NATIVE_CONV == 2 && NATIVE_POOL == 3 && NATIVE_EW == 4 && NATIVE_QCONV == 10, "native_layout.c reads these kinds by number");
 
 /* Argument slots of the native part of a kernel spec (p->argv values, int64). */
@@ -58,6 +59,8 @@ enum { SW_X, SW_XOFF, SW_SL, SW_SLOFF, SW_O, SW_OOFF, SW_DIMS, SW_XS = SW_DIMS +
        SW_COUNT };
 /* aten._int_mm (native_qmm.h): A, B, C as (buffer, offset) pairs, M, N, K, A's and B's strides */
 enum { QM_A, QM_AOFF, QM_B, QM_BOFF, QM_C, QM_COFF, QM_M, QM_N, QM_K, QM_SA0, QM_SA1, QM_SB0, QM_SB1, QM_COUNT };
+/* row max / min (native_reduce.h): x, y as (buffer, offset) pairs, rows, columns */
+enum { RA_X, RA_XOFF, RA_Y, RA_YOFF, RA_ROWS, RA_COLS, RA_COUNT };
 enum { NATIVE_MAX_ARGS = 40 };
 _Static_assert((int)PA_COUNT <= NATIVE_MAX_ARGS && (int)CA_COUNT <= NATIVE_MAX_ARGS && (int)AT_COUNT <= NATIVE_MAX_ARGS &&
                (int)NA_COUNT <= NATIVE_MAX_ARGS && (int)CT_COUNT <= NATIVE_MAX_ARGS && (int)WA_COUNT <= NATIVE_MAX_ARGS &&
@@ -95,6 +98,7 @@ typedef struct native_call {
     ttc_qconv_plan qplan;     /* int8 convolution / linear: the epilogue's post-ops */
     ttc_qconv_shape qs;       /* ... and the call's shape, dtypes and layouts */
     ttc_qmm_shape qm;         /* aten._int_mm: the product's shape, strides and output dtype */
+    bool red_max;             /* row reduction: max, else min */
     int64_t v[NATIVE_MAX_ARGS];
 } native_call;
 _Static_assert(sizeof(native_call) <= TTC_HOST_TASK_ARGS, "a native call fits a host task's argument block");
@@ -136,7 +140,7 @@ static bool from_native(const ttc_kir *k, int32_t t, int depth) {
     const ttc_kop *p = &k->ops[k->ts[t].producer];
     switch (p->kind) {
     case TTC_KOP_GEMM: case TTC_KOP_ATTENTION: case TTC_KOP_NORM: case TTC_KOP_CONCAT: case TTC_KOP_WQ_LINEAR:
-    case TTC_KOP_KV_ATTENTION:
+    case TTC_KOP_KV_ATTENTION: case TTC_KOP_QGEMM:
         return ttc_native_op_ok(k, p);
     case TTC_KOP_ELEMENTWISE:
         for (int32_t l = 0; l < p->epi.n_leaves; l++)
@@ -220,12 +224,37 @@ static bool qmm_ok(const ttc_kir *k, const ttc_kop *op) {
     return o->dtype == TTC_DTYPE_FLOAT32 && op->epi.n > 0 && qmm_start(op) >= 0;
 }
 
+/* A max / min over the trailing dims of a native op's dense float32 result (torchao's per-row
+ * quantization scales: native_reduce.h), under the native elementwise setting. */
+static bool red_ok(const ttc_kir *k, const ttc_kop *op) {
+    if (!k->native || !ttc_kir_target(k)->native_elementwise || op->in[0] < 0 ||
+        (op->p.red.kind != TTC_RED_MAX && op->p.red.kind != TTC_RED_MIN))
+        return false;
+    const ttc_et *x = &k->ts[op->in[0]];
+    int32_t R = x->rank, nred = __builtin_popcount(op->p.red.mask);
+    /* dense (a reshape of the row-major result: choose_qparams' [.., 1, K] blocks), of a
+     * transformer-shaped tensor (image tensors may be kept channels-last: native_layout.h) */
+    int32_t base = op->in[0];
+    while (k->ts[base].kind == TTC_ET_VIEW) base = k->ts[base].base;
+    if (x->dtype != TTC_DTYPE_FLOAT32 || !x->contig || k->ts[base].rank > 3 || R < 1 || R > 8 || nred < 1 || nred > R)
+        return false;
+    if (op->p.red.mask != (((1u << R) - 1) & ~((1u << (R - nred)) - 1))) return false;   /* the trailing dims */
+    return from_native(k, op->in[0], 4);
+}
+
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->kind == TTC_KOP_QCONV2D) return !op->dead && qconv_ok(k, op);
     if (op->kind == TTC_KOP_QGEMM) return !op->dead && (qconv_ok(k, op) || qmm_ok(k, op));
     if (op->kind == TTC_KOP_POOL && !op->dead && q8_max_pool(k, op)) return k->native && !native_pool_off(k);
+    /* a quantize to 8 bits of a native op's float32 result (torchao's dynamic per-row quantize
+     * of the activations before _int_mm: PoCL's kernel took ~6 ns an element on BERT-base's
+     * FFN rows); transformer-shaped (rank <= 3), the image layouts stay float32-only */
+    if (op->kind == TTC_KOP_ELEMENTWISE && !op->dead && k->ts[op->out].rank <= 3 &&
+        (k->ts[op->out].dtype == TTC_DTYPE_INT8 || k->ts[op->out].dtype == TTC_DTYPE_UINT8))
+        return k->native && elementwise_ok(k, op);
     if (op->dead || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
+    if (op->kind == TTC_KOP_REDUCE) return red_ok(k, op);
     if (op->kind == TTC_KOP_WQ_LINEAR) {   /* float32 activations, scales and zero points */
         for (int i = 0; i < 4; i++)
             if (op->in[i] >= 0 && i != 1 && k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32) return false;
@@ -522,6 +551,15 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     if (qmm) {
         TTC_TRY(qmm_args(op, ks));
         ks->native = NATIVE_QMM;
+    } else if (op->kind == TTC_KOP_REDUCE) {
+        int32_t R = k->ts[op->in[0]].rank, from = R - __builtin_popcount(op->p.red.mask);
+        ARG(TTC_ARG_BUF, op->in[0], 0, 0, 0);
+        ARG(TTC_ARG_OFF, op->in[0], 0, 0, 0);
+        ARG(TTC_ARG_BUF, op->out, 0, 0, 0);
+        ARG(TTC_ARG_OFF, op->out, 0, 0, 0);
+        ARG(TTC_ARG_PROD, op->in[0], 0, from, 0);
+        ARG(TTC_ARG_PROD, op->in[0], from, R, 0);
+        ks->native = NATIVE_RED;
     } else if (op->kind == TTC_KOP_GEMM) {
         TTC_TRY(gemm_args(k, op, ks));
         ks->native = NATIVE_GEMM;
@@ -669,6 +707,12 @@ static void native_run(void *arg, void *const *ptrs) {
                       (char *)ptrs[2] + v[QA_YOFF] * (int64_t)ys);
         return;
     }
+    if (c->kind == NATIVE_RED) {
+        float *y = (float *)ptrs[1] + v[RA_YOFF];
+        ttc_native_row_minmax((const float *)m0 + v[RA_XOFF], y, v[RA_ROWS], v[RA_COLS], c->red_max, c->threads);
+        epilogue(c, ptrs, y);
+        return;
+    }
     if (c->kind == NATIVE_QMM) {
         void *C = (char *)ptrs[2] + v[QM_COFF] * 4;   /* int32 or float32 */
         ttc_qmm_run(c->owner, c->ki, &c->qm, (const int8_t *)m0 + v[QM_AOFF], (const int8_t *)ptrs[1] + v[QM_BOFF],
@@ -753,8 +797,8 @@ static void native_run(void *arg, void *const *ptrs) {
         epilogue(c, ptrs, y);
         return;
     }
-    if (c->kind == NATIVE_EW) {
-        epilogue(c, ptrs, (float *)m0 + v[1]);
+    if (c->kind == NATIVE_EW) {   /* an 8-bit output (a quantize) at a byte offset */
+        epilogue(c, ptrs, c->epi.out_q8 ? (float *)(void *)((char *)m0 + v[1]) : (float *)m0 + v[1]);
         return;
     }
     if (c->kind == NATIVE_POOL) {
@@ -915,9 +959,10 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
     }
     for (int32_t a = 0; a < ks->n_native_args && a < NATIVE_MAX_ARGS; a++) c.v[a] = p->argv[ki][a];
     ttc_buf *bufs[TTC_NATIVE_MAX_MEMS] = {NULL};
-    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL ? 2 : c.kind == NATIVE_NORM ? 4
+    int32_t n_bufs = c.kind == NATIVE_EW ? 1 : c.kind == NATIVE_POOL || c.kind == NATIVE_RED ? 2 : c.kind == NATIVE_NORM ? 4
                    : c.kind == NATIVE_ATTN ? 4 + (op->in[3] >= 0) : c.kind == NATIVE_CAT ? 1 + op->p.concat.n : c.kind == NATIVE_WQ ? 5
                    : c.kind == NATIVE_KV ? 6 : c.kind == NATIVE_QCONV ? 6 : 3;   /* NATIVE_SLOT: x, slots, cache (+ the flag below) */
+    c.red_max = c.kind == NATIVE_RED && op->p.red.kind == TTC_RED_MAX;
     if (c.kind == NATIVE_NORM) {
         c.eps = (float)op->p.norm.eps;
         c.rms = op->p.norm.rms;
