@@ -1,0 +1,127 @@
+"""Dynamic int8 (torchao's Int8DynamicActivationInt8WeightConfig) vs float32 and int8 weight-only
+on our engines: transformers' BertModel with the BERT-base config (random weights) at batch 32 x
+sequence 128, in one process (issue 35, item 6's BERT row).
+
+    PYTHONPATH=. python3 bench/quant_dynamic.py [--batch 32] [--seq 128] [--layers 12] [--runs 3]
+        [--rows eager_fp32 eager_dyn8 fp32 dyn8 dyn8_portable wo8]
+
+Rows (each a separate model/engine, timed the same way):
+  eager_fp32     torch eager, float32
+  eager_dyn8     torch eager of the torchao-quantized model (its _int_mm on torch's CPU kernel)
+  fp32           our engine, float32 (oneDNN matmuls, native attention/norms on the CPU)
+  dyn8           our engine of the torchao-quantized model: per-row activation quantize in the
+                 engine, aten._int_mm as a oneDNN s8 x s8 matmul native step (native_qmm.c),
+                 scales/bias/GELU in C after it (the default)
+  dyn8_portable  the same with TORCHTRT_C_NATIVE_QMM=0: the portable OpenCL int8 kernel
+  wo8            our engine with quantize="int8_weight_only" (int8 weights, float activations)
+Median ms per call of --runs after one warm-up; ratios against our fp32 engine. --layers < 12
+keeps that many encoder layers (say so when quoting figures). Error: max |out - torch's| / max
+|torch's| of last_hidden_state, against eager fp32 for fp32/wo8 and eager torchao for dyn8."""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# not bench/ itself: its kernels.py would shadow the `kernels` package transformers imports
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+sys.path.insert(0, os.path.dirname(HERE))
+
+import torch  # noqa: E402
+
+import torchtrt_c  # noqa: E402
+from torchtrt_c import settings  # noqa: E402
+
+
+def _ms(fn, kw, runs):
+    with torch.no_grad():
+        fn(**kw)
+        ts = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fn(**kw)
+            ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts), ts
+
+
+def _out(fn, kw):
+    with torch.no_grad():
+        return fn(**kw).last_hidden_state
+
+
+def build(layers):
+    from transformers import BertConfig, BertModel
+    torch.manual_seed(0)
+    cfg = BertConfig(num_hidden_layers=layers, attn_implementation="sdpa")   # BERT-base otherwise
+    return BertModel(cfg).eval()
+
+
+def dyn8(model):
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+    q = copy.deepcopy(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(q, Int8DynamicActivationInt8WeightConfig())
+    return q
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rows", nargs="+", default=["eager_fp32", "eager_dyn8", "fp32", "dyn8", "wo8"])
+    a = ap.parse_args()
+    model = build(a.layers)
+    g = torch.Generator().manual_seed(1)
+    kw = {"input_ids": torch.randint(0, model.config.vocab_size, (a.batch, a.seq), generator=g),
+          "attention_mask": torch.ones(a.batch, a.seq, dtype=torch.long)}
+    qmodel = dyn8(model) if any("dyn8" in r for r in a.rows) else None
+    dev = torchtrt_c.devices()[0].name
+    nat = torchtrt_c._C.native_cpu()
+    print(f"# BertModel BERT-base config, {a.layers} layers, random weights, batch {a.batch} x seq {a.seq}; "
+          f"device {dev}; int_mm step: {nat.get('int_mm') or 'portable'}; torch {torch.__version__}", flush=True)
+    ref = {}
+    res = {}
+    for row in a.rows:
+        t0 = time.perf_counter()
+        if row.startswith("eager"):
+            fn = model if row == "eager_fp32" else qmodel
+            compile_s = 0.0
+        else:
+            src = qmodel if row.startswith("dyn8") else model
+            extra = {"quantize": "int8_weight_only"} if row == "wo8" else {}
+            ctx = settings.override(NATIVE_QMM=False) if row == "dyn8_portable" else settings.override()
+            with ctx:
+                fn = torchtrt_c.compile(src, kwarg_inputs=kw, cache_built_engines=False, reuse_cached_engines=False,
+                                        **extra)
+            compile_s = time.perf_counter() - t0
+        try:
+            with (settings.override(NATIVE_QMM=False) if row == "dyn8_portable" else settings.override()):
+                ms, ts = _ms(fn, kw, a.runs)
+                out = _out(fn, kw)
+        except Exception as e:   # noqa: BLE001  (eager torchao may not run on this torch)
+            print(f"| {row} | failed: {type(e).__name__}: {str(e)[:120]} |", flush=True)
+            continue
+        if row.startswith("eager"):
+            ref[row] = out
+        want = ref.get("eager_dyn8" if "dyn8" in row else "eager_fp32")
+        err = float((out - want).abs().max() / want.abs().max()) if want is not None else float("nan")
+        res[row] = ms
+        print(f"| {row} | {ms:.0f} | runs {', '.join(f'{t:.0f}' for t in ts)} | compile {compile_s:.1f} s | "
+              f"err {err:.1e} |", flush=True)
+        del fn
+    base = res.get("fp32")
+    print("\n| row | median ms | fp32 engine / row |\n|---|---|---|")
+    for row, ms in res.items():
+        print(f"| {row} | {ms:.0f} | {base / ms:.2f}x |" if base else f"| {row} | {ms:.0f} | |")
+
+
+if __name__ == "__main__":
+    main()
