@@ -301,3 +301,59 @@ def test_wq_linear_native_loops(layer, M, monkeypatch):
             tol = tol + x.double().abs().amax(1, keepdim=True) * qs.sum(1) / 65534 * 1.001
         err = (y - ref).abs()
         assert bool((err <= tol).all()), (cap, want, float((err - tol).max()), float(err.max()))
+
+
+class ThreeWQ(torch.nn.Module):
+    """q/k/v-like: three weight-only linears of one x (two int4 of one group size, one of another
+    size that may not join) and one of another input."""
+
+    def __init__(self, K, bits, group):
+        super().__init__()
+        self.parts = []
+        for i, N in enumerate((48, 16, 16)):
+            q, s, z = random_weights(N, K, group, bits, seed=10 + i)
+            self.register_buffer(f"q{i}", q)
+            self.register_buffer(f"s{i}", s)
+            self.register_buffer(f"z{i}", z)
+        q, s, z = random_weights(24, K, group // 2, bits, seed=20)
+        self.register_buffer("q3", q)
+        self.register_buffer("s3", s)
+        self.register_buffer("z3", z)
+        self.group, self.bits = group, bits
+
+    def forward(self, x, y):
+        op = torch.ops.torchtrt_c.wq_linear
+        a = op(x, self.q0, self.s0, self.z0, self.group, self.bits)
+        b = op(x, self.q1, self.s1, self.z1, self.group, self.bits)
+        c = op(x, self.q2, self.s2, self.z2, self.group, self.bits)
+        d = op(x, self.q3, self.s3, self.z3, self.group // 2, self.bits)   # another group size: alone
+        e = op(y, self.q1, self.s1, self.z1, self.group, self.bits)        # another input: alone
+        return torch.relu(a) + 1.0, b * c, d, e
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("bits", [8, 4])
+def test_parallel_wq_linears_fuse(bits, path, monkeypatch):
+    """FUSE_PARALLEL_LINEAR (compile_llm's step) joins wq_linears of one input, bits and group
+    size into one over the concatenated packed weights, scales and zeros; the outputs are
+    slices of it: within 1e-6 of the output's scale of each layer alone (the same sums), and
+    close to torch's op as the layers alone are."""
+    for k, v in PATHS[path].items():
+        monkeypatch.setenv(k, v)
+    K, group = 128, 32
+    m = ThreeWQ(K, bits, group).eval()
+    x, y = torch.randn(3, K), torch.randn(3, K)
+    with torch.no_grad():
+        ref = m(x, y)
+    counts, outs = {}, {}
+    for fuse in ("0", "1"):
+        monkeypatch.setenv("TORCHTRT_C_FUSE_PARALLEL_LINEAR", fuse)
+        trt = torchtrt_c.compile(m, inputs=[x, y], min_block_size=1)
+        counts[fuse] = sum(" wq_linear:" in k for k in kernels_of(trt))
+        with torch.no_grad():
+            outs[fuse] = trt(x, y)
+        for g, r in zip(outs[fuse], ref):
+            close(g, r, K, 2e-4 * math.sqrt(K) / 8)
+    assert counts == {"0": 5, "1": 3}, counts
+    for f, u in zip(outs["1"], outs["0"]):
+        close(f, u, K, 1e-6)
