@@ -60,6 +60,9 @@ def main():
         m = IntMM(w).to(dev).eval()
         ref = torch._int_mm(x, m.w.t())
         out = {}
+        # the OpenCL kernels: on a CPU with oneDNN the product is otherwise a native step
+        # (native_qmm.c, timed by bench/quant_dynamic.py), which neither row would time
+        os.environ["TORCHTRT_C_NATIVE_QMM"] = "0"
         for mode in ("1", "0"):
             os.environ["TORCHTRT_C_QGEMM_MMA"] = mode
             trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
@@ -68,6 +71,7 @@ def main():
                 out[mode] = statistics.median(timed(lambda: trt(x), dev, reps) for _ in range(a.runs))
             del trt
         os.environ.pop("TORCHTRT_C_QGEMM_MMA", None)
+        os.environ.pop("TORCHTRT_C_NATIVE_QMM", None)
         tt = statistics.median(timed(lambda: torch._int_mm(x, m.w.t()), dev, reps) for _ in range(a.runs))
         ops = 2 * a.rows * N * K
         print(f"| {N} | {K} | {out['1'] * 1e3:.3f} | {out['0'] * 1e3:.3f} | {tt * 1e3:.3f} | "
