@@ -76,3 +76,34 @@ def test_backend_hf_model_over_a_session(name, monkeypatch):
     assert len(calls) == {"gpt2": 3, "bert": 2}[name], calls
     ref = segments(torchtrt_c.compile(model, kwarg_inputs=case.specs()))
     assert all(seg == ref for _, seg in calls), f"torch.compile: {calls}; torchtrt_c.compile: {ref}"
+
+
+def _coverage_model(name):
+    """(model, [(label, args, kwargs)]) of issue 33's model classes: a video CNN (3-D
+    convolutions), a weight-standardised CNN (NF-Net: weights computed in the graph), a detection
+    transformer (DETR: learned queries, a backbone's feature maps)."""
+    from thirdparty import import_timm, import_torchvision, randomize_constant_init
+    torch.manual_seed(0)
+    if name == "r3d_18":
+        m = randomize_constant_init(import_torchvision().models.video.r3d_18(weights=None).eval())
+        return m, [(f"batch {b}", (torch.randn(b, 3, 8, 32, 32),), {}) for b in (2, 3)]
+    if name == "nf_resnet26":
+        m = randomize_constant_init(import_timm().create_model("nf_resnet26", pretrained=False).eval())
+        return m, [(f"batch {b}", (torch.randn(b, 3, 64, 64),), {}) for b in (2, 3)]
+    pytest.importorskip("transformers")
+    from test_hf_detection import detr
+    return detr(), [(f"batch {b}", (), {"pixel_values": torch.randn(b, 3, 64, 48)}) for b in (2, 3)]
+
+
+@pytest.mark.parametrize("name", ["r3d_18", pytest.param("nf_resnet26", marks=pytest.mark.slow),
+                                  pytest.param("detr", marks=pytest.mark.slow)])
+def test_backend_coverage_models(name, monkeypatch):
+    """The README's video CNN, weight-standardised CNN and detection model through
+    torch.compile(backend="torchtrt_c"): each compile one engine with no torch segment, matching
+    eager, no graph break (2026-12-07 on PoCL: errors 1.2e-6, 6.0e-7, 3.7e-7)."""
+    try:
+        model, calls_kw = _coverage_model(name)
+    except ImportError as ex:
+        pytest.skip(f"{name}: {ex}")
+    calls = _session(model, calls_kw, monkeypatch, name)
+    assert calls and all(seg == (1, 0) for _, seg in calls), calls
