@@ -12,6 +12,18 @@
 
 static ttc_status gen_qgemm_mma(const ttc_kgen *g);
 
+/* The integer GEMM's parameters (both forms): n = M * N outputs, N, K, then A and B with their
+ * offsets and strides. */
+static ttc_status qgemm_params(ttc_kparams *p, const ttc_kir *k, ttc_kspec *ks, const ttc_kop *op) {
+    ttc_kp_init(p, k, ks, false);
+    ttc_kp_int(p, TTC_ARG_PROD, op->out, 0, 2, 0, "n");
+    ttc_kp_int(p, TTC_ARG_DIM, op->out, 1, 0, 0, "N");
+    ttc_kp_int(p, TTC_ARG_DIM, op->in[0], 1, 0, 0, "K");
+    ttc_kp_tensor(p, op->in[0], "a", 0);
+    ttc_kp_tensor(p, op->in[1], "b", 0);
+    return ttc_kp_done(p);
+}
+
 /* Whether QGEMM op runs on int8 tensor cores (gen_qgemm_mma): int8 x int8 with no zero point
  * (aten._int_mm: torchao's dynamic int8 activations are symmetric), on NVIDIA sm_80+ unless
  * TORCHTRT_C_QGEMM_MMA says otherwise (=1: any device, the PTX prelude's emulation). On the H100
@@ -33,13 +45,7 @@ ttc_status ttc_gen_qgemm(const ttc_kgen *g) {
                         b ? b->rank : -1, out->rank);
     if (qgemm_mma_wanted(k, op)) return gen_qgemm_mma(g);
     ttc_kparams p;
-    ttc_kp_init(&p, k, ks, false);
-    ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 2, 0, "n");
-    ttc_kp_int(&p, TTC_ARG_DIM, op->out, 1, 0, 0, "N");
-    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], 1, 0, 0, "K");
-    ttc_kp_tensor(&p, op->in[0], "a", 0);
-    ttc_kp_tensor(&p, op->in[1], "b", 0);
-    ttc_status s = ttc_kp_done(&p);
+    ttc_status s = qgemm_params(&p, k, ks, op);
     if (s != TTC_OK) goto fail;
     const char *at = ttc_cl_storage_type(a->dtype), *bt = ttc_cl_storage_type(b->dtype);
     ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n",
@@ -135,13 +141,7 @@ fail:
 static ttc_status gen_qgemm_mma(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     ttc_kparams p;
-    ttc_kp_init(&p, k, ks, false);
-    ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 2, 0, "n");
-    ttc_kp_int(&p, TTC_ARG_DIM, op->out, 1, 0, 0, "N");
-    ttc_kp_int(&p, TTC_ARG_DIM, op->in[0], 1, 0, 0, "K");
-    ttc_kp_tensor(&p, op->in[0], "a", 0);
-    ttc_kp_tensor(&p, op->in[1], "b", 0);
-    ttc_status s = ttc_kp_done(&p);
+    ttc_status s = qgemm_params(&p, k, ks, op);
     if (s == TTC_OK) s = ttc_codegen_ptx_prelude(src, k);
     if (s != TTC_OK) {
         ttc_kp_free(&p);
