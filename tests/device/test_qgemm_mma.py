@@ -4,12 +4,16 @@ through the PTX prelude's emulation, so that on PoCL the tile logic, the staging
 the edges are differentially tested (on the H100 the same tests ran the PTX: 2026-12-07). aten._int_mm accumulates in int32: results must be exactly torch's,
 at odd sizes (partial tiles, K not a multiple of the 64-byte slice or of a 16-byte chunk), for a
 weight stored [N, K] (k-contiguous: the vector loads) and [K, N] (the byte loop), with a
-torchao-style epilogue (per-row x per-column scales) and a dynamic row count."""
+torchao-style epilogue (per-row x per-column scales) and a dynamic row count. PT2E's linears
+(torchtrt_c.qlinear: uint8 or int8 activations with a zero point) take the same kernel, the zero
+point handled as in the convolution's (test_qconv_mma.py): exact against torch in float64 with
+unit scales, and bit-identical to the portable kernel through a requantization epilogue."""
 import pytest
 import torch
 
 import torchtrt_c
 import torchtrt_c._C as C
+from torchtrt_c.dynamo import _quant  # noqa: F401  (registers torch.ops.torchtrt_c.qlinear)
 
 
 @pytest.fixture(autouse=True)
@@ -104,3 +108,51 @@ def test_default_follows_the_device_and_off_means_off(setting, monkeypatch):
     assert ("ttc_mma_s8(" in src) == want
     with torch.no_grad():
         assert torch.equal(trt(x), torch._int_mm(x, w.t()))
+
+
+class QLinear(torch.nn.Module):
+    def __init__(self, w, zp, x_scale=1.0, scales=None, bias=None):
+        super().__init__()
+        self.register_buffer("w", w)
+        self.register_buffer("ws", torch.ones(w.shape[0]) if scales is None else scales)
+        self.register_buffer("b", bias)
+        self.zp, self.xs = zp, x_scale
+
+    def forward(self, x):
+        return torch.ops.torchtrt_c.qlinear(x, self.xs, self.zp, self.w, self.ws, self.b)
+
+
+def _q(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = (-128, 128) if dtype == torch.int8 else (0, 256)
+    return torch.randint(lo, hi, shape, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("M,K,N,dt,zp", [(5, 37, 11, torch.uint8, 0), (17, 64, 33, torch.uint8, 119),
+                                         (3, 200, 129, torch.int8, -7), (66, 96, 70, torch.uint8, 255),
+                                         (4, 40, 8, torch.int8, 127), (9, 48, 20, torch.uint8, 128)])
+def test_pt2e_linear_with_a_zero_point_is_exact(M, K, N, dt, zp):
+    x, w = _q((M, K), dt, seed=M), _i8(N, K, seed=N)
+    trt = torchtrt_c.compile(QLinear(w, zp).eval(), inputs=[x], min_block_size=1)
+    with torch.no_grad():
+        y = trt(x)
+    assert "ttc_mma_s8(" in _source(trt)
+    assert torch.equal(y, ((x.double() - zp) @ w.double().t()).float())
+
+
+@pytest.mark.parametrize("dt,zp", [(torch.uint8, 3), (torch.int8, -20)])
+def test_pt2e_linear_scaled_is_the_portable_kernels_bitwise(dt, zp, monkeypatch):
+    g = torch.Generator().manual_seed(5)
+    x, w = _q((7, 72), dt, seed=1), _i8(45, 72, seed=2)
+    m = QLinear(w, zp, 0.0227, torch.rand(45, generator=g) * 0.02 + 0.001, torch.randn(45, generator=g)).eval()
+    ys = []
+    for setting in ("1", "0"):   # engines are built lazily: run each under its setting
+        monkeypatch.setenv("TORCHTRT_C_QGEMM_MMA", setting)
+        trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+        with torch.no_grad():
+            ys.append(trt(x))
+        assert ("ttc_mma_s8(" in _source(trt)) == (setting == "1")
+    assert torch.equal(ys[0], ys[1])
+    with torch.no_grad():
+        want = m(x)
+    torch.testing.assert_close(ys[0], want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
