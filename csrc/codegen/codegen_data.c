@@ -105,7 +105,7 @@ static ttc_status gen_concat(const ttc_kgen *g, ttc_kparams *p) {
         }
         char ptr[8];
         snprintf(ptr, sizeof ptr, "x%d", i);
-        ttc_sbuf_printf(src, ";\n        v = (%s)(", vt);
+        ttc_sbuf_printf(src, ";\n        v = %s(%s)(", (op->p.concat.neg >> i) & 1u ? "-" : "", vt);
         ttc_codegen_load(src, k, g->sp, x->dtype, ptr, "p");
         ttc_sbuf_printf(src, ");\n    }");
         if (i < n - 1) {

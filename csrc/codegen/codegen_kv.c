@@ -40,6 +40,11 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
     ttc_kp_tensor(&p, x, "x", R);
     ttc_kp_tensor(&p, sl, "sl", 1);
     ttc_kp_errflag(&p, op->out);
+    int32_t y = op->in[2], yc = op->in[3];   /* a second tensor and cache: the values */
+    if (y >= 0) {
+        ttc_kp_tensor(&p, y, "y", R);
+        ttc_kp_out(&p, yc, "c2", "c2_off");
+    }
     ttc_status s = ttc_kp_done(&p);
     if (s == TTC_OK) {
         int32_t code = (int32_t)(op - k->ops) + 1;
@@ -49,9 +54,13 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
         ttc_sbuf_printf(src, "    long slot = (long)sl[sl_off + i%d * sl_s0];\n"
                              "    if (slot < 0 || slot >= (long)L) { atomic_cmpxchg(errf, 0, %d); return; }\n"
                              "    float v = ", D, code);
-        ttc_sbuf ix = {0};
+        ttc_sbuf ix = {0}, iy = {0};
         ttc_sbuf_printf(&ix, "x_off");
-        for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(&ix, " + i%d * x_s%d", d, d);
+        ttc_sbuf_printf(&iy, "y_off");
+        for (int32_t d = 0; d < R; d++) {
+            ttc_sbuf_printf(&ix, " + i%d * x_s%d", d, d);
+            ttc_sbuf_printf(&iy, " + i%d * y_s%d", d, d);
+        }
         ld(src, g, x, "x", ix.data ? ix.data : "0");
         ttc_sbuf_free(&ix);
         /* the cache is an engine input: dense, the new element's offset in row-major order */
@@ -64,9 +73,18 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
         }
         ttc_sbuf_printf(src, ";\n    int at = %s;\n", at.data ? at.data : "0");
         ttc_codegen_store(src, k, g->sp, k->ts[op->out].dtype, "v", "v", "at", "    ");
+        if (y >= 0) {   /* the same element of the values into the second cache (o_ names it here) */
+            ttc_sbuf_printf(src, "    {\n        __global %s *o_ = c2;\n        int o_off = c2_off;\n        float v = ",
+                            ttc_cl_storage_type(k->ts[yc].dtype));
+            ld(src, g, y, "y", iy.data ? iy.data : "0");
+            ttc_sbuf_printf(src, ";\n");
+            ttc_codegen_store(src, k, g->sp, k->ts[yc].dtype, "v", "v", "at", "        ");
+            ttc_sbuf_printf(src, "    }\n");
+        }
         ttc_sbuf_printf(src, "}\n");
-        if (at.oom) s = TTC_ERR_NOMEM;
+        if (at.oom || iy.oom) s = TTC_ERR_NOMEM;
         ttc_sbuf_free(&at);
+        ttc_sbuf_free(&iy);
     }
     ttc_kp_free(&p);
     TTC_TRY(s);
@@ -188,21 +206,33 @@ static ttc_status gen_kv_split(const ttc_kgen *g) {
 ttc_status ttc_gen_kv_reduce(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     int32_t EV = op->p.kva.ev, SPL = op->p.kva.splits;
+    const ttc_et *ot = &k->ts[op->out];
+    if (op->p.kva.bshe && (ot->rank != 4 || ot->dims[2].sym >= 0))
+        return ttc_fail(TTC_ERR_INTERNAL, "kv_reduce %s: rank %d, symbolic heads", op->name, ot->rank);
     ttc_kparams p;
     ttc_kp_init(&p, k, ks, false);
     ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 4, 0, "n");
     ttc_kp_buffer(&p, op->in[0], "pp", NULL);
+    /* out [B, S, Hq, EV] (bshe): the partial states' row (b, h, s) of out's element (b, s, h, e) */
+    if (op->p.kva.bshe) ttc_kp_int(&p, TTC_ARG_DIM, op->out, 1, 0, 0, "S");
     TTC_TRY(ttc_kp_done(&p));
+    char row[192];
+    if (op->p.kva.bshe)
+        snprintf(row, sizeof row, "((lin / %d / %lld / S * %lld + lin / %d %% %lld) * S + lin / %d / %lld %% S)", EV,
+                 (long long)ot->dims[2].add, (long long)ot->dims[2].add, EV, (long long)ot->dims[2].add, EV,
+                 (long long)ot->dims[2].add);
+    else
+        snprintf(row, sizeof row, "(lin / %d)", EV);
     ttc_sbuf_printf(src,
                     "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
-                    "    int e = lin %% %d, base = pp_off + (lin / %d) * %d;\n    float mx = -INFINITY;\n"
+                    "    int e = lin %% %d, base = pp_off + %s * %d;\n    float mx = -INFINITY;\n"
                     "    for (int sp = 0; sp < %d; sp++) { float v = pp[base + sp * %d]; mx = v > mx ? v : mx; }\n"
                     "    float num = 0.0f, den = 0.0f;\n"
                     "    if (mx != -INFINITY)\n        for (int sp = 0; sp < %d; sp++) {\n"
                     "            int o = base + sp * %d;\n            float w = exp(pp[o] - mx);\n"
                     "            num += w * pp[o + 2 + e];\n            den += w * pp[o + 1];\n        }\n"
                     "    float a = den > 0.0f ? num / den : (num != num ? num : 0.0f);\n",
-                    ks->name, ttc_kp_sig(&p), P, EV, EV, SPL * (EV + 2), SPL, EV + 2, SPL, EV + 2);
+                    ks->name, ttc_kp_sig(&p), P, EV, row, SPL * (EV + 2), SPL, EV + 2, SPL, EV + 2);
     ttc_kp_free(&p);
     ttc_codegen_write_out(g, "a", "lin");
     ttc_sbuf_printf(src, "}\n");

@@ -161,14 +161,24 @@ ttc_status ttc_convert_kv_attention(ttc_conv_ctx *cx, const ttc_node *n) {
     TTC_TRY(ttc_cx_float(cx, n, 7, &scale));
     TTC_TRY(ttc_cx_int(cx, n, 8, &window));
     TTC_TRY(ttc_cx_float(cx, n, 9, &softcap));
-    TTC_TRY(slot_write(cx, n, k, kc, sl, 2));
-    TTC_TRY(slot_write(cx, n, v, vc, sl, 2));
     const ttc_type *ot = &n->outputs[0]->type;
-    const ttc_et *qt = &cx->k->ts[q], *ct = &cx->k->ts[kc], *vt = &cx->k->ts[vc];
-    int32_t E = (int32_t)qt->dims[3].add, EV = (int32_t)vt->dims[3].add, L = (int32_t)ct->dims[2].add;
-    int32_t group = (int32_t)(qt->dims[1].add / ct->dims[1].add);
+    int32_t E = (int32_t)cx->k->ts[q].dims[3].add, EV = (int32_t)cx->k->ts[vc].dims[3].add;
+    int32_t L = (int32_t)cx->k->ts[kc].dims[2].add;
+    int32_t group = (int32_t)(cx->k->ts[q].dims[1].add / cx->k->ts[kc].dims[1].add);
     /* split-K where the GPU kernel takes the shapes: head dims in runs of 8 */
     bool split = cx->tg && cx->tg->gpu_kernels && E % 8 == 0;
+    const ttc_et *kt = &cx->k->ts[k], *vt = &cx->k->ts[v], *kct = &cx->k->ts[kc], *vct = &cx->k->ts[vc];
+    if (split && kt->dtype == vt->dtype && kct->dtype == vct->dtype && ttc_dims_eq(kt->rank, kt->dims, vt->rank, vt->dims) &&
+        ttc_dims_eq(kct->rank, kct->dims, vct->rank, vct->dims)) {
+        /* the GPU families: keys and values written by one kernel (one launch less a layer) */
+        TTC_TRY(slot_write(cx, n, k, kc, sl, 2));
+        ttc_kop *sw = &cx->k->ops[cx->k->n_ops - 1];
+        sw->in[2] = v;
+        sw->in[3] = vc;
+    } else {
+        TTC_TRY(slot_write(cx, n, k, kc, sl, 2));
+        TTC_TRY(slot_write(cx, n, v, vc, sl, 2));
+    }
     int32_t kps = TTC_KVA_CHUNK, splits = 1;
     if (split) {
         while ((L + kps - 1) / kps > TTC_KVA_MAX_SPLITS) kps += TTC_KVA_CHUNK;

@@ -167,6 +167,9 @@ static ttc_status make_bindings(ttc_engine *e) {
     for (int32_t i = 0; i < k->n_ops; i++) {
         const ttc_et *t = &k->ts[k->ops[i].out];
         if (!k->ops[i].dead && t->kind == TTC_ET_INPUT) e->ins[t->binding].written = true;
+        /* a slot write's second cache (kir.h) */
+        int32_t t2 = k->ops[i].kind == TTC_KOP_SLOT_WRITE ? k->ops[i].in[3] : -1;
+        if (!k->ops[i].dead && t2 >= 0 && k->ts[t2].kind == TTC_ET_INPUT) e->ins[k->ts[t2].binding].written = true;
     }
     for (int32_t i = 0; i < e->n_out; i++) {
         const ttc_et *t = &k->ts[k->outputs[i]];

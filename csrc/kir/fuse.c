@@ -9,6 +9,12 @@
  *    [B*T, N] GEMM read as [B, T, N]): both walk the same elements in the same order, so
  *    the GEMM keeps its own dims (p.gemm.shape) and stores at the same linear index into
  *    the consumer's output (gemm_through_view says when that holds).
+ * 0. First, an elementwise op that only copies a tensor (a chain of value-preserving casts of one
+ *    dense intermediate with its own dims and storage type: HF's RMSNorm's .to(float32) of a
+ *    half hidden state, which an fp16 engine stores as half) is no kernel: its readers read
+ *    the source (drop_identity_copies).
+ * 0b. A negation read only by a concatenation (rotate_half's cat(-x2, x1)) is read negated by it
+ *    (p.concat.neg), where no kernel can take it otherwise (negate_into_concat).
  * Of a consumer's leaves, elementwise producers that read 8-bit results of integer layers
  * (PT2E's dequantize of a residual) are inlined first: the consumer then reads the 8-bit tensor itself when it becomes
  * a convolution's epilogue (the int8 convolution takes it as a post-op, native_qconv.h), where
@@ -167,8 +173,164 @@ static int32_t gemm_through_view(const ttc_kir *k, const ttc_kop *consumer, int3
     return g;
 }
 
+/* Whether a value of dtype d survives a round trip through node dtype nd unchanged (a
+ * widening float cast, or none). */
+static bool keeps_value(ttc_dtype d, ttc_dtype nd) {
+    return nd == d || (d == TTC_DTYPE_FLOAT16 && nd == TTC_DTYPE_FLOAT32);
+}
+
+/* The source tensor of op when op is an identity copy: an elementwise op whose expression is
+ * casts of one leaf, each keeping the value, storing the same dtype, of a dense intermediate
+ * or a statically dense view of one (no engine input: nothing writes it after its producer)
+ * with the output's dims, and whose output is no engine output. -1 otherwise. */
+static int32_t identity_source(const ttc_kir *k, const ttc_kop *op) {
+    if (op->dead || op->kind != TTC_KOP_ELEMENTWISE || op->epi.n_leaves != 1 || op->epi.root < 0) return -1;
+    const ttc_et *o = &k->ts[op->out];
+    int32_t s = op->epi.leaves[0], root = ttc_kir_root(k, s);
+    const ttc_et *x = &k->ts[s];
+    if (o->kind != TTC_ET_INTER || o->binding >= 0 || k->ts[root].kind != TTC_ET_INTER || k->ts[root].producer < 0 ||
+        !x->contig || x->dtype != o->dtype || (x->dtype != TTC_DTYPE_FLOAT16 && x->dtype != TTC_DTYPE_FLOAT32) ||
+        !ttc_dims_eq(x->rank, x->dims, o->rank, o->dims))
+        return -1;
+    int32_t i = op->epi.root;
+    while (op->epi.nodes[i].op == TTC_EOP_CAST) {
+        if (!keeps_value(x->dtype, op->epi.nodes[i].dtype)) return -1;
+        i = op->epi.nodes[i].a;
+    }
+    const ttc_enode *nd = &op->epi.nodes[i];
+    return nd->op == TTC_EOP_LEAF && nd->a == 0 && keeps_value(x->dtype, nd->dtype) ? s : -1;
+}
+
+/* A copy of e with one leaf per tensor (ttc_expr_leaf merges leaves of the same tensor). */
+static ttc_status relink(const ttc_expr *e, ttc_expr *res) {
+    ttc_expr_init(res);
+    int32_t *map = ttc_malloc(sizeof(int32_t) * (size_t)(e->n + 1));
+    if (!map) return TTC_ERR_NOMEM;
+    for (int32_t i = 0; i < e->n; i++) {
+        ttc_enode nd = e->nodes[i];
+        int32_t r;
+        if (nd.op == TTC_EOP_LEAF && nd.a >= 0) r = ttc_expr_leaf(res, e->leaves[nd.a], nd.dtype);
+        else if (nd.op == TTC_EOP_LEAF) r = ttc_expr_acc(res, nd.dtype);
+        else if (nd.op == TTC_EOP_CONST) r = ttc_expr_const(res, nd.f, nd.dtype);
+        else if (nd.op == TTC_EOP_INDEX) r = ttc_expr_index(res, (int32_t)nd.f, nd.dtype);
+        else r = ttc_expr_op(res, nd.op, map[nd.a], nd.b >= 0 ? map[nd.b] : -1, nd.c >= 0 ? map[nd.c] : -1, nd.dtype);
+        if (r < 0) { free(map); ttc_expr_free(res); return TTC_ERR_NOMEM; }
+        map[i] = r;
+    }
+    res->root = e->n ? map[e->root] : -1;
+    free(map);
+    return TTC_OK;
+}
+
+/* Identity copies removed: every read of the copy (inputs, leaves, views) reads its source. */
+static int32_t drop_identity_copies(ttc_kir *k) {  /* -1: no memory */
+    int32_t n = 0;
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        ttc_kop *c = &k->ops[i];
+        int32_t s = identity_source(k, c);
+        if (s < 0) continue;
+        int32_t t = c->out;
+        for (int32_t j = 0; j < k->n_ops; j++) {
+            ttc_kop *r = &k->ops[j];
+            if (r->dead || j == i) continue;
+            for (int q = 0; q < TTC_KOP_MAX_IN; q++)
+                if (r->in[q] == t) r->in[q] = s;
+            bool had = false, reads = false;
+            for (int32_t l = 0; l < r->epi.n_leaves; l++) {
+                had = had || r->epi.leaves[l] == s;
+                if (r->epi.leaves[l] == t) { r->epi.leaves[l] = s; reads = true; }
+            }
+            /* s was a leaf of r already: one leaf for it */
+            if (had && reads) {
+                ttc_expr e;
+                if (relink(&r->epi, &e) != TTC_OK) return -1;
+                ttc_expr_free(&r->epi);
+                r->epi = e;
+            }
+        }
+        for (int32_t v = 0; v < k->n_ts; v++)
+            if (k->ts[v].kind == TTC_ET_VIEW && k->ts[v].base == t) k->ts[v].base = s;
+        ttc_expr_free(&c->epi);
+        c->dead = true;
+        k->ts[t].producer = -1;
+        n++;
+    }
+    return n;
+}
+
+/* The tensor op negates when op is an elementwise negation of one float tensor with op's dims
+ * and dtype (around the negation only value-keeping casts), its result read once and no
+ * engine output; -1 otherwise. */
+static int32_t neg_source(const ttc_kir *k, const ttc_kop *op) {
+    if (op->dead || op->kind != TTC_KOP_ELEMENTWISE || op->epi.n_leaves != 1 || op->epi.root < 0) return -1;
+    const ttc_et *o = &k->ts[op->out];
+    int32_t s = op->epi.leaves[0];
+    const ttc_et *x = &k->ts[s];
+    if (o->kind != TTC_ET_INTER || o->binding >= 0 || o->n_reads != 1 || x->dtype != o->dtype ||
+        (x->dtype != TTC_DTYPE_FLOAT16 && x->dtype != TTC_DTYPE_FLOAT32) || !ttc_dims_eq(x->rank, x->dims, o->rank, o->dims))
+        return -1;
+    int32_t i = op->epi.root, negs = 0;
+    while (op->epi.nodes[i].op == TTC_EOP_CAST || op->epi.nodes[i].op == TTC_EOP_NEG) {
+        if (!keeps_value(x->dtype, op->epi.nodes[i].dtype)) return -1;
+        negs += op->epi.nodes[i].op == TTC_EOP_NEG;
+        i = op->epi.nodes[i].a;
+    }
+    const ttc_enode *nd = &op->epi.nodes[i];
+    return negs == 1 && nd->op == TTC_EOP_LEAF && nd->a == 0 && keeps_value(x->dtype, nd->dtype) ? s : -1;
+}
+
+/* Concatenation inputs that are negations (neg_source) read their source negated instead. */
+static int32_t negate_into_concat(ttc_kir *k) {
+    int32_t n = 0;
+    count_reads(k);
+    for (int32_t j = 0; j < k->n_ops; j++) {
+        ttc_kop *c = &k->ops[j];
+        if (c->dead || c->kind != TTC_KOP_CONCAT) continue;
+        for (int32_t i = 0; i < c->p.concat.n && i < TTC_KOP_MAX_IN; i++) {
+            int32_t t = c->in[i];
+            if (t < 0 || k->ts[t].kind != TTC_ET_INTER || k->ts[t].producer < 0) continue;
+            ttc_kop *p = &k->ops[k->ts[t].producer];
+            int32_t s = neg_source(k, p);
+            if (s < 0) continue;
+            char *name = ttc_strfmt("%s+%s", p->name, c->name);
+            if (name) { free(c->name); c->name = name; }
+            c->in[i] = s;
+            c->p.concat.neg |= 1u << i;
+            ttc_expr_free(&p->epi);
+            p->dead = true;
+            k->ts[t].producer = -1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Leaf v of `consumer`: when it is the transpose(1, 2) view of a KV_REDUCE result [B, Hq, S, EV]
+ * (an attention's output, read as [B, S, Hq, EV] before the heads are joined), only that view
+ * reading it and only the consumer the view, with the consumer's dims and no epilogue leaves
+ * in the reduction yet, returns the reduction's result (else -1): the reduction then writes
+ * the consumer's output in its order (p.kva.bshe). */
+static int32_t kv_reduce_through_transpose(const ttc_kir *k, const ttc_kop *consumer, int32_t v) {
+    const ttc_et *vt = &k->ts[v];
+    const ttc_et *out = &k->ts[consumer->out];
+    if (vt->kind != TTC_ET_VIEW || vt->vkind != TTC_VIEW_PERMUTE || vt->rank != 4 || vt->n_reads != 1 ||
+        vt->binding >= 0 || is_output(k, v) || !ttc_dims_eq(vt->rank, vt->dims, out->rank, out->dims) ||
+        vt->perm[0] != 0 || vt->perm[1] != 2 || vt->perm[2] != 1 || vt->perm[3] != 3)
+        return -1;
+    int32_t g = vt->base;
+    const ttc_et *gt = &k->ts[g];
+    if (gt->kind != TTC_ET_INTER || gt->producer < 0 || gt->binding >= 0 || gt->n_reads != 1 || gt->rank != 4 ||
+        is_output(k, g))
+        return -1;
+    const ttc_kop *p = &k->ops[gt->producer];
+    if (p->dead || p->kind != TTC_KOP_KV_REDUCE || p->out != g || p->p.kva.bshe || p->epi.n_leaves != 0) return -1;
+    return g;
+}
+
 ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
-    *n_fused = 0;
+    *n_fused = drop_identity_copies(k);
+    if (*n_fused < 0) { *n_fused = 0; return TTC_ERR_NOMEM; }
+    *n_fused += negate_into_concat(k);
     bool changed = true;
     while (changed) {
         changed = false;
@@ -182,6 +344,7 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                 int32_t t = c->epi.leaves[first ? l : l - c->epi.n_leaves];
                 /* src: the producer's result; t: what the consumer reads (src or a view of it) */
                 int32_t src = fusable_input(k, c, t) ? t : gemm_through_view(k, c, t);
+                if (src < 0) src = kv_reduce_through_transpose(k, c, t);
                 if (src < 0) continue;
                 int32_t pi = k->ts[src].producer;
                 ttc_kop *p = &k->ops[pi];
@@ -212,7 +375,9 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
                     c->epi = epi;
                     ttc_expr_free(&p->epi);
                     c->out = out;
-                    if (src != t && !c->p.gemm.reshaped) {
+                    if (src != t && c->kind == TTC_KOP_KV_REDUCE) {
+                        c->p.kva.bshe = true;
+                    } else if (src != t && !c->p.gemm.reshaped) {
                         c->p.gemm.reshaped = true;
                         c->p.gemm.shape = src;
                     }

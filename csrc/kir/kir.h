@@ -137,6 +137,8 @@ typedef enum ttc_kop_kind {
     /* the KV cache (codegen/codegen_kv.c): SLOT_WRITE writes in[0] into its out, an engine INPUT
      * of the same rank (a cache, written in place), at slots in[1] [S] along dim p.slot.dim (in
      * place index_copy: out[.., in[1][j], ..] = in[0][.., j, ..]);
+     * with in[2] >= 0 it also writes in[2] into in[3], another cache input of out's dims and dtype
+     * (in[2] has in[0]'s dims), at the same slots: keys and values in one kernel (GPU families);
      * KV_ATTENTION attends q in[0] [B, Hq, S, E] over caches in[1], in[2] [B, Hkv, L, E/EV]
      * at slots in[3] with the key mask in[4] [B, L] (p.kva) */
     TTC_KOP_SLOT_WRITE,
@@ -195,7 +197,8 @@ typedef struct ttc_kop {
                  int64_t divisor; } pool;
         struct { int32_t dim; int32_t mode; } gather;  /* mode 0: index_select/embedding rows */
         /* TTC_KOP_GATHER with mode 1: torch.gather along dim (see codegen_data.c) */
-        struct { int32_t dim; int32_t n; uint32_t stacked; } concat;
+        /* neg: inputs read negated (bit i: in[i]; rotate_half's -x2, fused by kir/fuse.c) */
+        struct { int32_t dim; int32_t n; uint32_t stacked, neg; } concat;
         struct { int64_t lo[TTC_MAX_RANK]; double value; } pad;
         /* the broadcast index dims (brank of them) sit at output dim `at` */
         struct { int32_t n; int32_t dims[3]; int32_t brank; int32_t at;
@@ -213,7 +216,9 @@ typedef struct ttc_kop {
          * softcap * tanh(score / softcap); group: query heads per k/v head */
         /* splits > 0: keys in `splits` ranges of `kps` each (split-K, the GPU kernel); hg:
          * query heads of one k/v head sharing a work-group */
-        struct { double scale, softcap; int32_t window, e, ev, group, splits, kps, hg; } kva;
+        /* bshe (KV_REDUCE): out is [B, S, Hq, EV], the result's transpose(1, 2) (an elementwise
+         * consumer of that view fused into the reduction: kir/fuse.c) */
+        struct { double scale, softcap; int32_t window, e, ev, group, splits, kps, hg; bool bshe; } kva;
         struct { int32_t dim; } slot;
         struct { int32_t a_zp; } qgemm;
         struct { int32_t group, bits, n, k; bool gemv; } wq;

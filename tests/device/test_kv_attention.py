@@ -135,3 +135,78 @@ def test_masked_rows_and_nan(native):
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, equal_nan=True)
     assert (got[0, 1] == 0).all() and (got[0, 0] != 0).any()
     assert (got[1] == 0).all()
+
+
+class HeadsJoined(torch.nn.Module):
+    """The op's result with its heads joined as a decoder joins them for o_proj (transpose(1, 2),
+    then a reshape that copies; or times `scale_out` first where it is not 1), then o_proj (8
+    outputs)."""
+
+    def __init__(self, scale, window, softcap, scale_out, width, dtype):
+        super().__init__()
+        self.a = (scale, window, softcap)
+        self.scale_out = scale_out
+        w = torch.randn(8, width, generator=torch.Generator().manual_seed(9)) * width ** -0.5
+        self.o_proj = torch.nn.Linear(width, 8, bias=False).to(dtype)
+        with torch.no_grad():
+            self.o_proj.weight.copy_(w)
+
+    def forward(self, q, k, v, kc, vc, slots, km):
+        o = torch.ops.torchtrt_c.kv_attention(q, k, v, kc, vc, slots, km, *self.a)
+        o = o.transpose(1, 2)
+        if self.scale_out != 1:   # on the transposed view: the reshape then needs no copy
+            o = o * self.scale_out
+        return self.o_proj(o.reshape(o.shape[0], o.shape[1], -1))
+
+
+def _kernels(trt):
+    acc = trt._run_on_acc_0
+    entry = acc.__dict__.get("_ttc_entry")
+    engine = acc.__dict__["_deferred"] if acc.__dict__.get("_deferred") is not None else entry.engine
+    return engine.info()
+
+
+# The GPU kernel families (forced here: TORCHTRT_C_KERNELS=gpu): one kernel writes the new keys
+# and values into both caches, and the split attention's reduction writes its result with the
+# heads transposed, so that the copy joining the heads (or an elementwise op on it) is no kernel
+# of its own. Results against the op's torch implementation, tolerances as _check's.
+@pytest.mark.parametrize("scale_out", [1.0, 1.5], ids=["copy", "scaled"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_gpu_families_one_slot_write_and_transposed_reduce(shape, dtype, scale_out):
+    B, Hq, Hkv, S, E, L, slots, window, softcap, pad = shape
+    args = kv_args(B, Hq, Hkv, S, E, L, slots, window=window, softcap=softcap, pad=pad, seed=5, dtype=dtype)
+    with torchtrt_c.settings.override(KERNELS="gpu"):
+        m = HeadsJoined(*args[7:], scale_out, Hq * E, dtype).eval()
+        trt = torchtrt_c.compile(m, inputs=args[:7], min_block_size=1, enabled_precisions={dtype})
+        info = _kernels(trt)
+        assert info["gpu_kernels"]
+        kinds = [d.split(" ", 1)[1] for d in info["kernels"]]
+        assert sum(d.startswith("slot_write:") for d in kinds) == 1, kinds
+        assert [d.split(":")[0] for d in kinds] == ["slot_write", "kv_attention", "kv_reduce", "gemm"], kinds
+        ref_args = [x.float() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in args]
+        want = (reference(*ref_args).transpose(1, 2).reshape(B, S, -1) * scale_out) @ m.o_proj.weight.float().t()
+        want_kc, want_vc = ref_args[3].clone(), ref_args[4].clone()
+        import torchtrt_c.llm._kv_op as kv
+        kv.reference(*[x.clone() for x in ref_args[:3]], want_kc, want_vc, *ref_args[5:])
+        kc, vc = args[3].clone(), args[4].clone()
+        got = trt(args[0], args[1], args[2], kc, vc, args[5], args[6])
+    tol = 1e-5 if dtype == torch.float32 else 2e-3
+    assert got.shape == want.shape
+    err = (got.float() - want).abs().max().item()
+    assert err <= tol * max(1.0, want.abs().max().item())
+    assert (kc.float() - want_kc).abs().max().item() <= tol
+    assert (vc.float() - want_vc).abs().max().item() <= tol
+
+
+def test_gpu_families_bad_slot_writes_neither_cache():
+    args = kv_args(1, 2, 2, 1, 8, 16, [3])
+    with torchtrt_c.settings.override(KERNELS="gpu"):
+        trt = _compile(args, torch.float32)
+        from torchtrt_c.runtime import EngineMeta
+        meta = EngineMeta.from_json(trt._run_on_acc_0.meta)
+        assert sorted(meta.inputs[i][0] for i in meta.written) == ["kc", "vc"]
+        kc, vc = args[3].clone(), args[4].clone()
+        with pytest.raises(torchtrt_c.InputError, match="index out of range"):
+            trt(args[0], args[1], args[2], kc, vc, torch.tensor([16]), args[6])
+    assert torch.equal(kc, args[3]) and torch.equal(vc, args[4])

@@ -91,6 +91,7 @@ typedef struct native_call {
     bool mask_bool;           /* attention: the mask (ptrs[4]) is bool bytes, else float32 */
     int8_t scratch_slot;      /* ptrs index of the scratch buffer, -1: none */
     int32_t cat_n, cat_dim;   /* concatenation: inputs, dim (of the rank-4 padding) */
+    uint32_t cat_neg;         /* ... and the inputs read negated (bit i: input i) */
     bool x_nhwc, y_nhwc;      /* convolution / pool: input / output stored NHWC (native_layout.h) */
     int8_t pool_q8;           /* pool: 0 float32, 1 uint8, 2 int8 (max only) */
     bool wino;                /* convolution: Winograd where oneDNN has it (target.conv_winograd) */
@@ -272,7 +273,8 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->kind == TTC_KOP_SLOT_WRITE) {   /* float32 into a float32 cache, the slots along dim R - 2 */
         int32_t R = k->ts[op->in[0]].rank;
         return k->native && ttc_kir_target(k)->native_attn && k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT32 &&
-               R >= 2 && R <= 4 && k->ts[op->out].rank == R && op->p.slot.dim == R - 2 && op->epi.n == 0;
+               R >= 2 && R <= 4 && k->ts[op->out].rank == R && op->p.slot.dim == R - 2 && op->epi.n == 0 &&
+               op->in[2] < 0;   /* one tensor and cache (the OpenCL kernel writes two) */
     }
     if (op->kind == TTC_KOP_KV_ATTENTION) {   /* float32 q and caches, the unsplit (CPU) form */
         for (int32_t i = 0; i < 3; i++)
@@ -685,7 +687,8 @@ static void concat_run(const native_call *c, void *const *ptrs, float *out) {
                     idx[D] += at;
                     float *o = out + idx[0] * os[0] + idx[1] * os[1] + idx[2] * os[2] + idx[3];
                     const float *xr = x + a * st[0] + b * st[1] + r * st[2];
-                    if (st[3] == 1) memcpy(o, xr, sizeof(float) * (size_t)dims[3]);
+                    if ((c->cat_neg >> i) & 1u) for (int64_t j = 0; j < dims[3]; j++) o[j] = -xr[j * st[3]];
+                    else if (st[3] == 1) memcpy(o, xr, sizeof(float) * (size_t)dims[3]);
                     else for (int64_t j = 0; j < dims[3]; j++) o[j] = xr[j * st[3]];
                 }
         at += len;
@@ -970,6 +973,7 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
     if (c.kind == NATIVE_CAT) {
         c.cat_n = op->p.concat.n;
         c.cat_dim = op->p.concat.dim + 4 - e->k->ts[op->out].rank;
+        c.cat_neg = op->p.concat.neg;
     }
     for (int32_t i = 0; i < n_bufs; i++)  /* buffers sit at argument slots 0, 2, 4, ... in every layout */
         bufs[i] = ttc_exec_buf(p, (int32_t)c.v[2 * i], b);
