@@ -6,6 +6,8 @@
  * - gemv (the GPU kernel families, op->p.wq.gemv; decode shapes M <= 8): a work-group of
  *   WQ_WARPS warps of 32 work-items, each warp WQ_R weight rows (output columns) for up to
  *   WQ_MB rows of x at once (grid dim 1 walks x's rows in chunks of WQ_MB, so any M is right).
+ *   Layer-sized products split each row's K between KS warps of the group (wq_split), which
+ *   then add their sums through local memory: N / 4 warps for N rows instead of N / 16.
  *   Each work-item reads 16 bytes of each of its rows at a time (16 int8 or 32 int4 weights, a
  *   uint4; WQ_U chunks a row issued before they are used), the warp's 32 work-items 512
  *   consecutive bytes of a row, so the packed weights stream at memory bandwidth. x's chunk
@@ -122,10 +124,25 @@ static void dot_chunk(ttc_sbuf *src, int32_t bits, const char *ind) {
                         ind, ind, ind, ind, ind);
 }
 
+/* Warps of a work-group that split each weight row's K between them (TORCHTRT_C_WQ_SPLIT forces
+ * 1, 2 or 4): layer-sized products (N up to 16384) take the largest split that leaves each lane
+ * at least one 16-byte chunk of a row, so that N / 16 work-groups become up to N / 4 of as many
+ * warps; the LM head (N of 10^5) keeps whole rows a warp. */
+static int32_t wq_split(const ttc_kir *k, const ttc_kop *op, int32_t RB) {
+    int32_t f = ttc_kir_target(k)->wq_split;
+    if (f == 1 || f == 2 || f == 4) return f;
+    int32_t ks = 1;
+    if (op->p.wq.n <= 16384)
+        while (ks < WQ_WARPS && RB / 16 >= 32 * 2 * ks) ks *= 2;
+    return ks;
+}
+
 static ttc_status gen_gemv(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
     int32_t RB = bits == 8 ? K : K / 2, EPC = bits == 8 ? 16 : 32;   /* weights per 16-byte chunk */
+    /* KS warps share a set of WQ_R rows, warp w % KS taking every KS-th 512-byte stretch of them */
+    int32_t KS = wq_split(k, op, RB), WR = WQ_WARPS / KS;
     bool wide = RB % 16 == 0 && GS % EPC == 0;
     ttc_dtype xd = k->ts[op->in[0]].dtype;
     /* x's chunks as vectors where x's first element is 16-byte aligned as addressed (a tensor
@@ -142,14 +159,14 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     ttc_sbuf_printf(src,
                     "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n"
                     "    __local float red[%d * 33];\n"
-                    "    int lane = get_local_id(0) & 31, w = get_local_id(0) >> 5;\n"
-                    "    int c0 = (get_group_id(0) * %d + w) * %d, m0 = get_group_id(1) * %d;\n"
+                    "    int lane = get_local_id(0) & 31, w = get_local_id(0) >> 5, ws = w %% %d;\n"
+                    "    int c0 = (get_group_id(0) * %d + w / %d) * %d, m0 = get_group_id(1) * %d;\n"
                     "    int mb = min(M - m0, %d);\n    float acc[%d];\n"
                     "    WQ_UNROLL for (int j = 0; j < %d; j++) acc[j] = 0.0f;\n"
                     "    int xb = x_off + m0 * %d;\n"
                     "    if (c0 < %d) {\n",
-                    WQ_WARPS * 32, ks->name, ttc_kp_sig(&p), P, WQ_WARPS * RM, WQ_WARPS, WQ_R, WQ_MB, WQ_MB, RM, RM, K,
-                    N);
+                    WQ_WARPS * 32, ks->name, ttc_kp_sig(&p), P, WQ_WARPS * RM, KS, WR, KS, WQ_R, WQ_MB, WQ_MB, RM, RM,
+                    K, N);
     ttc_kp_free(&p);
     if (wide) {
         /* chunk ch of row c: weights [ch * EPC, ch * EPC + EPC), all of group ch * EPC / GS */
@@ -157,15 +174,15 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "        if (((size_t)(q + q_off) & 15) == 0) {\n"
                         "            __global const uint4 *qr = (__global const uint4 *)(q + q_off);\n"
                         "            bool xvec = %s;\n"
-                        "            for (int ch0 = lane; ch0 < %d; ch0 += %d) {\n"
+                        "            for (int ch0 = ws * 32 + lane; ch0 < %d; ch0 += %d) {\n"
                         "                uint4 u[%d];\n"
                         "                WQ_UNROLL for (int j = 0; j < %d; j++)\n"
                         "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
-                        "                        int ch = ch0 + 32 * j;\n"
+                        "                        int ch = ch0 + %d * j;\n"
                         "                        u[j * %d + r] = ch < %d && c0 + r < %d ? qr[(c0 + r) * %d + ch] : (uint4)(0u);\n"
                         "                    }\n"
                         "                WQ_UNROLL for (int j = 0; j < %d; j++) {\n"
-                        "                    int ch = ch0 + 32 * j;\n"
+                        "                    int ch = ch0 + %d * j;\n"
                         "                    if (ch < %d) {\n"
                         "                    int k0 = ch * %d, gi = k0 / %d;\n"
                         "                    float s[%d], z[%d];\n"
@@ -178,9 +195,9 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "                        if (i < mb) {\n"
                         "                        int xi = xb + i * %d + k0;\n"
                         "                        float xv[%d];\n",
-                        xvec_ok ? "((size_t)(x + xb) & 15) == 0" : "false", RB / 16, 32 * WQ_U,
-                        WQ_U * WQ_R, WQ_U, WQ_R, WQ_R, RB / 16, N, RB / 16, WQ_U, RB / 16, EPC, GS, WQ_R, WQ_R, WQ_R,
-                        N - 1, G, G, WQ_MB, K, EPC);
+                        xvec_ok ? "((size_t)(x + xb) & 15) == 0" : "false", RB / 16, 32 * KS * WQ_U,
+                        WQ_U * WQ_R, WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, N, RB / 16, WQ_U, 32 * KS, RB / 16, EPC, GS,
+                        WQ_R, WQ_R, WQ_R, N - 1, G, G, WQ_MB, K, EPC);
         load_x_chunk(src, xd, EPC, "                        ");
         ttc_sbuf_printf(src,
                         "                        float xs = 0.0f;\n"
@@ -203,8 +220,8 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     "            WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
                     "                int c = c0 + r;\n                if (c < %d) {\n"
                     "                int rb = q_off + c * %d;\n"
-                    "                for (int kk = lane; kk < %d; kk += 32) {\n",
-                    WQ_R, N, RB, K);
+                    "                for (int kk = ws * 32 + lane; kk < %d; kk += %d) {\n",
+                    WQ_R, N, RB, K, 32 * KS);
     scalar_weight(src, bits, "                    ");
     ttc_sbuf_printf(src,
                     "                    int gi = kk / %d;\n"
@@ -214,22 +231,38 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     "                        if (i < mb) acc[r * %d + i] += wd * WQ_LX(x, xb + i * %d + kk);\n"
                     "                }\n                }\n            }\n        }\n    }\n",
                     GS, G, G, WQ_MB, WQ_MB, K);
-    /* the 32 lanes' sums through local memory, rows 33 floats apart (no bank conflicts) */
+    /* the 32 lanes' sums through local memory, rows 33 floats apart (no bank conflicts); split
+     * rows then add their KS warps' sums (red2) */
     ttc_sbuf_printf(src,
                     "    WQ_UNROLL for (int j = 0; j < %d; j++) red[(w * %d + j) * 33 + lane] = acc[j];\n"
-                    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                    "    barrier(CLK_LOCAL_MEM_FENCE);\n",
+                    RM, RM);
+    if (KS > 1)
+        ttc_sbuf_printf(src,
+                        "    __local float red2[%d];\n"
+                        "    for (int t = get_local_id(0); t < %d; t += %d) {\n"
+                        "        float v = 0.0f;\n"
+                        "        if ((t %% %d) %% %d < mb) for (int l = 0; l < 32; l++) v += red[t * 33 + l];\n"
+                        "        red2[t] = v;\n    }\n"
+                        "    barrier(CLK_LOCAL_MEM_FENCE);\n",
+                        WQ_WARPS * RM, WQ_WARPS * RM, WQ_WARPS * 32, RM, WQ_MB);
+    ttc_sbuf_printf(src,
                     "    for (int t = get_local_id(0); t < %d; t += %d) {\n"
                     "        int ww = t / %d, j = t %% %d, i = j %% %d;\n"
                     "        int cc = (get_group_id(0) * %d + ww) * %d + j / %d;\n"
-                    "        if (cc < %d && i < mb) {\n            float v = 0.0f;\n"
-                    "            for (int l = 0; l < 32; l++) v += red[t * 33 + l];\n"
-                    "            int lin = (m0 + i) * %d + cc;\n",
-                    RM, RM, WQ_WARPS * RM, WQ_WARPS * 32, RM, RM, WQ_MB, WQ_WARPS, WQ_R, WQ_MB, N, N);
+                    "        if (cc < %d && i < mb) {\n            float v = 0.0f;\n",
+                    WR * RM, WQ_WARPS * 32, RM, RM, WQ_MB, WR, WQ_R, WQ_MB, N);
+    if (KS > 1)
+        ttc_sbuf_printf(src, "            WQ_UNROLL for (int s = 0; s < %d; s++) v += red2[(ww * %d + s) * %d + j];\n", KS,
+                        KS, RM);
+    else
+        ttc_sbuf_printf(src, "            for (int l = 0; l < 32; l++) v += red[t * 33 + l];\n");
+    ttc_sbuf_printf(src, "            int lin = (m0 + i) * %d + cc;\n", N);
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "        }\n    }\n}\n#undef WQ_UNROLL\n");
     unloaders(src);
-    /* dim 0: ceil(N / (WQ_WARPS * WQ_R)) work-groups of WQ_WARPS * 32; dim 1: ceil(M / WQ_MB) */
-    ttc_codegen_gdim(ks, 0, op->in[1], 0, 1, WQ_WARPS * WQ_R, WQ_WARPS * 32);
+    /* dim 0: ceil(N / (WR * WQ_R)) work-groups of WQ_WARPS * 32; dim 1: ceil(M / WQ_MB) */
+    ttc_codegen_gdim(ks, 0, op->in[1], 0, 1, WR * WQ_R, WQ_WARPS * 32);
     ks->g[0].mul = WQ_WARPS * 32;
     ttc_codegen_gdim(ks, 1, op->out, 0, k->ts[op->out].rank - 1, WQ_MB, 1);
     ks->use_local = true;

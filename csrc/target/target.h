@@ -122,6 +122,8 @@ typedef struct ttc_target {
                                    * 0/1 force off/on (on: the prelude's emulation off NVIDIA) */
     int32_t qgemm_mma;            /* integer GEMMs on int8 tensor cores (codegen_qgemm.c): -1 choose
                                    * (NVIDIA sm_80+), 0 never, 1 on any device (the emulation) */
+    int32_t wq_split;             /* weight-only GEMVs (codegen_wq.c): warps splitting a row's K;
+                                   * 0 choose, 1/2/4 forced */
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
                                    * and keys per block; 0: choose */
     int32_t build_threads;        /* an engine program is built in up to this many parts at once (1..64) */

@@ -30,7 +30,7 @@ PATHS = {
 
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
-    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA"):
+    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA", "TORCHTRT_C_WQ_SPLIT"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -357,3 +357,43 @@ def test_parallel_wq_linears_fuse(bits, path, monkeypatch):
     assert counts == {"0": 5, "1": 3}, counts
     for f, u in zip(outs["1"], outs["0"]):
         close(f, u, K, 1e-6)
+
+
+# ---- the GPU GEMV with a row's K split between a work-group's warps (TORCHTRT_C_WQ_SPLIT) ----
+SPLIT = [  # shape of x, N, K, group, bits, zeros
+    ((1, 2048), 37, 2048, 128, 8, True),    # 128 chunks a row: 1, 2 or 4 warps a row
+    ((3, 4096), 21, 4096, 64, 4, False),    # int4, 64 chunks a row
+    ((9, 1024), 45, 1024, 1024, 8, False),  # per channel, two passes over x's rows
+    ((8, 1000), 19, 1000, 40, 8, True),     # 1000 bytes a row: the scalar loop, split by lanes
+    ((2, 5, 512), 67, 512, 32, 4, True),    # rank 3, groups of one chunk
+]
+
+
+def _split_source(trt):
+    eng = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="")
+    return eng.info()["source"]
+
+
+@pytest.mark.parametrize("split", ["1", "2", "4", "auto"])
+@pytest.mark.parametrize("case", SPLIT, ids=lambda c: f"{c[0]}-N{c[1]}-K{c[2]}-g{c[3]}-b{c[4]}")
+def test_wq_gemv_split_k(case, split, monkeypatch):
+    """Each split of a row's K between 1, 2 or 4 warps gives torch's result (fp32 tolerance as
+    above); the kernel is the one asked for (its warps' K share ws = w % split), and the
+    automatic choice splits a layer-sized row of 128 chunks 4 ways."""
+    shape, N, K, group, bits, zeros = case
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+    if split != "auto":
+        monkeypatch.setenv("TORCHTRT_C_WQ_SPLIT", split)
+    q, s, z = random_weights(N, K, group, bits, zeros, seed=3)
+    m = WQ(q, s, z, group, bits).eval()
+    x = torch.randn(*shape)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    check_path(trt, "gemv")
+    src = _split_source(trt)
+    want = {"1": "ws = w % 1;", "2": "ws = w % 2;", "4": "ws = w % 4;"}
+    if split != "auto":
+        assert want[split] in src
+    elif K == 2048 and bits == 8:
+        assert want["4"] in src
+    with torch.no_grad():
+        close(trt(x), m(x), K, 2e-4 * math.sqrt(K) / 8)
