@@ -143,6 +143,11 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     int32_t RB = bits == 8 ? K : K / 2, EPC = bits == 8 ? 16 : 32;   /* weights per 16-byte chunk */
     /* KS warps share a set of WQ_R rows, warp w % KS taking every KS-th 512-byte stretch of them */
     int32_t KS = wq_split(k, op, RB), WR = WQ_WARPS / KS;
+    /* x's row chunks as launch dimension 0, so that the work-groups of one set of weight rows run
+     * side by side and read those rows from L2 (prefill: M / WQ_MB chunks); the row sets as
+     * dimension 1 while their count fits its 65535 */
+    bool mfirst = (N + WR * WQ_R - 1) / (WR * WQ_R) <= 65535;
+    const char *rg = mfirst ? "get_group_id(1)" : "get_group_id(0)", *mg = mfirst ? "get_group_id(0)" : "get_group_id(1)";
     bool wide = RB % 16 == 0 && GS % EPC == 0;
     ttc_dtype xd = k->ts[op->in[0]].dtype;
     /* x's chunks as vectors where x's first element is 16-byte aligned as addressed (a tensor
@@ -160,13 +165,13 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n"
                     "    __local float red[%d * 33];\n"
                     "    int lane = get_local_id(0) & 31, w = get_local_id(0) >> 5, ws = w %% %d;\n"
-                    "    int c0 = (get_group_id(0) * %d + w / %d) * %d, m0 = get_group_id(1) * %d;\n"
+                    "    int c0 = (%s * %d + w / %d) * %d, m0 = %s * %d;\n"
                     "    int mb = min(M - m0, %d);\n    float acc[%d];\n"
                     "    WQ_UNROLL for (int j = 0; j < %d; j++) acc[j] = 0.0f;\n"
                     "    int xb = x_off + m0 * %d;\n"
                     "    if (c0 < %d) {\n",
-                    WQ_WARPS * 32, ks->name, ttc_kp_sig(&p), P, WQ_WARPS * RM, KS, WR, KS, WQ_R, WQ_MB, WQ_MB, RM, RM,
-                    K, N);
+                    WQ_WARPS * 32, ks->name, ttc_kp_sig(&p), P, WQ_WARPS * RM, KS, rg, WR, KS, WQ_R, mg, WQ_MB, WQ_MB,
+                    RM, RM, K, N);
     ttc_kp_free(&p);
     if (wide) {
         /* chunk ch of row c: weights [ch * EPC, ch * EPC + EPC), all of group ch * EPC / GS */
@@ -249,9 +254,9 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     ttc_sbuf_printf(src,
                     "    for (int t = get_local_id(0); t < %d; t += %d) {\n"
                     "        int ww = t / %d, j = t %% %d, i = j %% %d;\n"
-                    "        int cc = (get_group_id(0) * %d + ww) * %d + j / %d;\n"
+                    "        int cc = (%s * %d + ww) * %d + j / %d;\n"
                     "        if (cc < %d && i < mb) {\n            float v = 0.0f;\n",
-                    WR * RM, WQ_WARPS * 32, RM, RM, WQ_MB, WR, WQ_R, WQ_MB, N);
+                    WR * RM, WQ_WARPS * 32, RM, RM, WQ_MB, rg, WR, WQ_R, WQ_MB, N);
     if (KS > 1)
         ttc_sbuf_printf(src, "            WQ_UNROLL for (int s = 0; s < %d; s++) v += red2[(ww * %d + s) * %d + j];\n", KS,
                         KS, RM);
@@ -261,10 +266,13 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "        }\n    }\n}\n#undef WQ_UNROLL\n");
     unloaders(src);
-    /* dim 0: ceil(N / (WR * WQ_R)) work-groups of WQ_WARPS * 32; dim 1: ceil(M / WQ_MB) */
-    ttc_codegen_gdim(ks, 0, op->in[1], 0, 1, WR * WQ_R, WQ_WARPS * 32);
+    /* ceil(M / WQ_MB) x ceil(N / (WR * WQ_R)) work-groups of WQ_WARPS * 32 work-items */
+    int32_t di = mfirst ? 1 : 0, dm = mfirst ? 0 : 1;
+    ttc_codegen_gdim(ks, 0, dm == 0 ? op->out : op->in[1], 0, dm == 0 ? k->ts[op->out].rank - 1 : 1,
+                     dm == 0 ? WQ_MB : WR * WQ_R, WQ_WARPS * 32);
     ks->g[0].mul = WQ_WARPS * 32;
-    ttc_codegen_gdim(ks, 1, op->out, 0, k->ts[op->out].rank - 1, WQ_MB, 1);
+    ttc_codegen_gdim(ks, 1, di == 1 ? op->in[1] : op->out, 0, di == 1 ? 1 : k->ts[op->out].rank - 1,
+                     di == 1 ? WR * WQ_R : WQ_MB, 1);
     ks->use_local = true;
     return TTC_OK;
 }

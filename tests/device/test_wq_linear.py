@@ -391,9 +391,28 @@ def test_wq_gemv_split_k(case, split, monkeypatch):
     check_path(trt, "gemv")
     src = _split_source(trt)
     want = {"1": "ws = w % 1;", "2": "ws = w % 2;", "4": "ws = w % 4;"}
+    assert "m0 = get_group_id(0) * 8;" in src   # x's row chunks first: a set of rows' groups side by side
     if split != "auto":
         assert want[split] in src
     elif K == 2048 and bits == 8:
         assert want["4"] in src
+    with torch.no_grad():
+        close(trt(x), m(x), K, 2e-4 * math.sqrt(K) / 8)
+
+
+def test_wq_gemv_many_row_sets(monkeypatch):
+    """More than 65535 sets of weight rows (262200 rows, 4 a set with TORCHTRT_C_WQ_SPLIT=4): the
+    row sets take launch dimension 0 and x's row chunks dimension 1 (the other way round below
+    that count); two chunks of x's rows. Same results as torch."""
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+    monkeypatch.setenv("TORCHTRT_C_WQ_SPLIT", "4")
+    N, K, group = 262200, 32, 32
+    q, s, z = random_weights(N, K, group, 8, True, seed=5)
+    m = WQ(q, s, z, group, 8).eval()
+    x = torch.randn(9, K)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    check_path(trt, "gemv")
+    src = _split_source(trt)
+    assert "int c0 = (get_group_id(0) * 1 + w / 4) * 4, m0 = get_group_id(1) * 8;" in src
     with torch.no_grad():
         close(trt(x), m(x), K, 2e-4 * math.sqrt(K) / 8)
