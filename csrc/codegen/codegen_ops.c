@@ -293,6 +293,21 @@ ttc_status ttc_gen_softmax(const ttc_kgen *g) {
     return TTC_OK;
 }
 
+/* A kernel parameter list (", __global half *o_, int o_off, ...") with its pointers restrict
+ * ("__global half *restrict o_"); NULL when out of memory. */
+static char *restrict_params(const char *P) {
+    size_t n = strlen(P), stars = 0;
+    for (size_t i = 0; i < n; i++) stars += P[i] == '*';
+    char *r = malloc(n + stars * 9 + 1), *o = r;
+    if (!r) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        *o++ = P[i];
+        if (P[i] == '*') { memcpy(o, "restrict ", 9); o += 9; }
+    }
+    *o = 0;
+    return r;
+}
+
 ttc_status ttc_gen_norm(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     const ttc_et *x = &k->ts[op->in[0]];
@@ -319,7 +334,10 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
     snprintf(npl, sizeof npl, "%d", warp && row > 0 && row <= 2048 ? (int)((row + 31) / 32) : 0);
     ttc_codegen_loader(src, g->sp, "LDX", x->dtype, false);
     ttc_codegen_loader(src, g->sp, "LDW", wd, false);
-    const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", P, "EPI_ARGS", A_,
+    /* the warp kernel's epilogue pointers restrict, as its own (norm_warp.cl says why) */
+    char *rp = warp ? restrict_params(P) : NULL;
+    if (warp && !rp) return ttc_fail(TTC_ERR_NOMEM, "norm %s: parameters", op->name);
+    const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", rp ? rp : P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(wd),
                           "HAS_W", hw ? "1" : "0", "HAS_B", hb ? "1" : "0", "GROUP", op->p.norm.group ? "1" : "0",
                           "RMS", op->p.norm.rms ? "1" : "0", "EPS", eps, "LS", ls, "RPW", "4", "NPL", npl, NULL};
@@ -353,6 +371,7 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
     ttc_status s = warp ? ttc_codegen_ptx_prelude(src, k) : wg ? ttc_codegen_template(src, "rowred", none) : TTC_OK;
     if (s == TTC_OK) s = ttc_codegen_template_checked(src, warp ? "norm_warp" : wg ? "norm_wg" : "norm", defs, &p);
     ttc_kp_free(&p);
+    free(rp);
     TTC_TRY(s);
     ttc_sbuf_printf(src, "#undef LDX\n#undef LDW\n");
     ks->use_local = wg;

@@ -125,15 +125,16 @@ static void dot_chunk(ttc_sbuf *src, int32_t bits, const char *ind) {
 }
 
 /* Warps of a work-group that split each weight row's K between them (TORCHTRT_C_WQ_SPLIT forces
- * 1, 2 or 4): layer-sized products (N up to 16384) take the largest split that leaves each lane
- * at least one 16-byte chunk of a row, so that N / 16 work-groups become up to N / 4 of as many
- * warps; the LM head (N of 10^5) keeps whole rows a warp. */
+ * 1, 2 or 4): the largest split that keeps N * split <= 8192 (about 2048 warps in all) and
+ * leaves each lane at least one 16-byte chunk of a row. H100, x [1, K] fp16 times int8 rows
+ * (gpujob probe of 2026-12-07 15:20, kernel time, splits 1 / 2 / 4): [2048 x 2048] 4.9 / 4.2 /
+ * 3.6 us, [3072 x 2048] 5.5 / 4.7 / 5.2, [16384 x 2048] 13.6 / 15.8 / 18.4, [2048 x 8192]
+ * 13.5 / 9.9 / 8.3, the LM head [128256 x 2048] 97 / 109 / 139; int4 alike. */
 static int32_t wq_split(const ttc_kir *k, const ttc_kop *op, int32_t RB) {
     int32_t f = ttc_kir_target(k)->wq_split;
     if (f == 1 || f == 2 || f == 4) return f;
     int32_t ks = 1;
-    if (op->p.wq.n <= 16384)
-        while (ks < WQ_WARPS && RB / 16 >= 32 * 2 * ks) ks *= 2;
+    while (ks < WQ_WARPS && (int64_t)op->p.wq.n * ks * 2 <= 8192 && RB / 16 >= 32 * ks * 2) ks *= 2;
     return ks;
 }
 
