@@ -8,6 +8,8 @@
  *   WQ_MB rows of x at once (grid dim 1 walks x's rows in chunks of WQ_MB, so any M is right).
  *   Layer-sized products split each row's K between KS warps of the group (wq_split), which
  *   then add their sums through local memory: N / 4 warps for N rows instead of N / 16.
+ * - mma (TORCHTRT_C_WQ_MMA=1, fp16 x): 16 weight rows x 8 rows of x on fp16 tensor cores
+ *   (gen_wq_mma), for batch 8 and prefill; off by default until timed on a GPU.
  *   Each work-item reads 16 bytes of each of its rows at a time (16 int8 or 32 int4 weights, a
  *   uint4; WQ_U chunks a row issued before they are used), the warp's 32 work-items 512
  *   consecutive bytes of a row, so the packed weights stream at memory bandwidth. x's chunk
@@ -278,10 +280,114 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     return TTC_OK;
 }
 
+/* The tensor-core form (TORCHTRT_C_WQ_MMA=1; x fp16, K and the group size multiples of 64): a
+ * work-group of 4 warps computes 16 weight rows x 8 rows of x as one m16n8k16 f16 product
+ * (ttc_mma_f16: the weight rows are the A operand, x's rows the B operand), the warps taking
+ * every 4th 64-wide block of K and adding their sums through local memory at the end. Lane
+ * (g = lane / 4, t = lane % 4) reads k0 + 16t .. + 15 of weight rows g and g + 8 (16 int8 bytes
+ * or 8 bytes of int4) and of x's row g (32 bytes), dequantizes the weights ((q - z) * s, one
+ * group a block) to halves, and feeds them as 4 products: in the s-th, its k pairs (2t, 2t+1) and
+ * (2t+8, 2t+9) are physical k 16t + 4s + (0, 1) and (2, 3), the same permutation for both
+ * operands, so the sums are the product's. Loop trip counts are uniform across the warps (the
+ * prelude's emulation holds barriers). */
+static bool wq_mma_ok(const ttc_kir *k, const ttc_kop *op) {
+    int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group;
+    return ttc_kir_target(k)->wq_mma && k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && K % 64 == 0 &&
+           GS % 64 == 0 && (N + 15) / 16 <= 65535;
+}
+
+/* the 16 weights of row r at k (lane's share of a block) into f[] as ((q - z) * s), from 16
+ * bytes (int8) or 8 bytes (int4) */
+static void mma_weights(ttc_sbuf *src, int32_t bits, int32_t RB, const char *f, const char *r, const char *s,
+                        const char *z) {
+    if (bits == 8)
+        ttc_sbuf_printf(src,
+                        "        {\n            int o = q_off + %s * %d + k;\n            uint u[4];\n"
+                        "            if (qvec) { uint4 v = *(__global const uint4 *)(q + o); u[0] = v.x; u[1] = v.y; u[2] = v.z; u[3] = v.w; }\n"
+                        "            else WQ_UNROLL for (int e = 0; e < 4; e++)\n"
+                        "                u[e] = (uint)(uchar)q[o + 4 * e] | ((uint)(uchar)q[o + 4 * e + 1] << 8) |\n"
+                        "                       ((uint)(uchar)q[o + 4 * e + 2] << 16) | ((uint)(uchar)q[o + 4 * e + 3] << 24);\n"
+                        "            WQ_UNROLL for (int j = 0; j < 16; j++)\n"
+                        "                %s[j] = ((float)(char)((u[j >> 2] >> (8 * (j & 3))) & 255u) - %s) * %s;\n        }\n",
+                        r, RB, f, z, s);
+    else
+        ttc_sbuf_printf(src,
+                        "        {\n            int o = q_off + %s * %d + k / 2;\n            uint u[2];\n"
+                        "            if (qvec) { uint2 v = *(__global const uint2 *)(q + o); u[0] = v.x; u[1] = v.y; }\n"
+                        "            else WQ_UNROLL for (int e = 0; e < 2; e++)\n"
+                        "                u[e] = (uint)q[o + 4 * e] | ((uint)q[o + 4 * e + 1] << 8) | ((uint)q[o + 4 * e + 2] << 16) |\n"
+                        "                       ((uint)q[o + 4 * e + 3] << 24);\n"
+                        "            WQ_UNROLL for (int j = 0; j < 16; j++)\n"
+                        "                %s[j] = ((float)((u[j >> 3] >> (4 * (j & 7))) & 15u) - %s) * %s;\n        }\n",
+                        r, RB, f, z, s);
+}
+
+static ttc_status gen_wq_mma(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
+    int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
+    int32_t RB = bits == 8 ? K : K / 2, NB = K / 64;
+    TTC_TRY(ttc_codegen_ptx_prelude(src, k));
+    ttc_kparams p;
+    params(&p, k, ks, op);
+    TTC_TRY(ttc_kp_done(&p));
+    loaders(src, g);
+    ttc_sbuf_printf(src, "#define WQ_UNROLL %s\n", g->gpu ? "_Pragma(\"unroll\")" : "");
+    ttc_sbuf_printf(src,
+                    "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\nvoid %s(%s%s) {\n"
+                    "    TTC_PTX_SCRATCH(scr, 4);\n    __local float red[4 * 32 * 4];\n"
+                    "    int lane = ttc_lane(), w = ttc_warp(), g = lane >> 2, t = lane & 3;\n"
+                    "    int c0 = get_group_id(1) * 16, m0 = get_group_id(0) * 8;\n"
+                    "    int ra = min(c0 + g, %d), rb = min(c0 + g + 8, %d), xm = min(m0 + g, M - 1);\n"
+                    "    bool va = c0 + g < %d, vb = c0 + g + 8 < %d, vx = m0 + g < M;\n"
+                    "    bool qvec = ((size_t)(q + q_off) & %d) == 0, xvec = ((size_t)(x + x_off) & 15) == 0;\n"
+                    "    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+                    "    for (int kb0 = 0; kb0 < %d; kb0 += 4) {\n"
+                    "        bool kv = kb0 + w < %d;\n"
+                    "        int k = (kv ? kb0 + w : 0) * 64 + 16 * t, gi = k / %d;\n"
+                    "        float sa = kv && va ? WQ_LS(sc, sc_off + ra * %d + gi) : 0.0f, za = WQ_LZ(zp, zp_off + ra * %d + gi);\n"
+                    "        float sb = kv && vb ? WQ_LS(sc, sc_off + rb * %d + gi) : 0.0f, zb = WQ_LZ(zp, zp_off + rb * %d + gi);\n"
+                    "        float fa[16], fb[16];\n",
+                    ks->name, ttc_kp_sig(&p), P, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, NB, NB, GS, G, G, G, G);
+    ttc_kp_free(&p);
+    mma_weights(src, bits, RB, "fa", "ra", "sa", "za");
+    mma_weights(src, bits, RB, "fb", "rb", "sb", "zb");
+    ttc_sbuf_printf(src,
+                    "        uint wa[8], wb[8], xh[8];\n"
+                    "        WQ_UNROLL for (int i = 0; i < 8; i++) { wa[i] = ttc_f2h2(fa[2 * i], fa[2 * i + 1]); wb[i] = ttc_f2h2(fb[2 * i], fb[2 * i + 1]); }\n"
+                    "        int xo = x_off + xm * %d + k;\n"
+                    "        if (!(kv && vx)) WQ_UNROLL for (int i = 0; i < 8; i++) xh[i] = 0u;\n"
+                    "        else if (xvec) {\n"
+                    "            uint4 v0 = *(__global const uint4 *)(x + xo), v1 = *(__global const uint4 *)(x + xo + 8);\n"
+                    "            xh[0] = v0.x; xh[1] = v0.y; xh[2] = v0.z; xh[3] = v0.w; xh[4] = v1.x; xh[5] = v1.y; xh[6] = v1.z; xh[7] = v1.w;\n"
+                    "        } else WQ_UNROLL for (int i = 0; i < 8; i++) xh[i] = ttc_f2h2(WQ_LX(x, xo + 2 * i), WQ_LX(x, xo + 2 * i + 1));\n"
+                    "        WQ_UNROLL for (int s = 0; s < 4; s++) {\n"
+                    "            uint a[4] = {wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1]}, b[2] = {xh[2 * s], xh[2 * s + 1]};\n"
+                    "            ttc_mma_f16(acc, a, b, scr);\n"
+                    "        }\n    }\n"
+                    "    WQ_UNROLL for (int r = 0; r < 4; r++) red[(w * 32 + lane) * 4 + r] = acc[r];\n"
+                    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                    "    if (w == 0) {\n"
+                    "        WQ_UNROLL for (int r = 0; r < 4; r++) {\n"
+                    "            float v = red[lane * 4 + r] + red[(32 + lane) * 4 + r] + red[(64 + lane) * 4 + r] + red[(96 + lane) * 4 + r];\n"
+                    "            int n = c0 + g + (r >> 1) * 8, m = m0 + 2 * t + (r & 1);\n"
+                    "            if (n < %d && m < M) {\n                int lin = m * %d + n;\n",
+                    K, N, N);
+    ttc_codegen_write_out(g, "v", "lin");
+    ttc_sbuf_printf(src, "            }\n        }\n    }\n}\n#undef WQ_UNROLL\n");
+    unloaders(src);
+    /* ceil(M / 8) x ceil(N / 16) work-groups of 4 warps: x's row chunks first (L2 reuse) */
+    ttc_codegen_gdim(ks, 0, op->out, 0, k->ts[op->out].rank - 1, 8, 128);
+    ks->g[0].mul = 128;
+    ttc_codegen_gdim(ks, 1, op->in[1], 0, 1, 16, 1);
+    ks->use_local = true;
+    return TTC_OK;
+}
+
 ttc_status ttc_gen_wq_linear(const ttc_kgen *g) {
     const ttc_kop *op = g->op;
     int32_t K = op->p.wq.k, GS = op->p.wq.group;
     if (GS < 1 || K % GS != 0 || (op->p.wq.bits != 8 && op->p.wq.bits != 4) || op->p.wq.n < 1)
         return ttc_fail(TTC_ERR_INTERNAL, "wq_linear %s: K %d, group %d, bits %d", op->name, K, GS, op->p.wq.bits);
+    if (op->p.wq.gemv && wq_mma_ok(g->k, op)) return gen_wq_mma(g);
     return op->p.wq.gemv ? gen_gemv(g) : gen_portable(g);
 }

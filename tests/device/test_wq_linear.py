@@ -30,7 +30,8 @@ PATHS = {
 
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
-    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA", "TORCHTRT_C_WQ_SPLIT"):
+    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA", "TORCHTRT_C_WQ_SPLIT",
+              "TORCHTRT_C_WQ_MMA"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -416,3 +417,53 @@ def test_wq_gemv_many_row_sets(monkeypatch):
     assert "int c0 = (get_group_id(0) * 1 + w / 4) * 4, m0 = get_group_id(1) * 8;" in src
     with torch.no_grad():
         close(trt(x), m(x), K, 2e-4 * math.sqrt(K) / 8)
+
+
+# ---- the tensor-core form (TORCHTRT_C_WQ_MMA=1; the PTX prelude's emulation off NVIDIA) ----
+MMA = [  # M (rows of x), N, K, group, bits, zeros
+    (1, 37, 64, 64, 8, True),       # one K block: three warps idle
+    (3, 130, 192, 64, 4, True),     # 3 blocks, rows past N in the last set of 16
+    (8, 64, 256, 128, 8, False),    # a full chunk of x's rows, 2 blocks a group
+    (9, 45, 320, 320, 4, False),    # two chunks of x's rows, per channel, 5 blocks
+    (70, 19, 128, 64, 8, True),     # prefill-like: 9 chunks of x's rows
+]
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("case", MMA, ids=lambda c: f"M{c[0]}-N{c[1]}-K{c[2]}-g{c[3]}-b{c[4]}")
+def test_wq_mma_form(case, offset, monkeypatch):
+    """The tensor-core form against torch's op on the same packed weights (fp16 x: 2e-2 of the
+    output's scale, as the fp16 GEMV above); offset 1 binds x one element into its storage (the
+    element-wise load of x). The kernel is the mma one (its source feeds ttc_mma_f16 the weight halves)."""
+    M, N, K, group, bits, zeros = case
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+    monkeypatch.setenv("TORCHTRT_C_WQ_MMA", "1")
+    q, s, z = random_weights(N, K, group, bits, zeros, seed=7)
+    m = WQ(q, s, z, group, bits).eval()
+    trt = torchtrt_c.compile(m.half(), inputs=[torch.randn(M, K).half()], min_block_size=1,
+                             enabled_precisions={torch.float16})
+    assert "uint a[4] = {wa[2 * s], wb[2 * s]" in _split_source(trt)
+    base = torch.randn(M * K + offset)
+    x = base[offset:].view(M, K)
+    with torch.no_grad():
+        ref = WQ(q, s, z, group, bits)(x.float())
+        y = trt(x.half())
+    assert y.dtype == torch.float16
+    close(y, ref, K, 2e-2)
+
+
+def test_wq_mma_form_only_where_it_applies(monkeypatch):
+    """fp32 x or groups of 32 keep the GEMV with TORCHTRT_C_WQ_MMA=1; the default has no mma."""
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+    q, s, z = random_weights(40, 128, 32, 8, True)
+    for env, dtype, want in (("1", torch.float32, False), ("1", torch.float16, False), ("0", torch.float16, False)):
+        monkeypatch.setenv("TORCHTRT_C_WQ_MMA", env)
+        m = WQ(q, s, z, 32, 8).eval().to(dtype)
+        trt = torchtrt_c.compile(m, inputs=[torch.randn(3, 128, dtype=dtype)], min_block_size=1,
+                                 enabled_precisions={dtype})
+        assert ("uint a[4] = {wa[2 * s]" in _split_source(trt)) == want
+    monkeypatch.delenv("TORCHTRT_C_WQ_MMA")
+    q, s, z = random_weights(40, 128, 64, 8, True)
+    trt = torchtrt_c.compile(WQ(q, s, z, 64, 8).eval().half(), inputs=[torch.randn(3, 128).half()], min_block_size=1,
+                             enabled_precisions={torch.float16})
+    assert "uint a[4] = {wa[2 * s]" not in _split_source(trt)

@@ -109,3 +109,32 @@ def test_compile_llm_torchao(cfg):
     # 4 a layer (q/k/v and gate/up fused: fuse_parallel_linear) + the head
     assert sum(" wq_linear:" in k for k in ks) == 2 * 4 + 1 and not any(" gemm:" in k for k in ks), ks
     assert torch.equal(_greedy(gen, ids), _greedy(model, ids))
+
+
+def test_compile_llm_quantized_on_tensor_cores(monkeypatch):
+    """fp16 with the GPU kernel families and TORCHTRT_C_WQ_MMA=1: the products whose K is a
+    multiple of 64 (q/k/v, o, gate/up, the head; not down, K = 96) run the tensor-core form
+    (through the emulation here); prefill and decode logits, teacher-forced on one token
+    sequence, keep a cosine >= 0.999 with the same engine's GEMV form at every step."""
+    monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
+    model = _llama().half()
+    ids = _prompt()
+    logits = {}
+    for mma in ("0", "1"):
+        monkeypatch.setenv("TORCHTRT_C_WQ_MMA", mma)
+        gen = torchtrt_c.compile_llm(model, max_seq_len=PROMPT + 17, quantize="int8_weight_only")
+        src = "".join(C.Engine.deserialize(bytes(mod.engine.numpy()), cache_dir="").info()["source"]
+                      for name, mod in gen.runner.step.named_children() if name.startswith("_run_on_acc"))
+        assert ("uint a[4] = {wa[2 * s], wb[2 * s]" in src) == (mma == "1")
+        out = _greedy_n(gen, ids, 16)
+        with torch.no_grad():
+            logits[mma] = [gen(out[:, :PROMPT + t], attention_mask=torch.ones_like(out[:, :PROMPT + t])).logits
+                           .reshape(1, -1).float() for t in range(0, 16, 5)]
+        del gen
+    for a, b in zip(logits["0"], logits["1"]):
+        assert torch.nn.functional.cosine_similarity(a, b).item() >= 0.999
+
+
+def _greedy_n(m, ids, n):
+    with torch.no_grad():
+        return m.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False)
