@@ -150,7 +150,9 @@ TTC_INL float ttc_shfl_xor(float v, int mask, __local uint *scr) {
  * warp's 16 rows (warp w % 4 of the group: rows 16 (w % 4) + g, + 8; acc[4j + r] is column
  * 8j + 2t + (r & 1), row + 8 (r >> 1)). Both operands are K-major in the 128-byte swizzle:
  * rows of 64 halves (128 bytes), row r's 16-byte chunk c stored at chunk c ^ (r % 8), groups
- * of 8 rows 1024 bytes apart, the region 1024-byte aligned; a k16 step starts 32 bytes on.
+ * of 8 rows 1024 bytes apart, the region 1024-byte aligned; a step of 16 in k starts 32 bytes on.
+ * (This file never holds a token like a kernel's name, k<digits>: deduplication reads those as
+ * the name of the kernel whose program includes it, and that kernel's copies stopped matching.)
  * NVIDIA's OpenCL compiles for sm_90, where these instructions do not exist: they travel
  * through its build as PTX comments (TTC_90A) and the CUDA launch path's PTX preparation
  * (ttc_cuda_ptx_prepare) un-comments them and targets sm_90a. A kernel that holds them must
@@ -180,7 +182,7 @@ TTC_INL ulong ttc_wg_desc(uint addr) {
 #define TTC_WG_MMA_F16(acc, n, base, a_off, b_off, scr) TTC_WG_MMA_F16_(acc, n, base, a_off, b_off)
 #define TTC_WG_MMA_F16_(acc, n, base, a_off, b_off)                                                          \
     asm volatile(TTC_90A "{ .reg .pred p; setp.ne.b32 p, %" TTC_WG_IDX##n(2) ", 0; wgmma.mma_async.sync.aligned.m64n" \
-                 TTC_WG_N##n "k16.f32.f16.f16 " TTC_WGS##n ", %" TTC_WG_IDX##n(0) ", %" TTC_WG_IDX##n(1)          \
+                 TTC_WG_N##n "k" "16.f32.f16.f16 " TTC_WGS##n ", %" TTC_WG_IDX##n(0) ", %" TTC_WG_IDX##n(1)      \
                  ", p, 1, 1, 0, 0; }"                                                                          \
                  : TTC_WGF##n(acc, 0)                                                                          \
                  : "l"(ttc_wg_desc(TTC_SMEM(base) + (uint)(a_off))), "l"(ttc_wg_desc(TTC_SMEM(base) + (uint)(b_off))), \
