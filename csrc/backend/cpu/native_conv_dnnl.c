@@ -12,27 +12,18 @@
  * (a machine without libdnnl-dev) every call answers "unavailable". */
 #include "native_conv_dnnl.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../target/target.h"
-
-#if defined(__has_include)
-#if __has_include(<oneapi/dnnl/dnnl.h>)
-#include <oneapi/dnnl/dnnl.h>
-#define TTC_HAVE_DNNL 1
-#endif
-#endif
+#include "dnnl_api.h"
 
 static bool env_blas(void) { return ttc_target_native_conv_blas(); }
 
 #ifndef TTC_HAVE_DNNL
 
 bool ttc_dnnl_available(void) { return false; }
-const char *ttc_dnnl_library(void) { return "oneDNN headers were missing at build time (apt-get install libdnnl-dev)"; }
 bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const float *x, const float *w,
                    bool w_const, float *y) {
     (void)owner, (void)ki, (void)s, (void)x, (void)w, (void)w_const, (void)y;
@@ -46,79 +37,16 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
 }
 void ttc_dnnl_forget(const void *owner) { (void)owner; }
 int64_t ttc_dnnl_wino_primitives(void) { return 0; }
-void *ttc_dnnl_cpu_engine(void) { return NULL; }
-void *ttc_dnnl_sym(const char *name) { (void)name; return NULL; }
 void *ttc_dnnl_post_attr(const ttc_dnnl_post *post) { (void)post; return NULL; }
-void *ttc_dnnl_scratch(size_t n) { (void)n; return NULL; }
 
 #else
 
-/* The entry points used, typed from the header's own prototypes. */
-#define DNNL_FNS(X)                                                                                                  \
-    X(dnnl_engine_create) X(dnnl_stream_create) X(dnnl_stream_wait) X(dnnl_stream_destroy)                          \
-    X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy)          \
-    X(dnnl_memory_set_data_handle) X(dnnl_dilated_convolution_forward_desc_init) X(dnnl_primitive_desc_create)      \
-    X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create)            \
-    X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_version)                  \
-    X(dnnl_primitive_attr_create) X(dnnl_primitive_attr_destroy) X(dnnl_primitive_attr_set_post_ops)                \
-    X(dnnl_post_ops_create) X(dnnl_post_ops_destroy) X(dnnl_post_ops_append_eltwise) X(dnnl_primitive_desc_query)   \
-    X(dnnl_primitive_attr_set_scratchpad_mode) X(dnnl_memory_desc_get_size)
-
-#define DECL(f) static __typeof__(&f) p_##f;
-DNNL_FNS(DECL)
-#undef DECL
-
-static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
-static dnnl_engine_t dnnl_eng;
-static void *dnnl_handle;
-static char dnnl_desc[160];
-
-static void dnnl_load(void) {
-    void *h = dnnl_handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(dnnl_desc, sizeof dnnl_desc, "oneDNN not found (apt-get install libdnnl2)");
-        return;
-    }
-    bool ok = true;
-#define LOAD(f) ok = ok && (p_##f = (__typeof__(&f))dlsym(h, #f)) != NULL;
-    DNNL_FNS(LOAD)
-#undef LOAD
-    if (!ok || p_dnnl_engine_create(&dnnl_eng, dnnl_cpu, 0) != dnnl_success) {
-        dnnl_eng = NULL;
-        snprintf(dnnl_desc, sizeof dnnl_desc, "libdnnl.so.2 lacks an entry point of oneDNN 2.x or has no CPU engine");
-        return;
-    }
-    const dnnl_version_t *v = p_dnnl_version();
-    snprintf(dnnl_desc, sizeof dnnl_desc, "oneDNN %d.%d.%d (cpu runtime %u)", v->major, v->minor, v->patch,
-             v->cpu_runtime);
-}
-
-bool ttc_dnnl_available(void) {
-    if (env_blas()) return false;
-    pthread_once(&dnnl_once, dnnl_load);
-    return dnnl_eng != NULL;
-}
-
-const char *ttc_dnnl_library(void) {
-    pthread_once(&dnnl_once, dnnl_load);
-    return dnnl_desc;
-}
-
-void *ttc_dnnl_cpu_engine(void) {
-    pthread_once(&dnnl_once, dnnl_load);
-    return dnnl_eng;
-}
-
-void *ttc_dnnl_sym(const char *name) {
-    return ttc_dnnl_cpu_engine() ? dlsym(dnnl_handle, name) : NULL;
-}
+/* The library, its entry points (ttc_dnnl_fn) and the scratchpads: backend/cpu/dnnl_api.c. */
+bool ttc_dnnl_available(void) { return !env_blas() && ttc_dnnl_cpu_engine() != NULL; }
 
 /* One convolution of one engine kernel at one shape: the primitive, the reorders around it
  * (NULL where the primitive takes the plain layout) and their memories. */
 typedef struct dconv {
-    struct dconv *next;
-    const void *owner;
-    int32_t ki;
     ttc_dnnl_conv_shape s;
     const float *wkey;        /* the weights the kept reordered copy came from */
     bool ok;                  /* false: oneDNN refused; the caller takes im2col + sgemm */
@@ -132,119 +60,45 @@ typedef struct dconv {
     dnnl_primitive_t conv, r_src, r_wei, r_dst;
     dnnl_memory_t m_x, m_w, m_y, m_src, m_wei, m_dst, m_b;
     /* each primitive's scratchpad (NULL: it needs none), pointed at the calling thread's
-     * buffer on every call (scratch_buffer below) */
+     * buffer on every call (ttc_dnnl_scratch) */
     dnnl_memory_t s_conv, s_src, s_wei, s_dst;
     size_t scratch;           /* the largest of their sizes in bytes */
 } dconv;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static dconv *cache;
-static int64_t wino_made;   /* under cache_lock */
+static int64_t wino_made;
 
-int64_t ttc_dnnl_wino_primitives(void) {
-    pthread_mutex_lock(&cache_lock);
-    int64_t n = wino_made;
-    pthread_mutex_unlock(&cache_lock);
-    return n;
-}
+int64_t ttc_dnnl_wino_primitives(void) { return __atomic_load_n(&wino_made, __ATOMIC_RELAXED); }
 
-static void dconv_free(dconv *d) {
+static void dconv_free(void *v) {
+    dconv *d = v;
     dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst};
     for (size_t i = 0; i < 4; i++)
-        if (ps[i]) p_dnnl_primitive_destroy(ps[i]);
+        if (ps[i]) ttc_dnnl_fn.primitive_destroy(ps[i]);
     dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_src, d->m_wei, d->m_dst, d->m_b,
                           d->s_conv, d->s_src, d->s_wei, d->s_dst};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i]) p_dnnl_memory_destroy(ms[i]);
-    if (d->stream) p_dnnl_stream_destroy(d->stream);
+        if (ms[i]) ttc_dnnl_fn.memory_destroy(ms[i]);
+    if (d->stream) ttc_dnnl_fn.stream_destroy(d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d);
-}
-
-/* Scratchpads. In oneDNN's default (library) mode, the implementations that declare a global
- * scratchpad (the Winograd convolution, the im2col-GEMM one) size a thread_local buffer of the
- * thread that *creates* the primitive, and at execution take the thread_local buffer of the
- * thread that *runs* it: oneDNN requires both to be the same thread. Ours are not: a primitive
- * is made on the first call, on whichever PoCL worker runs that native kernel, and later calls
- * run on any worker. A worker that never made such a primitive hands oneDNN a NULL buffer (one
- * that made only smaller ones, a short one): the SIGSEGV of session 8 (the JIT Winograd kernel
- * storing its transformed input at address 0). So every primitive here runs in user mode, with
- * a buffer of the calling thread's own that grows to the largest scratchpad it has run. */
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static bool scratch_key_ok;
-
-typedef struct {
-    void *p;
-    size_t n;
-} scratch_buf;
-
-static void scratch_free(void *v) {
-    scratch_buf *b = v;
-    free(b->p);
-    free(b);
-}
-
-static void scratch_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
-
-/* The calling thread's buffer of at least n bytes, page-aligned; NULL when out of memory. */
-static void *scratch_buffer(size_t n) {
-    pthread_once(&scratch_once, scratch_init);
-    if (!scratch_key_ok) return NULL;
-    scratch_buf *b = pthread_getspecific(scratch_key);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b))) return NULL;
-        if (pthread_setspecific(scratch_key, b) != 0) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->n < n) {
-        void *p = NULL;
-        if (posix_memalign(&p, 4096, n) != 0) return NULL;
-        free(b->p);
-        b->p = p;
-        b->n = n;
-    }
-    return b->p;
-}
-
-/* Attributes asking for a user scratchpad (and nothing else); NULL when oneDNN refuses. */
-static dnnl_primitive_attr_t user_scratch_attr(void) {
-    dnnl_primitive_attr_t attr = NULL;
-    if (p_dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
-    if (p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
-        p_dnnl_primitive_attr_destroy(attr);
-        return NULL;
-    }
-    return attr;
-}
-
-/* The primitive's scratchpad memory (*mem stays NULL where it needs none); d->scratch grows to
- * its size. */
-static bool scratch_for(dconv *d, dnnl_primitive_desc_t pd, dnnl_memory_t *mem) {
-    const dnnl_memory_desc_t *md = p_dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t n = md ? p_dnnl_memory_desc_get_size(md) : 0;
-    if (n == 0) return true;
-    d->scratch = n > d->scratch ? n : d->scratch;
-    return p_dnnl_memory_create(mem, md, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success;
 }
 
 /* A reorder user -> want (or back), with a library-allocated memory for the blocked side;
  * nothing when the layouts agree. */
 static bool reorder_for(dconv *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
                         dnnl_primitive_t *prim, dnnl_memory_t *mem, dnnl_memory_t *scratch) {
-    if (p_dnnl_memory_desc_equal(user, want)) return true;
+    if (ttc_dnnl_fn.memory_desc_equal(user, want)) return true;
     dnnl_primitive_desc_t pd = NULL;
     const dnnl_memory_desc_t *from = to_user ? want : user, *to = to_user ? user : want;
-    dnnl_primitive_attr_t attr = user_scratch_attr();
+    dnnl_primitive_attr_t attr = ttc_dnnl_scratch_attr();
     if (!attr) return false;
-    dnnl_status_t st = p_dnnl_reorder_primitive_desc_create(&pd, from, dnnl_eng, to, dnnl_eng, attr);
-    p_dnnl_primitive_attr_destroy(attr);
+    dnnl_status_t st = ttc_dnnl_fn.reorder_primitive_desc_create(&pd, from, ttc_dnnl_eng(), to, ttc_dnnl_eng(), attr);
+    ttc_dnnl_fn.primitive_attr_destroy(attr);
     if (st != dnnl_success) return false;
-    bool ok = p_dnnl_primitive_create(prim, pd) == dnnl_success && scratch_for(d, pd, scratch) &&
-              p_dnnl_memory_create(mem, want, dnnl_eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
-    p_dnnl_primitive_desc_destroy(pd);
+    bool ok = ttc_dnnl_fn.primitive_create(prim, pd) == dnnl_success &&
+              ttc_dnnl_scratch_mem(pd, scratch, &d->scratch) &&
+              ttc_dnnl_fn.memory_create(mem, want, ttc_dnnl_eng(), DNNL_MEMORY_ALLOCATE) == dnnl_success;
+    ttc_dnnl_fn.primitive_desc_destroy(pd);
     return ok;
 }
 
@@ -265,22 +119,22 @@ static dnnl_alg_kind_t act_alg(ttc_dnnl_act a) {
 
 /* The primitive attributes: a user scratchpad and post's activations (post NULL: none). */
 static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
-    if (!(*attr = user_scratch_attr())) return false;
+    if (!(*attr = ttc_dnnl_scratch_attr())) return false;
     if (!post || post->n_act == 0) return true;
     dnnl_post_ops_t po = NULL;
-    if (p_dnnl_post_ops_create(&po) != dnnl_success) {
-        p_dnnl_primitive_attr_destroy(*attr);
+    if (ttc_dnnl_fn.post_ops_create(&po) != dnnl_success) {
+        ttc_dnnl_fn.primitive_attr_destroy(*attr);
         *attr = NULL;
         return false;
     }
     bool ok = true;
     for (int32_t i = 0; i < post->n_act && ok; i++)
-        ok = p_dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(post->act[i]), post->alpha[i], post->beta[i]) ==
+        ok = ttc_dnnl_fn.post_ops_append_eltwise(po, 1.0f, act_alg(post->act[i]), post->alpha[i], post->beta[i]) ==
              dnnl_success;
-    ok = ok && p_dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
-    p_dnnl_post_ops_destroy(po);
+    ok = ok && ttc_dnnl_fn.primitive_attr_set_post_ops(*attr, po) == dnnl_success;
+    ttc_dnnl_fn.post_ops_destroy(po);
     if (!ok && *attr) {
-        p_dnnl_primitive_attr_destroy(*attr);
+        ttc_dnnl_fn.primitive_attr_destroy(*attr);
         *attr = NULL;
     }
     return ok;
@@ -290,8 +144,6 @@ void *ttc_dnnl_post_attr(const ttc_dnnl_post *post) {
     dnnl_primitive_attr_t attr = NULL;
     return ttc_dnnl_cpu_engine() && post_attr(post, &attr) ? attr : NULL;
 }
-
-void *ttc_dnnl_scratch(size_t n) { return scratch_buffer(n); }
 
 /* The convolution's primitive descriptor for src/weights/dst descriptions ax/aw/ay, with the
  * post-ops first and, where oneDNN refuses them, without (the caller applies them); NULL where
@@ -307,13 +159,13 @@ static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, dnnl_a
     for (int with = post != NULL; with >= 0 && !pd; with--) {
         bool bias = with && post->bias;
         dnnl_primitive_attr_t attr = NULL;
-        if (bias && p_dnnl_memory_desc_init_by_tag(ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) continue;
-        if (p_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, ax, aw,
+        if (bias && ttc_dnnl_fn.memory_desc_init_by_tag(ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) continue;
+        if (ttc_dnnl_fn.dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, ax, aw,
                                                          bias ? ub : NULL, ay, st, dl, pl, pr) != dnnl_success)
             return NULL;
         if (!post_attr(with ? post : NULL, &attr)) continue;
-        if (p_dnnl_primitive_desc_create(&pd, &cd, attr, dnnl_eng, NULL) != dnnl_success) pd = NULL;
-        if (attr) p_dnnl_primitive_attr_destroy(attr);
+        if (ttc_dnnl_fn.primitive_desc_create(&pd, &cd, attr, ttc_dnnl_eng(), NULL) != dnnl_success) pd = NULL;
+        if (attr) ttc_dnnl_fn.primitive_attr_destroy(attr);
         d->post_in = pd && with;
         d->bias_in = pd && bias;
     }
@@ -323,7 +175,7 @@ static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, dnnl_a
 /* A reference or GEMM-based (im2col) implementation: slower than reordering around a direct one. */
 static bool slow_impl(dnnl_primitive_desc_t pd) {
     const char *impl = NULL;
-    if (p_dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return false;
+    if (ttc_dnnl_fn.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return false;
     return !strncmp(impl, "ref", 3) || !strncmp(impl, "gemm", 4);
 }
 
@@ -347,10 +199,11 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     }
     int wr = s->g == 1 ? 4 : 5;
     dnnl_memory_desc_t ux, uw, uy, ax, aw, ay, ub;
-    if (p_dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, s->x_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
-        p_dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, s->y_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
-        p_dnnl_memory_desc_init_by_tag(&uw, wr, wd, dnnl_f32, s->g == 1 ? dnnl_oihw : dnnl_goihw) != dnnl_success ||
-        p_dnnl_memory_desc_init_by_tag(&aw, wr, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+    if (ttc_dnnl_fn.memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, s->x_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, s->y_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&uw, wr, wd, dnnl_f32, s->g == 1 ? dnnl_oihw : dnnl_goihw) !=
+            dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&aw, wr, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
         return false;
     /* Winograd first where asked and the shape is one (3x3, stride 1): its kernel runs on the
      * blocked layout it picks, with reorders around it, and still takes 0.4-0.7 of the direct
@@ -361,12 +214,12 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
      * Winograd, 0.5 without); ResNet's 3x3 convolutions have 64 channels or more. */
     bool wide = s->c >= 32 && s->oc >= 32;
     if (s->wino && wide && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 && s->dw == 1 && s->g == 1) {
-        if (p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-            p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+        if (ttc_dnnl_fn.memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+            ttc_dnnl_fn.memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
             return false;
         pd = conv_pd(d, post, dnnl_convolution_winograd, &ax, &aw, &ay, prh, prw, &ub);
         if (pd && slow_impl(pd)) {
-            p_dnnl_primitive_desc_destroy(pd);
+            ttc_dnnl_fn.primitive_desc_destroy(pd);
             pd = NULL;
         }
         d->wino = pd != NULL;
@@ -375,8 +228,8 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
      * lets the primitive choose. Where that request gets only a reference or GEMM-based kernel,
      * the primitive chooses both sides (reorders around it, as for NCHW). */
     for (int pass = s->x_nhwc || s->y_nhwc ? 0 : 1; pass < 2 && !pd; pass++) {
-        if (p_dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-            p_dnnl_memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+        if (ttc_dnnl_fn.memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+            ttc_dnnl_fn.memory_desc_init_by_tag(&ay, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
             return false;
         if (pass == 0) {
             if (s->x_nhwc) ax = ux;
@@ -384,58 +237,62 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
         }
         pd = conv_pd(d, post, dnnl_convolution_auto, &ax, &aw, &ay, prh, prw, &ub);
         if (pd && pass == 0 && slow_impl(pd)) {
-            p_dnnl_primitive_desc_destroy(pd);
+            ttc_dnnl_fn.primitive_desc_destroy(pd);
             pd = NULL;
         }
     }
     if (!pd) return false;
-    dnnl_memory_desc_t px = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    dnnl_memory_desc_t pw = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    dnnl_memory_desc_t py = *p_dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    bool ok = p_dnnl_primitive_create(&d->conv, pd) == dnnl_success && scratch_for(d, pd, &d->s_conv);
-    p_dnnl_primitive_desc_destroy(pd);
-    return ok && p_dnnl_stream_create(&d->stream, dnnl_eng, dnnl_stream_default_flags) == dnnl_success &&
-           p_dnnl_memory_create(&d->m_x, &ux, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-           p_dnnl_memory_create(&d->m_w, &uw, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-           p_dnnl_memory_create(&d->m_y, &uy, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success &&
+    dnnl_memory_desc_t px = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    dnnl_memory_desc_t pw = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t py = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    bool ok = ttc_dnnl_fn.primitive_create(&d->conv, pd) == dnnl_success &&
+              ttc_dnnl_scratch_mem(pd, &d->s_conv, &d->scratch);
+    ttc_dnnl_fn.primitive_desc_destroy(pd);
+    return ok && ttc_dnnl_fn.stream_create(&d->stream, ttc_dnnl_eng(), dnnl_stream_default_flags) == dnnl_success &&
+           ttc_dnnl_fn.memory_create(&d->m_x, &ux, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+           ttc_dnnl_fn.memory_create(&d->m_w, &uw, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+           ttc_dnnl_fn.memory_create(&d->m_y, &uy, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
            reorder_for(d, &ux, &px, false, &d->r_src, &d->m_src, &d->s_src) &&
            reorder_for(d, &uw, &pw, false, &d->r_wei, &d->m_wei, &d->s_wei) &&
            reorder_for(d, &uy, &py, true, &d->r_dst, &d->m_dst, &d->s_dst) &&
-           (!d->bias_in || p_dnnl_memory_create(&d->m_b, &ub, dnnl_eng, DNNL_MEMORY_NONE) == dnnl_success);
-}
-
-/* p with its arguments, and its scratchpad memory sm (NULL: none) over buffer scr. */
-static bool run_with(dconv *d, dnnl_primitive_t p, dnnl_exec_arg_t *args, int n, dnnl_memory_t sm, void *scr) {
-    if (sm) {
-        if (p_dnnl_memory_set_data_handle(sm, scr) != dnnl_success) return false;
-        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
-    }
-    return p_dnnl_primitive_execute(p, d->stream, n, args) == dnnl_success;
+           (!d->bias_in || ttc_dnnl_fn.memory_create(&d->m_b, &ub, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success);
 }
 
 static bool run2(dconv *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1, dnnl_memory_t m1, dnnl_memory_t sm,
                  void *scr) {
     dnnl_exec_arg_t args[3] = {{a0, m0}, {a1, m1}};
-    return run_with(d, p, args, 2, sm, scr);
+    return ttc_dnnl_exec(p, d->stream, args, 2, sm, scr);
+}
+
+static ttc_dnnl_cache cache = TTC_DNNL_CACHE_INIT(dconv_free);
+
+typedef struct {
+    const ttc_dnnl_conv_shape *s;
+    const ttc_dnnl_post *post;
+} dconv_args;
+
+static void *dconv_make(void *arg) {
+    const dconv_args *a = arg;
+    dconv *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->s = *a->s;
+    pthread_mutex_init(&d->lock, NULL);
+    d->ok = dconv_build(d, a->post);
+    if (d->ok && d->wino) __atomic_add_fetch(&wino_made, 1, __ATOMIC_RELAXED);
+    return d;
 }
 
 /* The entry of (owner, ki, shape), made on first use; NULL only when out of memory. */
 static dconv *dconv_get(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, const ttc_dnnl_post *post) {
-    pthread_mutex_lock(&cache_lock);
-    dconv *d = cache;
-    while (d && !(d->owner == owner && d->ki == ki && !memcmp(&d->s, s, sizeof *s))) d = d->next;
-    if (!d && (d = calloc(1, sizeof *d)) != NULL) {
-        d->owner = owner;
-        d->ki = ki;
-        d->s = *s;
-        pthread_mutex_init(&d->lock, NULL);
-        d->ok = dconv_build(d, post);
-        wino_made += d->ok && d->wino;
-        d->next = cache;
-        cache = d;
-    }
-    pthread_mutex_unlock(&cache_lock);
-    return d;
+    struct {
+        int64_t ki;
+        ttc_dnnl_conv_shape s;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.ki = ki;
+    key.s = *s;
+    dconv_args a = {s, post};
+    return ttc_dnnl_cache_get(&cache, owner, &key, sizeof key, 0, 0, dconv_make, &a);
 }
 
 /* max |p[i]| over n values, NaN counting as inf: 16 partial maxima so that the loop vectorises */
@@ -487,11 +344,11 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
         return ttc_dnnl_conv_post(owner, ki, &direct, x, w, w_const, y, post, bias, post_done);
     }
     /* the calling thread's scratchpad, shared by every primitive this thread runs (one at a time) */
-    void *scr = d->scratch ? scratch_buffer(d->scratch) : NULL;
-    bool ok = (!d->scratch || scr) && p_dnnl_memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
-              p_dnnl_memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
-              p_dnnl_memory_set_data_handle(d->m_y, y) == dnnl_success &&
-              (!d->bias_in || p_dnnl_memory_set_data_handle(d->m_b, (void *)bias) == dnnl_success);
+    void *scr = d->scratch ? ttc_dnnl_scratch(d->scratch) : NULL;
+    bool ok = (!d->scratch || scr) && ttc_dnnl_fn.memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
+              ttc_dnnl_fn.memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
+              ttc_dnnl_fn.memory_set_data_handle(d->m_y, y) == dnnl_success &&
+              (!d->bias_in || ttc_dnnl_fn.memory_set_data_handle(d->m_b, (void *)bias) == dnnl_success);
     dnnl_memory_t src = d->r_src ? d->m_src : d->m_x, wei = d->r_wei ? d->m_wei : d->m_w;
     dnnl_memory_t dst = d->r_dst ? d->m_dst : d->m_y;
     if (ok && d->r_src) ok = run2(d, d->r_src, DNNL_ARG_FROM, d->m_x, DNNL_ARG_TO, d->m_src, d->s_src, scr);
@@ -503,10 +360,10 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
     if (ok) {
         dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst},
                                    {DNNL_ARG_BIAS, d->m_b}};
-        ok = run_with(d, d->conv, args, d->bias_in ? 4 : 3, d->s_conv, scr);
+        ok = ttc_dnnl_exec(d->conv, d->stream, args, d->bias_in ? 4 : 3, d->s_conv, scr);
     }
     if (ok && d->r_dst) ok = run2(d, d->r_dst, DNNL_ARG_FROM, d->m_dst, DNNL_ARG_TO, d->m_y, d->s_dst, scr);
-    ok = ok && p_dnnl_stream_wait(d->stream) == dnnl_success;
+    ok = ok && ttc_dnnl_fn.stream_wait(d->stream) == dnnl_success;
     if (!ok) d->wei_ready = false;
     *post_done = ok && d->post_in;
     pthread_mutex_unlock(&d->lock);
@@ -519,19 +376,6 @@ bool ttc_dnnl_conv(const void *owner, int32_t ki, const ttc_dnnl_conv_shape *s, 
     return ttc_dnnl_conv_post(owner, ki, s, x, w, w_const, y, NULL, NULL, &done);
 }
 
-void ttc_dnnl_forget(const void *owner) {
-    pthread_mutex_lock(&cache_lock);
-    dconv **pp = &cache;
-    while (*pp) {
-        dconv *d = *pp;
-        if (d->owner == owner) {
-            *pp = d->next;
-            dconv_free(d);
-        } else {
-            pp = &d->next;
-        }
-    }
-    pthread_mutex_unlock(&cache_lock);
-}
+void ttc_dnnl_forget(const void *owner) { ttc_dnnl_cache_forget(&cache, owner); }
 
 #endif

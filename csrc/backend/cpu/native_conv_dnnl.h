@@ -45,7 +45,7 @@ typedef struct ttc_dnnl_post {
 /* Whether convolutions go through oneDNN: the library loads (once per process) and
  * TORCHTRT_C_NATIVE_CONV is not "blas" (read on each call, for A/B runs and tests). */
 bool ttc_dnnl_available(void);
-/* "oneDNN <version>" when loaded, else why not. */
+/* "oneDNN <version>" when loaded, else why not (dnnl_api.c). */
 const char *ttc_dnnl_library(void);
 /* y[n,oc,oh,ow] = conv(x[n,c,h,w], w[oc,c/g,kh,kw]) (contiguous, NCHW or NHWC as s says) as kernel ki of the
  * engine `owner`. w_const: w never changes for this owner, so its reordered copy is kept.
@@ -61,15 +61,16 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
 int64_t ttc_dnnl_wino_primitives(void);
 /* Drops every primitive and weight copy kept for owner (call when it is freed). */
 void ttc_dnnl_forget(const void *owner);
-/* The loaded library for the other oneDNN users (native_gemm_dnnl.c): its CPU engine
- * (a dnnl_engine_t, NULL where it did not load, whatever TORCHTRT_C_NATIVE_CONV says) and an
- * entry point by name. */
+/* The loaded library (dnnl_api.c loads it once for every oneDNN user, with the table of their
+ * entry points): its CPU engine (a dnnl_engine_t, NULL where it did not load, whatever
+ * TORCHTRT_C_NATIVE_CONV says), an entry point by name, and "oneDNN <version>" or why not. */
 void *ttc_dnnl_cpu_engine(void);
 void *ttc_dnnl_sym(const char *name);
 /* For them too: primitive attributes (a dnnl_primitive_attr_t the caller destroys; NULL where
  * oneDNN refuses) in user scratchpad mode with post's activations as eltwise post-ops (post
  * NULL: none), and the calling thread's scratchpad buffer of at least n bytes (NULL: out of
- * memory). Every primitive runs with the buffer of the thread that runs it: see scratch_buffer. */
+ * memory; dnnl_api.c). Every primitive runs with the buffer of the thread that runs it: see
+ * dnnl_api.c's scratchpads. */
 void *ttc_dnnl_post_attr(const ttc_dnnl_post *post);
 void *ttc_dnnl_scratch(size_t n);
 

@@ -2,7 +2,7 @@
  * Native GEMMs through oneDNN's matmul (backend/cpu/native_gemm_dnnl.c): an engine's float32
  * linear/addmm/matmul runs as one oneDNN primitive instead of OpenBLAS sgemm where the target
  * chose it (TORCHTRT_C_NATIVE_GEMM, target/target.c) and libdnnl.so.2 loads (the loader of
- * native_conv_dnnl.c). Constant weights are reordered once per engine kernel into the layout
+ * dnnl_api.c). Constant weights are reordered once per engine kernel into the layout
  * the primitive asks for and kept; other operands are read where they lie. Anything oneDNN
  * refuses returns false and the caller runs OpenBLAS.
  *

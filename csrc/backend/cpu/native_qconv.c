@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnnl_api.h"
 #include "native_conv_dnnl.h"
 #include "native_post.h"
 
@@ -302,13 +303,6 @@ void ttc_qconv_run_ref(const ttc_qconv_shape *s, const ttc_qconv_plan *p, const 
 
 /* ---- oneDNN ---- */
 
-#if defined(__has_include)
-#if __has_include(<oneapi/dnnl/dnnl.h>)
-#include <oneapi/dnnl/dnnl.h>
-#define TTC_HAVE_DNNL 1
-#endif
-#endif
-
 #ifndef TTC_HAVE_DNNL
 
 bool ttc_qconv_available(void) { return false; }
@@ -322,45 +316,12 @@ void ttc_qconv_forget(const void *owner) { (void)owner; }
 
 #else
 
-#define QFNS(X)                                                                                                      \
-    X(dnnl_stream_create) X(dnnl_stream_wait) X(dnnl_stream_destroy) X(dnnl_memory_desc_init_by_tag)                \
-    X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy) X(dnnl_memory_set_data_handle)           \
-    X(dnnl_memory_desc_get_size) X(dnnl_dilated_convolution_forward_desc_init) X(dnnl_primitive_desc_create)        \
-    X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create)            \
-    X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_primitive_attr_create)      \
-    X(dnnl_primitive_attr_destroy) X(dnnl_primitive_attr_set_post_ops) X(dnnl_primitive_attr_set_scratchpad_mode)   \
-    X(dnnl_primitive_attr_set_output_scales) X(dnnl_primitive_attr_set_zero_points) X(dnnl_post_ops_create)         \
-    X(dnnl_post_ops_destroy) X(dnnl_post_ops_append_eltwise) X(dnnl_post_ops_append_binary)
-
-#define DECL(f) static __typeof__(&f) q_##f;
-QFNS(DECL)
-#undef DECL
-
-static pthread_once_t q_once = PTHREAD_ONCE_INIT;
-static bool q_ok;
-static dnnl_engine_t q_eng;
-
-static void q_load(void) {
-    if (!ttc_dnnl_available() || !(q_eng = ttc_dnnl_cpu_engine())) return;
-    bool ok = true;
-#define LOAD(f) ok = ok && (q_##f = (__typeof__(&f))ttc_dnnl_sym(#f)) != NULL;
-    QFNS(LOAD)
-#undef LOAD
-    q_ok = ok;
-}
-
-bool ttc_qconv_available(void) {
-    if (!ttc_dnnl_available()) return false;   /* also false while NATIVE_CONV=blas */
-    pthread_once(&q_once, q_load);
-    return q_ok;
-}
+/* The library, its entry points, the scratchpads and the primitive cache: dnnl_api.c. */
+bool ttc_qconv_available(void) { return ttc_dnnl_available(); }   /* also false while NATIVE_CONV=blas */
 
 /* One layer of one engine kernel at one shape: the primitive, the reorders around it (NULL
  * where the side is stored as the primitive takes it) and their memories. */
 typedef struct qprim {
-    struct qprim *next;
-    const void *owner;
-    int32_t ki;
     ttc_qconv_shape s;
     bool ok;                  /* false: oneDNN refused; the C path runs */
     bool wei_ready;
@@ -379,27 +340,21 @@ typedef struct qprim {
     size_t scratch;
 } qprim;
 
-static pthread_mutex_t qcache_lock = PTHREAD_MUTEX_INITIALIZER;
-static qprim *qcache;
 static int64_t dnnl_calls;
 
-int64_t ttc_qconv_dnnl_calls(void) {
-    pthread_mutex_lock(&qcache_lock);
-    int64_t n = dnnl_calls;
-    pthread_mutex_unlock(&qcache_lock);
-    return n;
-}
+int64_t ttc_qconv_dnnl_calls(void) { return __atomic_load_n(&dnnl_calls, __ATOMIC_RELAXED); }
 
-static void qprim_free(qprim *d) {
+static void qprim_free(void *v) {
+    qprim *d = v;
     dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst, d->r_res};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
-        if (ps[i]) q_dnnl_primitive_destroy(ps[i]);
+        if (ps[i]) ttc_dnnl_fn.primitive_destroy(ps[i]);
     dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_r, d->m_b, d->m_src, d->m_wei, d->m_dst, d->m_res, d->m_scr};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i]) q_dnnl_memory_destroy(ms[i]);
+        if (ms[i]) ttc_dnnl_fn.memory_destroy(ms[i]);
     for (int32_t i = 0; i < d->n_k; i++)
-        if (d->m_k[i]) q_dnnl_memory_destroy(d->m_k[i]);
-    if (d->stream) q_dnnl_stream_destroy(d->stream);
+        if (d->m_k[i]) ttc_dnnl_fn.memory_destroy(d->m_k[i]);
+    if (d->stream) ttc_dnnl_fn.stream_destroy(d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d->bias);
     free(d->oscale);
@@ -410,35 +365,26 @@ static dnnl_data_type_t dnnl_dt(int64_t dt) {
     return dt == TTC_DTYPE_UINT8 ? dnnl_u8 : dt == TTC_DTYPE_INT8 ? dnnl_s8 : dnnl_f32;
 }
 
-/* Attributes with a user scratchpad (the calling thread's buffer, native_conv_dnnl.c). */
-static dnnl_primitive_attr_t scratch_attr(void) {
-    dnnl_primitive_attr_t attr = NULL;
-    if (q_dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
-    if (q_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
-        q_dnnl_primitive_attr_destroy(attr);
-        return NULL;
-    }
-    return attr;
-}
+static ttc_dnnl_cache qcache = TTC_DNNL_CACHE_INIT(qprim_free);
 
 /* A reorder between the stored layout and the primitive's (user -> want, or back when to_user),
  * with a library-allocated memory for the primitive's side; nothing when they agree. */
 static bool reorder_for(qprim *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
                         dnnl_primitive_t *prim, dnnl_memory_t *mem) {
-    if (q_dnnl_memory_desc_equal(user, want)) return true;
+    if (ttc_dnnl_fn.memory_desc_equal(user, want)) return true;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_attr_t attr = scratch_attr();
+    dnnl_primitive_attr_t attr = ttc_dnnl_scratch_attr();
     if (!attr) return false;
     const dnnl_memory_desc_t *from = to_user ? want : user, *to = to_user ? user : want;
-    dnnl_status_t st = q_dnnl_reorder_primitive_desc_create(&pd, from, q_eng, to, q_eng, attr);
-    q_dnnl_primitive_attr_destroy(attr);
+    dnnl_status_t st = ttc_dnnl_fn.reorder_primitive_desc_create(&pd, from, ttc_dnnl_eng(), to, ttc_dnnl_eng(), attr);
+    ttc_dnnl_fn.primitive_attr_destroy(attr);
     if (st != dnnl_success) return false;
-    const dnnl_memory_desc_t *smd = q_dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t sn = smd ? q_dnnl_memory_desc_get_size(smd) : 0;
+    const dnnl_memory_desc_t *smd = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sn = smd ? ttc_dnnl_fn.memory_desc_get_size(smd) : 0;
     d->scratch = sn > d->scratch ? sn : d->scratch;
-    bool ok = q_dnnl_primitive_create(prim, pd) == dnnl_success &&
-              q_dnnl_memory_create(mem, want, q_eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
-    q_dnnl_primitive_desc_destroy(pd);
+    bool ok = ttc_dnnl_fn.primitive_create(prim, pd) == dnnl_success &&
+              ttc_dnnl_fn.memory_create(mem, want, ttc_dnnl_eng(), DNNL_MEMORY_ALLOCATE) == dnnl_success;
+    ttc_dnnl_fn.primitive_desc_destroy(pd);
     return ok;
 }
 
@@ -469,16 +415,17 @@ static bool qprim_build(qprim *d, const ttc_qconv_plan *p, const float *scale, c
     dnnl_data_type_t xt = dnnl_dt(s->x_dt), yt = dnnl_dt(s->y_dt), rt = dnnl_dt(s->r_dt);
     dnnl_memory_desc_t ux, uy, uw, ur, ub, ax, ay, aw, ar;
     bool res = s->r_dt >= 0;
-    if (q_dnnl_memory_desc_init_by_tag(&ux, 4, xd, xt, s->x_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
-        q_dnnl_memory_desc_init_by_tag(&uy, 4, yd, yt, s->y_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
-        q_dnnl_memory_desc_init_by_tag(&uw, wr, wd, dnnl_s8, s->g == 1 ? dnnl_oihw : dnnl_goihw) != dnnl_success ||
-        q_dnnl_memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success ||
-        q_dnnl_memory_desc_init_by_tag(&aw, wr, wd, dnnl_s8, dnnl_format_tag_any) != dnnl_success ||
+    if (ttc_dnnl_fn.memory_desc_init_by_tag(&ux, 4, xd, xt, s->x_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&uy, 4, yd, yt, s->y_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&uw, wr, wd, dnnl_s8, s->g == 1 ? dnnl_oihw : dnnl_goihw) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&aw, wr, wd, dnnl_s8, dnnl_format_tag_any) != dnnl_success ||
         /* oneDNN's int8 kernels (AVX512-VNNI, AMX) run channels-last */
-        q_dnnl_memory_desc_init_by_tag(&ax, 4, xd, xt, dnnl_nhwc) != dnnl_success ||
-        q_dnnl_memory_desc_init_by_tag(&ay, 4, yd, yt, dnnl_nhwc) != dnnl_success ||
-        (res && (q_dnnl_memory_desc_init_by_tag(&ur, 4, yd, rt, s->r_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
-                 q_dnnl_memory_desc_init_by_tag(&ar, 4, yd, rt, dnnl_nhwc) != dnnl_success)))
+        ttc_dnnl_fn.memory_desc_init_by_tag(&ax, 4, xd, xt, dnnl_nhwc) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&ay, 4, yd, yt, dnnl_nhwc) != dnnl_success ||
+        (res &&
+         (ttc_dnnl_fn.memory_desc_init_by_tag(&ur, 4, yd, rt, s->r_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
+          ttc_dnnl_fn.memory_desc_init_by_tag(&ar, 4, yd, rt, dnnl_nhwc) != dnnl_success)))
         return false;
     /* a leading linear step a x + b folds into the scales and the bias:
      * a (acc scale[c] + bias[c]) + b = (a scale[c]) (acc + (a bias[c] + b) / (a scale[c])) */
@@ -499,84 +446,96 @@ static bool qprim_build(qprim *d, const ttc_qconv_plan *p, const float *scale, c
     }
     dnnl_dims_t st = {s->sh, s->sw}, dl = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw}, pr = {prh, prw};
     dnnl_convolution_desc_t cd;
-    if (q_dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &ax, &aw,
-                                                     &ub, &ay, st, dl, pl, pr) != dnnl_success)
+    if (ttc_dnnl_fn.dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &ax,
+                                                          &aw, &ub, &ay, st, dl, pl, pr) != dnnl_success)
         return false;
-    dnnl_primitive_attr_t attr = scratch_attr();
+    dnnl_primitive_attr_t attr = ttc_dnnl_scratch_attr();
     dnnl_post_ops_t po = NULL;
     if (!attr) return false;
     int32_t zp = (int32_t)s->a_zp;
-    bool ok = q_dnnl_primitive_attr_set_output_scales(attr, s->oc, 1 << 1, d->oscale) == dnnl_success &&
-              (zp == 0 || q_dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zp) == dnnl_success) &&
-              q_dnnl_post_ops_create(&po) == dnnl_success;
+    bool ok = ttc_dnnl_fn.primitive_attr_set_output_scales(attr, s->oc, 1 << 1, d->oscale) == dnnl_success &&
+              (zp == 0 || ttc_dnnl_fn.primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zp) == dnnl_success) &&
+              ttc_dnnl_fn.post_ops_create(&po) == dnnl_success;
     dnnl_dims_t one = {1, 1, 1, 1};
     dnnl_memory_desc_t km;
-    ok = ok && q_dnnl_memory_desc_init_by_tag(&km, 4, one, dnnl_f32, dnnl_nhwc) == dnnl_success;
+    ok = ok && ttc_dnnl_fn.memory_desc_init_by_tag(&km, 4, one, dnnl_f32, dnnl_nhwc) == dnnl_success;
     bool linear_used = false;
     d->res_at = -1;
     for (int32_t i = first, at = 0; ok && i < p->n; i++) {
         float a = p->op[i].alpha, b = p->op[i].beta;
         if (p->op[i].kind == TTC_QP_ADD_RES) {
-            ok = q_dnnl_post_ops_append_binary(po, dnnl_binary_add, &ar) == dnnl_success;
+            ok = ttc_dnnl_fn.post_ops_append_binary(po, dnnl_binary_add, &ar) == dnnl_success;
             d->res_at = at++;
         } else if (p->op[i].kind == TTC_QP_LINEAR && linear_used) {
             for (int j = 0; j < 2 && ok; j++) {
                 if (j == 0 ? a == 1.0f : b == 0.0f) continue;
                 ok = d->n_k < 2 * TTC_QPOST_MAX &&
-                     q_dnnl_post_ops_append_binary(po, j == 0 ? dnnl_binary_mul : dnnl_binary_add, &km) == dnnl_success &&
-                     q_dnnl_memory_create(&d->m_k[d->n_k], &km, q_eng, &d->k_val[d->n_k]) == dnnl_success;
+                     ttc_dnnl_fn.post_ops_append_binary(po, j == 0 ? dnnl_binary_mul : dnnl_binary_add, &km) ==
+                         dnnl_success &&
+                     ttc_dnnl_fn.memory_create(&d->m_k[d->n_k], &km, ttc_dnnl_eng(), &d->k_val[d->n_k]) == dnnl_success;
                 if (ok) {
                     d->k_val[d->n_k] = j == 0 ? a : b;
                     d->k_at[d->n_k++] = at++;
                 }
             }
         } else {
-            ok = q_dnnl_post_ops_append_eltwise(po, 1.0f, qp_alg(p->op[i].kind), a, b) == dnnl_success;
+            ok = ttc_dnnl_fn.post_ops_append_eltwise(po, 1.0f, qp_alg(p->op[i].kind), a, b) == dnnl_success;
             linear_used = linear_used || p->op[i].kind == TTC_QP_LINEAR;
             at++;
         }
     }
-    ok = ok && q_dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    ok = ok && ttc_dnnl_fn.primitive_attr_set_post_ops(attr, po) == dnnl_success;
     dnnl_primitive_desc_t pd = NULL;
-    if (ok && q_dnnl_primitive_desc_create(&pd, &cd, attr, q_eng, NULL) != dnnl_success) pd = NULL;
-    if (po) q_dnnl_post_ops_destroy(po);
-    q_dnnl_primitive_attr_destroy(attr);
+    if (ok && ttc_dnnl_fn.primitive_desc_create(&pd, &cd, attr, ttc_dnnl_eng(), NULL) != dnnl_success) pd = NULL;
+    if (po) ttc_dnnl_fn.post_ops_destroy(po);
+    ttc_dnnl_fn.primitive_attr_destroy(attr);
     if (!pd) return false;
-    dnnl_memory_desc_t pw = *q_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    const dnnl_memory_desc_t *smd = q_dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t sn = smd ? q_dnnl_memory_desc_get_size(smd) : 0;
+    dnnl_memory_desc_t pw = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *smd = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sn = smd ? ttc_dnnl_fn.memory_desc_get_size(smd) : 0;
     d->scratch = sn > d->scratch ? sn : d->scratch;
-    ok = q_dnnl_primitive_create(&d->conv, pd) == dnnl_success;
-    q_dnnl_primitive_desc_destroy(pd);
-    return ok && q_dnnl_stream_create(&d->stream, q_eng, dnnl_stream_default_flags) == dnnl_success &&
-           q_dnnl_memory_create(&d->m_x, &ux, q_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-           q_dnnl_memory_create(&d->m_w, &uw, q_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-           q_dnnl_memory_create(&d->m_y, &uy, q_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-           q_dnnl_memory_create(&d->m_b, &ub, q_eng, d->bias) == dnnl_success &&
-           (!res || q_dnnl_memory_create(&d->m_r, &ur, q_eng, DNNL_MEMORY_NONE) == dnnl_success) &&
+    ok = ttc_dnnl_fn.primitive_create(&d->conv, pd) == dnnl_success;
+    ttc_dnnl_fn.primitive_desc_destroy(pd);
+    return ok && ttc_dnnl_fn.stream_create(&d->stream, ttc_dnnl_eng(), dnnl_stream_default_flags) == dnnl_success &&
+           ttc_dnnl_fn.memory_create(&d->m_x, &ux, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+           ttc_dnnl_fn.memory_create(&d->m_w, &uw, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+           ttc_dnnl_fn.memory_create(&d->m_y, &uy, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+           ttc_dnnl_fn.memory_create(&d->m_b, &ub, ttc_dnnl_eng(), d->bias) == dnnl_success &&
+           (!res || ttc_dnnl_fn.memory_create(&d->m_r, &ur, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success) &&
            reorder_for(d, &ux, &ax, false, &d->r_src, &d->m_src) &&
            reorder_for(d, &uw, &pw, false, &d->r_wei, &d->m_wei) &&
            reorder_for(d, &uy, &ay, true, &d->r_dst, &d->m_dst) &&
            (!res || reorder_for(d, &ur, &ar, false, &d->r_res, &d->m_res));
 }
 
+typedef struct {
+    const ttc_qconv_shape *s;
+    const ttc_qconv_plan *p;
+    const float *scale, *bias;
+} qprim_args;
+
+static void *qprim_make(void *arg) {
+    const qprim_args *a = arg;
+    qprim *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->s = *a->s;
+    pthread_mutex_init(&d->lock, NULL);
+    d->ok = qprim_build(d, a->p, a->scale, a->bias);
+    return d;
+}
+
 /* The entry of (owner, ki, shape), made on first use; NULL only when out of memory. */
 static qprim *qprim_get(const void *owner, int32_t ki, const ttc_qconv_shape *s, const ttc_qconv_plan *p,
                         const float *scale, const float *bias) {
-    pthread_mutex_lock(&qcache_lock);
-    qprim *d = qcache;
-    while (d && !(d->owner == owner && d->ki == ki && !memcmp(&d->s, s, sizeof *s))) d = d->next;
-    if (!d && (d = calloc(1, sizeof *d)) != NULL) {
-        d->owner = owner;
-        d->ki = ki;
-        d->s = *s;
-        pthread_mutex_init(&d->lock, NULL);
-        d->ok = qprim_build(d, p, scale, bias);
-        d->next = qcache;
-        qcache = d;
-    }
-    pthread_mutex_unlock(&qcache_lock);
-    return d;
+    struct {
+        int64_t ki;
+        ttc_qconv_shape s;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.ki = ki;
+    key.s = *s;
+    qprim_args a = {s, p, scale, bias};
+    return ttc_dnnl_cache_get(&qcache, owner, &key, sizeof key, 0, 0, qprim_make, &a);
 }
 
 static bool run_prim(qprim *d, dnnl_primitive_t p, dnnl_exec_arg_t *args, int n, void *scr) {
@@ -587,15 +546,15 @@ static bool run_prim(qprim *d, dnnl_primitive_t p, dnnl_exec_arg_t *args, int n,
         if (!d->m_scr) {
             dnnl_dims_t dims = {(dnnl_dim_t)d->scratch};
             dnnl_memory_desc_t md;
-            if (q_dnnl_memory_desc_init_by_tag(&md, 1, dims, dnnl_u8, dnnl_a) != dnnl_success ||
-                q_dnnl_memory_create(&d->m_scr, &md, q_eng, DNNL_MEMORY_NONE) != dnnl_success)
+            if (ttc_dnnl_fn.memory_desc_init_by_tag(&md, 1, dims, dnnl_u8, dnnl_a) != dnnl_success ||
+                ttc_dnnl_fn.memory_create(&d->m_scr, &md, ttc_dnnl_eng(), DNNL_MEMORY_NONE) != dnnl_success)
                 return false;
         }
         sm = d->m_scr;
-        if (q_dnnl_memory_set_data_handle(sm, scr) != dnnl_success) return false;
+        if (ttc_dnnl_fn.memory_set_data_handle(sm, scr) != dnnl_success) return false;
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
     }
-    return q_dnnl_primitive_execute(p, d->stream, n, args) == dnnl_success;
+    return ttc_dnnl_fn.primitive_execute(p, d->stream, n, args) == dnnl_success;
 }
 
 static bool run_reorder(qprim *d, dnnl_primitive_t p, dnnl_memory_t from, dnnl_memory_t to, void *scr) {
@@ -611,10 +570,10 @@ static bool qconv_dnnl(const void *owner, int32_t ki, const ttc_qconv_shape *s, 
     if (!d || !d->ok) return false;
     pthread_mutex_lock(&d->lock);
     void *scr = d->scratch ? ttc_dnnl_scratch(d->scratch) : NULL;
-    bool ok = (!d->scratch || scr) && q_dnnl_memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
-              q_dnnl_memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
-              q_dnnl_memory_set_data_handle(d->m_y, y) == dnnl_success &&
-              (!d->m_r || q_dnnl_memory_set_data_handle(d->m_r, (void *)res) == dnnl_success);
+    bool ok = (!d->scratch || scr) && ttc_dnnl_fn.memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
+              ttc_dnnl_fn.memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
+              ttc_dnnl_fn.memory_set_data_handle(d->m_y, y) == dnnl_success &&
+              (!d->m_r || ttc_dnnl_fn.memory_set_data_handle(d->m_r, (void *)res) == dnnl_success);
     dnnl_memory_t src = d->r_src ? d->m_src : d->m_x, wei = d->r_wei ? d->m_wei : d->m_w;
     dnnl_memory_t dst = d->r_dst ? d->m_dst : d->m_y, rm = d->r_res ? d->m_res : d->m_r;
     if (ok && d->r_src) ok = run_reorder(d, d->r_src, d->m_x, d->m_src, scr);
@@ -634,14 +593,10 @@ static bool qconv_dnnl(const void *owner, int32_t ki, const ttc_qconv_shape *s, 
         ok = run_prim(d, d->conv, args, n, scr);
     }
     if (ok && d->r_dst) ok = run_reorder(d, d->r_dst, d->m_dst, d->m_y, scr);
-    ok = ok && q_dnnl_stream_wait(d->stream) == dnnl_success;
+    ok = ok && ttc_dnnl_fn.stream_wait(d->stream) == dnnl_success;
     if (!ok) d->wei_ready = false;
     pthread_mutex_unlock(&d->lock);
-    if (ok) {
-        pthread_mutex_lock(&qcache_lock);
-        dnnl_calls++;
-        pthread_mutex_unlock(&qcache_lock);
-    }
+    if (ok) __atomic_add_fetch(&dnnl_calls, 1, __ATOMIC_RELAXED);
     return ok;
 }
 
@@ -650,19 +605,6 @@ void ttc_qconv_run(const void *owner, int32_t ki, const ttc_qconv_shape *s, cons
     if (!qconv_dnnl(owner, ki, s, plan, x, w, scale, bias, res, y)) ttc_qconv_run_ref(s, plan, x, w, scale, bias, res, y);
 }
 
-void ttc_qconv_forget(const void *owner) {
-    pthread_mutex_lock(&qcache_lock);
-    qprim **pp = &qcache;
-    while (*pp) {
-        qprim *d = *pp;
-        if (d->owner == owner) {
-            *pp = d->next;
-            qprim_free(d);
-        } else {
-            pp = &d->next;
-        }
-    }
-    pthread_mutex_unlock(&qcache_lock);
-}
+void ttc_qconv_forget(const void *owner) { ttc_dnnl_cache_forget(&qcache, owner); }
 
 #endif

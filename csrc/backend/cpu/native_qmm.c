@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnnl_api.h"
 #include "native_conv_dnnl.h"
 
 /* ---- plain C: exact int32 sums, where oneDNN is missing or refuses ---- */
@@ -35,14 +36,7 @@ void ttc_qmm_run_ref(const ttc_qmm_shape *s, const int8_t *A, const int8_t *B, v
 
 /* ---- oneDNN ---- */
 
-#if defined(__has_include)
-#if __has_include(<oneapi/dnnl/dnnl.h>)
-#include <oneapi/dnnl/dnnl.h>
-#define TTC_HAVE_DNNL_QMM 1
-#endif
-#endif
-
-#ifndef TTC_HAVE_DNNL_QMM
+#ifndef TTC_HAVE_DNNL
 
 bool ttc_qmm_available(void) { return false; }
 void ttc_qmm_run(const void *owner, int32_t ki, const ttc_qmm_shape *s, const int8_t *A, const int8_t *B,
@@ -55,41 +49,12 @@ void ttc_qmm_forget(const void *owner) { (void)owner; }
 
 #else
 
-#define QMM_FNS(X)                                                                                                   \
-    X(dnnl_stream_create) X(dnnl_stream_wait) X(dnnl_stream_destroy) X(dnnl_memory_desc_init_by_tag)                \
-    X(dnnl_memory_desc_init_by_strides) X(dnnl_memory_desc_equal) X(dnnl_memory_desc_get_size)                      \
-    X(dnnl_memory_create) X(dnnl_memory_destroy) X(dnnl_memory_set_data_handle) X(dnnl_matmul_desc_init)            \
-    X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_query)                      \
-    X(dnnl_primitive_desc_destroy) X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_create)                   \
-    X(dnnl_primitive_execute) X(dnnl_primitive_destroy) X(dnnl_primitive_attr_destroy)
-
-#define DECL(f) static __typeof__(&f) m_##f;
-QMM_FNS(DECL)
-#undef DECL
-
-static pthread_once_t qmm_once = PTHREAD_ONCE_INIT;
-static dnnl_engine_t m_eng;
-
-static void qmm_load(void) {
-    dnnl_engine_t eng = ttc_dnnl_cpu_engine();
-    bool ok = eng != NULL;
-#define LOAD(f) ok = ok && (m_##f = (__typeof__(&f))ttc_dnnl_sym(#f)) != NULL;
-    QMM_FNS(LOAD)
-#undef LOAD
-    m_eng = ok ? eng : NULL;
-}
-
-bool ttc_qmm_available(void) {
-    pthread_once(&qmm_once, qmm_load);
-    return m_eng != NULL;
-}
+/* The library, its entry points, the scratchpads and the primitive cache: dnnl_api.c. */
+bool ttc_qmm_available(void) { return ttc_dnnl_cpu_engine() != NULL; }
 
 /* One product of one engine kernel at one shape: the primitive and, for constant weights, their
  * copy in the primitive's layout (m_wei) with the reorder that fills it. */
 typedef struct qmm {
-    struct qmm *next;
-    const void *owner;
-    int32_t ki;
     ttc_qmm_shape s;
     bool packed;
     bool ok;                  /* false: oneDNN refused (or has only its reference kernel): plain C */
@@ -102,30 +67,23 @@ typedef struct qmm {
     size_t scratch;
 } qmm;
 
-static pthread_mutex_t qmm_lock = PTHREAD_MUTEX_INITIALIZER;
-static qmm *qcache;
 static int64_t n_calls;
 
 int64_t ttc_qmm_dnnl_calls(void) { return __atomic_load_n(&n_calls, __ATOMIC_RELAXED); }
 
-static void qmm_free(qmm *d) {
-    if (d->mm) m_dnnl_primitive_destroy(d->mm);
-    if (d->r_wei) m_dnnl_primitive_destroy(d->r_wei);
+static void qmm_free(void *v) {
+    qmm *d = v;
+    if (d->mm) ttc_dnnl_fn.primitive_destroy(d->mm);
+    if (d->r_wei) ttc_dnnl_fn.primitive_destroy(d->r_wei);
     dnnl_memory_t ms[] = {d->m_a, d->m_b, d->m_c, d->m_wei, d->s_mm, d->s_wei};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i]) m_dnnl_memory_destroy(ms[i]);
-    if (d->stream) m_dnnl_stream_destroy(d->stream);
+        if (ms[i]) ttc_dnnl_fn.memory_destroy(ms[i]);
+    if (d->stream) ttc_dnnl_fn.stream_destroy(d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
 
-static bool scratch_for(qmm *d, dnnl_primitive_desc_t pd, dnnl_memory_t *mem) {
-    const dnnl_memory_desc_t *md = m_dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t n = md ? m_dnnl_memory_desc_get_size(md) : 0;
-    if (n == 0) return true;
-    d->scratch = n > d->scratch ? n : d->scratch;
-    return m_dnnl_memory_create(mem, md, m_eng, DNNL_MEMORY_NONE) == dnnl_success;
-}
+static ttc_dnnl_cache qcache = TTC_DNNL_CACHE_INIT(qmm_free);
 
 /* A 2-d strided descriptor; a dim of 1 takes the stride spanning the other (oneDNN accepts
  * only strides that cover the dims inside). */
@@ -134,7 +92,7 @@ static bool strided_md(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, const int
     if (d1 == 1) s[1] = 1;
     if (d0 == 1) s[0] = d1 * s[1];
     if (s[0] < 1 || s[1] < 1) return false;
-    return m_dnnl_memory_desc_init_by_strides(md, 2, dims, dt, s) == dnnl_success;
+    return ttc_dnnl_fn.memory_desc_init_by_strides(md, 2, dims, dt, s) == dnnl_success;
 }
 
 static bool qmm_build(qmm *d) {
@@ -143,38 +101,39 @@ static bool qmm_build(qmm *d) {
     dnnl_dims_t bd = {s->k, s->n}, cd = {s->m, s->n};
     dnnl_memory_desc_t ua, ub, uc, wb;
     if (!strided_md(&ua, s->m, s->k, s->sa, dnnl_s8) || !strided_md(&ub, s->k, s->n, s->sb, dnnl_s8) ||
-        m_dnnl_memory_desc_init_by_tag(&uc, 2, cd, s->y_f32 ? dnnl_f32 : dnnl_s32, dnnl_ab) != dnnl_success ||
-        m_dnnl_memory_desc_init_by_tag(&wb, 2, bd, dnnl_s8, dnnl_format_tag_any) != dnnl_success)
+        ttc_dnnl_fn.memory_desc_init_by_tag(&uc, 2, cd, s->y_f32 ? dnnl_f32 : dnnl_s32, dnnl_ab) != dnnl_success ||
+        ttc_dnnl_fn.memory_desc_init_by_tag(&wb, 2, bd, dnnl_s8, dnnl_format_tag_any) != dnnl_success)
         return false;
     dnnl_matmul_desc_t md;
-    if (m_dnnl_matmul_desc_init(&md, &ua, d->packed ? &wb : &ub, NULL, &uc) != dnnl_success) return false;
+    if (ttc_dnnl_fn.matmul_desc_init(&md, &ua, d->packed ? &wb : &ub, NULL, &uc) != dnnl_success) return false;
     dnnl_primitive_attr_t attr = ttc_dnnl_post_attr(NULL);   /* user scratchpad */
     if (!attr) return false;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t st = m_dnnl_primitive_desc_create(&pd, &md, attr, m_eng, NULL);
-    m_dnnl_primitive_attr_destroy(attr);
+    dnnl_status_t st = ttc_dnnl_fn.primitive_desc_create(&pd, &md, attr, ttc_dnnl_eng(), NULL);
+    ttc_dnnl_fn.primitive_attr_destroy(attr);
     if (st != dnnl_success) return false;
     /* oneDNN's reference kernel is orders of magnitude slower than its own plain C here */
     const char *impl = NULL;
-    const dnnl_memory_desc_t *qw = m_dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *qw = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_desc_t pw = qw ? *qw : ub;
-    bool ok = m_dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-              strncmp(impl, "ref", 3) != 0 && qw && m_dnnl_primitive_create(&d->mm, pd) == dnnl_success &&
-              scratch_for(d, pd, &d->s_mm);
-    m_dnnl_primitive_desc_destroy(pd);
-    ok = ok && m_dnnl_stream_create(&d->stream, m_eng, dnnl_stream_default_flags) == dnnl_success &&
-         m_dnnl_memory_create(&d->m_a, &ua, m_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-         m_dnnl_memory_create(&d->m_b, &ub, m_eng, DNNL_MEMORY_NONE) == dnnl_success &&
-         m_dnnl_memory_create(&d->m_c, &uc, m_eng, DNNL_MEMORY_NONE) == dnnl_success;
-    if (!ok || !d->packed || m_dnnl_memory_desc_equal(&ub, &pw)) return ok;
+    bool ok = ttc_dnnl_fn.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+              strncmp(impl, "ref", 3) != 0 && qw && ttc_dnnl_fn.primitive_create(&d->mm, pd) == dnnl_success &&
+              ttc_dnnl_scratch_mem(pd, &d->s_mm, &d->scratch);
+    ttc_dnnl_fn.primitive_desc_destroy(pd);
+    ok = ok && ttc_dnnl_fn.stream_create(&d->stream, ttc_dnnl_eng(), dnnl_stream_default_flags) == dnnl_success &&
+         ttc_dnnl_fn.memory_create(&d->m_a, &ua, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+         ttc_dnnl_fn.memory_create(&d->m_b, &ub, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+         ttc_dnnl_fn.memory_create(&d->m_c, &uc, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success;
+    if (!ok || !d->packed || ttc_dnnl_fn.memory_desc_equal(&ub, &pw)) return ok;
     dnnl_primitive_desc_t rpd = NULL;
     if (!(attr = ttc_dnnl_post_attr(NULL))) return false;
-    st = m_dnnl_reorder_primitive_desc_create(&rpd, &ub, m_eng, &pw, m_eng, attr);
-    m_dnnl_primitive_attr_destroy(attr);
+    st = ttc_dnnl_fn.reorder_primitive_desc_create(&rpd, &ub, ttc_dnnl_eng(), &pw, ttc_dnnl_eng(), attr);
+    ttc_dnnl_fn.primitive_attr_destroy(attr);
     if (st != dnnl_success) return false;
-    ok = m_dnnl_primitive_create(&d->r_wei, rpd) == dnnl_success && scratch_for(d, rpd, &d->s_wei) &&
-         m_dnnl_memory_create(&d->m_wei, &pw, m_eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
-    m_dnnl_primitive_desc_destroy(rpd);
+    ok = ttc_dnnl_fn.primitive_create(&d->r_wei, rpd) == dnnl_success &&
+         ttc_dnnl_scratch_mem(rpd, &d->s_wei, &d->scratch) &&
+         ttc_dnnl_fn.memory_create(&d->m_wei, &pw, ttc_dnnl_eng(), DNNL_MEMORY_ALLOCATE) == dnnl_success;
+    ttc_dnnl_fn.primitive_desc_destroy(rpd);
     return ok;
 }
 
@@ -182,35 +141,35 @@ static bool qmm_build(qmm *d) {
  * weights one weight copy, per M); past this many the kernel's new shapes run in plain C. */
 enum { MAX_SHAPES_PER_KERNEL = 8 };
 
-static qmm *qmm_get(const void *owner, int32_t ki, const ttc_qmm_shape *s, bool packed) {
-    pthread_mutex_lock(&qmm_lock);
-    qmm *d = qcache;
-    int32_t same_kernel = 0;
-    for (; d; d = d->next) {
-        if (d->owner != owner || d->ki != ki) continue;
-        if (d->packed == packed && !memcmp(&d->s, s, sizeof *s)) break;
-        same_kernel++;
-    }
-    if (!d && same_kernel < MAX_SHAPES_PER_KERNEL && (d = calloc(1, sizeof *d)) != NULL) {
-        d->owner = owner;
-        d->ki = ki;
-        d->s = *s;
-        d->packed = packed;
-        pthread_mutex_init(&d->lock, NULL);
-        d->ok = qmm_build(d);
-        d->next = qcache;
-        qcache = d;
-    }
-    pthread_mutex_unlock(&qmm_lock);
+typedef struct {
+    const ttc_qmm_shape *s;
+    bool packed;
+} qmm_args;
+
+static void *qmm_make(void *arg) {
+    const qmm_args *a = arg;
+    qmm *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->s = *a->s;
+    d->packed = a->packed;
+    pthread_mutex_init(&d->lock, NULL);
+    d->ok = qmm_build(d);
     return d;
 }
 
-static bool run_with(qmm *d, dnnl_primitive_t p, dnnl_exec_arg_t *args, int n, dnnl_memory_t sm, void *scr) {
-    if (sm) {
-        if (m_dnnl_memory_set_data_handle(sm, scr) != dnnl_success) return false;
-        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
-    }
-    return m_dnnl_primitive_execute(p, d->stream, n, args) == dnnl_success;
+static qmm *qmm_get(const void *owner, int32_t ki, const ttc_qmm_shape *s, bool packed) {
+    /* the group of at most MAX_SHAPES_PER_KERNEL: the kernel (ki), packed or not */
+    struct {
+        int64_t ki, packed;
+        ttc_qmm_shape s;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.ki = ki;
+    key.packed = packed;
+    key.s = *s;
+    qmm_args a = {s, packed};
+    return ttc_dnnl_cache_get(&qcache, owner, &key, sizeof key, sizeof(int64_t), MAX_SHAPES_PER_KERNEL, qmm_make,
+                              &a);
 }
 
 static bool qmm_dnnl(const void *owner, int32_t ki, const ttc_qmm_shape *s, const int8_t *A, const int8_t *B,
@@ -219,23 +178,23 @@ static bool qmm_dnnl(const void *owner, int32_t ki, const ttc_qmm_shape *s, cons
     qmm *d = qmm_get(owner, ki, s, b_const);
     if (!d || !d->ok) return false;
     pthread_mutex_lock(&d->lock);
-    /* the calling thread's scratchpad (native_conv_dnnl.c: one primitive at a time per thread) */
+    /* the calling thread's scratchpad (dnnl_api.c: one primitive at a time per thread) */
     void *scr = d->scratch ? ttc_dnnl_scratch(d->scratch) : NULL;
-    bool ok = (!d->scratch || scr) && m_dnnl_memory_set_data_handle(d->m_a, (void *)A) == dnnl_success &&
-              m_dnnl_memory_set_data_handle(d->m_b, (void *)B) == dnnl_success &&
-              m_dnnl_memory_set_data_handle(d->m_c, C) == dnnl_success;
+    bool ok = (!d->scratch || scr) && ttc_dnnl_fn.memory_set_data_handle(d->m_a, (void *)A) == dnnl_success &&
+              ttc_dnnl_fn.memory_set_data_handle(d->m_b, (void *)B) == dnnl_success &&
+              ttc_dnnl_fn.memory_set_data_handle(d->m_c, C) == dnnl_success;
     if (ok && d->r_wei && !(d->wei_ready && d->wkey == B)) {
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, d->m_b}, {DNNL_ARG_TO, d->m_wei}};
-        ok = run_with(d, d->r_wei, args, 2, d->s_wei, scr);
+        ok = ttc_dnnl_exec(d->r_wei, d->stream, args, 2, d->s_wei, scr);
         d->wei_ready = ok;
         d->wkey = B;
     }
     if (ok) {
         dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, d->m_a}, {DNNL_ARG_WEIGHTS, d->r_wei ? d->m_wei : d->m_b},
                                    {DNNL_ARG_DST, d->m_c}};
-        ok = run_with(d, d->mm, args, 3, d->s_mm, scr);
+        ok = ttc_dnnl_exec(d->mm, d->stream, args, 3, d->s_mm, scr);
     }
-    ok = ok && m_dnnl_stream_wait(d->stream) == dnnl_success;
+    ok = ok && ttc_dnnl_fn.stream_wait(d->stream) == dnnl_success;
     if (!ok) d->wei_ready = false;
     pthread_mutex_unlock(&d->lock);
     if (ok) __atomic_add_fetch(&n_calls, 1, __ATOMIC_RELAXED);
@@ -273,19 +232,6 @@ void ttc_qmm_run(const void *owner, int32_t ki, const ttc_qmm_shape *s, const in
     if (!ok) ttc_qmm_run_ref(s, A, B, C);
 }
 
-void ttc_qmm_forget(const void *owner) {
-    pthread_mutex_lock(&qmm_lock);
-    qmm **pp = &qcache;
-    while (*pp) {
-        qmm *d = *pp;
-        if (d->owner == owner) {
-            *pp = d->next;
-            qmm_free(d);
-        } else {
-            pp = &d->next;
-        }
-    }
-    pthread_mutex_unlock(&qmm_lock);
-}
+void ttc_qmm_forget(const void *owner) { ttc_dnnl_cache_forget(&qcache, owner); }
 
 #endif

@@ -1,0 +1,192 @@
+/* oneDNN for the CPU native steps: the library, its entry points, scratchpads and the primitive
+ * cache, once for the four users (backend/cpu/dnnl_api.h). */
+#include "dnnl_api.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the primitive cache ---- */
+
+struct ttc_dnnl_cached {
+    ttc_dnnl_cached *next;
+    const void *owner;
+    void *entry;
+    size_t key_len;
+    unsigned char key[];
+};
+
+void *ttc_dnnl_cache_get(ttc_dnnl_cache *c, const void *owner, const void *key, size_t key_len, size_t group_len,
+                         int32_t max_per_group, void *(*make)(void *arg), void *arg) {
+    pthread_mutex_lock(&c->lock);
+    ttc_dnnl_cached *e = c->head;
+    int32_t in_group = 0;
+    for (; e; e = e->next) {
+        if (e->owner != owner || e->key_len != key_len) continue;
+        if (!memcmp(e->key, key, key_len)) break;
+        in_group += group_len && !memcmp(e->key, key, group_len);
+    }
+    void *entry = e ? e->entry : NULL;
+    if (!e && (max_per_group <= 0 || in_group < max_per_group) && (e = malloc(sizeof *e + key_len)) != NULL) {
+        if ((entry = make(arg)) != NULL) {
+            e->owner = owner;
+            e->entry = entry;
+            e->key_len = key_len;
+            memcpy(e->key, key, key_len);
+            e->next = c->head;
+            c->head = e;
+        } else {
+            free(e);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return entry;
+}
+
+void ttc_dnnl_cache_forget(ttc_dnnl_cache *c, const void *owner) {
+    pthread_mutex_lock(&c->lock);
+    ttc_dnnl_cached **pp = &c->head;
+    while (*pp) {
+        ttc_dnnl_cached *e = *pp;
+        if (e->owner == owner) {
+            *pp = e->next;
+            c->free_entry(e->entry);
+            free(e);
+        } else {
+            pp = &e->next;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- scratchpads ----
+ * In oneDNN's default (library) mode, the implementations that declare a global scratchpad (the
+ * Winograd convolution, the im2col-GEMM one) size a thread_local buffer of the thread that
+ * *creates* the primitive, and at execution take the thread_local buffer of the thread that
+ * *runs* it: oneDNN requires both to be the same thread. Ours are not: a primitive is made on
+ * the first call, on whichever PoCL worker runs that native kernel, and later calls run on any
+ * worker. A worker that never made such a primitive hands oneDNN a NULL buffer (one that made
+ * only smaller ones, a short one): the SIGSEGV of session 8 (the JIT Winograd kernel storing its
+ * transformed input at address 0). So every primitive here runs in user mode, with a buffer of
+ * the calling thread's own that grows to the largest scratchpad it has run. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+
+typedef struct {
+    void *p;
+    size_t n;
+} scratch_buf;
+
+static void scratch_free(void *v) {
+    scratch_buf *b = v;
+    free(b->p);
+    free(b);
+}
+
+static void scratch_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
+
+/* The calling thread's buffer of at least n bytes, page-aligned; NULL when out of memory. */
+void *ttc_dnnl_scratch(size_t n) {
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_key_ok) return NULL;
+    scratch_buf *b = pthread_getspecific(scratch_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (pthread_setspecific(scratch_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->n < n) {
+        void *p = NULL;
+        if (posix_memalign(&p, 4096, n) != 0) return NULL;
+        free(b->p);
+        b->p = p;
+        b->n = n;
+    }
+    return b->p;
+}
+
+#ifndef TTC_HAVE_DNNL
+
+const char *ttc_dnnl_library(void) { return "oneDNN headers were missing at build time (apt-get install libdnnl-dev)"; }
+void *ttc_dnnl_cpu_engine(void) { return NULL; }
+void *ttc_dnnl_sym(const char *name) { (void)name; return NULL; }
+
+#else
+
+/* ---- the library ---- */
+
+ttc_dnnl_fns ttc_dnnl_fn;
+
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t dnnl_eng;
+static void *dnnl_handle;
+static char dnnl_desc[160];
+
+static void dnnl_load(void) {
+    void *h = dnnl_handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(dnnl_desc, sizeof dnnl_desc, "oneDNN not found (apt-get install libdnnl2)");
+        return;
+    }
+    bool ok = true;
+#define LOAD(f) ok = ok && (ttc_dnnl_fn.f = (__typeof__(&dnnl_##f))dlsym(h, "dnnl_" #f)) != NULL;
+    TTC_DNNL_FNS(LOAD)
+#undef LOAD
+    if (!ok || ttc_dnnl_fn.engine_create(&dnnl_eng, dnnl_cpu, 0) != dnnl_success) {
+        dnnl_eng = NULL;
+        snprintf(dnnl_desc, sizeof dnnl_desc, "libdnnl.so.2 lacks an entry point of oneDNN 2.x or has no CPU engine");
+        return;
+    }
+    const dnnl_version_t *v = ttc_dnnl_fn.version();
+    snprintf(dnnl_desc, sizeof dnnl_desc, "oneDNN %d.%d.%d (cpu runtime %u)", v->major, v->minor, v->patch,
+             v->cpu_runtime);
+}
+
+const char *ttc_dnnl_library(void) {
+    pthread_once(&dnnl_once, dnnl_load);
+    return dnnl_desc;
+}
+
+void *ttc_dnnl_cpu_engine(void) {
+    pthread_once(&dnnl_once, dnnl_load);
+    return dnnl_eng;
+}
+
+void *ttc_dnnl_sym(const char *name) {
+    return ttc_dnnl_cpu_engine() ? dlsym(dnnl_handle, name) : NULL;
+}
+
+/* ---- helpers ---- */
+
+dnnl_primitive_attr_t ttc_dnnl_scratch_attr(void) {
+    dnnl_primitive_attr_t attr = NULL;
+    if (ttc_dnnl_fn.primitive_attr_create(&attr) != dnnl_success) return NULL;
+    if (ttc_dnnl_fn.primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
+        ttc_dnnl_fn.primitive_attr_destroy(attr);
+        return NULL;
+    }
+    return attr;
+}
+
+bool ttc_dnnl_scratch_mem(dnnl_primitive_desc_t pd, dnnl_memory_t *mem, size_t *size) {
+    const dnnl_memory_desc_t *md = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t n = md ? ttc_dnnl_fn.memory_desc_get_size(md) : 0;
+    if (n == 0) return true;
+    *size = n > *size ? n : *size;
+    return ttc_dnnl_fn.memory_create(mem, md, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success;
+}
+
+bool ttc_dnnl_exec(dnnl_primitive_t p, dnnl_stream_t stream, dnnl_exec_arg_t *args, int n, dnnl_memory_t sm,
+                   void *scr) {
+    if (sm) {
+        if (ttc_dnnl_fn.memory_set_data_handle(sm, scr) != dnnl_success) return false;
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
+    }
+    return ttc_dnnl_fn.primitive_execute(p, stream, n, args) == dnnl_success;
+}
+
+#endif
