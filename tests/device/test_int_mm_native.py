@@ -25,20 +25,12 @@ import torch
 
 import torchtrt_c
 from torchtrt_c import _C, settings
+from engine_kernels import kernels as _kernels
 
 
 def _native():
     nat = _C.native_cpu()
     return nat.get("available", False) and nat.get("int_mm") == "onednn"
-
-
-def _kernels(gm):
-    out = []
-    for name, mod in gm.named_children():
-        assert not name.startswith("_run_on_gpu_"), f"a torch segment: {name}"
-        if name.startswith("_run_on_acc_"):
-            out += _C.Engine.deserialize(bytes(mod.engine.numpy()), cache_dir="").info()["kernels"]
-    return out
 
 
 def _i8(*shape, seed=0, lo=-128, hi=128):

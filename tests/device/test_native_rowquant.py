@@ -15,6 +15,7 @@ import torch
 
 import torchtrt_c
 from torchtrt_c import _C, settings
+from engine_kernels import kernels as _kernels
 
 
 class RowQuant(torch.nn.Module):
@@ -38,15 +39,6 @@ def _ref(y, zp):
                         / 127.5, min=1.1920928955078125e-07)
     q = torch.clamp(torch.round(y * (1.0 / scale)) + zp, -128, 127).to(torch.int8)
     return mx, mn, scale, q
-
-
-def _kernels(gm):
-    out = []
-    for name, mod in gm.named_children():
-        assert not name.startswith("_run_on_gpu_"), f"a torch segment: {name}"
-        if name.startswith("_run_on_acc_"):
-            out += _C.Engine.deserialize(bytes(mod.engine.numpy()), cache_dir="").info()["kernels"]
-    return out
 
 
 # x's leading dims, K, N (the reduced row length)

@@ -22,6 +22,7 @@ import torch
 
 import torchtrt_c
 from torchtrt_c import settings
+from engine_kernels import kernels as _kernels
 
 
 def _pt2e(model, calib):
@@ -45,16 +46,6 @@ def _pt2e(model, calib):
 def _native_int8():
     nat = torchtrt_c._C.native_cpu()
     return nat.get("available", False) and nat.get("int8") == "onednn"
-
-
-def _kernels(gm):
-    from torchtrt_c import _C
-    out = []
-    for name, mod in gm.named_children():
-        assert not name.startswith("_run_on_gpu_"), f"a torch segment: {name}"
-        if name.startswith("_run_on_acc_"):
-            out += _C.Engine.deserialize(bytes(mod.engine.numpy()), cache_dir="").info()["kernels"]
-    return out
 
 
 def _out_scale(qm):
