@@ -229,7 +229,8 @@ NO_FLOAT_DATA = {
     "integer or bool only": ["aten.bitwise_and.Scalar", "aten.bitwise_and.Tensor", "aten.bitwise_or.Scalar",
                              "aten.bitwise_or.Tensor", "aten.bitwise_xor.Scalar", "aten.bitwise_xor.Tensor",
                              "aten.logical_and.default", "aten.logical_or.default", "aten.logical_xor.default",
-                             "aten.logical_not.default", "aten.bitwise_not.default"],
+                             "aten.logical_not.default", "aten.bitwise_not.default",
+                             "aten._int_mm.default"],   # int8 x int8 -> int32 (torchao's dynamic int8)
 }
 
 
