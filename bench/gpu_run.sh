@@ -14,6 +14,11 @@
 #   bench/gpu_run.sh check   elementwise kernels; resnet18 + bert_base, batch 1, fp32+fp16
 #   bench/gpu_run.sh vision  torchvision/timm's own models (bench/vision_models.py; fp32+fp16,
 #                            batches 1/32/8; rows past the deadline are recorded as skipped)
+#   bench/gpu_run.sh quant   quantization and LLM decode (issue 35), LIMIT 560 by default: the
+#                            quantized/LLM kernels' tests on the GPU, then bench/quant.py (1B
+#                            Llama fp16/int8/int4, batches 1 and 8, with the step profile),
+#                            bench/llm.py, the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1)
+#                            and bench/qconv_mma.py, each within the time left; logs in $OUT
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
 # bench/out/gpu). Every run.py call gets a --deadline from the time left of LIMIT seconds
@@ -22,8 +27,8 @@
 #   python bench/report.py OUTDIR/*.json --md bench/results/gpu.md --png bench/results/gpu-ratios.png
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check|vision}
-LIMIT=${LIMIT:-500}
+PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant}
+LIMIT=${LIMIT:-$([ "$PART" = quant ] && echo 560 || echo 500)}
 ROW_MAX=${ROW_MAX:-50}          # a typical late row (s): no row starts later than LIMIT-ROW_MAX
 OUTDIR=${OUT:-bench/out/gpu}
 mkdir -p "$OUTDIR"
@@ -104,7 +109,31 @@ case "$PART" in
     check) bench gpu-check --models resnet18,bert_base --kernels elementwise "${COMMON[@]}" --batches 1 ;;
     vision) bench gpu-vision --models tv_resnet50,tv_mobilenet_v2,tv_mobilenet_v3_large,tv_efficientnet_b0,tv_convnext_tiny,tv_vit_b_16,timm_mobilevit_s,timm_levit_128s \
                 "${COMMON[@]}" ;;
-    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision" >&2; exit 2 ;;
+    quant)
+        # step NAME SECONDS CMD...: CMD's output in $OUTDIR/NAME.log, at most SECONDS and the time left
+        step() {
+            local name=$1 lim=$2; shift 2
+            local left=$(( LIMIT - ($(date +%s) - T0) ))
+            [ "$left" -lt "$lim" ] && lim=$left
+            if [ "$lim" -le 15 ]; then echo "gpu_run.sh: no time left for $name" >&2; return 0; fi
+            echo "== $name (${lim}s)" >&2
+            timeout --kill-after=5 "$lim" "$@" >"$OUTDIR/$name.log" 2>&1
+            echo "$name rc=$?" >&2
+            grep -E "passed|failed|FAILED|ERROR|^\||^(fp16|int8|int4) " "$OUTDIR/$name.log" | tail -20 >&2
+        }
+        step tests 150 "$PY" -m pytest tests/gpu/test_quant_gpu.py tests/gpu/test_wq_linear_cuda.py tests/gpu/test_llm_gpu.py \
+            tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py tests/device/test_norm_warp.py \
+            tests/device/test_wq_linear.py tests/device/test_kv_attention.py tests/device/test_fuse_copies.py \
+            tests/models/test_llm_kernels.py tests/models/test_llm_quant.py -q -n 8 -p no:cacheprovider -rfE
+        step quant 150 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 --prompt 128 --batches 1,8 \
+            --linear '' --profile --json "$OUTDIR/quant.json"
+        step llm 140 "$PY" bench/llm.py --config 1b --dtype fp16 --batches 1,8 --prompts 128 --new 128 --json "$OUTDIR/llm.json"
+        step quant-mma 100 env TORCHTRT_C_WQ_MMA=1 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 \
+            --prompt 128 --batches 1,8 --modes int8,int4 --linear '' --json "$OUTDIR/quant-mma.json"
+        step qconv 40 "$PY" bench/qconv_mma.py --batch 8 --runs 5
+        echo "gpu_run.sh quant done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
+        exit 0 ;;
+    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant" >&2; exit 2 ;;
 esac
 # merged tables (and chart, where matplotlib is) of every JSON in OUTDIR so far
 png=()
