@@ -11,12 +11,12 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from int_mm import timed  # noqa: E402
 from llm import sync  # noqa: E402
 
 # (C, H=W, OC, k, stride, pad): the stem, bottleneck 1x1 / 3x3 convolutions, a strided 3x3 and
@@ -35,16 +35,6 @@ class QConv(torch.nn.Module):
     def forward(self, x):
         return torch.ops.torchtrt_c.qconv2d(x, 1.0, 0, self.w, self.ws, None, [self.stride] * 2, [self.pad] * 2,
                                             [1, 1], 1)
-
-
-def timed(fn, dev, reps):
-    fn()
-    sync(dev)
-    t = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    sync(dev)
-    return (time.perf_counter() - t) / reps
 
 
 def main():

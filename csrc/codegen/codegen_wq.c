@@ -82,6 +82,16 @@ static ttc_status gen_portable(const ttc_kgen *g) {
     return TTC_OK;
 }
 
+/* The GPU forms' kernel head: parameters (done), the loaders and WQ_UNROLL (guards, not breaks,
+ * and unrolled loops, so that the per-lane arrays stay in registers). */
+static ttc_status gpu_head(const ttc_kgen *g, ttc_kparams *p) {
+    params(p, g->k, g->ks, g->op);
+    TTC_TRY(ttc_kp_done(p));
+    loaders(g->src, g);
+    ttc_sbuf_printf(g->src, "#define WQ_UNROLL %s\n", g->gpu ? "_Pragma(\"unroll\")" : "");
+    return TTC_OK;
+}
+
 /* x's EPC elements from xi into xv[] (vector loads where xvec; else the loader, one by one). */
 static void load_x_chunk(ttc_sbuf *src, ttc_dtype xd, int32_t EPC, const char *ind) {
     if (xd == TTC_DTYPE_FLOAT16) {
@@ -159,11 +169,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     bool xvec_ok = xd == TTC_DTYPE_FLOAT16 || xd == TTC_DTYPE_FLOAT32;
     int32_t RM = WQ_R * WQ_MB;
     ttc_kparams p;
-    params(&p, k, ks, op);
-    TTC_TRY(ttc_kp_done(&p));
-    loaders(src, g);
-    /* guards, not breaks, and unrolled loops: acc[], u[] and xv[] stay in registers */
-    ttc_sbuf_printf(src, "#define WQ_UNROLL %s\n", g->gpu ? "_Pragma(\"unroll\")" : "");
+    TTC_TRY(gpu_head(g, &p));
     ttc_sbuf_printf(src,
                     "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n"
                     "    __local float red[%d * 33];\n"
@@ -328,10 +334,7 @@ static ttc_status gen_wq_mma(const ttc_kgen *g) {
     int32_t RB = bits == 8 ? K : K / 2, NB = K / 64;
     TTC_TRY(ttc_codegen_ptx_prelude(src, k));
     ttc_kparams p;
-    params(&p, k, ks, op);
-    TTC_TRY(ttc_kp_done(&p));
-    loaders(src, g);
-    ttc_sbuf_printf(src, "#define WQ_UNROLL %s\n", g->gpu ? "_Pragma(\"unroll\")" : "");
+    TTC_TRY(gpu_head(g, &p));
     ttc_sbuf_printf(src,
                     "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\nvoid %s(%s%s) {\n"
                     "    TTC_PTX_SCRATCH(scr, 4);\n    __local float red[4 * 32 * 4];\n"
