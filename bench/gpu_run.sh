@@ -17,8 +17,8 @@
 #   bench/gpu_run.sh quant   quantization and LLM decode (issue 35), LIMIT 560 by default: the
 #                            quantized/LLM kernels' tests on the GPU, then bench/quant.py (1B
 #                            Llama fp16/int8/int4, batches 1 and 8, with the step profile),
-#                            bench/llm.py, the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1)
-#                            and bench/qconv_mma.py, each within the time left; logs in $OUT
+#                            the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1), bench/qconv_mma.py
+#                            and bench/llm.py, each within the time left; logs in $OUT
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
 # bench/out/gpu). Every run.py call gets a --deadline from the time left of LIMIT seconds
@@ -127,10 +127,10 @@ case "$PART" in
             tests/models/test_llm_kernels.py tests/models/test_llm_quant.py -q -n 8 -p no:cacheprovider -rfE
         step quant 150 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 --prompt 128 --batches 1,8 \
             --linear '' --profile --json "$OUTDIR/quant.json"
-        step llm 140 "$PY" bench/llm.py --config 1b --dtype fp16 --batches 1,8 --prompts 128 --new 128 --json "$OUTDIR/llm.json"
         step quant-mma 100 env TORCHTRT_C_WQ_MMA=1 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 \
             --prompt 128 --batches 1,8 --modes int8,int4 --linear '' --json "$OUTDIR/quant-mma.json"
         step qconv 40 "$PY" bench/qconv_mma.py --batch 8 --runs 5
+        step llm 140 "$PY" bench/llm.py --config 1b --dtype fp16 --batches 1,8 --prompts 128 --new 128 --json "$OUTDIR/llm.json"
         echo "gpu_run.sh quant done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
         exit 0 ;;
     *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant" >&2; exit 2 ;;
