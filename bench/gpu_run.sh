@@ -17,7 +17,7 @@
 #   bench/gpu_run.sh quant   quantization and LLM decode (issue 35), LIMIT 560 by default: the
 #                            quantized/LLM kernels' tests on the GPU, then bench/quant.py (1B
 #                            Llama fp16/int8/int4, batches 1 and 8, with the step profile),
-#                            the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1), bench/qconv_mma.py
+#                            the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1, then =auto), bench/qconv_mma.py
 #                            and bench/llm.py, each within the time left; logs in $OUT
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
@@ -129,6 +129,8 @@ case "$PART" in
             --linear '' --profile --json "$OUTDIR/quant.json"
         step quant-mma 100 env TORCHTRT_C_WQ_MMA=1 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 \
             --prompt 128 --batches 1,8 --modes int8,int4 --linear '' --json "$OUTDIR/quant-mma.json"
+        step quant-auto 60 env TORCHTRT_C_WQ_MMA=auto "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 \
+            --prompt 128 --batches 1 --modes int8 --linear '' --json "$OUTDIR/quant-auto.json"
         step qconv 40 "$PY" bench/qconv_mma.py --batch 8 --runs 5
         step llm 140 "$PY" bench/llm.py --config 1b --dtype fp16 --batches 1,8 --prompts 128 --new 128 --json "$OUTDIR/llm.json"
         echo "gpu_run.sh quant done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2

@@ -8,8 +8,9 @@
  *   WQ_MB rows of x at once (grid dim 1 walks x's rows in chunks of WQ_MB, so any M is right).
  *   Layer-sized products split each row's K between KS warps of the group (wq_split), which
  *   then add their sums through local memory: N / 4 warps for N rows instead of N / 16.
- * - mma (TORCHTRT_C_WQ_MMA=1, fp16 x): 16 weight rows x 8 rows of x on fp16 tensor cores
- *   (gen_wq_mma), for batch 8 and prefill; off by default until timed on a GPU.
+ * - mma (fp16 x): 16 weight rows x 8 rows of x on fp16 tensor cores (mma_body), for batches
+ *   and prefill: TORCHTRT_C_WQ_MMA=1 as its own kernel (gen_wq_mma), =auto inside the GEMV's
+ *   kernel for calls of more than WQ_MMA_ROWS rows of x (M is a kernel argument).
  *   Each work-item reads 16 bytes of each of its rows at a time (16 int8 or 32 int4 weights, a
  *   uint4; WQ_U chunks a row issued before they are used), the warp's 32 work-items 512
  *   consecutive bytes of a row, so the packed weights stream at memory bandwidth. x's chunk
@@ -25,6 +26,8 @@
 #include "codegen_impl.h"
 
 enum { WQ_WARPS = 4, WQ_R = 4, WQ_MB = 8, WQ_U = 2 };
+/* TORCHTRT_C_WQ_MMA=auto: calls with more rows of x than this take the tensor-core form */
+enum { WQ_MMA_ROWS = 8 };
 
 static void params(ttc_kparams *p, const ttc_kir *k, ttc_kspec *ks, const ttc_kop *op) {
     int32_t R = k->ts[op->out].rank;
@@ -150,6 +153,10 @@ static int32_t wq_split(const ttc_kir *k, const ttc_kop *op, int32_t RB) {
     return ks;
 }
 
+static bool wq_mma_ok(const ttc_kir *k, const ttc_kop *op);
+static void mma_decls(ttc_sbuf *src);
+static void mma_body(const ttc_kgen *g);
+
 static ttc_status gen_gemv(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
@@ -168,10 +175,23 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
      * fp16, 64 or 128 in fp32, so rows of K elements keep the alignment) */
     bool xvec_ok = xd == TTC_DTYPE_FLOAT16 || xd == TTC_DTYPE_FLOAT32;
     int32_t RM = WQ_R * WQ_MB;
+    /* auto: calls of more than WQ_MMA_ROWS rows of x take the tensor-core form in the same
+     * kernel (same work-group size and x row chunks; its ceil(N / 16) row sets are among the
+     * GEMV's ceil(N / (WR * WQ_R))) */
+    bool mma = ttc_kir_target(k)->wq_mma == 2 && wq_mma_ok(k, op) && mfirst;
+    if (mma) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
     ttc_kparams p;
     TTC_TRY(gpu_head(g, &p));
+    ttc_sbuf_printf(src, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n", WQ_WARPS * 32,
+                    ks->name, ttc_kp_sig(&p), P);
+    ttc_kp_free(&p);
+    if (mma) {
+        mma_decls(src);
+        ttc_sbuf_printf(src, "    if (M > %d) {\n", WQ_MMA_ROWS);
+        mma_body(g);
+        ttc_sbuf_printf(src, "        return;\n    }\n");
+    }
     ttc_sbuf_printf(src,
-                    "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n"
                     "    __local float red[%d * 33];\n"
                     "    int lane = get_local_id(0) & 31, w = get_local_id(0) >> 5, ws = w %% %d;\n"
                     "    int c0 = (%s * %d + w / %d) * %d, m0 = %s * %d;\n"
@@ -179,9 +199,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     "    WQ_UNROLL for (int j = 0; j < %d; j++) acc[j] = 0.0f;\n"
                     "    int xb = x_off + m0 * %d;\n"
                     "    if (c0 < %d) {\n",
-                    WQ_WARPS * 32, ks->name, ttc_kp_sig(&p), P, WQ_WARPS * RM, KS, rg, WR, KS, WQ_R, mg, WQ_MB, WQ_MB,
-                    RM, RM, K, N);
-    ttc_kp_free(&p);
+                    WQ_WARPS * RM, KS, rg, WR, KS, WQ_R, mg, WQ_MB, WQ_MB, RM, RM, K, N);
     if (wide) {
         /* chunk ch of row c: weights [ch * EPC, ch * EPC + EPC), all of group ch * EPC / GS */
         ttc_sbuf_printf(src,
@@ -298,8 +316,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
  * prelude's emulation holds barriers). */
 static bool wq_mma_ok(const ttc_kir *k, const ttc_kop *op) {
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group;
-    return ttc_kir_target(k)->wq_mma && k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && K % 64 == 0 &&
-           GS % 64 == 0 && (N + 15) / 16 <= 65535;
+    return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && K % 64 == 0 && GS % 64 == 0 && (N + 15) / 16 <= 65535;
 }
 
 /* the 16 weights of row r at k (lane's share of a block) into f[] as ((q - z) * s), from 16
@@ -328,16 +345,21 @@ static void mma_weights(ttc_sbuf *src, int32_t bits, int32_t RB, const char *f, 
                         r, RB, f, z, s);
 }
 
-static ttc_status gen_wq_mma(const ttc_kgen *g) {
+/* The tensor-core form's __local arrays (at the kernel's scope). */
+static void mma_decls(ttc_sbuf *src) {
+    ttc_sbuf_printf(src, "    TTC_PTX_SCRATCH(scr, 4);\n    __local float mred[4 * 32 * 4];\n");
+}
+
+/* The tensor-core form's work: weight rows get_group_id(1) * 16 .. + 15 times x's rows
+ * get_group_id(0) * 8 .. + 7 (work-groups past N's rows do nothing). */
+static void mma_body(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
+    (void)ks;
+    (void)P;
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
     int32_t RB = bits == 8 ? K : K / 2, NB = K / 64;
-    TTC_TRY(ttc_codegen_ptx_prelude(src, k));
-    ttc_kparams p;
-    TTC_TRY(gpu_head(g, &p));
     ttc_sbuf_printf(src,
-                    "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\nvoid %s(%s%s) {\n"
-                    "    TTC_PTX_SCRATCH(scr, 4);\n    __local float red[4 * 32 * 4];\n"
+                    "    if (get_group_id(1) * 16 < %d) {\n"
                     "    int lane = ttc_lane(), w = ttc_warp(), g = lane >> 2, t = lane & 3;\n"
                     "    int c0 = get_group_id(1) * 16, m0 = get_group_id(0) * 8;\n"
                     "    int ra = min(c0 + g, %d), rb = min(c0 + g + 8, %d), xm = min(m0 + g, M - 1);\n"
@@ -350,8 +372,7 @@ static ttc_status gen_wq_mma(const ttc_kgen *g) {
                     "        float sa = kv && va ? WQ_LS(sc, sc_off + ra * %d + gi) : 0.0f, za = WQ_LZ(zp, zp_off + ra * %d + gi);\n"
                     "        float sb = kv && vb ? WQ_LS(sc, sc_off + rb * %d + gi) : 0.0f, zb = WQ_LZ(zp, zp_off + rb * %d + gi);\n"
                     "        float fa[16], fb[16];\n",
-                    ks->name, ttc_kp_sig(&p), P, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, NB, NB, GS, G, G, G, G);
-    ttc_kp_free(&p);
+                    N, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, NB, NB, GS, G, G, G, G);
     mma_weights(src, bits, RB, "fa", "ra", "sa", "za");
     mma_weights(src, bits, RB, "fb", "rb", "sb", "zb");
     ttc_sbuf_printf(src,
@@ -367,16 +388,29 @@ static ttc_status gen_wq_mma(const ttc_kgen *g) {
                     "            uint a[4] = {wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1]}, b[2] = {xh[2 * s], xh[2 * s + 1]};\n"
                     "            ttc_mma_f16(acc, a, b, scr);\n"
                     "        }\n    }\n"
-                    "    WQ_UNROLL for (int r = 0; r < 4; r++) red[(w * 32 + lane) * 4 + r] = acc[r];\n"
+                    "    WQ_UNROLL for (int r = 0; r < 4; r++) mred[(w * 32 + lane) * 4 + r] = acc[r];\n"
                     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
                     "    if (w == 0) {\n"
                     "        WQ_UNROLL for (int r = 0; r < 4; r++) {\n"
-                    "            float v = red[lane * 4 + r] + red[(32 + lane) * 4 + r] + red[(64 + lane) * 4 + r] + red[(96 + lane) * 4 + r];\n"
+                    "            float v = mred[lane * 4 + r] + mred[(32 + lane) * 4 + r] + mred[(64 + lane) * 4 + r] + mred[(96 + lane) * 4 + r];\n"
                     "            int n = c0 + g + (r >> 1) * 8, m = m0 + 2 * t + (r & 1);\n"
                     "            if (n < %d && m < M) {\n                int lin = m * %d + n;\n",
                     K, N, N);
     ttc_codegen_write_out(g, "v", "lin");
-    ttc_sbuf_printf(src, "            }\n        }\n    }\n}\n#undef WQ_UNROLL\n");
+    ttc_sbuf_printf(src, "            }\n        }\n    }\n    }\n");
+}
+
+static ttc_status gen_wq_mma(const ttc_kgen *g) {
+    TTC_KGEN_LOCALS(g);
+    TTC_TRY(ttc_codegen_ptx_prelude(src, k));
+    ttc_kparams p;
+    TTC_TRY(gpu_head(g, &p));
+    ttc_sbuf_printf(src, "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\nvoid %s(%s%s) {\n", ks->name,
+                    ttc_kp_sig(&p), P);
+    ttc_kp_free(&p);
+    mma_decls(src);
+    mma_body(g);
+    ttc_sbuf_printf(src, "}\n#undef WQ_UNROLL\n");
     unloaders(src);
     /* ceil(M / 8) x ceil(N / 16) work-groups of 4 warps: x's row chunks first (L2 reuse) */
     ttc_codegen_gdim(ks, 0, op->out, 0, k->ts[op->out].rank - 1, 8, 128);
@@ -391,6 +425,6 @@ ttc_status ttc_gen_wq_linear(const ttc_kgen *g) {
     int32_t K = op->p.wq.k, GS = op->p.wq.group;
     if (GS < 1 || K % GS != 0 || (op->p.wq.bits != 8 && op->p.wq.bits != 4) || op->p.wq.n < 1)
         return ttc_fail(TTC_ERR_INTERNAL, "wq_linear %s: K %d, group %d, bits %d", op->name, K, GS, op->p.wq.bits);
-    if (op->p.wq.gemv && wq_mma_ok(g->k, op)) return gen_wq_mma(g);
+    if (op->p.wq.gemv && ttc_kir_target(g->k)->wq_mma == 1 && wq_mma_ok(g->k, op)) return gen_wq_mma(g);
     return op->p.wq.gemv ? gen_gemv(g) : gen_portable(g);
 }

@@ -171,7 +171,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     if (SET(QGEMM_MMA)) t.qgemm_mma = (int32_t)VAL(QGEMM_MMA);
     static const int32_t wq_split[] = {1, 2, 4};  /* 1|2|4 */
     if (SET(WQ_SPLIT)) t.wq_split = wq_split[VAL(WQ_SPLIT)];
-    if (SET(WQ_MMA)) t.wq_mma = VAL(WQ_MMA) == 1;
+    if (SET(WQ_MMA)) t.wq_mma = (int32_t)VAL(WQ_MMA);   /* 0|1|auto */
     const char *v;
     if ((v = ttc_knob_str(TTC_KNOB_ATTN_TILE))) {
         int nw = 0, bn = 0;

@@ -429,20 +429,24 @@ MMA = [  # M (rows of x), N, K, group, bits, zeros
 ]
 
 
+@pytest.mark.parametrize("mode", ["1", "auto"])
 @pytest.mark.parametrize("offset", [0, 1])
 @pytest.mark.parametrize("case", MMA, ids=lambda c: f"M{c[0]}-N{c[1]}-K{c[2]}-g{c[3]}-b{c[4]}")
-def test_wq_mma_form(case, offset, monkeypatch):
+def test_wq_mma_form(case, offset, mode, monkeypatch):
     """The tensor-core form against torch's op on the same packed weights (fp16 x: 2e-2 of the
     output's scale, as the fp16 GEMV above); offset 1 binds x one element into its storage (the
-    element-wise load of x). The kernel is the mma one (its source feeds ttc_mma_f16 the weight halves)."""
+    element-wise load of x). The kernel is the mma one (its source feeds ttc_mma_f16 the weight
+    halves). mode auto: one kernel, the GEMV for M <= 8 and the tensor cores above (M 9 and 70)."""
     M, N, K, group, bits, zeros = case
     monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
-    monkeypatch.setenv("TORCHTRT_C_WQ_MMA", "1")
+    monkeypatch.setenv("TORCHTRT_C_WQ_MMA", mode)
     q, s, z = random_weights(N, K, group, bits, zeros, seed=7)
     m = WQ(q, s, z, group, bits).eval()
     trt = torchtrt_c.compile(m.half(), inputs=[torch.randn(M, K).half()], min_block_size=1,
                              enabled_precisions={torch.float16})
-    assert "uint a[4] = {wa[2 * s], wb[2 * s]" in _split_source(trt)
+    src = _split_source(trt)
+    assert "uint a[4] = {wa[2 * s], wb[2 * s]" in src
+    assert ("if (M > 8) {" in src) == (mode == "auto")
     base = torch.randn(M * K + offset)
     x = base[offset:].view(M, K)
     with torch.no_grad():
@@ -456,7 +460,8 @@ def test_wq_mma_form_only_where_it_applies(monkeypatch):
     """fp32 x or groups of 32 keep the GEMV with TORCHTRT_C_WQ_MMA=1; the default has no mma."""
     monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
     q, s, z = random_weights(40, 128, 32, 8, True)
-    for env, dtype, want in (("1", torch.float32, False), ("1", torch.float16, False), ("0", torch.float16, False)):
+    for env, dtype, want in (("1", torch.float32, False), ("1", torch.float16, False), ("0", torch.float16, False),
+                             ("auto", torch.float16, False)):
         monkeypatch.setenv("TORCHTRT_C_WQ_MMA", env)
         m = WQ(q, s, z, 32, 8).eval().to(dtype)
         trt = torchtrt_c.compile(m, inputs=[torch.randn(3, 128, dtype=dtype)], min_block_size=1,

@@ -112,7 +112,8 @@ def test_compile_llm_torchao(cfg):
 
 
 def test_compile_llm_quantized_on_tensor_cores(monkeypatch):
-    """fp16 with the GPU kernel families and TORCHTRT_C_WQ_MMA=1: the products whose K is a
+    """fp16 with the GPU kernel families and TORCHTRT_C_WQ_MMA=1 (and =auto: the prompt's rows on
+    tensor cores, decode's on the GEMV): the products whose K is a
     multiple of 64 (q/k/v, o, gate/up, the head; not down, K = 96) run the tensor-core form
     (through the emulation here); prefill and decode logits, teacher-forced on one token
     sequence, keep a cosine >= 0.999 with the same engine's GEMV form at every step."""
@@ -120,19 +121,20 @@ def test_compile_llm_quantized_on_tensor_cores(monkeypatch):
     model = _llama().half()
     ids = _prompt()
     logits = {}
-    for mma in ("0", "1"):
+    for mma in ("0", "1", "auto"):
         monkeypatch.setenv("TORCHTRT_C_WQ_MMA", mma)
         gen = torchtrt_c.compile_llm(model, max_seq_len=PROMPT + 17, quantize="int8_weight_only")
         src = "".join(C.Engine.deserialize(bytes(mod.engine.numpy()), cache_dir="").info()["source"]
                       for name, mod in gen.runner.step.named_children() if name.startswith("_run_on_acc"))
-        assert ("uint a[4] = {wa[2 * s], wb[2 * s]" in src) == (mma == "1")
+        assert ("uint a[4] = {wa[2 * s], wb[2 * s]" in src) == (mma != "0")
         out = _greedy_n(gen, ids, 16)
         with torch.no_grad():
             logits[mma] = [gen(out[:, :PROMPT + t], attention_mask=torch.ones_like(out[:, :PROMPT + t])).logits
                            .reshape(1, -1).float() for t in range(0, 16, 5)]
         del gen
-    for a, b in zip(logits["0"], logits["1"]):
-        assert torch.nn.functional.cosine_similarity(a, b).item() >= 0.999
+    for mma in ("1", "auto"):
+        for a, b in zip(logits["0"], logits[mma]):
+            assert torch.nn.functional.cosine_similarity(a, b).item() >= 0.999
 
 
 def _greedy_n(m, ids, n):
