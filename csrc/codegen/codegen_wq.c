@@ -121,22 +121,27 @@ static void load_x_chunk(ttc_sbuf *src, ttc_dtype xd, int32_t EPC, const char *i
 
 /* a += the chunk's weights (raw 16 bytes uu) . xv, each weight made a float exactly by the
  * exponent trick (2^23 + v as bits, minus 2^23: two full-rate operations where a conversion
- * instruction runs at a quarter of the rate on NVIDIA GPUs); int8 bytes offset by 128. */
+ * instruction runs at a quarter of the rate on NVIDIA GPUs); int8 bytes offset by 128 (one xor
+ * a word), int4 nibbles masked a word at a time into bytes (the even ones, then the odd ones
+ * shifted down), so that each weight is one byte extraction, a subtraction and the product.
+ * Same products in the same order as one weight at a time. */
 static void dot_chunk(ttc_sbuf *src, int32_t bits, const char *ind) {
     if (bits == 8)
         ttc_sbuf_printf(src,
-                        "%sWQ_UNROLL for (int e = 0; e < 4; e++) {\n%s    uint word = e == 0 ? uu.x : e == 1 ? uu.y : e == 2 ? uu.z : uu.w;\n"
+                        "%sWQ_UNROLL for (int e = 0; e < 4; e++) {\n%s    uint word = (e == 0 ? uu.x : e == 1 ? uu.y : e == 2 ? uu.z : uu.w) ^ 0x80808080u;\n"
                         "%s    WQ_UNROLL for (int b = 0; b < 4; b++)\n"
-                        "%s        a += (as_float(0x4B000000u | (((word >> (8 * b)) & 255u) ^ 128u)) - 8388736.0f) * xv[e * 4 + b];\n"
+                        "%s        a += (as_float(0x4B000000u | ((word >> (8 * b)) & 255u)) - 8388736.0f) * xv[e * 4 + b];\n"
                         "%s}\n",
                         ind, ind, ind, ind, ind);
     else
         ttc_sbuf_printf(src,
                         "%sWQ_UNROLL for (int e = 0; e < 4; e++) {\n%s    uint word = e == 0 ? uu.x : e == 1 ? uu.y : e == 2 ? uu.z : uu.w;\n"
-                        "%s    WQ_UNROLL for (int b = 0; b < 8; b++)\n"
-                        "%s        a += (as_float(0x4B000000u | ((word >> (4 * b)) & 15u)) - 8388608.0f) * xv[e * 8 + b];\n"
-                        "%s}\n",
-                        ind, ind, ind, ind, ind);
+                        "%s    uint lo = word & 0x0F0F0F0Fu, hi = (word >> 4) & 0x0F0F0F0Fu;\n"
+                        "%s    WQ_UNROLL for (int b = 0; b < 4; b++) {\n"
+                        "%s        a += (as_float(0x4B000000u | ((lo >> (8 * b)) & 255u)) - 8388608.0f) * xv[e * 8 + 2 * b];\n"
+                        "%s        a += (as_float(0x4B000000u | ((hi >> (8 * b)) & 255u)) - 8388608.0f) * xv[e * 8 + 2 * b + 1];\n"
+                        "%s    }\n%s}\n",
+                        ind, ind, ind, ind, ind, ind, ind, ind);
 }
 
 /* Warps of a work-group that split each weight row's K between them (TORCHTRT_C_WQ_SPLIT forces
@@ -231,19 +236,25 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         WQ_U * WQ_R, WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, N, RB / 16, WQ_U, 32 * KS, RB / 16, EPC, GS,
                         WQ_R, WQ_R, WQ_R, N - 1, G, G, WQ_MB, K, EPC);
         load_x_chunk(src, xd, EPC, "                        ");
+        /* x's sum only where zero points are subtracted (s * (a - 0 * xs) is s * a) */
+        if (op->in[3] >= 0)
+            ttc_sbuf_printf(src,
+                            "                        float xs = 0.0f;\n"
+                            "                        WQ_UNROLL for (int e = 0; e < %d; e++) xs += xv[e];\n",
+                            EPC);
         ttc_sbuf_printf(src,
-                        "                        float xs = 0.0f;\n"
-                        "                        WQ_UNROLL for (int e = 0; e < %d; e++) xs += xv[e];\n"
                         "                        WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
                         "                            uint4 uu = u[j * %d + r];\n"
                         "                            float a = 0.0f;\n",
-                        EPC, WQ_R, WQ_R);
+                        WQ_R, WQ_R);
         dot_chunk(src, bits, "                            ");
         ttc_sbuf_printf(src,
-                        "                            acc[r * %d + i] += s[r] * (a - z[r] * xs);\n"
-                        "                        }\n                        }\n                    }\n                    }\n"
-                        "                }\n            }\n        } else {\n",
+                        op->in[3] >= 0 ? "                            acc[r * %d + i] += s[r] * (a - z[r] * xs);\n"
+                                       : "                            acc[r * %d + i] += s[r] * a;\n",
                         WQ_MB);
+        ttc_sbuf_printf(src,
+                        "                        }\n                        }\n                    }\n                    }\n"
+                        "                }\n            }\n        } else {\n");
     } else {
         ttc_sbuf_printf(src, "        {\n");
     }
