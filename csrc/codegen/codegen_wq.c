@@ -8,7 +8,8 @@
  *   WQ_MB rows of x at once (grid dim 1 walks x's rows in chunks of WQ_MB, so any M is right).
  *   Layer-sized products split each row's K between KS warps of the group (wq_split), which
  *   then add their sums through local memory: N / 4 warps for N rows instead of N / 16.
- * - mma (fp16 x): 16 weight rows x 8 rows of x on fp16 tensor cores (mma_body), for batches
+ * - mma (fp16 x): 16 weight rows x up to 64 rows of x (WQ_MMA_XC chunks of 8, the weights
+ *   dequantized once for them) on fp16 tensor cores (mma_body), for batches
  *   and prefill: TORCHTRT_C_WQ_MMA=1 as its own kernel (gen_wq_mma), =auto inside the GEMV's
  *   kernel for calls of more than WQ_MMA_ROWS rows of x (M is a kernel argument).
  *   Each work-item reads 16 bytes of each of its rows at a time (16 int8 or 32 int4 weights, a
@@ -28,6 +29,8 @@
 enum { WQ_WARPS = 4, WQ_R = 4, WQ_MB = 8, WQ_U = 2 };
 /* TORCHTRT_C_WQ_MMA=auto: calls with more rows of x than this take the tensor-core form */
 enum { WQ_MMA_ROWS = 8 };
+/* the tensor-core form: chunks of 8 rows of x a work-group (each weight block dequantized once for them) */
+enum { WQ_MMA_XC = 8 };
 
 static void params(ttc_kparams *p, const ttc_kir *k, ttc_kspec *ks, const ttc_kop *op) {
     int32_t R = k->ts[op->out].rank;
@@ -358,55 +361,65 @@ static void mma_weights(ttc_sbuf *src, int32_t bits, int32_t RB, const char *f, 
 
 /* The tensor-core form's __local arrays (at the kernel's scope). */
 static void mma_decls(ttc_sbuf *src) {
-    ttc_sbuf_printf(src, "    TTC_PTX_SCRATCH(scr, 4);\n    __local float mred[4 * 32 * 4];\n");
+    ttc_sbuf_printf(src, "    TTC_PTX_SCRATCH(scr, 4);\n    __local float mred[%d * 4 * 32 * 4];\n", WQ_MMA_XC);
 }
 
 /* The tensor-core form's work: weight rows get_group_id(1) * 16 .. + 15 times x's rows
- * get_group_id(0) * 8 .. + 7 (work-groups past N's rows do nothing). */
+ * get_group_id(0) * 8 * WQ_MMA_XC .. (WQ_MMA_XC chunks of 8, each weight block dequantized once
+ * for all of them); work-groups past N's rows or M's do nothing. */
 static void mma_body(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     (void)ks;
     (void)P;
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
-    int32_t RB = bits == 8 ? K : K / 2, NB = K / 64;
+    int32_t RB = bits == 8 ? K : K / 2, NB = K / 64, XC = WQ_MMA_XC;
     ttc_sbuf_printf(src,
-                    "    if (get_group_id(1) * 16 < %d) {\n"
+                    "    if (get_group_id(1) * 16 < %d && get_group_id(0) * %d < M) {\n"
                     "    int lane = ttc_lane(), w = ttc_warp(), g = lane >> 2, t = lane & 3;\n"
-                    "    int c0 = get_group_id(1) * 16, m0 = get_group_id(0) * 8;\n"
-                    "    int ra = min(c0 + g, %d), rb = min(c0 + g + 8, %d), xm = min(m0 + g, M - 1);\n"
-                    "    bool va = c0 + g < %d, vb = c0 + g + 8 < %d, vx = m0 + g < M;\n"
+                    "    int c0 = get_group_id(1) * 16, m0 = get_group_id(0) * %d, nc = min(%d, (M - m0 + 7) / 8);\n"
+                    "    int ra = min(c0 + g, %d), rb = min(c0 + g + 8, %d);\n"
+                    "    bool va = c0 + g < %d, vb = c0 + g + 8 < %d;\n"
                     "    bool qvec = ((size_t)(q + q_off) & %d) == 0, xvec = ((size_t)(x + x_off) & 15) == 0;\n"
-                    "    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+                    "    float acc[%d];\n"
+                    "    WQ_UNROLL for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n"
                     "    for (int kb0 = 0; kb0 < %d; kb0 += 4) {\n"
                     "        bool kv = kb0 + w < %d;\n"
                     "        int k = (kv ? kb0 + w : 0) * 64 + 16 * t, gi = k / %d;\n"
                     "        float sa = kv && va ? WQ_LS(sc, sc_off + ra * %d + gi) : 0.0f, za = WQ_LZ(zp, zp_off + ra * %d + gi);\n"
                     "        float sb = kv && vb ? WQ_LS(sc, sc_off + rb * %d + gi) : 0.0f, zb = WQ_LZ(zp, zp_off + rb * %d + gi);\n"
                     "        float fa[16], fb[16];\n",
-                    N, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, NB, NB, GS, G, G, G, G);
+                    N, 8 * XC, 8 * XC, XC, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, 4 * XC, 4 * XC, NB, NB, GS, G, G,
+                    G, G);
     mma_weights(src, bits, RB, "fa", "ra", "sa", "za");
     mma_weights(src, bits, RB, "fb", "rb", "sb", "zb");
     ttc_sbuf_printf(src,
-                    "        uint wa[8], wb[8], xh[8];\n"
+                    "        uint wa[8], wb[8];\n"
                     "        WQ_UNROLL for (int i = 0; i < 8; i++) { wa[i] = ttc_f2h2(fa[2 * i], fa[2 * i + 1]); wb[i] = ttc_f2h2(fb[2 * i], fb[2 * i + 1]); }\n"
-                    "        int xo = x_off + xm * %d + k;\n"
-                    "        if (!(kv && vx)) WQ_UNROLL for (int i = 0; i < 8; i++) xh[i] = 0u;\n"
-                    "        else if (xvec) {\n"
-                    "            uint4 v0 = *(__global const uint4 *)(x + xo), v1 = *(__global const uint4 *)(x + xo + 8);\n"
-                    "            xh[0] = v0.x; xh[1] = v0.y; xh[2] = v0.z; xh[3] = v0.w; xh[4] = v1.x; xh[5] = v1.y; xh[6] = v1.z; xh[7] = v1.w;\n"
-                    "        } else WQ_UNROLL for (int i = 0; i < 8; i++) xh[i] = ttc_f2h2(WQ_LX(x, xo + 2 * i), WQ_LX(x, xo + 2 * i + 1));\n"
-                    "        WQ_UNROLL for (int s = 0; s < 4; s++) {\n"
-                    "            uint a[4] = {wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1]}, b[2] = {xh[2 * s], xh[2 * s + 1]};\n"
-                    "            ttc_mma_f16(acc, a, b, scr);\n"
+                    "        WQ_UNROLL for (int c = 0; c < %d; c++) {\n"
+                    "            if (c < nc) {\n"
+                    "            uint xh[8];\n"
+                    "            int xm = min(m0 + 8 * c + g, M - 1);\n"
+                    "            int xo = x_off + xm * %d + k;\n"
+                    "            if (!(kv && m0 + 8 * c + g < M)) WQ_UNROLL for (int i = 0; i < 8; i++) xh[i] = 0u;\n"
+                    "            else if (xvec) {\n"
+                    "                uint4 v0 = *(__global const uint4 *)(x + xo), v1 = *(__global const uint4 *)(x + xo + 8);\n"
+                    "                xh[0] = v0.x; xh[1] = v0.y; xh[2] = v0.z; xh[3] = v0.w; xh[4] = v1.x; xh[5] = v1.y; xh[6] = v1.z; xh[7] = v1.w;\n"
+                    "            } else WQ_UNROLL for (int i = 0; i < 8; i++) xh[i] = ttc_f2h2(WQ_LX(x, xo + 2 * i), WQ_LX(x, xo + 2 * i + 1));\n"
+                    "            WQ_UNROLL for (int s = 0; s < 4; s++) {\n"
+                    "                uint a[4] = {wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1]}, b[2] = {xh[2 * s], xh[2 * s + 1]};\n"
+                    "                ttc_mma_f16(acc + 4 * c, a, b, scr);\n"
+                    "            }\n"
+                    "            }\n"
                     "        }\n    }\n"
-                    "    WQ_UNROLL for (int r = 0; r < 4; r++) mred[(w * 32 + lane) * 4 + r] = acc[r];\n"
+                    "    WQ_UNROLL for (int i = 0; i < %d; i++) mred[(w * 32 + lane) * %d + i] = acc[i];\n"
                     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-                    "    if (w == 0) {\n"
+                    "    for (int c = w; c < nc; c += 4) {\n"
                     "        WQ_UNROLL for (int r = 0; r < 4; r++) {\n"
-                    "            float v = mred[lane * 4 + r] + mred[(32 + lane) * 4 + r] + mred[(64 + lane) * 4 + r] + mred[(96 + lane) * 4 + r];\n"
-                    "            int n = c0 + g + (r >> 1) * 8, m = m0 + 2 * t + (r & 1);\n"
+                    "            int i = 4 * c + r;\n"
+                    "            float v = mred[lane * %d + i] + mred[(32 + lane) * %d + i] + mred[(64 + lane) * %d + i] + mred[(96 + lane) * %d + i];\n"
+                    "            int n = c0 + g + (r >> 1) * 8, m = m0 + 8 * c + 2 * t + (r & 1);\n"
                     "            if (n < %d && m < M) {\n                int lin = m * %d + n;\n",
-                    K, N, N);
+                    XC, K, 4 * XC, 4 * XC, 4 * XC, 4 * XC, 4 * XC, 4 * XC, N, N);
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "            }\n        }\n    }\n    }\n");
 }
@@ -423,8 +436,8 @@ static ttc_status gen_wq_mma(const ttc_kgen *g) {
     mma_body(g);
     ttc_sbuf_printf(src, "}\n#undef WQ_UNROLL\n");
     unloaders(src);
-    /* ceil(M / 8) x ceil(N / 16) work-groups of 4 warps: x's row chunks first (L2 reuse) */
-    ttc_codegen_gdim(ks, 0, op->out, 0, k->ts[op->out].rank - 1, 8, 128);
+    /* ceil(M / (8 * WQ_MMA_XC)) x ceil(N / 16) work-groups of 4 warps: x's row chunks first (L2 reuse) */
+    ttc_codegen_gdim(ks, 0, op->out, 0, k->ts[op->out].rank - 1, 8 * WQ_MMA_XC, 128);
     ks->g[0].mul = 128;
     ttc_codegen_gdim(ks, 1, op->in[1], 0, 1, 16, 1);
     ks->use_local = true;

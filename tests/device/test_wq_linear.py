@@ -425,7 +425,8 @@ MMA = [  # M (rows of x), N, K, group, bits, zeros
     (3, 130, 192, 64, 4, True),     # 3 blocks, rows past N in the last set of 16
     (8, 64, 256, 128, 8, False),    # a full chunk of x's rows, 2 blocks a group
     (9, 45, 320, 320, 4, False),    # two chunks of x's rows, per channel, 5 blocks
-    (70, 19, 128, 64, 8, True),     # prefill-like: 9 chunks of x's rows
+    (70, 19, 128, 64, 8, True),     # prefill-like: 9 chunks of x's rows (8 in one work-group, 1 in the next)
+    (197, 33, 128, 64, 4, True),    # 25 chunks: work-groups of 8, 8, 8 and 1, the last chunk partial
 ]
 
 
