@@ -727,7 +727,7 @@ ttc_status ttc_codegen_run_native(const ttc_kir *k, bool gpu, const ttc_spelling
     if (!nhwc) { ttc_sbuf_free(&src); ttc_codegen_free(out); return TTC_ERR_NOMEM; }
     if (!ttc_kir_nhwc_plan(k, nhwc)) { free(nhwc); nhwc = NULL; }
     for (int32_t i = 0; i < k->n_ops; i++) {
-        if (k->ops[i].dead) continue;
+        if (k->ops[i].dead || k->ops[i].inlined) continue;   /* inlined: its reader computes it */
         ttc_kspec *ks = &out->kernels[out->n_kernels++];
         ks->op = i;
         snprintf(ks->name, sizeof ks->name, "k%d", out->n_kernels - 1);

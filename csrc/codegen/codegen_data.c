@@ -69,22 +69,27 @@ static ttc_status open_kernel(ttc_sbuf *src, ttc_kparams *p, const ttc_kspec *ks
     return TTC_OK;
 }
 
-static ttc_status gen_concat(const ttc_kgen *g, ttc_kparams *p) {
-    TTC_KGEN_LOCALS(g);
-    const ttc_et *out = &k->ts[op->out];
-    int32_t R = out->rank, D = op->p.concat.dim, n = op->p.concat.n;
-    out_params(p, op);
+/* A concatenation's inputs as parameters "<pre>x<i>" (and "<pre>x<i>_len", its length along
+ * the dim, unless stacked). */
+static void concat_params(ttc_kparams *p, const ttc_kop *op, const char *pre) {
+    int32_t D = op->p.concat.dim, n = op->p.concat.n;
     for (int32_t i = 0; i < n; i++) {
         int32_t t = op->in[i];
         bool st = (op->p.concat.stacked >> i) & 1u;
-        char nm[8];
-        snprintf(nm, sizeof nm, "x%d", i);
+        char nm[32];
+        snprintf(nm, sizeof nm, "%sx%d", pre, i);
         ttc_kp_tensor(p, t, nm, 0);
         if (!st) {
-            ttc_kp_int(p, TTC_ARG_DIM, t, D, 0, 0, "x%d_len", i);
+            ttc_kp_int(p, TTC_ARG_DIM, t, D, 0, 0, "%sx%d_len", pre, i);
         }
     }
-    TTC_TRY(open_kernel(src, p, ks, P, R));
+}
+
+/* "v" (in the output's value type), the concatenation's element at index i0..iR-1, read
+ * through concat_params' parameters. */
+static void concat_value(ttc_sbuf *src, const ttc_kir *k, const ttc_spelling *sp, const ttc_kop *op, const char *pre) {
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank, D = op->p.concat.dim, n = op->p.concat.n;
     const char *vt = vtype(k, out->dtype);
     ttc_sbuf_printf(src, "    int c = i%d;\n    %s v;\n", D, vt);
     for (int32_t i = 0; i < n; i++) {
@@ -92,33 +97,94 @@ static ttc_status gen_concat(const ttc_kgen *g, ttc_kparams *p) {
         const ttc_et *x = &k->ts[op->in[i]];
         if (i < n - 1) {
             if (st) ttc_sbuf_printf(src, "    if (c < 1) {\n");
-            else ttc_sbuf_printf(src, "    if (c < x%d_len) {\n", i);
+            else ttc_sbuf_printf(src, "    if (c < %sx%d_len) {\n", pre, i);
         } else {
             ttc_sbuf_printf(src, "    {\n");
         }
-        ttc_sbuf_printf(src, "        int p = x%d_off", i);
+        ttc_sbuf_printf(src, "        int p = %sx%d_off", pre, i);
         for (int32_t d = 0; d < R; d++) {
             if (st && d == D) continue;
             int32_t xd = st && d > D ? d - 1 : d;
-            if (d == D) ttc_sbuf_printf(src, " + c * x%d_s%d", i, xd);
-            else ttc_sbuf_printf(src, " + i%d * x%d_s%d", d, i, xd);
+            if (d == D) ttc_sbuf_printf(src, " + c * %sx%d_s%d", pre, i, xd);
+            else ttc_sbuf_printf(src, " + i%d * %sx%d_s%d", d, pre, i, xd);
         }
-        char ptr[8];
-        snprintf(ptr, sizeof ptr, "x%d", i);
+        char ptr[32];
+        snprintf(ptr, sizeof ptr, "%sx%d", pre, i);
         ttc_sbuf_printf(src, ";\n        v = %s(%s)(", (op->p.concat.neg >> i) & 1u ? "-" : "", vt);
-        ttc_codegen_load(src, k, g->sp, x->dtype, ptr, "p");
+        ttc_codegen_load(src, k, sp, x->dtype, ptr, "p");
         ttc_sbuf_printf(src, ");\n    }");
         if (i < n - 1) {
             if (st) ttc_sbuf_printf(src, " else {\n    c -= 1;\n");
-            else ttc_sbuf_printf(src, " else {\n    c -= x%d_len;\n", i);
+            else ttc_sbuf_printf(src, " else {\n    c -= %sx%d_len;\n", pre, i);
         } else {
             ttc_sbuf_printf(src, "\n");
         }
     }
     for (int32_t i = 0; i < n - 1; i++) ttc_sbuf_printf(src, "    }\n");
+}
+
+static ttc_status gen_concat(const ttc_kgen *g, ttc_kparams *p) {
+    TTC_KGEN_LOCALS(g);
+    out_params(p, op);
+    concat_params(p, op, "");
+    TTC_TRY(open_kernel(src, p, ks, P, k->ts[op->out].rank));
+    concat_value(src, k, g->sp, op, "");
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
     return TTC_OK;
+}
+
+bool ttc_codegen_inlined(const ttc_kir *k, int32_t t) {
+    return t >= 0 && k->ts[t].kind == TTC_ET_INTER && k->ts[t].producer >= 0 && k->ops[k->ts[t].producer].inlined &&
+           !k->ops[k->ts[t].producer].dead;
+}
+
+/* The inlined op's element lin: its index (divisions by concrete dims as literals, symbolic ones
+ * the parameters "csz<d>"), the concatenation's value (parameters "cx<i>"), its epilogue (leaves
+ * "cl<j>"), then the result rounded to t's dtype as the op's kernel would have stored it. Only
+ * float concatenations are inlined (kir/fuse.c). */
+ttc_status ttc_codegen_inline_fn(const ttc_kgen *g, int32_t t, ttc_kparams *fp, const char *fn) {
+    const ttc_kir *k = g->k;
+    ttc_sbuf *src = g->src;
+    if (!ttc_codegen_inlined(k, t) || k->ops[k->ts[t].producer].kind != TTC_KOP_CONCAT ||
+        (k->ts[t].dtype != TTC_DTYPE_FLOAT16 && k->ts[t].dtype != TTC_DTYPE_FLOAT32))
+        return ttc_fail(TTC_ERR_INTERNAL, "%s: tensor %s is no inlined float concatenation", g->op->name, k->ts[t].name);
+    const ttc_kop *op = &k->ops[k->ts[t].producer];
+    const ttc_et *out = &k->ts[t];
+    int32_t R = out->rank;
+    for (int32_t d = 1; d < R; d++)
+        if (out->dims[d].sym >= 0) ttc_kp_int(fp, TTC_ARG_DIM, t, d, 0, 0, "csz%d", d);
+    concat_params(fp, op, "c");
+    ttc_codegen_leaf_params(fp, op, "c");
+    TTC_TRY(ttc_kp_done(fp));
+    ttc_sbuf_printf(src, "static inline float %s(int lin%s) {\n", fn, ttc_kp_sig(fp));
+    if (R > 0) ttc_sbuf_printf(src, "    int rem = lin;\n");
+    for (int32_t d = R - 1; d >= 1; d--) {
+        if (out->dims[d].sym >= 0) ttc_sbuf_printf(src, "    int i%d = rem %% csz%d; rem /= csz%d;\n", d, d, d);
+        else ttc_sbuf_printf(src, "    int i%d = rem %% %lld; rem /= %lld;\n", d, (long long)out->dims[d].add,
+                             (long long)out->dims[d].add);
+    }
+    if (R > 0) ttc_sbuf_printf(src, "    int i0 = rem;\n");
+    concat_value(src, k, g->sp, op, "c");
+    ttc_sbuf_printf(src, "    float acc = (float)(v);\n");
+    char res[16], fres[24];
+    TTC_TRY(ttc_codegen_epi_value(src, k, op, g->sp, "c", -1, res, sizeof res));
+    snprintf(fres, sizeof fres, "(float)%s", res);
+    /* rounded to t's dtype as ttc_codegen_store stores it: a cast to half where the engine computes
+     * in half (the constructs the half probe checks), else vstore_half into a private element */
+    if (out->dtype == TTC_DTYPE_FLOAT32) {
+        ttc_sbuf_printf(src, "    return (float)%s;\n", res);
+    } else if (k->half_compute) {
+        ttc_sbuf_printf(src, "    return (float)(%s%s);\n", g->sp->half_cast, res);
+    } else {
+        ttc_sbuf_printf(src, "    ushort r_;\n    ");
+        ttc_sbuf_printf(src, g->sp->store_half, fres, "0", "(__private half *)&r_");
+        ttc_sbuf_printf(src, ";\n    return ");
+        ttc_codegen_load(src, k, g->sp, out->dtype, "(const __private half *)&r_", "0");
+        ttc_sbuf_printf(src, ";\n");
+    }
+    ttc_sbuf_printf(src, "}\n");
+    return src->oom ? ttc_fail(TTC_ERR_NOMEM, "generating %s", fn) : TTC_OK;
 }
 
 static ttc_status gen_pad(const ttc_kgen *g, ttc_kparams *p) {

@@ -443,6 +443,50 @@ static ttc_status emit_storev(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     return TTC_OK;
 }
 
+void ttc_codegen_leaf_params(ttc_kparams *p, const ttc_kop *op, const char *pre) {
+    const ttc_kir *k = p->k;
+    const ttc_et *out = &k->ts[op->out];
+    int32_t R = out->rank;
+    for (int32_t l = 0; l < op->epi.n_leaves; l++) {
+        int32_t t = op->epi.leaves[l];
+        char nm[32];
+        snprintf(nm, sizeof nm, "%sl%d", pre, l);
+        ttc_kp_buffer(p, t, nm, NULL);
+        if (!ttc_kir_dense_like(k, out, t))
+            for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_STRIDE, t, d, R, 0, "%sl%d_s%d", pre, l, d);
+    }
+}
+
+ttc_status ttc_codegen_epi_value(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                 const char *pre, int32_t given, char *res, size_t res_len) {
+    const ttc_et *out = &k->ts[op->out];
+    const ttc_expr *e = &op->epi;
+    int32_t R = out->rank;
+    for (int32_t l = 0; l < e->n_leaves; l++) {
+        int32_t t = e->leaves[l];
+        if (l == given) {   /* read by the caller (a transposing tile: codegen.c) */
+            ttc_sbuf_printf(src, "    %s l%d_v = given;\n", ttc_codegen_leaf_type(k, t), l);
+            continue;
+        }
+        ttc_sbuf_printf(src, "    int l%d_p = %sl%d_off", l, pre, l);
+        if (ttc_kir_dense_like(k, out, t)) ttc_sbuf_printf(src, " + lin");
+        else for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + i%d * %sl%d_s%d", d, pre, l, d);
+        bool hl = k->half_compute && k->ts[t].dtype == TTC_DTYPE_FLOAT16;
+        ttc_sbuf_printf(src, ";\n    %s l%d_v = ", hl ? "half" : ctype(k->ts[t].dtype), l);
+        char ptr[32], idx[16];
+        snprintf(ptr, sizeof ptr, "%sl%d", pre, l);
+        snprintf(idx, sizeof idx, "l%d_p", l);
+        ttc_codegen_load(src, k, sp, k->ts[t].dtype, ptr, idx);
+        ttc_sbuf_printf(src, ";\n");
+    }
+    snprintf(res, res_len, "acc");
+    if (e->n > 0) {
+        TTC_TRY(emit_expr(src, k, sp, e, "acc", out->dtype == TTC_DTYPE_FLOAT16));
+        snprintf(res, res_len, "v%d", e->root);
+    }
+    return TTC_OK;
+}
+
 ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
                                  ttc_kparams *p, int32_t given, int32_t vec, bool raw_acc, bool all_dims) {
     const ttc_et *out = &k->ts[op->out];
@@ -464,44 +508,16 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
     if (need_idx || all_dims)
         for (int32_t d = 1; d < R; d++)
             if (out->dims[d].sym >= 0) ttc_kp_int(p, TTC_ARG_DIM, op->out, d, 0, 0, "od%d", d);
-    for (int32_t l = 0; l < e->n_leaves; l++) {
-        int32_t t = e->leaves[l];
-        char nm[16];
-        snprintf(nm, sizeof nm, "l%d", l);
-        ttc_kp_buffer(p, t, nm, NULL);
-        if (!ttc_kir_dense_like(k, out, t))
-            for (int32_t d = 0; d < R; d++) ttc_kp_int(p, TTC_ARG_STRIDE, t, d, R, 0, "l%d_s%d", l, d);
-    }
+    ttc_codegen_leaf_params(p, op, "");
     TTC_TRY(ttc_kp_done(p));
     if (given >= 0)
         ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin, %s given%s) {\n", p->ks->name,
                         ttc_codegen_leaf_type(k, e->leaves[given]), ttc_kp_sig(p));
     else ttc_sbuf_printf(src, "static inline void %s_store(float acc, int lin%s) {\n", p->ks->name, ttc_kp_sig(p));
     if (need_idx) emit_index(src, out, "int i");
-    for (int32_t l = 0; l < e->n_leaves; l++) {
-        int32_t t = e->leaves[l];
-        if (l == given) {   /* read by the caller (a transposing tile: codegen.c) */
-            ttc_sbuf_printf(src, "    %s l%d_v = given;\n", ttc_codegen_leaf_type(k, t), l);
-            continue;
-        }
-        ttc_sbuf_printf(src, "    int l%d_p = l%d_off", l, l);
-        if (ttc_kir_dense_like(k, out, t)) ttc_sbuf_printf(src, " + lin");
-        else for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + i%d * l%d_s%d", d, l, d);
-        bool hl = k->half_compute && k->ts[t].dtype == TTC_DTYPE_FLOAT16;
-        ttc_sbuf_printf(src, ";\n    %s l%d_v = ", hl ? "half" : ctype(k->ts[t].dtype), l);
-        char ptr[16], idx[16];
-        snprintf(ptr, sizeof ptr, "l%d", l);
-        snprintf(idx, sizeof idx, "l%d_p", l);
-        ttc_codegen_load(src, k, sp, k->ts[t].dtype, ptr, idx);
-        ttc_sbuf_printf(src, ";\n");
-    }
-    const char *res = "acc";
     char rbuf[16];
-    if (e->n > 0) {
-        TTC_TRY(emit_expr(src, k, sp, e, "acc", out->dtype == TTC_DTYPE_FLOAT16));
-        snprintf(rbuf, sizeof rbuf, "v%d", e->root);
-        res = rbuf;
-    }
+    TTC_TRY(ttc_codegen_epi_value(src, k, op, sp, "", given, rbuf, sizeof rbuf));
+    const char *res = rbuf;
     char fres[24];
     snprintf(fres, sizeof fres, "(float)%s", res);
     ttc_codegen_store(src, k, sp, out->dtype, res, fres, "lin", "    ");

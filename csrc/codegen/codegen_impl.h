@@ -36,6 +36,22 @@ ttc_status ttc_codegen_store_fns(ttc_sbuf *src, const ttc_kir *k, const ttc_kop 
 ttc_status ttc_codegen_store_nhwc(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
                                   const ttc_kparams *p, int32_t V, const bool *nhwc);
 int32_t ttc_codegen_vec_width_nhwc(const ttc_kir *k, const ttc_kop *op);
+/* The store function's pieces, for a function computing op's epilogue elsewhere (an inlined
+ * op: ttc_codegen_inline_fn): _leaf_params adds the leaves' parameters "<pre>l<j>" (buffer,
+ * offset, strides unless dense like op's output) to p; _epi_value writes, after "int i<d>" (the
+ * output element lin's index, needed unless every leaf is dense like the output) and
+ * "float acc", each leaf's "l<j>_v" (but leaf `given`, -1: none, the caller's "given") and the
+ * expression over them, and puts the name of its value in res ("acc" without an expression). */
+void ttc_codegen_leaf_params(ttc_kparams *p, const ttc_kop *op, const char *pre);
+ttc_status ttc_codegen_epi_value(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const ttc_spelling *sp,
+                                 const char *pre, int32_t given, char *res, size_t res_len);
+/* codegen_data.c: whether tensor t is the result of an inlined op (ttc_kop.inlined, kir/fuse.c),
+ * which its reader computes: ttc_codegen_inline_fn writes "static inline float <fn>(int lin,
+ * ...)", element lin (row-major) of t as the op's own kernel would have stored it and the
+ * reader loaded it (rounded to t's dtype), its parameters added to fp (made with lead: the
+ * reader's kernel declares ttc_kp_sig(fp) after its own and calls <fn>(lin<ttc_kp_call(fp)>)). */
+bool ttc_codegen_inlined(const ttc_kir *k, int32_t t);
+ttc_status ttc_codegen_inline_fn(const ttc_kgen *g, int32_t t, ttc_kparams *fp, const char *fn);
 /* How many adjacent output elements of op one work-item may store together (_storev): 8 float16
  * or 4 float32 (16 bytes), halved until it divides the output's innermost dim; 1 where that dim
  * is symbolic or the output is neither float16 nor float32. */

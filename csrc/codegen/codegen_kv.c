@@ -37,7 +37,9 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
     ttc_kp_int(&p, TTC_ARG_PROD, x, 0, R, 0, "n");
     for (int32_t d = 0; d < R; d++) ttc_kp_int(&p, TTC_ARG_DIM, x, d, 0, 0, "xd%d", d);
     ttc_kp_int(&p, TTC_ARG_DIM, op->out, D, 0, 0, "L");
-    ttc_kp_tensor(&p, x, "x", R);
+    /* x inlined (kir/fuse.c: the rotary embedding's keys): computed by <name>_x, no tensor read */
+    bool inl = ttc_codegen_inlined(k, x);
+    if (!inl) ttc_kp_tensor(&p, x, "x", R);
     ttc_kp_tensor(&p, sl, "sl", 1);
     ttc_kp_errflag(&p, op->out);
     int32_t y = op->in[2], yc = op->in[3];   /* a second tensor and cache: the values */
@@ -46,10 +48,15 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
         ttc_kp_out(&p, yc, "c2", "c2_off");
     }
     ttc_status s = ttc_kp_done(&p);
+    ttc_kparams fp;
+    ttc_kp_init(&fp, k, ks, true);
+    char fn[32];
+    snprintf(fn, sizeof fn, "%s_x", ks->name);
+    if (s == TTC_OK && inl) s = ttc_codegen_inline_fn(g, x, &fp, fn);
     if (s == TTC_OK) {
         int32_t code = (int32_t)(op - k->ops) + 1;
-        ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
-                             "    int r = lin;\n", ks->name, ttc_kp_sig(&p), P);
+        ttc_sbuf_printf(src, "__kernel void %s(%s%s%s) {\n    int lin = get_global_id(0);\n    if (lin >= n) return;\n"
+                             "    int r = lin;\n", ks->name, ttc_kp_sig(&p), ttc_kp_sig(&fp), P);
         for (int32_t d = R - 1; d >= 0; d--) ttc_sbuf_printf(src, "    int i%d = r %% xd%d; r /= xd%d;\n", d, d, d);
         ttc_sbuf_printf(src, "    long slot = (long)sl[sl_off + i%d * sl_s0];\n"
                              "    if (slot < 0 || slot >= (long)L) { atomic_cmpxchg(errf, 0, %d); return; }\n"
@@ -61,7 +68,9 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
             ttc_sbuf_printf(&ix, " + i%d * x_s%d", d, d);
             ttc_sbuf_printf(&iy, " + i%d * y_s%d", d, d);
         }
-        ld(src, g, x, "x", ix.data ? ix.data : "0");
+        /* x is dense (an inlined result: fuse.c): element lin of x is the one at i0..iR-1 */
+        if (inl) ttc_sbuf_printf(src, "%s(lin%s)", fn, ttc_kp_call(&fp));
+        else ld(src, g, x, "x", ix.data ? ix.data : "0");
         ttc_sbuf_free(&ix);
         /* the cache is an engine input: dense, the new element's offset in row-major order */
         ttc_sbuf at = {0};
@@ -87,6 +96,7 @@ ttc_status ttc_gen_slot_write(const ttc_kgen *g) {
         ttc_sbuf_free(&iy);
     }
     ttc_kp_free(&p);
+    ttc_kp_free(&fp);
     TTC_TRY(s);
     ttc_codegen_gdim(ks, 0, x, 0, R, 1, 0);
     return TTC_OK;
@@ -118,14 +128,25 @@ static ttc_status gen_kv_split(const ttc_kgen *g) {
     ttc_kp_init(&p, k, ks, false);
     ttc_kp_int(&p, TTC_ARG_PROD, op->out, 0, 4, -HG, "nwg");
     ttc_kp_int(&p, TTC_ARG_DIM, op->out, 2, 0, 0, "S");
-    ttc_kp_tensor(&p, q, "q", 4);
+    /* q inlined (kir/fuse.c: the rotary embedding's queries): computed by <name>_q, no tensor read */
+    bool inl = ttc_codegen_inlined(k, q);
+    if (!inl) ttc_kp_tensor(&p, q, "q", 4);
     ttc_kp_tensor(&p, kc, "kc", 4);
     ttc_kp_tensor(&p, vc, "vc", 4);
     ttc_kp_tensor(&p, sl, "sl", 1);
     ttc_kp_tensor(&p, km, "km", 2);
-    TTC_TRY(ttc_kp_done(&p));
-    ttc_sbuf_printf(src, "__kernel void %s(%s%s) {\n", ks->name, ttc_kp_sig(&p), P);
+    ttc_status s = ttc_kp_done(&p);
+    ttc_kparams fp;
+    ttc_kp_init(&fp, k, ks, true);
+    char fn[32];
+    snprintf(fn, sizeof fn, "%s_q", ks->name);
+    if (s == TTC_OK && inl) s = ttc_codegen_inline_fn(g, q, &fp, fn);
+    if (s == TTC_OK) ttc_sbuf_printf(src, "__kernel void %s(%s%s%s) {\n", ks->name, ttc_kp_sig(&p), ttc_kp_sig(&fp), P);
     ttc_kp_free(&p);
+    if (s != TTC_OK) {
+        ttc_kp_free(&fp);
+        return s;
+    }
     ttc_sbuf_printf(src,
                     "    __local float qv[%d], sc[%d], red[%d];\n"
                     "    int wg = get_group_id(0), t = get_local_id(0);\n    if (wg >= nwg) return;\n"
@@ -144,7 +165,10 @@ static ttc_status gen_kv_split(const ttc_kgen *g) {
                     "    int k0 = max(lo, sp * %d), k1 = min(nk, (sp + 1) * %d);\n"
                     "    for (int i = t; i < %d; i += %d) {\n        int hh = i / %d, e = i %% %d;\n        qv[i] = ",
                     KPS, KPS, HG * E, KVA_CH, E, E);
-    ld(src, g, q, "q", "q_off + b * q_s0 + (h0 + hh) * q_s1 + s * q_s2 + e * q_s3");
+    if (inl)   /* q is dense [B, Hq, S, E] (an inlined result: fuse.c) */
+        ttc_sbuf_printf(src, "%s(((b * %lld + h0 + hh) * S + s) * %d + e%s)", fn, (long long)HQ, E, ttc_kp_call(&fp));
+    else ld(src, g, q, "q", "q_off + b * q_s0 + (h0 + hh) * q_s1 + s * q_s2 + e * q_s3");
+    ttc_kp_free(&fp);
     ttc_sbuf_printf(src,
                     ";\n    }\n    float m = -INFINITY, ls = 0.0f, acc[%d];\n    for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n"
                     "    int kb = kc_off + b * kc_s0 + hk * kc_s1, vb = vc_off + b * vc_s0 + hk * vc_s1, mb = km_off + b * km_s0;\n"

@@ -250,13 +250,14 @@ static ttc_status build_program(ttc_engine *e, ttc_device *dev) {
 ttc_status ttc_engine_finish(ttc_engine *e, const unsigned char *bin, size_t bin_len) {
     ttc_build_profile *pf = &e->prof;
     double t = ttc_now_s();
+    /* the target before fusion: which kernel families read what fusion leaves (fuse.c) */
+    e->k->target = &e->tg;
     TTC_TRY(ttc_fuse(e->k, &e->n_fused));
     /* fp16 engines read their weights in half (engine/const_half.c) */
     TTC_TRY(ttc_kir_consts_to_half(e->k, NULL));
     /* GEMM/convolution through the host BLAS where the target runs them (target.c; before
      * tuning: GEMMs that run natively are not timed) */
     e->k->native = e->tg.native;
-    e->k->target = &e->tg;
     pf->fuse_s = ttc_now_s() - t;
     t = ttc_now_s();
     if (e->stored_tiles && e->n_stored_tiles == e->k->n_ops) {

@@ -15,6 +15,8 @@
  *    the source (drop_identity_copies).
  * 0b. A negation read only by a concatenation (rotate_half's cat(-x2, x1)) is read negated by it
  *    (p.concat.neg), where no kernel can take it otherwise (negate_into_concat).
+ * 3. Last, a concatenation read only by the GPU families' slot write (its keys) or split-K
+ *    attention (its queries) is computed by that kernel where it loads it (inline_concat_reads).
  * Of a consumer's leaves, elementwise producers that read 8-bit results of integer layers
  * (PT2E's dequantize of a residual) are inlined first: the consumer then reads the 8-bit tensor itself when it becomes
  * a convolution's epilogue (the int8 convolution takes it as a post-op, native_qconv.h), where
@@ -327,6 +329,88 @@ static int32_t kv_reduce_through_transpose(const ttc_kir *k, const ttc_kop *cons
     return g;
 }
 
+/* The reader that computes concatenation result t itself when it is inlined: the GPU families'
+ * slot write reading it as its keys (in[0]) or split-K attention reading it as its queries
+ * (in[0]); -1 otherwise. t: a float16/float32 dense result of a live CONCAT, no engine output,
+ * read once, directly (no view), by that reader. Those kernels read in[0] element by element at
+ * its own index (codegen_kv.c), which is what the inlined concatenation computes. */
+static int32_t concat_reader(const ttc_kir *k, int32_t t) {
+    const ttc_et *et = &k->ts[t];
+    if (et->kind != TTC_ET_INTER || et->producer < 0 || et->binding >= 0 || et->n_reads != 1 || !et->contig ||
+        is_output(k, t) || (et->dtype != TTC_DTYPE_FLOAT16 && et->dtype != TTC_DTYPE_FLOAT32))
+        return -1;
+    const ttc_kop *p = &k->ops[et->producer];
+    if (p->dead || p->inlined || p->kind != TTC_KOP_CONCAT || p->out != t || p->p.concat.n < 1 ||
+        p->p.concat.n > TTC_KOP_MAX_IN)
+        return -1;
+    for (int32_t j = 0; j < k->n_ops; j++) {
+        const ttc_kop *c = &k->ops[j];
+        if (c->dead || c->inlined) continue;
+        bool reads = false;
+        for (int q = 0; q < TTC_KOP_MAX_IN; q++) reads = reads || c->in[q] == t;
+        for (int32_t l = 0; l < c->epi.n_leaves; l++) reads = reads || c->epi.leaves[l] == t;
+        if (!reads) continue;
+        /* the one reader: t is its in[0] and nothing else of it */
+        bool other = false;
+        for (int q = 1; q < TTC_KOP_MAX_IN; q++) other = other || c->in[q] == t;
+        for (int32_t l = 0; l < c->epi.n_leaves; l++) other = other || c->epi.leaves[l] == t;
+        if (other || c->in[0] != t) return -1;
+        if (c->kind == TTC_KOP_SLOT_WRITE) return j;
+        /* the split kernel indexes the queries [B, Hq, S, E] by its own b, h, s and e */
+        const ttc_et *o = &k->ts[c->out];
+        if (c->kind == TTC_KOP_KV_ATTENTION && c->p.kva.splits > 0 && et->rank == 4 && o->rank == 5 &&
+            et->dims[1].sym < 0 && ttc_dim_eq(et->dims[3], ttc_dim_const(c->p.kva.e)) &&
+            ttc_dim_eq(et->dims[0], o->dims[0]) && ttc_dim_eq(et->dims[2], o->dims[2]))
+            return j;
+        return -1;
+    }
+    return -1;
+}
+
+/* Whether an op from index `from` to `to` writes in place (a slot write into its caches) an engine
+ * input that inlined op p reads (an input or a leaf, through views): computed at `to` instead
+ * of at `from`, p would then read what was written in between. */
+static bool written_between(const ttc_kir *k, const ttc_kop *p, int32_t from, int32_t to) {
+    for (int32_t i = from; i <= to; i++) {
+        const ttc_kop *w = &k->ops[i];
+        if (w->dead) continue;
+        int32_t outs[2] = {k->ts[w->out].kind == TTC_ET_INPUT ? w->out : -1,
+                           w->kind == TTC_KOP_SLOT_WRITE ? ttc_kir_root(k, w->in[3]) : -1};
+        for (int o = 0; o < 2; o++) {
+            if (outs[o] < 0) continue;
+            for (int j = 0; j < TTC_KOP_MAX_IN; j++)
+                if (p->in[j] >= 0 && ttc_kir_root(k, p->in[j]) == outs[o]) return true;
+            for (int32_t l = 0; l < p->epi.n_leaves; l++)
+                if (ttc_kir_root(k, p->epi.leaves[l]) == outs[o]) return true;
+        }
+    }
+    return false;
+}
+
+/* Concatenations whose one reader computes them (concat_reader) are inlined into it
+ * (ttc_kop.inlined): the rotary embedding's rotated keys and queries of an LLM decoder layer
+ * (cat(-x2, x1) * sin + x * cos) are then computed by the kernel that writes the keys into the
+ * cache and by the attention where it loads the queries, two launches less a layer. The GPU
+ * kernel families only (the target's inline_concat): the CPU's native slot write and attention
+ * read tensors. */
+static int32_t inline_concat_reads(ttc_kir *k) {
+    if (!ttc_kir_target(k)->inline_concat) return 0;
+    int32_t n = 0;
+    count_reads(k);
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        ttc_kop *p = &k->ops[i];
+        if (p->dead || p->inlined || p->kind != TTC_KOP_CONCAT) continue;
+        int32_t r = concat_reader(k, p->out);
+        if (r <= i || written_between(k, p, i, r)) continue;
+        ttc_kop *c = &k->ops[r];
+        char *name = ttc_strfmt("%s+%s", p->name, c->name);
+        if (name) { free(c->name); c->name = name; }
+        p->inlined = true;
+        n++;
+    }
+    return n;
+}
+
 ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
     *n_fused = drop_identity_copies(k);
     if (*n_fused < 0) { *n_fused = 0; return TTC_ERR_NOMEM; }
@@ -397,5 +481,7 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
             }
         }
     }
+    /* last: what it inlines is final (no later fusion changes the concatenation or its reader) */
+    *n_fused += inline_concat_reads(k);
     return TTC_OK;
 }

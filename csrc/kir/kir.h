@@ -178,6 +178,12 @@ typedef struct ttc_kop {
     ttc_expr epi;             /* ELEMENTWISE: the op; others: epilogue over acc (may be empty) */
     char *name;               /* IR node name(s), for messages and info() */
     bool dead;
+    /* computed by its one reader where that reads it, no kernel of its own (kir/fuse.c,
+     * inline_concat_reads): a CONCAT whose result only the GPU families' slot write (in[0], the
+     * keys) or split-K attention (in[0], the queries) reads; the reader's kernel evaluates the
+     * concatenation and its epilogue at each element it loads (codegen: ttc_codegen_inline_fn).
+     * The op stays live in the IR: its inputs and leaves are still read (by the reader's kernel) */
+    bool inlined;
     union {
         /* in: A, B (B may be [N,K] when trans_b). reshaped: out is a contiguous reshape of tensor
          * `shape` (the GEMM's own [.., M, N] result, fused away by fuse.c): the kernel loops over

@@ -154,6 +154,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
      * the GEMV's FMAs then the limit) (=0 for A/B runs) */
     t.native_gemv = SET(NATIVE_GEMV_ROWS) ? (int32_t)VAL(NATIVE_GEMV_ROWS) : 4;
     t.dedupe_kernels = FLAG(DEDUPE_KERNELS, true);
+    t.inline_concat = t.gpu_kernels && FLAG(INLINE_CONCAT, true);
     t.cuda_launch = FLAG(CUDA_LAUNCH, true);
     if (SET(CUDA_GRAPHS)) t.cuda_graphs = VAL(CUDA_GRAPHS) > 64 ? 64 : (int32_t)VAL(CUDA_GRAPHS);
     static const int32_t cuda_libs[] = {TTC_CUDA_LIBS_OFF, TTC_CUDA_LIBS_ALL, TTC_CUDA_LIBS_AUTO};  /* 0|1|auto */

@@ -98,6 +98,8 @@ typedef struct ttc_target {
     int32_t conv_double_buffer;   /* -1: choose, 0/1: force single/double buffering */
     bool conv_cpu_ocb8;           /* CPU convolutions: the 8-channel blocked kernel */
     bool dedupe_kernels;          /* identical kernel bodies compiled once */
+    bool inline_concat;           /* GPU families: concatenations read only by a slot write or split
+                                   * attention computed by it (kir/fuse.c; INLINE_CONCAT=0: no) */
     int32_t tune_threads;         /* threads preparing tuning candidates (1..16) */
     int32_t tune_mode;            /* TTC_TUNE_*: which GEMM candidates optimization_level 3 times */
     int32_t tune_max;             /* fast tuning: most GEMM shapes timed per engine (0: no cap) */

@@ -244,6 +244,13 @@ static bool red_ok(const ttc_kir *k, const ttc_kop *op) {
 }
 
 bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
+    /* an inlined op has no call of its own, and its reader's OpenCL kernel computes it */
+    if (op->inlined) return false;
+    for (int32_t j = 0; j < TTC_KOP_MAX_IN; j++) {
+        int32_t t = op->in[j];
+        if (t >= 0 && k->ts[t].kind == TTC_ET_INTER && k->ts[t].producer >= 0 && k->ops[k->ts[t].producer].inlined)
+            return false;
+    }
     if (op->kind == TTC_KOP_QCONV2D) return !op->dead && qconv_ok(k, op);
     if (op->kind == TTC_KOP_QGEMM) return !op->dead && (qconv_ok(k, op) || qmm_ok(k, op));
     if (op->kind == TTC_KOP_POOL && !op->dead && q8_max_pool(k, op)) return k->native && !native_pool_off(k);
