@@ -17,16 +17,16 @@ typedef struct built { ttc_kir *k; int32_t cat, sw; ttc_target tg; } built;
 
 /* cat(-a, b) * c along dim 3 ([1, 2, 3, 4] twice -> [1, 2, 3, 8]) written by a slot write into
  * cache [1, 2, 16, 8] at slots [3] along dim 2 */
-static void build(built *b, int variant) {
+static void build(built *b, int variant, ttc_dtype dt) {
     ttc_kir *k = b->k = ttc_kir_new();
     ttc_dim half_d[4] = {ttc_dim_const(1), ttc_dim_const(2), ttc_dim_const(3), ttc_dim_const(4)};
     ttc_dim full[4] = {ttc_dim_const(1), ttc_dim_const(2), ttc_dim_const(3), ttc_dim_const(8)};
     ttc_dim cd[4] = {ttc_dim_const(1), ttc_dim_const(2), ttc_dim_const(16), ttc_dim_const(8)};
     ttc_dim sd[1] = {ttc_dim_const(3)};
-    int32_t a = ttc_kir_tensor(k, TTC_ET_INPUT, TTC_DTYPE_FLOAT32, 4, half_d, "a");
-    int32_t bt = ttc_kir_tensor(k, TTC_ET_INPUT, TTC_DTYPE_FLOAT32, 4, half_d, "b");
-    int32_t c = ttc_kir_tensor(k, TTC_ET_INPUT, TTC_DTYPE_FLOAT32, 4, full, "c");
-    int32_t cache = ttc_kir_tensor(k, TTC_ET_INPUT, TTC_DTYPE_FLOAT32, 4, cd, "cache");
+    int32_t a = ttc_kir_tensor(k, TTC_ET_INPUT, dt, 4, half_d, "a");
+    int32_t bt = ttc_kir_tensor(k, TTC_ET_INPUT, dt, 4, half_d, "b");
+    int32_t c = ttc_kir_tensor(k, TTC_ET_INPUT, dt, 4, full, "c");
+    int32_t cache = ttc_kir_tensor(k, TTC_ET_INPUT, dt, 4, cd, "cache");
     int32_t slots = ttc_kir_tensor(k, TTC_ET_INPUT, TTC_DTYPE_INT64, 1, sd, "slots");
     if (variant == READS_CACHE) {   /* c: the cache's first 3 slots */
         c = ttc_kir_view(k, cache, TTC_VIEW_SLICE, 4, full, "cache_head");
@@ -34,7 +34,7 @@ static void build(built *b, int variant) {
         k->ts[c].start = 0;
         k->ts[c].end = 3;
     }
-    b->cat = ttc_kir_op(k, TTC_KOP_CONCAT, TTC_DTYPE_FLOAT32, 4, full, "cat");
+    b->cat = ttc_kir_op(k, TTC_KOP_CONCAT, dt, 4, full, "cat");
     ttc_kop *cat = &k->ops[b->cat];
     cat->in[0] = a;
     cat->in[1] = bt;
@@ -42,13 +42,14 @@ static void build(built *b, int variant) {
     cat->p.concat.n = 2;
     cat->p.concat.neg = 1;
     ttc_expr *e = &cat->epi;
+    /* expression nodes are float32 whatever the storage (kir.h) */
     e->root = ttc_expr_op(e, TTC_EOP_MUL, ttc_expr_acc(e, TTC_DTYPE_FLOAT32), ttc_expr_leaf(e, c, TTC_DTYPE_FLOAT32), -1,
                           TTC_DTYPE_FLOAT32);
     int32_t y = cat->out;
     k->ts[y].contig = true;
     int32_t read = y;
     if (variant == THROUGH_VIEW) read = ttc_kir_view(k, y, TTC_VIEW_RESHAPE, 4, full, "y_view");
-    b->sw = ttc_kir_op(k, TTC_KOP_SLOT_WRITE, TTC_DTYPE_FLOAT32, 4, full, "sw");
+    b->sw = ttc_kir_op(k, TTC_KOP_SLOT_WRITE, dt, 4, full, "sw");
     ttc_kop *sw = &k->ops[b->sw];
     sw->in[0] = read;
     sw->in[1] = slots;
@@ -58,7 +59,7 @@ static void build(built *b, int variant) {
         ttc_expr r;
         ttc_expr_init(&r);
         r.root = ttc_expr_op(&r, TTC_EOP_RELU, ttc_expr_leaf(&r, y, TTC_DTYPE_FLOAT32), -1, -1, TTC_DTYPE_FLOAT32);
-        ttc_kir_elementwise(k, &r, TTC_DTYPE_FLOAT32, 4, full, "relu");
+        ttc_kir_elementwise(k, &r, dt, 4, full, "relu");
     }
     if (variant == ENGINE_OUTPUT) {
         k->outputs = malloc(sizeof(int32_t));
@@ -79,7 +80,7 @@ static void test_inline_decisions(void) {
                                  "no inline_concat"};
     for (int variant = PLAIN; variant <= NO_TARGET; variant++) {
         built b;
-        build(&b, variant);
+        build(&b, variant, TTC_DTYPE_FLOAT32);
         int32_t fused = 0;
         CHECK_OK(ttc_fuse(b.k, &fused));
         bool inl = b.k->ops[b.cat].inlined;
@@ -114,4 +115,32 @@ static void test_inline_decisions(void) {
     }
 }
 
-TEST_MAIN(test_inline_decisions)
+/* float16: the inlined value rounded to half as the concatenation's kernel stored it, by a cast
+ * where the engine computes in half, else through vstore_half (the slot write then stores it
+ * unchanged) */
+static void test_inline_half(void) {
+    for (int hc = 0; hc < 2; hc++) {
+        built b;
+        build(&b, PLAIN, TTC_DTYPE_FLOAT16);
+        b.k->fp16 = true;
+        b.k->half_compute = hc;
+        int32_t fused = 0;
+        CHECK_OK(ttc_fuse(b.k, &fused));
+        CHECK(b.k->ops[b.cat].inlined, "half compute %d: not inlined", hc);
+        ttc_codegen cg;
+        ttc_status st = ttc_codegen_run(b.k, true, &cg);
+        CHECK(st == TTC_OK, "half compute %d: codegen: %s", hc, ttc_last_error());
+        if (st == TTC_OK) {
+            const char *want = hc ? "    return (float)((half)v2);\n}\n"
+                                  : "    ushort r_;\n    vstore_half((float)v2, 0, (__private half *)&r_);\n"
+                                    "    return vload_half(0, (const __private half *)&r_);\n}\n";
+            CHECK(cg.n_kernels == 1 && strstr(cg.source, want), "half compute %d: the rounding\n%s", hc, cg.source);
+            if (getenv("TTC_SHOW")) puts(cg.source);
+            ttc_codegen_free(&cg);
+        }
+        ttc_clear_error();
+        ttc_kir_free(b.k);
+    }
+}
+
+TEST_MAIN(test_inline_decisions, test_inline_half)
