@@ -40,6 +40,7 @@ static void params(ttc_kparams *p, const ttc_kir *k, ttc_kspec *ks, const ttc_ko
     ttc_kp_buffer(p, op->in[1], "q", NULL);
     ttc_kp_buffer(p, op->in[2], "sc", NULL);
     if (op->in[3] >= 0) ttc_kp_buffer(p, op->in[3], "zp", NULL);
+    if (op->in[4] >= 0) ttc_kp_buffer(p, op->in[4], "nw", NULL);
 }
 
 static void loaders(ttc_sbuf *src, const ttc_kgen *g) {
@@ -49,9 +50,11 @@ static void loaders(ttc_sbuf *src, const ttc_kgen *g) {
     ttc_codegen_loader(src, g->sp, "WQ_LS", k->ts[op->in[2]].dtype, false);
     if (op->in[3] >= 0) ttc_codegen_loader(src, g->sp, "WQ_LZ", k->ts[op->in[3]].dtype, false);
     else ttc_sbuf_printf(src, "#define WQ_LZ(p,i) 0.0f\n");
+    if (op->in[4] >= 0) ttc_codegen_loader(src, g->sp, "WQ_LG", k->ts[op->in[4]].dtype, false);
+    else ttc_sbuf_printf(src, "#define WQ_LG(p,i) 1.0f\n");
 }
 
-static void unloaders(ttc_sbuf *src) { ttc_sbuf_printf(src, "#undef WQ_LX\n#undef WQ_LS\n#undef WQ_LZ\n"); }
+static void unloaders(ttc_sbuf *src) { ttc_sbuf_printf(src, "#undef WQ_LX\n#undef WQ_LS\n#undef WQ_LZ\n#undef WQ_LG\n"); }
 
 /* "qv" = the weight at element index kk of the row starting at byte rb (as float). */
 static void scalar_weight(ttc_sbuf *src, int32_t bits, const char *ind) {
@@ -203,11 +206,12 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     "    __local float red[%d * 33];\n"
                     "    int lane = get_local_id(0) & 31, w = get_local_id(0) >> 5, ws = w %% %d;\n"
                     "    int c0 = (%s * %d + w / %d) * %d, m0 = %s * %d;\n"
-                    "    int mb = min(M - m0, %d);\n    float acc[%d];\n"
+                    "    int mb = min(M - m0, %d);\n    float acc[%d], ss[%d];\n"
                     "    WQ_UNROLL for (int j = 0; j < %d; j++) acc[j] = 0.0f;\n"
+                    "    WQ_UNROLL for (int i = 0; i < %d; i++) ss[i] = 0.0f;\n"
                     "    int xb = x_off + m0 * %d;\n"
                     "    if (c0 < %d) {\n",
-                    WQ_WARPS * RM, KS, rg, WR, KS, WQ_R, mg, WQ_MB, WQ_MB, RM, RM, K, N);
+                    WQ_WARPS * RM, KS, rg, WR, KS, WQ_R, mg, WQ_MB, WQ_MB, RM, WQ_MB, RM, WQ_MB, K, N);
     if (wide) {
         /* chunk ch of row c: weights [ch * EPC, ch * EPC + EPC), all of group ch * EPC / GS */
         ttc_sbuf_printf(src,
@@ -239,6 +243,12 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         WQ_U * WQ_R, WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, N, RB / 16, WQ_U, 32 * KS, RB / 16, EPC, GS,
                         WQ_R, WQ_R, WQ_R, N - 1, G, G, WQ_MB, K, EPC);
         load_x_chunk(src, xd, EPC, "                        ");
+        /* rms: the row's sum of squares, then x times the norm's scale */
+        if (op->p.wq.rms)
+            ttc_sbuf_printf(src,
+                            "                        WQ_UNROLL for (int e = 0; e < %d; e++) ss[i] += xv[e] * xv[e];\n"
+                            "                        WQ_UNROLL for (int e = 0; e < %d; e++) xv[e] *= WQ_LG(nw, nw_off + k0 + e);\n",
+                            EPC, EPC);
         /* x's sum only where zero points are subtracted (s * (a - 0 * xs) is s * a) */
         if (op->in[3] >= 0)
             ttc_sbuf_printf(src,
@@ -274,15 +284,27 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     "                    float s = WQ_LS(sc, sc_off + c * %d + gi), z = WQ_LZ(zp, zp_off + c * %d + gi);\n"
                     "                    float wd = (qv - z) * s;\n"
                     "                    WQ_UNROLL for (int i = 0; i < %d; i++)\n"
-                    "                        if (i < mb) acc[r * %d + i] += wd * WQ_LX(x, xb + i * %d + kk);\n"
+                    "                        if (i < mb) {\n"
+                    "                            float xr = WQ_LX(x, xb + i * %d + kk);\n"
+                    "%s"
+                    "                            acc[r * %d + i] += wd * xr;\n"
+                    "                        }\n"
                     "                }\n                }\n            }\n        }\n    }\n",
-                    GS, G, G, WQ_MB, WQ_MB, K);
+                    GS, G, G, WQ_MB, K,
+                    op->p.wq.rms ? "                            if (r == 0) ss[i] += xr * xr;\n"
+                                   "                            xr *= WQ_LG(nw, nw_off + kk);\n"
+                                 : "",
+                    WQ_MB);
     /* the 32 lanes' sums through local memory, rows 33 floats apart (no bank conflicts); split
      * rows then add their KS warps' sums (red2) */
-    ttc_sbuf_printf(src,
-                    "    WQ_UNROLL for (int j = 0; j < %d; j++) red[(w * %d + j) * 33 + lane] = acc[j];\n"
-                    "    barrier(CLK_LOCAL_MEM_FENCE);\n",
-                    RM, RM);
+    ttc_sbuf_printf(src, "    WQ_UNROLL for (int j = 0; j < %d; j++) red[(w * %d + j) * 33 + lane] = acc[j];\n", RM, RM);
+    /* rms: the first row set's KS warps hold the sums of squares of all of K */
+    if (op->p.wq.rms)
+        ttc_sbuf_printf(src,
+                        "    __local float rss[%d * 33], rl[%d];\n"
+                        "    if (w < %d) WQ_UNROLL for (int i = 0; i < %d; i++) rss[(w * %d + i) * 33 + lane] = ss[i];\n",
+                        KS * WQ_MB, WQ_MB, KS, WQ_MB, WQ_MB);
+    ttc_sbuf_printf(src, "    barrier(CLK_LOCAL_MEM_FENCE);\n");
     if (KS > 1)
         ttc_sbuf_printf(src,
                         "    __local float red2[%d];\n"
@@ -292,6 +314,14 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "        red2[t] = v;\n    }\n"
                         "    barrier(CLK_LOCAL_MEM_FENCE);\n",
                         WQ_WARPS * RM, WQ_WARPS * RM, WQ_WARPS * 32, RM, WQ_MB);
+    if (op->p.wq.rms)
+        ttc_sbuf_printf(src,
+                        "    if (get_local_id(0) < %d) {\n"
+                        "        int i = get_local_id(0);\n        float v = 0.0f;\n"
+                        "        for (int l = 0; l < %d; l++) v += rss[(l / 32 * %d + i) * 33 + l %% 32];\n"
+                        "        rl[i] = rsqrt(v / %d.0f + %.9gf);\n    }\n",
+                        WQ_MB, 32 * KS, WQ_MB, K, op->p.wq.rms_eps);
+    if (op->p.wq.rms) ttc_sbuf_printf(src, "    barrier(CLK_LOCAL_MEM_FENCE);\n");
     ttc_sbuf_printf(src,
                     "    for (int t = get_local_id(0); t < %d; t += %d) {\n"
                     "        int ww = t / %d, j = t %% %d, i = j %% %d;\n"
@@ -303,6 +333,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         KS, RM);
     else
         ttc_sbuf_printf(src, "            for (int l = 0; l < 32; l++) v += red[t * 33 + l];\n");
+    if (op->p.wq.rms) ttc_sbuf_printf(src, "            v *= rl[i];\n");
     ttc_sbuf_printf(src, "            int lin = (m0 + i) * %d + cc;\n", N);
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "        }\n    }\n}\n#undef WQ_UNROLL\n");
@@ -330,7 +361,8 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
  * prelude's emulation holds barriers). */
 static bool wq_mma_ok(const ttc_kir *k, const ttc_kop *op) {
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group;
-    return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && K % 64 == 0 && GS % 64 == 0 && (N + 15) / 16 <= 65535;
+    return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && !op->p.wq.rms && K % 64 == 0 && GS % 64 == 0 &&
+           (N + 15) / 16 <= 65535;
 }
 
 /* the 16 weights of row r at k (lane's share of a block) into f[] as ((q - z) * s), from 16

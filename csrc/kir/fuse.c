@@ -13,6 +13,8 @@
  *    dense intermediate with its own dims and storage type: HF's RMSNorm's .to(float32) of a
  *    half hidden state, which an fp16 engine stores as half) is no kernel: its readers read
  *    the source (drop_identity_copies).
+ * 3. Then an RMS norm read only by a weight-only GEMV (the GPU families' decode product) is done
+ *    inside it (rms_into_wq, p.wq.rms).
  * 0b. A negation read only by a concatenation (rotate_half's cat(-x2, x1)) is read negated by it
  *    (p.concat.neg), where no kernel can take it otherwise (negate_into_concat).
  * 3. Last, a concatenation read only by the GPU families' slot write (its keys) or split-K
@@ -411,6 +413,85 @@ static int32_t inline_concat_reads(ttc_kir *k) {
     return n;
 }
 
+/* Node i of e with value-keeping or float casts around it skipped. */
+static int32_t skip_casts(const ttc_expr *e, int32_t i) {
+    while (i >= 0 && e->nodes[i].op == TTC_EOP_CAST &&
+           (e->nodes[i].dtype == TTC_DTYPE_FLOAT32 || e->nodes[i].dtype == TTC_DTYPE_FLOAT16))
+        i = e->nodes[i].a;
+    return i;
+}
+
+/* A tensor of K elements along the last dim only (dims [.., 1, K]), float. */
+static bool last_dim_vector(const ttc_kir *k, int32_t t, int32_t K) {
+    const ttc_et *x = &k->ts[t];
+    if (x->rank < 1 || (x->dtype != TTC_DTYPE_FLOAT32 && x->dtype != TTC_DTYPE_FLOAT16) || !x->contig ||
+        !ttc_dim_eq(x->dims[x->rank - 1], ttc_dim_const(K)))
+        return false;
+    for (int32_t d = 0; d + 1 < x->rank; d++)
+        if (!ttc_dim_eq(x->dims[d], ttc_dim_const(1))) return false;
+    return true;
+}
+
+/* The norm's scale along K when op is an RMS norm over the last dim whose result is that
+ * scale times the normalised x (its weight, or an epilogue acc * g with casts around it), else
+ * -2 (-1: no scale). */
+static int32_t rms_scale(const ttc_kir *k, const ttc_kop *op, int32_t K) {
+    const ttc_et *x = &k->ts[op->in[0]];
+    if (op->kind != TTC_KOP_NORM || !op->p.norm.rms || op->p.norm.group || op->in[2] >= 0 || x->rank < 1 ||
+        op->p.norm.axis_from != x->rank - 1 || !x->contig || !ttc_dim_eq(x->dims[x->rank - 1], ttc_dim_const(K)))
+        return -2;
+    int32_t g = op->in[1];
+    if (g >= 0 && !last_dim_vector(k, g, K)) return -2;
+    if (op->epi.n == 0 || op->epi.root < 0) return g;
+    const ttc_expr *e = &op->epi;
+    int32_t r = skip_casts(e, e->root);
+    if (e->nodes[r].op == TTC_EOP_LEAF && e->nodes[r].a < 0) return g;
+    if (g >= 0 || e->nodes[r].op != TTC_EOP_MUL) return -2;
+    for (int side = 0; side < 2; side++) {
+        int32_t a = skip_casts(e, side ? e->nodes[r].b : e->nodes[r].a);
+        int32_t b = skip_casts(e, side ? e->nodes[r].a : e->nodes[r].b);
+        if (e->nodes[a].op == TTC_EOP_LEAF && e->nodes[a].a < 0 && e->nodes[b].op == TTC_EOP_LEAF &&
+            e->nodes[b].a >= 0 && last_dim_vector(k, e->leaves[e->nodes[b].a], K))
+            return e->leaves[e->nodes[b].a];
+    }
+    return -2;
+}
+
+/* An RMS norm read only by a weight-only GEMV (its x, the GPU families' decode kernel) is done
+ * by the GEMV (p.wq.rms): the GEMV reads the norm's input times its scale, sums its squares
+ * with the dot products and multiplies each output by the row's rsqrt(mean + eps). The norm's
+ * rounding of its result to the engine's storage type is not made (float throughout). */
+static int32_t rms_into_wq(ttc_kir *k) {
+    int32_t n = 0;
+    count_reads(k);
+    for (int32_t j = 0; j < k->n_ops; j++) {
+        ttc_kop *c = &k->ops[j];
+        /* (not with the tensor-core form: TORCHTRT_C_WQ_MMA) */
+        if (c->dead || c->kind != TTC_KOP_WQ_LINEAR || !c->p.wq.gemv || c->p.wq.rms || c->in[4] >= 0 ||
+            ttc_kir_target(k)->wq_mma != 0)
+            continue;
+        int32_t t = c->in[0];
+        const ttc_et *xt = &k->ts[t];
+        if (xt->kind != TTC_ET_INTER || xt->producer < 0 || xt->binding >= 0 || xt->n_reads != 1 || is_output(k, t))
+            continue;
+        ttc_kop *p = &k->ops[xt->producer];
+        if (p->dead || p->out != t) continue;
+        int32_t g = rms_scale(k, p, c->p.wq.k);
+        if (g < -1 || !ttc_dims_eq(k->ts[p->in[0]].rank, k->ts[p->in[0]].dims, xt->rank, xt->dims)) continue;
+        char *name = ttc_strfmt("%s+%s", p->name, c->name);
+        if (name) { free(c->name); c->name = name; }
+        c->in[0] = p->in[0];
+        c->in[4] = g;
+        c->p.wq.rms = true;
+        c->p.wq.rms_eps = p->p.norm.eps;
+        ttc_expr_free(&p->epi);
+        p->dead = true;
+        k->ts[t].producer = -1;
+        n++;
+    }
+    return n;
+}
+
 ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
     *n_fused = drop_identity_copies(k);
     if (*n_fused < 0) { *n_fused = 0; return TTC_ERR_NOMEM; }
@@ -481,6 +562,7 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
             }
         }
     }
+    *n_fused += rms_into_wq(k);
     /* last: what it inlines is final (no later fusion changes the concatenation or its reader) */
     *n_fused += inline_concat_reads(k);
     return TTC_OK;

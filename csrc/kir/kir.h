@@ -227,7 +227,10 @@ typedef struct ttc_kop {
         struct { double scale, softcap; int32_t window, e, ev, group, splits, kps, hg; bool bshe; } kva;
         struct { int32_t dim; } slot;
         struct { int32_t a_zp; } qgemm;
-        struct { int32_t group, bits, n, k; bool gemv; } wq;
+        /* rms (GEMV only, kir/fuse.c rms_into_wq): in[0] is an RMS norm's input, normalised in
+         * the product: out = rsqrt(mean(x^2) + rms_eps) * (x * g) times dequant(q)^T, g = in[4]
+         * [K] (-1: 1), each row's sum of squares gathered with its dot products */
+        struct { int32_t group, bits, n, k; bool gemv, rms; double rms_eps; } wq;
         struct { int32_t stride[2], pad[2], dil[2], groups, a_zp; } qconv;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */

@@ -67,8 +67,12 @@ def _dequantized_copy(model, qz):
     return dq
 
 
+@pytest.mark.parametrize("families", ["default", "gpu"])
 @pytest.mark.parametrize("qz", ["int8_weight_only", "int4_weight_only"])
-def test_compile_llm_quantize(qz):
+def test_compile_llm_quantize(qz, families, monkeypatch):
+    """families gpu: the GPU kernel families (the decode GEMV, the RMS norms inside it)."""
+    if families == "gpu":
+        monkeypatch.setenv("TORCHTRT_C_KERNELS", "gpu")
     model = _llama()
     ids = _prompt()
     gen = torchtrt_c.compile_llm(model, max_seq_len=PROMPT + NEW + 1, quantize=qz, quantize_group_size=GROUP)
@@ -76,6 +80,8 @@ def test_compile_llm_quantize(qz):
     # 7 linears a layer (q, k, v, o, gate, up, down) and the LM head
     # 4 a layer (q/k/v and gate/up fused: fuse_parallel_linear) + the head
     assert sum(" wq_linear:" in k for k in ks) == 2 * 4 + 1 and not any(" gemm:" in k for k in ks), ks
+    if families == "gpu":   # each layer's two norms inside the GEMVs; the final norm stays
+        assert sum(" norm:" in k for k in ks) == 1, ks
     out = _greedy(gen, ids)
     ref = _greedy(model, ids)
     assert torch.equal(out, _greedy(_dequantized_copy(model, qz), ids))
