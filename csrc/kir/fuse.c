@@ -13,11 +13,11 @@
  *    dense intermediate with its own dims and storage type: HF's RMSNorm's .to(float32) of a
  *    half hidden state, which an fp16 engine stores as half) is no kernel: its readers read
  *    the source (drop_identity_copies).
- * 3. Then an RMS norm read only by a weight-only GEMV (the GPU families' decode product) is done
- *    inside it (rms_into_wq, p.wq.rms).
  * 0b. A negation read only by a concatenation (rotate_half's cat(-x2, x1)) is read negated by it
  *    (p.concat.neg), where no kernel can take it otherwise (negate_into_concat).
- * 3. Last, a concatenation read only by the GPU families' slot write (its keys) or split-K
+ * 3. Then an RMS norm read only by a weight-only GEMV (the GPU families' decode product) is done
+ *    inside it (rms_into_wq, p.wq.rms).
+ * 4. Last, a concatenation read only by the GPU families' slot write (its keys) or split-K
  *    attention (its queries) is computed by that kernel where it loads it (inline_concat_reads).
  * Of a consumer's leaves, elementwise producers that read 8-bit results of integer layers
  * (PT2E's dequantize of a residual) are inlined first: the consumer then reads the 8-bit tensor itself when it becomes
