@@ -26,6 +26,8 @@
  */
 #include "codegen_impl.h"
 
+#include <stdio.h>
+
 enum { WQ_WARPS = 4, WQ_R = 4, WQ_MB = 8, WQ_U = 2 };
 /* TORCHTRT_C_WQ_MMA=auto: calls with more rows of x than this take the tensor-core form */
 enum { WQ_MMA_ROWS = 8 };
@@ -165,7 +167,7 @@ static int32_t wq_split(const ttc_kir *k, const ttc_kop *op, int32_t RB) {
 }
 
 static bool wq_mma_ok(const ttc_kir *k, const ttc_kop *op);
-static void mma_decls(ttc_sbuf *src);
+static void mma_decls(ttc_sbuf *src, const ttc_kop *op);
 static void mma_body(const ttc_kgen *g);
 
 static ttc_status gen_gemv(const ttc_kgen *g) {
@@ -197,7 +199,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     ks->name, ttc_kp_sig(&p), P);
     ttc_kp_free(&p);
     if (mma) {
-        mma_decls(src);
+        mma_decls(src, op);
         ttc_sbuf_printf(src, "    if (M > %d) {\n", WQ_MMA_ROWS);
         mma_body(g);
         ttc_sbuf_printf(src, "        return;\n    }\n");
@@ -361,8 +363,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
  * prelude's emulation holds barriers). */
 static bool wq_mma_ok(const ttc_kir *k, const ttc_kop *op) {
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group;
-    return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && !op->p.wq.rms && K % 64 == 0 && GS % 64 == 0 &&
-           (N + 15) / 16 <= 65535;
+    return k->ts[op->in[0]].dtype == TTC_DTYPE_FLOAT16 && K % 64 == 0 && GS % 64 == 0 && (N + 15) / 16 <= 65535;
 }
 
 /* the 16 weights of row r at k (lane's share of a block) into f[] as ((q - z) * s), from 16
@@ -392,8 +393,9 @@ static void mma_weights(ttc_sbuf *src, int32_t bits, int32_t RB, const char *f, 
 }
 
 /* The tensor-core form's __local arrays (at the kernel's scope). */
-static void mma_decls(ttc_sbuf *src) {
+static void mma_decls(ttc_sbuf *src, const ttc_kop *op) {
     ttc_sbuf_printf(src, "    TTC_PTX_SCRATCH(scr, 4);\n    __local float mred[%d * 4 * 32 * 4];\n", WQ_MMA_XC);
+    if (op->p.wq.rms) ttc_sbuf_printf(src, "    __local float mss[%d * 4 * 32];\n", WQ_MMA_XC);
 }
 
 /* The tensor-core form's work: weight rows get_group_id(1) * 16 .. + 15 times x's rows
@@ -412,18 +414,27 @@ static void mma_body(const ttc_kgen *g) {
                     "    int ra = min(c0 + g, %d), rb = min(c0 + g + 8, %d);\n"
                     "    bool va = c0 + g < %d, vb = c0 + g + 8 < %d;\n"
                     "    bool qvec = ((size_t)(q + q_off) & %d) == 0, xvec = ((size_t)(x + x_off) & 15) == 0;\n"
-                    "    float acc[%d];\n"
+                    "    float acc[%d], ss[%d];\n"
                     "    WQ_UNROLL for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n"
+                    "    WQ_UNROLL for (int i = 0; i < %d; i++) ss[i] = 0.0f;\n"
                     "    for (int kb0 = 0; kb0 < %d; kb0 += 4) {\n"
                     "        bool kv = kb0 + w < %d;\n"
                     "        int k = (kv ? kb0 + w : 0) * 64 + 16 * t, gi = k / %d;\n"
                     "        float sa = kv && va ? WQ_LS(sc, sc_off + ra * %d + gi) : 0.0f, za = WQ_LZ(zp, zp_off + ra * %d + gi);\n"
                     "        float sb = kv && vb ? WQ_LS(sc, sc_off + rb * %d + gi) : 0.0f, zb = WQ_LZ(zp, zp_off + rb * %d + gi);\n"
                     "        float fa[16], fb[16];\n",
-                    N, 8 * XC, 8 * XC, XC, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, 4 * XC, 4 * XC, NB, NB, GS, G, G,
-                    G, G);
+                    N, 8 * XC, 8 * XC, XC, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, 4 * XC, XC, 4 * XC, XC, NB, NB, GS,
+                    G, G, G, G);
     mma_weights(src, bits, RB, "fa", "ra", "sa", "za");
     mma_weights(src, bits, RB, "fb", "rb", "sb", "zb");
+    /* rms: the norm's weight g[k] folded into the weights (x . (g W) = (x g) . W) */
+    if (op->p.wq.rms)
+        ttc_sbuf_printf(src,
+                        "        WQ_UNROLL for (int j = 0; j < 16; j++) {\n"
+                        "            float gk = kv ? WQ_LG(nw, nw_off + k + j) : 0.0f;\n"
+                        "            fa[j] *= gk;\n            fb[j] *= gk;\n        }\n");
+    char mss_line[128];
+    snprintf(mss_line, sizeof mss_line, "    WQ_UNROLL for (int c = 0; c < %d; c++) mss[(c * 4 + w) * 32 + lane] = ss[c];\n", XC);
     ttc_sbuf_printf(src,
                     "        uint wa[8], wb[8];\n"
                     "        WQ_UNROLL for (int i = 0; i < 8; i++) { wa[i] = ttc_f2h2(fa[2 * i], fa[2 * i + 1]); wb[i] = ttc_f2h2(fb[2 * i], fb[2 * i + 1]); }\n"
@@ -437,6 +448,7 @@ static void mma_body(const ttc_kgen *g) {
                     "                uint4 v0 = *(__global const uint4 *)(x + xo), v1 = *(__global const uint4 *)(x + xo + 8);\n"
                     "                xh[0] = v0.x; xh[1] = v0.y; xh[2] = v0.z; xh[3] = v0.w; xh[4] = v1.x; xh[5] = v1.y; xh[6] = v1.z; xh[7] = v1.w;\n"
                     "            } else WQ_UNROLL for (int i = 0; i < 8; i++) xh[i] = ttc_f2h2(WQ_LX(x, xo + 2 * i), WQ_LX(x, xo + 2 * i + 1));\n"
+                    "%s"
                     "            WQ_UNROLL for (int s = 0; s < 4; s++) {\n"
                     "                uint a[4] = {wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1]}, b[2] = {xh[2 * s], xh[2 * s + 1]};\n"
                     "                ttc_mma_f16(acc + 4 * c, a, b, scr);\n"
@@ -444,14 +456,30 @@ static void mma_body(const ttc_kgen *g) {
                     "            }\n"
                     "        }\n    }\n"
                     "    WQ_UNROLL for (int i = 0; i < %d; i++) mred[(w * 32 + lane) * %d + i] = acc[i];\n"
+                    "%s"
                     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
                     "    for (int c = w; c < nc; c += 4) {\n"
                     "        WQ_UNROLL for (int r = 0; r < 4; r++) {\n"
                     "            int i = 4 * c + r;\n"
                     "            float v = mred[lane * %d + i] + mred[(32 + lane) * %d + i] + mred[(64 + lane) * %d + i] + mred[(96 + lane) * %d + i];\n"
-                    "            int n = c0 + g + (r >> 1) * 8, m = m0 + 8 * c + 2 * t + (r & 1);\n"
-                    "            if (n < %d && m < M) {\n                int lin = m * %d + n;\n",
-                    XC, K, 4 * XC, 4 * XC, 4 * XC, 4 * XC, 4 * XC, 4 * XC, N, N);
+                    "            int n = c0 + g + (r >> 1) * 8, m = m0 + 8 * c + 2 * t + (r & 1);\n",
+                    XC, K,
+                    /* rms: the sums of squares of x's row (lane g's, over t and the warps' K blocks) */
+                    op->p.wq.rms ? "            WQ_UNROLL for (int i = 0; i < 8; i++) {\n"
+                                   "                float lo = ttc_h2f(xh[i]), hi = ttc_h2f(xh[i] >> 16);\n"
+                                   "                ss[c] += lo * lo + hi * hi;\n            }\n"
+                                 : "",
+                    4 * XC, 4 * XC,
+                    op->p.wq.rms ? mss_line : "",
+                    4 * XC, 4 * XC, 4 * XC, 4 * XC);
+    /* rms: output row m's scale, rsqrt(mean + eps) of its sum of squares (16 partial sums) */
+    if (op->p.wq.rms)
+        ttc_sbuf_printf(src,
+                        "            {\n                int rr = 2 * t + (r & 1);\n                float q2 = 0.0f;\n"
+                        "                WQ_UNROLL for (int u = 0; u < 16; u++) q2 += mss[(c * 4 + (u >> 2)) * 32 + rr * 4 + (u & 3)];\n"
+                        "                v *= rsqrt(q2 / %d.0f + %.9gf);\n            }\n",
+                        K, op->p.wq.rms_eps);
+    ttc_sbuf_printf(src, "            if (n < %d && m < M) {\n                int lin = m * %d + n;\n", N, N);
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "            }\n        }\n    }\n    }\n");
 }
@@ -464,7 +492,7 @@ static ttc_status gen_wq_mma(const ttc_kgen *g) {
     ttc_sbuf_printf(src, "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\nvoid %s(%s%s) {\n", ks->name,
                     ttc_kp_sig(&p), P);
     ttc_kp_free(&p);
-    mma_decls(src);
+    mma_decls(src, op);
     mma_body(g);
     ttc_sbuf_printf(src, "}\n#undef WQ_UNROLL\n");
     unloaders(src);

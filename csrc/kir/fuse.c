@@ -466,10 +466,7 @@ static int32_t rms_into_wq(ttc_kir *k) {
     count_reads(k);
     for (int32_t j = 0; j < k->n_ops; j++) {
         ttc_kop *c = &k->ops[j];
-        /* (not with the tensor-core form: TORCHTRT_C_WQ_MMA) */
-        if (c->dead || c->kind != TTC_KOP_WQ_LINEAR || !c->p.wq.gemv || c->p.wq.rms || c->in[4] >= 0 ||
-            ttc_kir_target(k)->wq_mma != 0)
-            continue;
+        if (c->dead || c->kind != TTC_KOP_WQ_LINEAR || !c->p.wq.gemv || c->p.wq.rms || c->in[4] >= 0) continue;
         int32_t t = c->in[0];
         const ttc_et *xt = &k->ts[t];
         if (xt->kind != TTC_ET_INTER || xt->producer < 0 || xt->binding >= 0 || xt->n_reads != 1 || is_output(k, t))

@@ -63,10 +63,22 @@ CASES = [  # M, N, K, group, bits, zeros, split
 ]
 
 
+MMA_CASES = [  # fp16 x, K and the group multiples of 64: the tensor-core form under WQ_MMA=1 / auto
+    (13, 64, 256, 64, 4, True, None),      # two chunks of x's rows (auto: the tensor cores)
+    (70, 40, 192, 64, 8, True, None),      # 9 chunks: work-groups of 8 and 1
+]
+
+
+@pytest.mark.parametrize("mma", ["0", "1", "auto"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"M{c[0]}-N{c[1]}-K{c[2]}-g{c[3]}-b{c[4]}-s{c[6]}")
-def test_rms_norm_folded_into_gemv(case, dtype, monkeypatch):
+@pytest.mark.parametrize("case", CASES + MMA_CASES, ids=lambda c: f"M{c[0]}-N{c[1]}-K{c[2]}-g{c[3]}-b{c[4]}-s{c[6]}")
+def test_rms_norm_folded_into_gemv(case, dtype, mma, monkeypatch):
+    """mma 1 / auto: the tensor-core form takes the norm too where it applies (the norm's
+    weight folded into the dequantized weights, each row's squares summed from x's halves)."""
     M, N, K, group, bits, zeros, split = case
+    if mma != "0" and (dtype != torch.float16 or K % 64 or group % 64):
+        pytest.skip("the tensor-core form takes fp16 x, K and groups multiples of 64")
+    monkeypatch.setenv("TORCHTRT_C_WQ_MMA", mma)
     if split:
         monkeypatch.setenv("TORCHTRT_C_WQ_SPLIT", split)
     q, s, z = random_weights(N, K, group, bits, zeros, seed=3)
@@ -77,6 +89,8 @@ def test_rms_norm_folded_into_gemv(case, dtype, monkeypatch):
     assert not any(" norm:" in k for k in ks), ks
     (wq,) = [k for k in ks if " wq_linear:" in k]
     assert "+" in wq.split(" wq_linear: ")[1], wq
+    src = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="").info()["source"]
+    assert ("uint a[4] = {wa[2 * s], wb[2 * s]" in src) == (mma != "0")
     with torch.no_grad():
         ref = NormWQ(K, q, s, z, group, bits).eval()(x.float())
         y = trt(x)
