@@ -19,6 +19,8 @@
 #                            Llama fp16/int8/int4, batches 1 and 8, with the step profile),
 #                            the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1, then =auto), bench/qconv_mma.py
 #                            and bench/llm.py, each within the time left; logs in $OUT
+#   bench/gpu_run.sh quick   quant's essentials in about 5 minutes (LIMIT 300): the tests, batch-1
+#                            decode with the profile, batch 8 and the prompt under WQ_MMA=auto
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
 # writes one JSON per run.py call to $OUT (the device tool's output folder; else
 # bench/out/gpu). Every run.py call gets a --deadline from the time left of LIMIT seconds
@@ -27,8 +29,8 @@
 #   python bench/report.py OUTDIR/*.json --md bench/results/gpu.md --png bench/results/gpu-ratios.png
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant}
-LIMIT=${LIMIT:-$([ "$PART" = quant ] && echo 560 || echo 500)}
+PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant|quick}
+LIMIT=${LIMIT:-$(case "$PART" in quant) echo 560 ;; quick) echo 300 ;; *) echo 500 ;; esac)}
 ROW_MAX=${ROW_MAX:-50}          # a typical late row (s): no row starts later than LIMIT-ROW_MAX
 OUTDIR=${OUT:-bench/out/gpu}
 mkdir -p "$OUTDIR"
@@ -135,7 +137,29 @@ case "$PART" in
         step llm 140 "$PY" bench/llm.py --config 1b --dtype fp16 --batches 1,8 --prompts 128 --new 128 --json "$OUTDIR/llm.json"
         echo "gpu_run.sh quant done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
         exit 0 ;;
-    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant" >&2; exit 2 ;;
+    quick)
+        # quant in about 5 minutes (LIMIT 300): the weight-only/LLM kernels' tests on the GPU, the 1B
+        # Llama's batch-1 decode with the step profile, then batch 8 and the prompt under WQ_MMA=auto
+        qstep() {
+            local name=$1 lim=$2; shift 2
+            local left=$(( LIMIT - ($(date +%s) - T0) ))
+            [ "$left" -lt "$lim" ] && lim=$left
+            if [ "$lim" -le 15 ]; then echo "gpu_run.sh: no time left for $name" >&2; return 0; fi
+            echo "== $name (${lim}s)" >&2
+            timeout --kill-after=5 "$lim" "$@" >"$OUTDIR/$name.log" 2>&1
+            echo "$name rc=$?" >&2
+            grep -E "passed|failed|FAILED|ERROR|^\||^(fp16|int8|int4) " "$OUTDIR/$name.log" | tail -30 >&2
+        }
+        qstep tests 110 "$PY" -m pytest tests/device/test_wq_linear.py tests/device/test_wq_rms.py tests/models/test_llm_quant.py \
+            tests/models/test_llm_kernels.py tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py \
+            tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q -n 8 -p no:cacheprovider -rfE -x
+        qstep quant 100 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 --prompt 128 --batches 1 \
+            --runs 2 --linear '' --profile --json "$OUTDIR/quant.json"
+        qstep quant-auto 80 env TORCHTRT_C_WQ_MMA=auto "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 \
+            --prompt 128 --batches 8 --runs 2 --modes int8,int4 --linear '' --json "$OUTDIR/quant-auto.json"
+        echo "gpu_run.sh quick done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
+        exit 0 ;;
+    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant|quick" >&2; exit 2 ;;
 esac
 # merged tables (and chart, where matplotlib is) of every JSON in OUTDIR so far
 png=()
