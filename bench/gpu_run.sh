@@ -17,7 +17,8 @@
 #   bench/gpu_run.sh quant   quantization and LLM decode (issue 35), LIMIT 560 by default: the
 #                            quantized/LLM kernels' tests on the GPU, then bench/quant.py (1B
 #                            Llama fp16/int8/int4, batches 1 and 8, with the step profile),
-#                            the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1, then =auto), bench/qconv_mma.py
+#                            the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1, then =auto), bench/quant.py
+#                            without the gated GEMV (TORCHTRT_C_WQ_GLU=0, A/B), bench/qconv_mma.py
 #                            and bench/llm.py, each within the time left; logs in $OUT
 #   bench/gpu_run.sh quick   quant's essentials in about 5 minutes (LIMIT 300): the tests, batch-1
 #                            decode with the profile, batch 8 and the prompt under WQ_MMA=auto
@@ -125,7 +126,7 @@ case "$PART" in
         }
         step tests 150 "$PY" -m pytest tests/gpu/test_quant_gpu.py tests/gpu/test_wq_linear_cuda.py tests/gpu/test_llm_gpu.py \
             tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py tests/device/test_norm_warp.py \
-            tests/device/test_wq_linear.py tests/device/test_kv_attention.py tests/device/test_fuse_copies.py \
+            tests/device/test_wq_linear.py tests/device/test_wq_gated.py tests/device/test_kv_attention.py tests/device/test_fuse_copies.py \
             tests/models/test_llm_kernels.py tests/models/test_llm_quant.py -q -n 8 -p no:cacheprovider -rfE
         step quant 150 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 --prompt 128 --batches 1,8 \
             --linear '' --profile --json "$OUTDIR/quant.json"
@@ -133,6 +134,8 @@ case "$PART" in
             --prompt 128 --batches 1,8 --modes int8,int4 --linear '' --json "$OUTDIR/quant-mma.json"
         step quant-auto 60 env TORCHTRT_C_WQ_MMA=auto "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 \
             --prompt 128 --batches 1 --modes int8 --linear '' --json "$OUTDIR/quant-auto.json"
+        step quant-noglu 80 env TORCHTRT_C_WQ_GLU=0 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 \
+            --prompt 128 --batches 1,8 --modes int8,int4 --linear '' --json "$OUTDIR/quant-noglu.json"
         step qconv 40 "$PY" bench/qconv_mma.py --batch 8 --runs 5
         step llm 140 "$PY" bench/llm.py --config 1b --dtype fp16 --batches 1,8 --prompts 128 --new 128 --json "$OUTDIR/llm.json"
         echo "gpu_run.sh quant done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
@@ -150,7 +153,8 @@ case "$PART" in
             echo "$name rc=$?" >&2
             grep -E "passed|failed|FAILED|ERROR|^\||^(fp16|int8|int4) " "$OUTDIR/$name.log" | tail -30 >&2
         }
-        qstep tests 110 "$PY" -m pytest tests/device/test_wq_linear.py tests/device/test_wq_rms.py tests/models/test_llm_quant.py \
+        qstep tests 110 "$PY" -m pytest tests/device/test_wq_linear.py tests/device/test_wq_rms.py tests/device/test_wq_gated.py \
+            tests/models/test_llm_quant.py \
             tests/models/test_llm_kernels.py tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py \
             tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q -n 8 -p no:cacheprovider -rfE -x
         qstep quant 100 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 --prompt 128 --batches 1 \

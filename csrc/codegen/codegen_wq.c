@@ -168,7 +168,37 @@ static int32_t wq_split(const ttc_kir *k, const ttc_kop *op, int32_t RB) {
 
 static bool wq_mma_ok(const ttc_kir *k, const ttc_kop *op);
 static void mma_decls(ttc_sbuf *src, const ttc_kop *op);
-static void mma_body(const ttc_kgen *g);
+static ttc_status mma_body(const ttc_kgen *g);
+static ttc_status gemv_grid(const ttc_kgen *g, int32_t KS);
+
+/* p.wq.glu (kir.h; kir/fuse.c fuse_gated_wq): "float v = act(vg) * vu;", act spelled as the
+ * expression code spells the op in float (SILU, GELU_ERF, GELU_TANH: one operand, %a). */
+static ttc_status glu_value(const ttc_kgen *g, const char *ind) {
+    const ttc_kop *op = g->op;
+    int32_t a = op->p.wq.glu_act;
+    if (a != TTC_EOP_SILU && a != TTC_EOP_GELU_ERF && a != TTC_EOP_GELU_TANH)
+        return ttc_fail(TTC_ERR_INTERNAL, "wq_linear %s: gated activation %d", op->name, a);
+    const char *f = g->sp->op[a].fl;
+    ttc_sbuf_printf(g->src, "%sfloat v = (", ind);
+    for (const char *c = f; *c; c++) {
+        if (c[0] == '%' && c[1] == 'a') { ttc_sbuf_printf(g->src, "vg"); c++; }
+        else if (c[0] == '%') return ttc_fail(TTC_ERR_INTERNAL, "wq_linear %s: spelling \"%s\"", op->name, f);
+        else ttc_sbuf_append(g->src, c, 1);
+    }
+    ttc_sbuf_printf(g->src, ") * vu;\n");
+    return TTC_OK;
+}
+
+/* The gated GEMV's rows (p.wq.glu): the work-group's RW rows (c0 + r as the plain kernel counts
+ * them) are RW / 2 rows j of the first half of the weights, then the same j of the second half
+ * (I = N / 2 rows on): the group writes act(gate) * up for its RW / 2 output columns j.
+ * WQ_OK: row c is of a column j < I; WQ_ROW: its weight row (clamped into the weights). */
+static void glu_rows(ttc_sbuf *src, int32_t RW, int32_t N) {
+    ttc_sbuf_printf(src,
+                    "#define WQ_J(c) ((c) / %d * %d + (c) %% %d)\n#define WQ_OK(c) (WQ_J(c) < %d)\n"
+                    "#define WQ_ROW(c) min(WQ_J(c) + ((c) %% %d >= %d ? %d : 0), %d)\n",
+                    RW, RW / 2, RW / 2, N / 2, RW, RW / 2, N / 2, N - 1);
+}
 
 static ttc_status gen_gemv(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
@@ -192,16 +222,25 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
      * kernel (same work-group size and x row chunks; its ceil(N / 16) row sets are among the
      * GEMV's ceil(N / (WR * WQ_R))) */
     bool mma = ttc_kir_target(k)->wq_mma == 2 && wq_mma_ok(k, op) && mfirst;
+    bool glu = op->p.wq.glu;
+    /* the row tests and weight rows of row c0 + r: the plain kernel's, or the gated ones */
+    char ok[48], row[48], crow[48], cmin[48], cok[48];
+    snprintf(ok, sizeof ok, glu ? "WQ_OK(c0 + r)" : "c0 + r < %d", N);
+    snprintf(row, sizeof row, glu ? "WQ_ROW(c0 + r)" : "(c0 + r)");
+    snprintf(crow, sizeof crow, glu ? "WQ_ROW(c0 + r)" : "c0 + r");
+    snprintf(cmin, sizeof cmin, glu ? "WQ_ROW(c0 + r)" : "min(c0 + r, %d)", N - 1);
+    snprintf(cok, sizeof cok, glu ? "WQ_OK(c0 + r)" : "c < %d", N);
     if (mma) TTC_TRY(ttc_codegen_ptx_prelude(src, k));
     ttc_kparams p;
     TTC_TRY(gpu_head(g, &p));
+    if (glu) glu_rows(src, WR * WQ_R, N);
     ttc_sbuf_printf(src, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s%s) {\n", WQ_WARPS * 32,
                     ks->name, ttc_kp_sig(&p), P);
     ttc_kp_free(&p);
     if (mma) {
         mma_decls(src, op);
         ttc_sbuf_printf(src, "    if (M > %d) {\n", WQ_MMA_ROWS);
-        mma_body(g);
+        TTC_TRY(mma_body(g));
         ttc_sbuf_printf(src, "        return;\n    }\n");
     }
     ttc_sbuf_printf(src,
@@ -211,9 +250,10 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                     "    int mb = min(M - m0, %d);\n    float acc[%d], ss[%d];\n"
                     "    WQ_UNROLL for (int j = 0; j < %d; j++) acc[j] = 0.0f;\n"
                     "    WQ_UNROLL for (int i = 0; i < %d; i++) ss[i] = 0.0f;\n"
-                    "    int xb = x_off + m0 * %d;\n"
-                    "    if (c0 < %d) {\n",
-                    WQ_WARPS * RM, KS, rg, WR, KS, WQ_R, mg, WQ_MB, WQ_MB, RM, WQ_MB, RM, WQ_MB, K, N);
+                    "    int xb = x_off + m0 * %d;\n",
+                    WQ_WARPS * RM, KS, rg, WR, KS, WQ_R, mg, WQ_MB, WQ_MB, RM, WQ_MB, RM, WQ_MB, K);
+    if (glu) ttc_sbuf_printf(src, "    if (WQ_OK(c0)) {\n");
+    else ttc_sbuf_printf(src, "    if (c0 < %d) {\n", N);
     if (wide) {
         /* chunk ch of row c: weights [ch * EPC, ch * EPC + EPC), all of group ch * EPC / GS */
         ttc_sbuf_printf(src,
@@ -225,7 +265,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "                WQ_UNROLL for (int j = 0; j < %d; j++)\n"
                         "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
                         "                        int ch = ch0 + %d * j;\n"
-                        "                        u[j * %d + r] = ch < %d && c0 + r < %d ? qr[(c0 + r) * %d + ch] : (uint4)(0u);\n"
+                        "                        u[j * %d + r] = ch < %d && %s ? qr[%s * %d + ch] : (uint4)(0u);\n"
                         "                    }\n"
                         "                WQ_UNROLL for (int j = 0; j < %d; j++) {\n"
                         "                    int ch = ch0 + %d * j;\n"
@@ -233,7 +273,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "                    int k0 = ch * %d, gi = k0 / %d;\n"
                         "                    float s[%d], z[%d];\n"
                         "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
-                        "                        int cr = min(c0 + r, %d);\n"
+                        "                        int cr = %s;\n"
                         "                        s[r] = WQ_LS(sc, sc_off + cr * %d + gi);\n"
                         "                        z[r] = WQ_LZ(zp, zp_off + cr * %d + gi);\n"
                         "                    }\n"
@@ -242,8 +282,8 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "                        int xi = xb + i * %d + k0;\n"
                         "                        float xv[%d];\n",
                         xvec_ok ? "((size_t)(x + xb) & 15) == 0" : "false", RB / 16, 32 * KS * WQ_U,
-                        WQ_U * WQ_R, WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, N, RB / 16, WQ_U, 32 * KS, RB / 16, EPC, GS,
-                        WQ_R, WQ_R, WQ_R, N - 1, G, G, WQ_MB, K, EPC);
+                        WQ_U * WQ_R, WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, ok, row, RB / 16, WQ_U, 32 * KS, RB / 16, EPC, GS,
+                        WQ_R, WQ_R, WQ_R, cmin, G, G, WQ_MB, K, EPC);
         load_x_chunk(src, xd, EPC, "                        ");
         /* rms: the row's sum of squares, then x times the norm's scale */
         if (op->p.wq.rms)
@@ -276,10 +316,10 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     /* scalar: lane takes elements lane, lane + 32, ... of each row (each its own group's scale) */
     ttc_sbuf_printf(src,
                     "            WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
-                    "                int c = c0 + r;\n                if (c < %d) {\n"
+                    "                int c = %s;\n                if (%s) {\n"
                     "                int rb = q_off + c * %d;\n"
                     "                for (int kk = ws * 32 + lane; kk < %d; kk += %d) {\n",
-                    WQ_R, N, RB, K, 32 * KS);
+                    WQ_R, crow, cok, RB, K, 32 * KS);
     scalar_weight(src, bits, "                    ");
     ttc_sbuf_printf(src,
                     "                    int gi = kk / %d;\n"
@@ -324,6 +364,33 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "        rl[i] = rsqrt(v / %d.0f + %.9gf);\n    }\n",
                         WQ_MB, 32 * KS, WQ_MB, K, op->p.wq.rms_eps);
     if (op->p.wq.rms) ttc_sbuf_printf(src, "    barrier(CLK_LOCAL_MEM_FENCE);\n");
+    if (glu) {
+        /* the pair (gate, up) of column jr: virtual rows o and H + o of the group (rms: each
+         * scaled by its row of x's rsqrt(mean + eps) before the activation) */
+        int32_t H = WR * WQ_R / 2, gh = op->p.wq.glu_hi ? 1 : 0;
+        ttc_sbuf_printf(src,
+                        "    for (int t = get_local_id(0); t < %d; t += %d) {\n"
+                        "        int o = t / %d, i = t %% %d, jr = %s * %d + o;\n"
+                        "        if (jr < %d && i < mb) {\n            float vh[2];\n"
+                        "            WQ_UNROLL for (int h = 0; h < 2; h++) {\n"
+                        "                int vr = o + h * %d, ww = vr / %d, j = (vr %% %d) * %d + i;\n"
+                        "                float v = 0.0f;\n",
+                        H * WQ_MB, WQ_WARPS * 32, WQ_MB, WQ_MB, rg, H, N / 2, H, WQ_R, WQ_R, WQ_MB);
+        if (KS > 1)
+            ttc_sbuf_printf(src, "                WQ_UNROLL for (int s = 0; s < %d; s++) v += red2[(ww * %d + s) * %d + j];\n",
+                            KS, KS, RM);
+        else
+            ttc_sbuf_printf(src, "                for (int l = 0; l < 32; l++) v += red[(ww * %d + j) * 33 + l];\n", RM);
+        if (op->p.wq.rms) ttc_sbuf_printf(src, "                v *= rl[i];\n");
+        ttc_sbuf_printf(src, "                vh[h] = v;\n            }\n            float vg = vh[%d], vu = vh[%d];\n", gh,
+                        1 - gh);
+        TTC_TRY(glu_value(g, "            "));
+        ttc_sbuf_printf(src, "            int lin = (m0 + i) * %d + jr;\n", N / 2);
+        ttc_codegen_write_out(g, "v", "lin");
+        ttc_sbuf_printf(src, "        }\n    }\n}\n#undef WQ_UNROLL\n#undef WQ_J\n#undef WQ_OK\n#undef WQ_ROW\n");
+        unloaders(src);
+        return gemv_grid(g, KS);
+    }
     ttc_sbuf_printf(src,
                     "    for (int t = get_local_id(0); t < %d; t += %d) {\n"
                     "        int ww = t / %d, j = t %% %d, i = j %% %d;\n"
@@ -340,7 +407,17 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "        }\n    }\n}\n#undef WQ_UNROLL\n");
     unloaders(src);
-    /* ceil(M / WQ_MB) x ceil(N / (WR * WQ_R)) work-groups of WQ_WARPS * 32 work-items */
+    return gemv_grid(g, KS);
+}
+
+/* The GEMV's launch: ceil(M / WQ_MB) x ceil(N / (WR * WQ_R)) work-groups of WQ_WARPS * 32
+ * work-items (the gated form: the same count, WR * WQ_R / 2 of the N / 2 columns a group) */
+static ttc_status gemv_grid(const ttc_kgen *g, int32_t KS) {
+    const ttc_kir *k = g->k;
+    const ttc_kop *op = g->op;
+    ttc_kspec *ks = g->ks;
+    int32_t N = op->p.wq.n, WR = WQ_WARPS / KS;
+    bool mfirst = (N + WR * WQ_R - 1) / (WR * WQ_R) <= 65535;
     int32_t di = mfirst ? 1 : 0, dm = mfirst ? 0 : 1;
     ttc_codegen_gdim(ks, 0, dm == 0 ? op->out : op->in[1], 0, dm == 0 ? k->ts[op->out].rank - 1 : 1,
                      dm == 0 ? WQ_MB : WR * WQ_R, WQ_WARPS * 32);
@@ -401,18 +478,32 @@ static void mma_decls(ttc_sbuf *src, const ttc_kop *op) {
 /* The tensor-core form's work: weight rows get_group_id(1) * 16 .. + 15 times x's rows
  * get_group_id(0) * 8 * WQ_MMA_XC .. (WQ_MMA_XC chunks of 8, each weight block dequantized once
  * for all of them); work-groups past N's rows or M's do nothing. */
-static void mma_body(const ttc_kgen *g) {
+static ttc_status mma_body(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     (void)ks;
     (void)P;
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
     int32_t RB = bits == 8 ? K : K / 2, NB = K / 64, XC = WQ_MMA_XC;
+    /* gated (p.wq.glu): a group's rows g are columns c0 + g of the first half of the weights,
+     * its rows g + 8 the same columns of the second half (N / 2 rows on) */
+    bool glu = op->p.wq.glu;
+    char rows[384];
+    if (glu)
+        snprintf(rows, sizeof rows,
+                 "    int c0 = get_group_id(1) * 8, m0 = get_group_id(0) * %d, nc = min(%d, (M - m0 + 7) / 8);\n"
+                 "    int ra = min(c0 + g, %d), rb = min(c0 + g + %d, %d);\n"
+                 "    bool va = c0 + g < %d, vb = va;\n",
+                 8 * XC, XC, N - 1, N / 2, N - 1, N / 2);
+    else
+        snprintf(rows, sizeof rows,
+                 "    int c0 = get_group_id(1) * 16, m0 = get_group_id(0) * %d, nc = min(%d, (M - m0 + 7) / 8);\n"
+                 "    int ra = min(c0 + g, %d), rb = min(c0 + g + 8, %d);\n"
+                 "    bool va = c0 + g < %d, vb = c0 + g + 8 < %d;\n",
+                 8 * XC, XC, N - 1, N - 1, N, N);
     ttc_sbuf_printf(src,
                     "    if (get_group_id(1) * 16 < %d && get_group_id(0) * %d < M) {\n"
                     "    int lane = ttc_lane(), w = ttc_warp(), g = lane >> 2, t = lane & 3;\n"
-                    "    int c0 = get_group_id(1) * 16, m0 = get_group_id(0) * %d, nc = min(%d, (M - m0 + 7) / 8);\n"
-                    "    int ra = min(c0 + g, %d), rb = min(c0 + g + 8, %d);\n"
-                    "    bool va = c0 + g < %d, vb = c0 + g + 8 < %d;\n"
+                    "%s"
                     "    bool qvec = ((size_t)(q + q_off) & %d) == 0, xvec = ((size_t)(x + x_off) & 15) == 0;\n"
                     "    float acc[%d], ss[%d];\n"
                     "    WQ_UNROLL for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n"
@@ -423,8 +514,7 @@ static void mma_body(const ttc_kgen *g) {
                     "        float sa = kv && va ? WQ_LS(sc, sc_off + ra * %d + gi) : 0.0f, za = WQ_LZ(zp, zp_off + ra * %d + gi);\n"
                     "        float sb = kv && vb ? WQ_LS(sc, sc_off + rb * %d + gi) : 0.0f, zb = WQ_LZ(zp, zp_off + rb * %d + gi);\n"
                     "        float fa[16], fb[16];\n",
-                    N, 8 * XC, 8 * XC, XC, N - 1, N - 1, N, N, bits == 8 ? 15 : 7, 4 * XC, XC, 4 * XC, XC, NB, NB, GS,
-                    G, G, G, G);
+                    N, 8 * XC, rows, bits == 8 ? 15 : 7, 4 * XC, XC, 4 * XC, XC, NB, NB, GS, G, G, G, G);
     mma_weights(src, bits, RB, "fa", "ra", "sa", "za");
     mma_weights(src, bits, RB, "fb", "rb", "sb", "zb");
     /* rms: the norm's weight g[k] folded into the weights (x . (g W) = (x g) . W) */
@@ -458,11 +548,7 @@ static void mma_body(const ttc_kgen *g) {
                     "    WQ_UNROLL for (int i = 0; i < %d; i++) mred[(w * 32 + lane) * %d + i] = acc[i];\n"
                     "%s"
                     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-                    "    for (int c = w; c < nc; c += 4) {\n"
-                    "        WQ_UNROLL for (int r = 0; r < 4; r++) {\n"
-                    "            int i = 4 * c + r;\n"
-                    "            float v = mred[lane * %d + i] + mred[(32 + lane) * %d + i] + mred[(64 + lane) * %d + i] + mred[(96 + lane) * %d + i];\n"
-                    "            int n = c0 + g + (r >> 1) * 8, m = m0 + 8 * c + 2 * t + (r & 1);\n",
+                    "    for (int c = w; c < nc; c += 4) {\n",
                     XC, K,
                     /* rms: the sums of squares of x's row (lane g's, over t and the warps' K blocks) */
                     op->p.wq.rms ? "            WQ_UNROLL for (int i = 0; i < 8; i++) {\n"
@@ -470,7 +556,39 @@ static void mma_body(const ttc_kgen *g) {
                                    "                ss[c] += lo * lo + hi * hi;\n            }\n"
                                  : "",
                     4 * XC, 4 * XC,
-                    op->p.wq.rms ? mss_line : "",
+                    op->p.wq.rms ? mss_line : "");
+    if (glu) {
+        /* acc 4c + r of a lane: rows g (r < 2) and g + 8, x's rows m0 + 8c + 2t + (r & 1); rms:
+         * both scaled by their row of x's rsqrt(mean + eps) before the activation */
+        int32_t gh = op->p.wq.glu_hi ? 2 : 0;
+        ttc_sbuf_printf(src,
+                        "        float vr[4];\n"
+                        "        WQ_UNROLL for (int r = 0; r < 4; r++) {\n"
+                        "            int i = 4 * c + r;\n"
+                        "            vr[r] = mred[lane * %d + i] + mred[(32 + lane) * %d + i] + mred[(64 + lane) * %d + i] + mred[(96 + lane) * %d + i];\n"
+                        "        }\n"
+                        "        WQ_UNROLL for (int r = 0; r < 2; r++) {\n"
+                        "            int n = c0 + g, m = m0 + 8 * c + 2 * t + r;\n"
+                        "            float vg = vr[r + %d], vu = vr[r + %d];\n",
+                        4 * XC, 4 * XC, 4 * XC, 4 * XC, gh, 2 - gh);
+        if (op->p.wq.rms)
+            ttc_sbuf_printf(src,
+                            "            {\n                int rr = 2 * t + r;\n                float q2 = 0.0f;\n"
+                            "                WQ_UNROLL for (int u = 0; u < 16; u++) q2 += mss[(c * 4 + (u >> 2)) * 32 + rr * 4 + (u & 3)];\n"
+                            "                float sq = rsqrt(q2 / %d.0f + %.9gf);\n                vg *= sq;\n                vu *= sq;\n            }\n",
+                            K, op->p.wq.rms_eps);
+        ttc_sbuf_printf(src, "            if (n < %d && m < M) {\n", N / 2);
+        TTC_TRY(glu_value(g, "                "));
+        ttc_sbuf_printf(src, "                int lin = m * %d + n;\n", N / 2);
+        ttc_codegen_write_out(g, "v", "lin");
+        ttc_sbuf_printf(src, "            }\n        }\n    }\n    }\n");
+        return TTC_OK;
+    }
+    ttc_sbuf_printf(src,
+                    "        WQ_UNROLL for (int r = 0; r < 4; r++) {\n"
+                    "            int i = 4 * c + r;\n"
+                    "            float v = mred[lane * %d + i] + mred[(32 + lane) * %d + i] + mred[(64 + lane) * %d + i] + mred[(96 + lane) * %d + i];\n"
+                    "            int n = c0 + g + (r >> 1) * 8, m = m0 + 8 * c + 2 * t + (r & 1);\n",
                     4 * XC, 4 * XC, 4 * XC, 4 * XC);
     /* rms: output row m's scale, rsqrt(mean + eps) of its sum of squares (16 partial sums) */
     if (op->p.wq.rms)
@@ -482,6 +600,7 @@ static void mma_body(const ttc_kgen *g) {
     ttc_sbuf_printf(src, "            if (n < %d && m < M) {\n                int lin = m * %d + n;\n", N, N);
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "            }\n        }\n    }\n    }\n");
+    return TTC_OK;
 }
 
 static ttc_status gen_wq_mma(const ttc_kgen *g) {
@@ -493,7 +612,7 @@ static ttc_status gen_wq_mma(const ttc_kgen *g) {
                     ttc_kp_sig(&p), P);
     ttc_kp_free(&p);
     mma_decls(src, op);
-    mma_body(g);
+    TTC_TRY(mma_body(g));
     ttc_sbuf_printf(src, "}\n#undef WQ_UNROLL\n");
     unloaders(src);
     /* ceil(M / (8 * WQ_MMA_XC)) x ceil(N / 16) work-groups of 4 warps: x's row chunks first (L2 reuse) */
@@ -509,6 +628,8 @@ ttc_status ttc_gen_wq_linear(const ttc_kgen *g) {
     int32_t K = op->p.wq.k, GS = op->p.wq.group;
     if (GS < 1 || K % GS != 0 || (op->p.wq.bits != 8 && op->p.wq.bits != 4) || op->p.wq.n < 1)
         return ttc_fail(TTC_ERR_INTERNAL, "wq_linear %s: K %d, group %d, bits %d", op->name, K, GS, op->p.wq.bits);
+    if (op->p.wq.glu && !op->p.wq.gemv)   /* fuse_gated_wq fuses GPU-family GEMVs only */
+        return ttc_fail(TTC_ERR_INTERNAL, "wq_linear %s: gated form without the GEMV", op->name);
     if (op->p.wq.gemv && ttc_kir_target(g->k)->wq_mma == 1 && wq_mma_ok(g->k, op)) return gen_wq_mma(g);
     return op->p.wq.gemv ? gen_gemv(g) : gen_portable(g);
 }

@@ -15,9 +15,12 @@
  *    the source (drop_identity_copies).
  * 0b. A negation read only by a concatenation (rotate_half's cat(-x2, x1)) is read negated by it
  *    (p.concat.neg), where no kernel can take it otherwise (negate_into_concat).
- * 3. Then an RMS norm read only by a weight-only GEMV (the GPU families' decode product) is done
+ * 3. Then act(gate) * up over the two halves of one weight-only GEMV's result (a gated MLP whose
+ *    gate and up projections were joined), one elementwise op by then, is computed by the GEMV
+ *    itself (fuse_gated_wq).
+ * 4. Then an RMS norm read only by a weight-only GEMV (the GPU families' decode product) is done
  *    inside it (rms_into_wq, p.wq.rms).
- * 4. Last, a concatenation read only by the GPU families' slot write (its keys) or split-K
+ * 5. Last, a concatenation read only by the GPU families' slot write (its keys) or split-K
  *    attention (its queries) is computed by that kernel where it loads it (inline_concat_reads).
  * Of a consumer's leaves, elementwise producers that read 8-bit results of integer layers
  * (PT2E's dequantize of a residual) are inlined first: the consumer then reads the 8-bit tensor itself when it becomes
@@ -489,6 +492,107 @@ static int32_t rms_into_wq(ttc_kir *k) {
     return n;
 }
 
+/* ---- a gated MLP's activation into the quantized gate/up GEMV (fuse_gated_wq) ---- */
+
+/* Node i of e past casts to float16/float32 (value roundings the fused kernel, computing in
+ * float, leaves out). */
+static int32_t past_float_casts(const ttc_expr *e, int32_t i) {
+    while (i >= 0 && i < e->n && e->nodes[i].op == TTC_EOP_CAST &&
+           (e->nodes[i].dtype == TTC_DTYPE_FLOAT32 || e->nodes[i].dtype == TTC_DTYPE_FLOAT16))
+        i = e->nodes[i].a;
+    return i;
+}
+
+/* The leaf index node i of e reads past float casts; -1 when it is no tensor leaf. */
+static int32_t leaf_past_casts(const ttc_expr *e, int32_t i) {
+    i = past_float_casts(e, i);
+    return i >= 0 && i < e->n && e->nodes[i].op == TTC_EOP_LEAF && e->nodes[i].a >= 0 ? e->nodes[i].a : -1;
+}
+
+/* Half h (0: [0, I), 1: [I, 2I)) of the last dim of wq result g that view v is: a slice
+ * (start 0 or I, step 1, typed I) of g itself with g's leading dims, read only by c; -1 else. */
+static int32_t gated_half(const ttc_kir *k, int32_t v, int32_t g) {
+    const ttc_et *vt = &k->ts[v], *gt = &k->ts[g];
+    int32_t R = gt->rank;
+    int64_t N = gt->dims[R - 1].add, I = N / 2;
+    if (vt->kind != TTC_ET_VIEW || vt->vkind != TTC_VIEW_SLICE || vt->base != g || vt->rank != R || vt->vdim != R - 1 ||
+        vt->step != 1 || vt->n_reads != 1 || vt->binding >= 0 || is_output(k, v) || vt->dims[R - 1].sym >= 0 ||
+        vt->dims[R - 1].add != I || !ttc_dims_eq(R - 1, vt->dims, R - 1, gt->dims))
+        return -1;
+    int64_t st = vt->start < 0 ? vt->start + N : vt->start;
+    return st == 0 ? 0 : st == I ? 1 : -1;
+}
+
+/* An elementwise c computing act(a) * b (casts to float16/float32 around either factor or the
+ * product allowed) of the two halves a, b of the last dim of one weight-only GEMV's result
+ * (GPU kernel families: p.wq.gemv) that nothing else reads, the GEMV without an epilogue:
+ * the GEMV computes the product itself (p.wq.glu) and writes c's output in c's place. The
+ * gated MLP of Llama, Qwen, Mistral (SiLU) and Gemma (GELU, tanh form), whose gate and up
+ * projections passes/fuse_parallel_linear.c joined: the [.., 2I] result is never stored. */
+static int32_t fuse_gated_wq(ttc_kir *k) {
+    int32_t n = 0;
+    if (!ttc_kir_target(k)->wq_glu) return 0;   /* TORCHTRT_C_WQ_GLU=0 */
+    count_reads(k);
+    for (int32_t j = 0; j < k->n_ops; j++) {
+        ttc_kop *c = &k->ops[j];
+        if (c->dead || c->kind != TTC_KOP_ELEMENTWISE || c->epi.n_leaves != 2 || c->epi.root < 0) continue;
+        const ttc_et *o = &k->ts[c->out];
+        if (o->dtype != TTC_DTYPE_FLOAT32 && o->dtype != TTC_DTYPE_FLOAT16) continue;
+        const ttc_expr *e = &c->epi;
+        int32_t mul = past_float_casts(e, e->root);
+        if (mul < 0 || e->nodes[mul].op != TTC_EOP_MUL) continue;
+        int32_t act = -1, gl = -1, ul = -1;
+        for (int side = 0; side < 2 && act < 0; side++) {
+            int32_t f = past_float_casts(e, side ? e->nodes[mul].b : e->nodes[mul].a);
+            int32_t u = leaf_past_casts(e, side ? e->nodes[mul].a : e->nodes[mul].b);
+            if (f < 0 || u < 0) continue;
+            ttc_eop fo = e->nodes[f].op;
+            if (fo != TTC_EOP_SILU && fo != TTC_EOP_GELU_ERF && fo != TTC_EOP_GELU_TANH) continue;
+            int32_t gla = leaf_past_casts(e, e->nodes[f].a);
+            if (gla < 0 || gla == u) continue;
+            act = (int32_t)fo;
+            gl = gla;
+            ul = u;
+        }
+        if (act < 0) continue;
+        int32_t gv = e->leaves[gl], uv = e->leaves[ul];
+        if (k->ts[gv].kind != TTC_ET_VIEW || k->ts[gv].base != k->ts[uv].base) continue;
+        int32_t g = k->ts[gv].base;
+        const ttc_et *gt = &k->ts[g];
+        if (gt->kind != TTC_ET_INTER || gt->producer < 0 || gt->binding >= 0 || gt->n_reads != 2 || !gt->contig ||
+            gt->rank < 1 || is_output(k, g) || gt->dims[gt->rank - 1].sym >= 0)
+            continue;
+        int32_t pi = gt->producer;
+        ttc_kop *p = &k->ops[pi];
+        if (p->dead || p->kind != TTC_KOP_WQ_LINEAR || p->out != g || !p->p.wq.gemv || p->p.wq.glu || p->epi.n != 0 ||
+            p->epi.n_leaves != 0 || p->p.wq.n % 2 != 0 || gt->dims[gt->rank - 1].add != p->p.wq.n)
+            continue;
+        int32_t hg = gated_half(k, gv, g), hu = gated_half(k, uv, g);
+        if (hg < 0 || hu < 0 || hg == hu || !ttc_dims_eq(o->rank, o->dims, k->ts[gv].rank, k->ts[gv].dims)) continue;
+        /* the GEMV takes c's slot (its inputs are all computed earlier), writing c's output */
+        char *name = ttc_strfmt("%s+%s", p->name, c->name);
+        int32_t out = c->out;
+        ttc_expr_free(&c->epi);
+        free(c->name);
+        *c = *p;
+        ttc_expr_init(&c->epi);
+        c->out = out;
+        c->name = name ? name : ttc_strdup("fused");
+        c->p.wq.glu = true;
+        c->p.wq.glu_hi = hg == 1;
+        c->p.wq.glu_act = act;
+        ttc_expr_free(&p->epi);
+        free(p->name);
+        p->name = NULL;
+        p->dead = true;
+        k->ts[g].producer = -1;
+        k->ts[out].producer = j;
+        n++;
+        count_reads(k);
+    }
+    return n;
+}
+
 ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
     *n_fused = drop_identity_copies(k);
     if (*n_fused < 0) { *n_fused = 0; return TTC_ERR_NOMEM; }
@@ -559,6 +663,8 @@ ttc_status ttc_fuse(ttc_kir *k, int32_t *n_fused) {
             }
         }
     }
+    /* after the chains became one op each (silu, then the product: one expression) */
+    *n_fused += fuse_gated_wq(k);
     *n_fused += rms_into_wq(k);
     /* last: what it inlines is final (no later fusion changes the concatenation or its reader) */
     *n_fused += inline_concat_reads(k);

@@ -156,7 +156,10 @@ typedef enum ttc_kop_kind {
      * with g = k / p.wq.group, s = in[2] [N, G] float, z = in[3] [N, G] float (-1: 0). bits 8: in[1]
      * int8 [N, K]; bits 4: in[1] uint8 [N, K / 2], element 2j in the low nibble of byte j, 2j + 1
      * in the high one, values 0..15. gemv: the GPU family's decode kernel (warps over rows, wide
-     * loads; any M, built for M <= 8) */
+     * loads; any M, built for M <= 8). glu (gemv only; kir/fuse.c fuse_gated_wq): out is
+     * [.., N / 2] = act(h[.., gate half]) * h[.., other half] of that product h, act the eop
+     * glu_act (SILU, GELU_ERF, GELU_TANH), the gate half the rows [N / 2, N) when glu_hi, else
+     * [0, N / 2) (an MLP's gate and up projections joined by passes/fuse_parallel_linear.c) */
     TTC_KOP_WQ_LINEAR,
     /* integer convolution (codegen/codegen_qgemm.c): in[0] x [N, C, H, W] uint8/int8, in[1] w
      * [OC, C/groups, KH, KW] int8; sum of (x - p.qconv.a_zp) * w in int32 (padding taps add
@@ -230,7 +233,7 @@ typedef struct ttc_kop {
         /* rms (GEMV only, kir/fuse.c rms_into_wq): in[0] is an RMS norm's input, normalised in
          * the product: out = rsqrt(mean(x^2) + rms_eps) * (x * g) times dequant(q)^T, g = in[4]
          * [K] (-1: 1), each row's sum of squares gathered with its dot products */
-        struct { int32_t group, bits, n, k; bool gemv, rms; double rms_eps; } wq;
+        struct { int32_t group, bits, n, k; bool gemv, rms, glu, glu_hi; double rms_eps; int32_t glu_act; } wq;
         struct { int32_t stride[2], pad[2], dil[2], groups, a_zp; } qconv;
     } p;
     int32_t tile;             /* tuning choice (index into the kind's candidate list) */

@@ -49,6 +49,7 @@ static void decisions_default(ttc_target *t) {
     t->cuda_nhwc = true;
     t->attn_mma = -1;
     t->qgemm_mma = -1;
+    t->wq_glu = true;
     t->build_threads = 1;
     t->build_procs = 1;
     t->build_proc_bytes = 64 * 1024;
@@ -173,6 +174,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     static const int32_t wq_split[] = {1, 2, 4};  /* 1|2|4 */
     if (SET(WQ_SPLIT)) t.wq_split = wq_split[VAL(WQ_SPLIT)];
     if (SET(WQ_MMA)) t.wq_mma = (int32_t)VAL(WQ_MMA);   /* 0|1|auto */
+    t.wq_glu = FLAG(WQ_GLU, true);
     const char *v;
     if ((v = ttc_knob_str(TTC_KNOB_ATTN_TILE))) {
         int nw = 0, bn = 0;

@@ -129,6 +129,7 @@ typedef struct ttc_target {
     int32_t wq_mma;               /* weight-only products on fp16 tensor cores (codegen_wq.c):
                                    * 0 never, 1 always (gen_wq_mma), 2 (auto) the GEMV's kernel
                                    * takes them for calls of more than WQ_MMA_ROWS rows of x */
+    bool wq_glu;                  /* act(gate) * up into the gate/up weight-only GEMV (kir/fuse.c) */
     int32_t attn_nw, attn_bn;     /* forced tensor-core attention tile: warps (16 query rows each)
                                    * and keys per block; 0: choose */
     int32_t build_threads;        /* an engine program is built in up to this many parts at once (1..64) */

@@ -264,6 +264,7 @@ bool ttc_native_op_ok(const ttc_kir *k, const ttc_kop *op) {
     if (op->kind == TTC_KOP_CONCAT) return k->native && concat_ok(k, op);
     if (op->kind == TTC_KOP_REDUCE) return red_ok(k, op);
     if (op->kind == TTC_KOP_WQ_LINEAR) {   /* float32 activations, scales and zero points */
+        if (op->p.wq.glu) return false;    /* the gated form: the GPU GEMV's alone (kir/fuse.c) */
         for (int i = 0; i < 4; i++)
             if (op->in[i] >= 0 && i != 1 && k->ts[op->in[i]].dtype != TTC_DTYPE_FLOAT32) return false;
         return k->native;
