@@ -416,9 +416,10 @@ static int32_t inline_concat_reads(ttc_kir *k) {
     return n;
 }
 
-/* Node i of e with value-keeping or float casts around it skipped. */
-static int32_t skip_casts(const ttc_expr *e, int32_t i) {
-    while (i >= 0 && e->nodes[i].op == TTC_EOP_CAST &&
+/* Node i of e past casts to float16/float32 (value roundings the fused kernel, computing in
+ * float, leaves out). */
+static int32_t past_float_casts(const ttc_expr *e, int32_t i) {
+    while (i >= 0 && i < e->n && e->nodes[i].op == TTC_EOP_CAST &&
            (e->nodes[i].dtype == TTC_DTYPE_FLOAT32 || e->nodes[i].dtype == TTC_DTYPE_FLOAT16))
         i = e->nodes[i].a;
     return i;
@@ -447,12 +448,12 @@ static int32_t rms_scale(const ttc_kir *k, const ttc_kop *op, int32_t K) {
     if (g >= 0 && !last_dim_vector(k, g, K)) return -2;
     if (op->epi.n == 0 || op->epi.root < 0) return g;
     const ttc_expr *e = &op->epi;
-    int32_t r = skip_casts(e, e->root);
+    int32_t r = past_float_casts(e, e->root);
     if (e->nodes[r].op == TTC_EOP_LEAF && e->nodes[r].a < 0) return g;
     if (g >= 0 || e->nodes[r].op != TTC_EOP_MUL) return -2;
     for (int side = 0; side < 2; side++) {
-        int32_t a = skip_casts(e, side ? e->nodes[r].b : e->nodes[r].a);
-        int32_t b = skip_casts(e, side ? e->nodes[r].a : e->nodes[r].b);
+        int32_t a = past_float_casts(e, side ? e->nodes[r].b : e->nodes[r].a);
+        int32_t b = past_float_casts(e, side ? e->nodes[r].a : e->nodes[r].b);
         if (e->nodes[a].op == TTC_EOP_LEAF && e->nodes[a].a < 0 && e->nodes[b].op == TTC_EOP_LEAF &&
             e->nodes[b].a >= 0 && last_dim_vector(k, e->leaves[e->nodes[b].a], K))
             return e->leaves[e->nodes[b].a];
@@ -493,15 +494,6 @@ static int32_t rms_into_wq(ttc_kir *k) {
 }
 
 /* ---- a gated MLP's activation into the quantized gate/up GEMV (fuse_gated_wq) ---- */
-
-/* Node i of e past casts to float16/float32 (value roundings the fused kernel, computing in
- * float, leaves out). */
-static int32_t past_float_casts(const ttc_expr *e, int32_t i) {
-    while (i >= 0 && i < e->n && e->nodes[i].op == TTC_EOP_CAST &&
-           (e->nodes[i].dtype == TTC_DTYPE_FLOAT32 || e->nodes[i].dtype == TTC_DTYPE_FLOAT16))
-        i = e->nodes[i].a;
-    return i;
-}
 
 /* The leaf index node i of e reads past float casts; -1 when it is no tensor leaf. */
 static int32_t leaf_past_casts(const ttc_expr *e, int32_t i) {
