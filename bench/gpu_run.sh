@@ -67,6 +67,18 @@ bench() {
     return 0
 }
 
+# step NAME SECONDS CMD...: CMD's output in $OUTDIR/NAME.log, at most SECONDS and the time left
+step() {
+    local name=$1 lim=$2; shift 2
+    local left=$(( LIMIT - ($(date +%s) - T0) ))
+    [ "$left" -lt "$lim" ] && lim=$left
+    if [ "$lim" -le 15 ]; then echo "gpu_run.sh: no time left for $name" >&2; return 0; fi
+    echo "== $name (${lim}s)" >&2
+    timeout --kill-after=5 "$lim" "$@" >"$OUTDIR/$name.log" 2>&1
+    echo "$name rc=$?" >&2
+    grep -E "passed|failed|FAILED|ERROR|^\||^(fp16|int8|int4) " "$OUTDIR/$name.log" | tail -30 >&2
+}
+
 case "$PART" in
     1) bench gpu-part1 --models resnet18,resnet50,mobilenet_v2,vit_b16 --kernels elementwise,gemm "${COMMON[@]}" ;;
     2) bench gpu-part2 --models bert_base,gpt2 --kernels conv --partition "${COMMON[@]}" ;;
@@ -113,17 +125,6 @@ case "$PART" in
     vision) bench gpu-vision --models tv_resnet50,tv_mobilenet_v2,tv_mobilenet_v3_large,tv_efficientnet_b0,tv_convnext_tiny,tv_vit_b_16,timm_mobilevit_s,timm_levit_128s \
                 "${COMMON[@]}" ;;
     quant)
-        # step NAME SECONDS CMD...: CMD's output in $OUTDIR/NAME.log, at most SECONDS and the time left
-        step() {
-            local name=$1 lim=$2; shift 2
-            local left=$(( LIMIT - ($(date +%s) - T0) ))
-            [ "$left" -lt "$lim" ] && lim=$left
-            if [ "$lim" -le 15 ]; then echo "gpu_run.sh: no time left for $name" >&2; return 0; fi
-            echo "== $name (${lim}s)" >&2
-            timeout --kill-after=5 "$lim" "$@" >"$OUTDIR/$name.log" 2>&1
-            echo "$name rc=$?" >&2
-            grep -E "passed|failed|FAILED|ERROR|^\||^(fp16|int8|int4) " "$OUTDIR/$name.log" | tail -20 >&2
-        }
         step tests 150 "$PY" -m pytest tests/gpu/test_quant_gpu.py tests/gpu/test_wq_linear_cuda.py tests/gpu/test_llm_gpu.py \
             tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py tests/device/test_norm_warp.py \
             tests/device/test_wq_linear.py tests/device/test_wq_gated.py tests/device/test_kv_attention.py tests/device/test_fuse_copies.py \
@@ -143,23 +144,13 @@ case "$PART" in
     quick)
         # quant in about 5 minutes (LIMIT 300): the weight-only/LLM kernels' tests on the GPU, the 1B
         # Llama's batch-1 decode with the step profile, then batch 8 and the prompt under WQ_MMA=auto
-        qstep() {
-            local name=$1 lim=$2; shift 2
-            local left=$(( LIMIT - ($(date +%s) - T0) ))
-            [ "$left" -lt "$lim" ] && lim=$left
-            if [ "$lim" -le 15 ]; then echo "gpu_run.sh: no time left for $name" >&2; return 0; fi
-            echo "== $name (${lim}s)" >&2
-            timeout --kill-after=5 "$lim" "$@" >"$OUTDIR/$name.log" 2>&1
-            echo "$name rc=$?" >&2
-            grep -E "passed|failed|FAILED|ERROR|^\||^(fp16|int8|int4) " "$OUTDIR/$name.log" | tail -30 >&2
-        }
-        qstep tests 110 "$PY" -m pytest tests/device/test_wq_linear.py tests/device/test_wq_rms.py tests/device/test_wq_gated.py \
+        step tests 110 "$PY" -m pytest tests/device/test_wq_linear.py tests/device/test_wq_rms.py tests/device/test_wq_gated.py \
             tests/models/test_llm_quant.py \
             tests/models/test_llm_kernels.py tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py \
             tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q -n 8 -p no:cacheprovider -rfE -x
-        qstep quant 100 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 --prompt 128 --batches 1 \
+        step quant 100 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 --prompt 128 --batches 1 \
             --runs 2 --linear '' --profile --json "$OUTDIR/quant.json"
-        qstep quant-auto 80 env TORCHTRT_C_WQ_MMA=auto "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 \
+        step quant-auto 80 env TORCHTRT_C_WQ_MMA=auto "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 \
             --prompt 128 --batches 8 --runs 2 --modes int8,int4 --linear '' --json "$OUTDIR/quant-auto.json"
         echo "gpu_run.sh quick done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
         exit 0 ;;

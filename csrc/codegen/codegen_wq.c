@@ -361,9 +361,9 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "    if (get_local_id(0) < %d) {\n"
                         "        int i = get_local_id(0);\n        float v = 0.0f;\n"
                         "        for (int l = 0; l < %d; l++) v += rss[(l / 32 * %d + i) * 33 + l %% 32];\n"
-                        "        rl[i] = rsqrt(v / %d.0f + %.9gf);\n    }\n",
+                        "        rl[i] = rsqrt(v / %d.0f + %.9gf);\n    }\n"
+                        "    barrier(CLK_LOCAL_MEM_FENCE);\n",
                         WQ_MB, 32 * KS, WQ_MB, K, op->p.wq.rms_eps);
-    if (op->p.wq.rms) ttc_sbuf_printf(src, "    barrier(CLK_LOCAL_MEM_FENCE);\n");
     if (glu) {
         /* the pair (gate, up) of column jr: virtual rows o and H + o of the group (rms: each
          * scaled by its row of x's rsqrt(mean + eps) before the activation) */
@@ -469,6 +469,16 @@ static void mma_weights(ttc_sbuf *src, int32_t bits, int32_t RB, const char *f, 
                         r, RB, f, z, s);
 }
 
+/* rms: "rq", the scale rsqrt(mean + eps) of chunk c's x row rr (an expression) from its 16
+ * partial sums of squares (4 lanes t x 4 warps' K blocks) in mss. */
+static void mma_row_scale(ttc_sbuf *src, const ttc_kop *op, const char *rr) {
+    ttc_sbuf_printf(src,
+                    "            float rq = 0.0f;\n"
+                    "            WQ_UNROLL for (int u = 0; u < 16; u++) rq += mss[(c * 4 + (u >> 2)) * 32 + (%s) * 4 + (u & 3)];\n"
+                    "            rq = rsqrt(rq / %d.0f + %.9gf);\n",
+                    rr, op->p.wq.k, op->p.wq.rms_eps);
+}
+
 /* The tensor-core form's __local arrays (at the kernel's scope). */
 static void mma_decls(ttc_sbuf *src, const ttc_kop *op) {
     ttc_sbuf_printf(src, "    TTC_PTX_SCRATCH(scr, 4);\n    __local float mred[%d * 4 * 32 * 4];\n", WQ_MMA_XC);
@@ -571,12 +581,10 @@ static ttc_status mma_body(const ttc_kgen *g) {
                         "            int n = c0 + g, m = m0 + 8 * c + 2 * t + r;\n"
                         "            float vg = vr[r + %d], vu = vr[r + %d];\n",
                         4 * XC, 4 * XC, 4 * XC, 4 * XC, gh, 2 - gh);
-        if (op->p.wq.rms)
-            ttc_sbuf_printf(src,
-                            "            {\n                int rr = 2 * t + r;\n                float q2 = 0.0f;\n"
-                            "                WQ_UNROLL for (int u = 0; u < 16; u++) q2 += mss[(c * 4 + (u >> 2)) * 32 + rr * 4 + (u & 3)];\n"
-                            "                float sq = rsqrt(q2 / %d.0f + %.9gf);\n                vg *= sq;\n                vu *= sq;\n            }\n",
-                            K, op->p.wq.rms_eps);
+        if (op->p.wq.rms) {
+            mma_row_scale(src, op, "2 * t + r");
+            ttc_sbuf_printf(src, "            vg *= rq;\n            vu *= rq;\n");
+        }
         ttc_sbuf_printf(src, "            if (n < %d && m < M) {\n", N / 2);
         TTC_TRY(glu_value(g, "                "));
         ttc_sbuf_printf(src, "                int lin = m * %d + n;\n", N / 2);
@@ -590,13 +598,10 @@ static ttc_status mma_body(const ttc_kgen *g) {
                     "            float v = mred[lane * %d + i] + mred[(32 + lane) * %d + i] + mred[(64 + lane) * %d + i] + mred[(96 + lane) * %d + i];\n"
                     "            int n = c0 + g + (r >> 1) * 8, m = m0 + 8 * c + 2 * t + (r & 1);\n",
                     4 * XC, 4 * XC, 4 * XC, 4 * XC);
-    /* rms: output row m's scale, rsqrt(mean + eps) of its sum of squares (16 partial sums) */
-    if (op->p.wq.rms)
-        ttc_sbuf_printf(src,
-                        "            {\n                int rr = 2 * t + (r & 1);\n                float q2 = 0.0f;\n"
-                        "                WQ_UNROLL for (int u = 0; u < 16; u++) q2 += mss[(c * 4 + (u >> 2)) * 32 + rr * 4 + (u & 3)];\n"
-                        "                v *= rsqrt(q2 / %d.0f + %.9gf);\n            }\n",
-                        K, op->p.wq.rms_eps);
+    if (op->p.wq.rms) {
+        mma_row_scale(src, op, "2 * t + (r & 1)");
+        ttc_sbuf_printf(src, "            v *= rq;\n");
+    }
     ttc_sbuf_printf(src, "            if (n < %d && m < M) {\n                int lin = m * %d + n;\n", N, N);
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "            }\n        }\n    }\n    }\n");

@@ -20,6 +20,8 @@ import torchtrt_c
 import torchtrt_c._C as C
 from torchtrt_c.dynamo._weight_only import dequantize, quantize_int4, quantize_int8
 
+from engine_kernels import kernels  # noqa: E402
+
 F = torch.nn.functional
 ACTS = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
 
@@ -58,15 +60,6 @@ class GatedMLP(torch.nn.Module):
             return self.down(ACTS[self.act](g) + u)
         h = self.down(ACTS[self.act](g) * u)
         return (h, g) if self.extra == "gate_out" else h   # the gate read elsewhere too
-
-
-def kernels(trt):
-    out = []
-    for name, mod in trt.named_children():
-        if name.startswith("_run_on_acc"):
-            eng = C.Engine.deserialize(bytes(mod.engine.numpy()), cache_dir="")
-            out += eng.info()["kernels"]
-    return out
 
 
 def source(trt):

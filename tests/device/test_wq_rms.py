@@ -18,6 +18,7 @@ import torchtrt_c._C as C
 transformers = pytest.importorskip("transformers")
 from transformers.models.llama.modeling_llama import LlamaRMSNorm  # noqa: E402
 
+from engine_kernels import kernels  # noqa: E402
 from test_wq_linear import WQ, random_weights, close  # noqa: E402
 
 
@@ -45,11 +46,6 @@ class NormWQ(torch.nn.Module):
         y = torch.ops.torchtrt_c.wq_linear(h, self.lin.q, self.lin.s, self.lin.z, self.lin.group, self.lin.bits)
         y = x[..., : y.shape[-1]] + y
         return (y, h) if self.twice else y
-
-
-def kernels(trt):
-    eng = C.Engine.deserialize(bytes(trt._run_on_acc_0.engine.numpy()), cache_dir="")
-    return eng.info()["kernels"]
 
 
 CASES = [  # M, N, K, group, bits, zeros, split
