@@ -49,7 +49,7 @@ static void push(ttc_qconv_plan *p, int32_t kind, float a, float b) {
 /* one layer: x_dt u8/s8 (zero point zp), y_dt u8/s8/f32, residual r_dt (-1: none), relu */
 static void case_(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oc, int64_t k, int64_t st, int64_t pad,
                   int64_t dil, int64_t g, int64_t x_dt, int64_t zp, int64_t y_dt, int64_t r_dt, bool relu,
-                  bool x_nhwc, bool y_nhwc) {
+                  bool x_nhwc, bool y_nhwc, bool clip6) {
     int64_t oh = (h + 2 * pad - dil * (k - 1) - 1) / st + 1, ow = (w + 2 * pad - dil * (k - 1) - 1) / st + 1;
     ttc_qconv_shape s = {n, c, h, w, oc, oh, ow, g, k, k, st, st, pad, pad, dil, dil, zp, x_dt, y_dt, r_dt,
                          x_nhwc, y_nhwc, x_nhwc};
@@ -65,6 +65,18 @@ static void case_(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oc, int64_
         push(&p, TTC_QP_LINEAR, 0.05f, 0.0f);
     }
     if (relu) push(&p, TTC_QP_RELU, 0, 0);
+    if (clip6 && y_dt != TTC_DTYPE_FLOAT32) {
+        /* quantize -> dequantize -> hardtanh(0, 6) (XNNPACK's ReLU6): two clips and two roundings
+         * in one chain, each with its own bounds */
+        bool u8 = y_dt == TTC_DTYPE_UINT8;
+        push(&p, TTC_QP_LINEAR, 1.0f / 0.03f, 0.0f);
+        push(&p, TTC_QP_ROUND, 0, 0);
+        push(&p, TTC_QP_LINEAR, 1.0f, u8 ? 5.0f : -2.0f);
+        push(&p, TTC_QP_CLIP, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f);
+        push(&p, TTC_QP_LINEAR, 1.0f, u8 ? -5.0f : 2.0f);
+        push(&p, TTC_QP_LINEAR, 0.03f, 0.0f);
+        push(&p, TTC_QP_CLIP, 0.0f, 0.5f);
+    }
     if (y_dt != TTC_DTYPE_FLOAT32) {
         bool u8 = y_dt == TTC_DTYPE_UINT8;
         push(&p, TTC_QP_LINEAR, 1.0f / 0.04f, 0.0f);
@@ -126,16 +138,20 @@ static void test_qconv_matches_c(void) {
     const int64_t U8 = TTC_DTYPE_UINT8, S8 = TTC_DTYPE_INT8, F = TTC_DTYPE_FLOAT32;
     int64_t before = ttc_qconv_dnnl_calls();
     /* n, c, h, w, oc, k, stride, pad, dil, groups, x, zp, y, residual, relu, x_nhwc, y_nhwc */
-    case_(2, 64, 9, 9, 64, 3, 1, 1, 1, 1, U8, 0, U8, -1, true, true, true);
-    case_(2, 64, 9, 9, 64, 3, 1, 1, 1, 1, U8, 131, U8, -1, true, false, true);
-    case_(1, 3, 17, 15, 16, 7, 2, 3, 1, 1, U8, 128, F, -1, true, false, false);      /* a stem */
-    case_(2, 32, 8, 8, 48, 1, 2, 0, 1, 1, U8, 0, U8, -1, false, true, true);        /* downsampling */
-    case_(2, 24, 7, 7, 24, 3, 1, 1, 1, 24, U8, 3, U8, -1, true, true, true);        /* depthwise */
-    case_(1, 20, 6, 5, 30, 3, 1, 2, 2, 2, S8, 4, S8, -1, false, false, false);     /* groups, dilation, s8 */
-    case_(2, 16, 5, 7, 16, 3, 1, 1, 1, 1, U8, 7, U8, U8, true, true, true);        /* 8-bit residual */
-    case_(2, 16, 5, 7, 16, 1, 1, 0, 1, 1, U8, 0, F, F, true, true, false);         /* float residual */
-    case_(3, 13, 1, 1, 11, 1, 1, 0, 1, 1, U8, 9, F, -1, false, false, false);      /* a linear */
-    case_(5, 13, 3, 3, 7, 3, 1, 0, 1, 1, S8, 0, U8, -1, true, false, true);
+    case_(2, 64, 9, 9, 64, 3, 1, 1, 1, 1, U8, 0, U8, -1, true, true, true, false);
+    case_(2, 64, 9, 9, 64, 3, 1, 1, 1, 1, U8, 131, U8, -1, true, false, true, false);
+    case_(1, 3, 17, 15, 16, 7, 2, 3, 1, 1, U8, 128, F, -1, true, false, false, false);      /* a stem */
+    case_(2, 32, 8, 8, 48, 1, 2, 0, 1, 1, U8, 0, U8, -1, false, true, true, false);        /* downsampling */
+    case_(2, 24, 7, 7, 24, 3, 1, 1, 1, 24, U8, 3, U8, -1, true, true, true, false);        /* depthwise */
+    case_(1, 20, 6, 5, 30, 3, 1, 2, 2, 2, S8, 4, S8, -1, false, false, false, false);     /* groups, dilation, s8 */
+    case_(2, 16, 5, 7, 16, 3, 1, 1, 1, 1, U8, 7, U8, U8, true, true, true, false);        /* 8-bit residual */
+    case_(2, 16, 5, 7, 16, 1, 1, 0, 1, 1, U8, 0, F, F, true, true, false, false);         /* float residual */
+    case_(3, 13, 1, 1, 11, 1, 1, 0, 1, 1, U8, 9, F, -1, false, false, false, false);      /* a linear */
+    case_(5, 13, 3, 3, 7, 3, 1, 0, 1, 1, S8, 0, U8, -1, true, false, true, false);
+    /* a hardtanh between two quantizes (PT2E's XNNPACK ReLU6): second clip, second round */
+    case_(1, 8, 15, 13, 16, 3, 1, 1, 1, 1, S8, 0, S8, -1, false, false, false, true);
+    case_(2, 16, 7, 9, 16, 3, 2, 1, 1, 16, S8, 0, S8, -1, false, true, true, true);   /* depthwise */
+    case_(2, 16, 5, 7, 24, 1, 1, 0, 1, 1, U8, 3, U8, -1, true, true, true, true);
     if (ttc_qconv_available())
         CHECK(ttc_qconv_dnnl_calls() > before, "oneDNN loads but no call went through it");
 }

@@ -25,22 +25,42 @@ from torchtrt_c import settings
 from engine_kernels import kernels as _kernels
 
 
-def _pt2e(model, calib):
+def _quantizer(kind):
+    """x86: the X86InductorQuantizer (u8 activations); x86_qat: its QAT form; xnnpack_channel /
+    xnnpack_tensor: the XNNPACK quantizer (s8 activations, symmetric weights per channel / per
+    tensor; it keeps a hardtanh (ReLU6) between two quantizes of one scale)."""
     pytest.importorskip("torchao")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
         from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
             X86InductorQuantizer, get_default_x86_inductor_quantization_config)
-    q = X86InductorQuantizer()
-    q.set_global(get_default_x86_inductor_quantization_config())
+        from torchao.testing.pt2e._xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
+    if kind.startswith("x86"):
+        q = X86InductorQuantizer()
+        q.set_global(get_default_x86_inductor_quantization_config(is_qat=kind == "x86_qat"))
+    else:
+        q = XNNPACKQuantizer()
+        q.set_global(get_symmetric_quantization_config(is_per_channel=kind == "xnnpack_channel"))
+    return q
+
+
+def _pt2e(model, calib, kind="x86"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torchao.quantization.pt2e import move_exported_model_to_eval
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
+    q = _quantizer(kind)
+    qat = kind == "x86_qat"
     dyn = ({0: torch.export.Dim("batch", max=64)},)
-    gm = torch.export.export(model.eval(), (calib[0],), dynamic_shapes=dyn).module()
-    p = prepare_pt2e(gm, q)
+    gm = torch.export.export(model.train() if qat else model.eval(), (calib[0],), dynamic_shapes=dyn).module()
+    p = (prepare_qat_pt2e if qat else prepare_pt2e)(gm, q)
     with torch.no_grad():
         for x in calib:
             p(x)
-    return convert_pt2e(p)
+    qm = convert_pt2e(p)
+    if qat:
+        move_exported_model_to_eval(qm)
+    return qm
 
 
 def _native_int8():
@@ -226,3 +246,70 @@ def test_stem_pools_8_bit_values(hw):
         portable = torchtrt_c.compile(qm, inputs=[x], cache_built_engines=False, reuse_cached_engines=False)
         with torch.no_grad():
             assert float((portable(x) - qm(x)).abs().max() / qm(x).abs().max()) <= 1e-3
+
+
+class Relu6Block(torch.nn.Module):
+    """conv [+ batch norm] + ReLU6 (hardtanh(0, 6)), then a max pool: PT2E leaves the hardtanh
+    between the convolution's quantize and one of its own, two clips in the native step's
+    post-ops (oneDNN 2.6 ran a second eltwise clip with the first one's bounds: the ReLU6 was
+    lost, errors of the size of the outputs)."""
+
+    def __init__(self, cin, cout, groups, bn):
+        super().__init__()
+        self.c = torch.nn.Conv2d(cin, cout, 3, 1, 1, groups=groups)
+        self.bn = torch.nn.BatchNorm2d(cout) if bn else torch.nn.Identity()
+
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(torch.nn.functional.relu6(self.bn(self.c(x))), 2)
+
+
+@pytest.mark.parametrize("kind", ["xnnpack_channel", "xnnpack_tensor", "x86", "x86_qat"])
+@pytest.mark.parametrize("shape", [(8, 16, 1, False, 15, 13), (16, 16, 16, True, 9, 11)],
+                         ids=["conv", "depthwise_bn"])
+def test_pt2e_relu6_between_quantizes(kind, shape):
+    cin, cout, g, bn, h, w = shape
+    torch.manual_seed(0)
+    m = Relu6Block(cin, cout, g, bn)
+    if bn:   # running statistics other than 0 / 1, so the folded batch norm changes the layer
+        with torch.no_grad():
+            m.bn.running_mean.uniform_(-0.5, 0.5)
+            m.bn.running_var.uniform_(0.5, 1.5)
+            m.bn.weight.uniform_(0.5, 1.5)
+    # inputs scaled so that a part of the outputs lies above 6 and a part below 0
+    calib = [8 * torch.randn(2, cin, h, w) for _ in range(3)]
+    qm = _pt2e(m, calib, kind)
+    x = 8 * torch.randn(3, cin, h, w)
+    with torch.no_grad():
+        want = qm(x)
+    assert float((want == 0).float().mean()) > 0.05   # the ReLU6's lower clip matters
+    # (a per-tensor weight stays a dequantized float convolution: dynamo/_quant.py)
+    _compile_check(qm, x, 0 if kind == "xnnpack_tensor" else 1)
+
+
+@pytest.mark.parametrize("kind", ["xnnpack_channel", "x86_qat"])
+def test_torchvision_mobilenet_v2_int8(kind):
+    """torchvision's MobileNetV2 (ReLU6 after every expansion and depthwise convolution,
+    residual adds without ReLU), random weights and batch-norm statistics, quantized by PT2E:
+    one engine, its convolutions int8 steps, the logits within 2e-2 of torch's largest one (as
+    the module docstring says, a value on a rounding tie moves by one step: with XNNPACK's s8
+    activations 1-6 of some 6000 values a layer do, and the 10 small logits after the average
+    pool and the classifier move by 1.3e-2 of their largest; without the clip fix 0.48)."""
+    from thirdparty import import_torchvision, randomize_constant_init
+    tv = import_torchvision()
+    torch.manual_seed(0)
+    m = randomize_constant_init(tv.models.mobilenet_v2(num_classes=10))
+    calib = [torch.randn(2, 3, 64, 64) for _ in range(2)]
+    qm = _pt2e(m, calib, kind)
+    x = torch.randn(1, 3, 64, 64)
+    with settings.override(QUANT_KERNELS="int8"):
+        gm = torchtrt_c.compile(qm, inputs=[x], require_full_compilation=True)
+    ks = _kernels(gm)
+    layers = [k for k in ks if " qconv2d:" in k or " qgemm:" in k]
+    assert len(layers) >= 52, ks
+    if _native_int8():
+        assert all("(native)" in k for k in layers), ks
+    with torch.no_grad():
+        want, got = qm(x), gm(x)
+    assert float(want.abs().max()) > 0
+    rel = float((got - want).abs().max() / want.abs().max())
+    assert rel <= 2e-2, rel

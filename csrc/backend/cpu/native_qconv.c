@@ -332,8 +332,10 @@ typedef struct qprim {
     dnnl_memory_t m_x, m_w, m_y, m_r, m_b, m_src, m_wei, m_dst, m_res, m_scr;
     float *bias;              /* bias[c] / scale[c]: oneDNN adds the bias before the output scales */
     float *oscale;            /* the output scales: scale[c], times a leading linear step's factor */
-    /* linear steps after the first as binary post-ops with one-value operands: oneDNN 2.6 ran a
-     * second eltwise_linear post-op with the first one's factors (tests/test_native_qconv.c) */
+    /* linear steps and clips after the first of their kind as binary post-ops with one-value
+     * operands: oneDNN 2.6 ran a second eltwise_linear post-op with the first one's factors, and
+     * a second eltwise_clip with the first one's bounds (a hardtanh between two quantizes lost
+     * its clip to the first quantize's -128..127; tests/test_native_qconv.c) */
     int32_t n_k, k_at[2 * TTC_QPOST_MAX], res_at;
     float k_val[2 * TTC_QPOST_MAX];
     dnnl_memory_t m_k[2 * TTC_QPOST_MAX];
@@ -459,19 +461,22 @@ static bool qprim_build(qprim *d, const ttc_qconv_plan *p, const float *scale, c
     dnnl_dims_t one = {1, 1, 1, 1};
     dnnl_memory_desc_t km;
     ok = ok && ttc_dnnl_fn.memory_desc_init_by_tag(&km, 4, one, dnnl_f32, dnnl_nhwc) == dnnl_success;
-    bool linear_used = false;
+    bool linear_used = false, clip_used = false;
     d->res_at = -1;
     for (int32_t i = first, at = 0; ok && i < p->n; i++) {
         float a = p->op[i].alpha, b = p->op[i].beta;
-        if (p->op[i].kind == TTC_QP_ADD_RES) {
+        int32_t kind = p->op[i].kind;
+        if (kind == TTC_QP_ADD_RES) {
             ok = ttc_dnnl_fn.post_ops_append_binary(po, dnnl_binary_add, &ar) == dnnl_success;
             d->res_at = at++;
-        } else if (p->op[i].kind == TTC_QP_LINEAR && linear_used) {
+        } else if ((kind == TTC_QP_LINEAR && linear_used) || (kind == TTC_QP_CLIP && clip_used)) {
+            /* a x + b: mul a, add b; clip(a, b): max a, min b (an unbounded side left out) */
+            bool lin = kind == TTC_QP_LINEAR;
             for (int j = 0; j < 2 && ok; j++) {
-                if (j == 0 ? a == 1.0f : b == 0.0f) continue;
-                ok = d->n_k < 2 * TTC_QPOST_MAX &&
-                     ttc_dnnl_fn.post_ops_append_binary(po, j == 0 ? dnnl_binary_mul : dnnl_binary_add, &km) ==
-                         dnnl_success &&
+                if (lin ? (j == 0 ? a == 1.0f : b == 0.0f) : (j == 0 ? a == -FLT_MAX : b == FLT_MAX)) continue;
+                dnnl_alg_kind_t alg = lin ? (j == 0 ? dnnl_binary_mul : dnnl_binary_add)
+                                          : (j == 0 ? dnnl_binary_max : dnnl_binary_min);
+                ok = d->n_k < 2 * TTC_QPOST_MAX && ttc_dnnl_fn.post_ops_append_binary(po, alg, &km) == dnnl_success &&
                      ttc_dnnl_fn.memory_create(&d->m_k[d->n_k], &km, ttc_dnnl_eng(), &d->k_val[d->n_k]) == dnnl_success;
                 if (ok) {
                     d->k_val[d->n_k] = j == 0 ? a : b;
@@ -479,8 +484,9 @@ static bool qprim_build(qprim *d, const ttc_qconv_plan *p, const float *scale, c
                 }
             }
         } else {
-            ok = ttc_dnnl_fn.post_ops_append_eltwise(po, 1.0f, qp_alg(p->op[i].kind), a, b) == dnnl_success;
-            linear_used = linear_used || p->op[i].kind == TTC_QP_LINEAR;
+            ok = ttc_dnnl_fn.post_ops_append_eltwise(po, 1.0f, qp_alg(kind), a, b) == dnnl_success;
+            linear_used = linear_used || kind == TTC_QP_LINEAR;
+            clip_used = clip_used || kind == TTC_QP_CLIP;
             at++;
         }
     }
