@@ -153,9 +153,10 @@ class MLP(torch.nn.Module):
         return self.b(torch.relu(self.a(x)))
 
 
-def test_pt2e_int8_linears_match_torch():
+@pytest.mark.parametrize("kind", ["x86", "xnnpack_channel", "xnnpack_tensor"])
+def test_pt2e_int8_linears_match_torch(kind):
     torch.manual_seed(1)
-    qm = _pt2e(MLP(), [torch.randn(5, 37) for _ in range(3)])
+    qm = _pt2e(MLP(), [torch.randn(5, 37) for _ in range(3)], kind)
     _compile_check(qm, torch.randn(7, 37), 2)
 
 
@@ -282,11 +283,10 @@ def test_pt2e_relu6_between_quantizes(kind, shape):
     with torch.no_grad():
         want = qm(x)
     assert float((want == 0).float().mean()) > 0.05   # the ReLU6's lower clip matters
-    # (a per-tensor weight stays a dequantized float convolution: dynamo/_quant.py)
-    _compile_check(qm, x, 0 if kind == "xnnpack_tensor" else 1)
+    _compile_check(qm, x, 1)
 
 
-@pytest.mark.parametrize("kind", ["xnnpack_channel", "x86_qat"])
+@pytest.mark.parametrize("kind", ["xnnpack_channel", "xnnpack_tensor", "x86_qat"])
 def test_torchvision_mobilenet_v2_int8(kind):
     """torchvision's MobileNetV2 (ReLU6 after every expansion and depthwise convolution,
     residual adds without ReLU), random weights and batch-norm statistics, quantized by PT2E:

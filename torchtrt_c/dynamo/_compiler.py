@@ -133,7 +133,7 @@ def partition_settings(s: CompilationSettings, forced: dict) -> dict:
 def _fold_quantized_layers(ep, settings) -> int:
     """PT2E's dq -> conv2d/linear <- dq(int8 weights) layers as int8 ops (dynamo/_quant.py),
     where the target runs them as int8 kernels."""
-    if not any(n.op == "call_function" and str(n.target).startswith("quantized_decomposed.dequantize_per_channel")
+    if not any(n.op == "call_function" and str(n.target).startswith("quantized_decomposed.dequantize_per_")
                for n in ep.graph.nodes):
         return 0
     from torchtrt_c.dynamo import _quant

@@ -12,7 +12,10 @@ did. The C core runs them as integer kernels: (xq - zx) * wq accumulated in int3
 acc * (sx * sw[c]) + b[c] in the epilogue, where a following quantize_per_tensor, ReLU or
 residual add fuse as well (csrc/convert/conv_quant.c). The weights stay int8 in the engine.
 
-Patterns that do not match (a per-tensor weight, non-zero weight zero points, a transposed
+A weight quantized per tensor (dequantize_per_tensor of an int8 constant, zero point 0) folds
+the same way, its scale repeated for every output channel.
+
+Patterns that do not match (non-zero weight zero points, a transposed
 convolution, an input of another rank) keep their Q/DQ nodes, which engines run as elementwise
 float math (dequantized in the engine, never sent to torch for that reason).
 
@@ -151,23 +154,40 @@ def fold_qdq(ep: torch.export.ExportedProgram) -> int:
                 consts[spec.arg.name] = t
     g = ep.graph_module.graph
     done = 0
+    adder = None
     for n in list(g.nodes):
         if n.op != "call_function" or n.target not in (_A.conv2d.default, _A.convolution.default, _A.linear.default):
             continue
         x, w = n.args[0], n.args[1]
-        if not (isinstance(x, torch.fx.Node) and x.target == dq_t and isinstance(w, torch.fx.Node) and w.target == dq_c):
+        if not (isinstance(x, torch.fx.Node) and x.target == dq_t and isinstance(w, torch.fx.Node)
+                and w.target in (dq_c, dq_t)):
             continue
         xq, sx, zx = x.args[0], x.args[1], x.args[2]
-        wq, sw, zw, axis = w.args[0], w.args[1], w.args[2], w.args[3]
-        if not (isinstance(sx, float) and isinstance(zx, int) and axis == 0):
+        if not (isinstance(sx, float) and isinstance(zx, int)):
             continue
-        if not all(isinstance(a, torch.fx.Node) and a.op == "placeholder" and a.name in consts for a in (wq, sw)):
+        wq = w.args[0]
+        if not (isinstance(wq, torch.fx.Node) and wq.op == "placeholder" and wq.name in consts):
             continue
-        wt, st = consts[wq.name], consts[sw.name]
-        if wt.dtype != torch.int8 or st.dim() != 1 or st.shape[0] != wt.shape[0]:
+        wt = consts[wq.name]
+        if wt.dtype != torch.int8 or wt.dim() < 2:
             continue
-        if zw is not None and not (isinstance(zw, torch.fx.Node) and zw.name in consts and not consts[zw.name].any()):
-            continue
+        if w.target == dq_t:
+            # a weight quantized per tensor (XNNPACK's per-tensor config): its one scale for
+            # every output channel, the same products (q - 0) * s as torch's dequantize
+            sw_f, zw_i = w.args[1], w.args[2]
+            if not (isinstance(sw_f, float) and zw_i == 0):
+                continue
+            sw = None   # added below, once the layer matches
+        else:
+            sw, zw, axis = w.args[1], w.args[2], w.args[3]
+            if axis != 0 or not (isinstance(sw, torch.fx.Node) and sw.op == "placeholder" and sw.name in consts):
+                continue
+            st = consts[sw.name]
+            if st.dim() != 1 or st.shape[0] != wt.shape[0]:
+                continue
+            if zw is not None and not (isinstance(zw, torch.fx.Node) and zw.name in consts
+                                       and not consts[zw.name].any()):
+                continue
         xv = xq.meta.get("val") if isinstance(xq, torch.fx.Node) else None
         if xv is None or xv.dtype not in (torch.uint8, torch.int8):
             continue
@@ -194,6 +214,12 @@ def fold_qdq(ep: torch.export.ExportedProgram) -> int:
             two = lambda v: list(v) * 2 if len(v) == 1 else list(v)  # noqa: E731
             target = qconv2d_op()
             args = (xq, sx, zx, wq, sw, bias, two(stride), two(padding), two(dilation), int(groups))
+        if sw is None:
+            if adder is None:
+                from torchtrt_c.dynamo._weight_only import _Adder
+                adder = _Adder(ep, prefix="_ttc_q")
+            sw = adder.add(f"{n.name}_w_scale", torch.full((wt.shape[0],), sw_f, dtype=torch.float32))
+            args = args[:4] + (sw,) + args[5:]
         with g.inserting_before(n):
             q = g.call_function(target, args)
         q.meta.update(n.meta)

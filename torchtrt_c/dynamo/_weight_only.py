@@ -163,9 +163,10 @@ def _plain(t: torch.Tensor) -> torch.Tensor:
 class _Adder:
     """New constant tensors of the program (placeholders of kind CONSTANT_TENSOR)."""
 
-    def __init__(self, ep):
+    def __init__(self, ep, prefix="_ttc_wq"):
         from torch.export.graph_signature import InputKind
         self.ep = ep
+        self.prefix = prefix
         self.sig = ep.graph_signature
         self.g = ep.graph_module.graph
         specs = self.sig.input_specs
@@ -178,7 +179,7 @@ class _Adder:
     def add(self, base: str, t: torch.Tensor):
         from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
         from torch._subclasses.fake_tensor import FakeTensorMode
-        name = f"_ttc_wq_{self.count}_{base}"
+        name = f"{self.prefix}_{self.count}_{base}"
         self.count += 1
         ctx = self.g.inserting_after(self.anchor) if self.anchor is not None else self.g.inserting_before(self.before)
         with ctx:
