@@ -115,3 +115,100 @@ def test_hf_llama(cfg):
     assert "_run_on_gpu" not in str(trt.graph)
     with torch.no_grad():
         close(trt(ids), w(ids), 1e-4)
+
+
+def more_configs():
+    """torchao's other integer configurations that run on the CPU: weight-only int2/int3/int5 and
+    asymmetric int4 (IntxWeightOnlyConfig), and int8 dynamic activations with int4/int8 weights
+    (Int8DynamicActivationIntxWeightConfig: torch.export leaves the activation's
+    choose_qparams/quantize/dequantize in the graph, the weight as a dequantize_affine)."""
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, IntxWeightOnlyConfig, MappingType
+    from torchao.quantization.granularity import PerAxis, PerGroup
+    return {
+        "intx_int2_g32": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int2, granularity=PerGroup(32)),
+        "intx_int3_g32": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int3, granularity=PerGroup(32)),
+        "intx_int5_channel": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int5, granularity=PerAxis(0)),
+        "intx_int4_g32_asym": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32),
+                                                           mapping_type=MappingType.ASYMMETRIC),
+        "dyn8_int4_g32": lambda: Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
+                                                                       weight_granularity=PerGroup(32)),
+        "dyn8_int8_channel": lambda: Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8,
+                                                                           weight_granularity=PerAxis(0)),
+    }
+
+
+@pytest.mark.parametrize("shape", [(3, 7, 256), (5, 256)])
+@pytest.mark.parametrize("cfg", sorted(more_configs()))
+def test_more_integer_configs(cfg, shape):
+    """One quantized linear (97 outputs, bias): a wq_linear kernel, no float GEMM, no torch
+    segment. Tolerance: the CPU's VNNI loop takes x as int16 steps of max|x| / 32767 a row, so an
+    output may move by max|x| / 65534 * sum_k |W[n, k]| (W dequantized) beyond float rounding
+    (1e-5 of the output's scale); the other loops and the GPU kernels stay within the latter."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 97)).eval()
+    quantize_(m, more_configs()[cfg]())
+    x = torch.randn(*shape)
+    trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    ks = kernels_of(trt)
+    assert sum(" wq_linear:" in k for k in ks) == 1 and not any(" gemm:" in k for k in ks), ks
+    assert "_run_on_gpu" not in str(trt.graph)
+    with torch.no_grad():
+        y, ref = trt(x), m(x)
+        w = m[0].weight.dequantize().float()
+    xmax = x.abs().amax(dim=-1, keepdim=True) * 1.05   # (a dequantized activation's steps: <= 5%)
+    bound = xmax / 65534 * w.abs().sum(dim=1) + 1e-5 * ref.abs().max()
+    assert bool(((y - ref).abs() <= bound).all()), ((y - ref).abs() / bound).max().item()
+
+
+def _float8_weight_only(m):
+    from torchao.quantization import Float8WeightOnlyConfig
+    try:
+        quantize_(m, Float8WeightOnlyConfig())
+    except (ImportError, NotImplementedError, AssertionError, RuntimeError) as e:
+        pytest.skip(f"torchao's Float8WeightOnlyConfig does not run here: {type(e).__name__}: {e}")
+    return m
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.float16, 2e-3), (torch.bfloat16, 1.6e-2)])
+def test_float8_weight_only(dtype, tol):
+    """Float8WeightOnlyConfig (float8_e4m3fn weights, a scale a row): the weights' dequantization
+    (float8 -> float times the scale, all on constants) folds at compile time into a float weight,
+    so the layers run as the engine's float GEMMs; no torch segment. Tolerance: fp32 the same
+    values summed in another order; fp16/bf16 a few roundings of the output dtype."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 97), torch.nn.GELU(), torch.nn.Linear(97, 33)).eval().to(dtype)
+    _float8_weight_only(m)
+    for shape in [(5, 256), (2, 3, 256)]:
+        x = torch.randn(*shape, dtype=dtype)
+        trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1, enabled_precisions={dtype})
+        assert "_run_on_gpu" not in str(trt.graph)
+        with torch.no_grad():
+            y = trt(x)
+            assert y.dtype == dtype
+            close(y, m(x), tol)
+
+
+def test_float8_weight_only_llama_torch_compile(monkeypatch):
+    """A tiny HF Llama under Float8WeightOnlyConfig through torch.compile(backend="torchtrt_c"),
+    called with input_ids= as users call it: one engine, no torch segment, logits as torch's
+    (fp32, 1e-5)."""
+    transformers = pytest.importorskip("transformers")
+    from torchtrt_c import backend as B
+    seen = []
+    orig = B._Graph._compile
+
+    def spy(self, *a, **k):
+        mod = orig(self, *a, **k)
+        seen.append(None if mod is None else [n for n, _ in mod.named_children()])
+        return mod
+    monkeypatch.setattr(B._Graph, "_compile", spy)
+    cfgm = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = _float8_weight_only(transformers.LlamaForCausalLM(cfgm).eval())
+    ids = torch.randint(0, 256, (1, 12))
+    torch._dynamo.reset()
+    tc = torch.compile(model, backend="torchtrt_c")
+    with torch.no_grad():
+        close(tc(input_ids=ids).logits, model(input_ids=ids).logits, 1e-5)
+    assert seen == [["_run_on_acc_0"]], seen

@@ -654,6 +654,12 @@ def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
         const[n] = None
         compute = (not item and n.target not in _LAYOUT_OPS) or any(cone_cost[a][0] for a in ins)
         cone_cost[n] = (compute, sum(cone_cost[a][1] for a in ins))
+    # torch.export's dtype/device checks on weight values (torchao's Float8Tensor leaves them
+    # on its float8 data) hold by construction: they go, or they would keep the raw weights
+    checks = [n for n in g.nodes if n.op == "call_function" and n.target is _A._assert_tensor_metadata.default
+              and not n.users and n.args and n.args[0] in const]
+    for n in checks:
+        g.erase_node(n)
     def conv_weight(n):
         # a weight only re-laid-out (the 3-D convolution's 5-D weight read as a 2-D one,
         # _decompositions_conv3d.py) folds too: the core would fold it into an unnamed constant,
@@ -665,6 +671,8 @@ def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
                 and ((cone_cost[n][0] and n.meta["val"].numel() <= cone_cost[n][1]) or conv_weight(n))
                 and any(u not in const for u in n.users)]
     if not frontier:
+        if checks:
+            ep.graph_module.recompile()
         return 0
 
     def value(n):
@@ -682,6 +690,7 @@ def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
     placeholders = [n for n in g.nodes if n.op == "placeholder"]
     anchor = placeholders[first_user - 1] if first_user > 0 else None
     folded = 0
+    read = {n for n in placeholders if n.name in values and n.users}
     # every value first: a frontier node may read another one (DETR's position embedding feeds
     # both a folded add and a folded product), which is a placeholder once that one is folded
     computed = [(n, value(n)) for n in frontier]
@@ -701,6 +710,13 @@ def fold_weight_computations(ep: torch.export.ExportedProgram) -> int:
         n.replace_all_uses_with(ph)
         folded += 1
     g.eliminate_dead_code()
+    # weights only the folded computations read leave the program (the importer would copy
+    # them; a tensor subclass, such as torchao's Float8Tensor, it cannot read at all)
+    gone = {n.name for n in read if not n.users}
+    if gone:
+        for n in [n for n in placeholders if n.name in gone]:
+            g.erase_node(n)
+        sig.input_specs[:] = [s_ for s_ in sig.input_specs if getattr(s_.arg, "name", None) not in gone]
     ep.graph_module.recompile()
-    log.debug("fold_weight_computations: %d value(s) folded", folded)
+    log.debug("fold_weight_computations: %d value(s) folded, %d weight(s) left unread", folded, len(gone))
     return folded

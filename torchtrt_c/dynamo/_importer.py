@@ -233,6 +233,12 @@ class _Importer:
         self.input_names.append(self.env[node])
 
     def _tensor_constant(self, name, t: torch.Tensor):
+        from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+        if is_traceable_wrapper_subclass(t):
+            # a tensor subclass whose computations did not fold into plain weights (capture's
+            # fold_weight_computations folds the ones read by weight computations alone)
+            raise NotImplementedError(f"constant {name!r} is a {type(t).__module__}.{type(t).__name__} tensor "
+                                      f"subclass, which torchtrt_c engines cannot hold")
         t = t.detach()
         if t.device.type != "cpu":
             t = t.cpu()
@@ -241,8 +247,12 @@ class _Importer:
         dt = t.dtype
         if self.truncate and dt == torch.float64:
             t, dt = t.float(), torch.float32
+        try:
+            dname = dtype_name(dt)
+        except TypeError as e:
+            raise TypeError(f"constant {name!r}: {e}") from None
         view = t.view(torch.int16).numpy() if dt == torch.bfloat16 else t.numpy()
-        vname = self.g.add_tensor_constant(name, dtype_name(dt), list(t.shape), view)
+        vname = self.g.add_tensor_constant(name, dname, list(t.shape), view)
         self.weights[vname] = t
         return vname
 
