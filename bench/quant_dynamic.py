@@ -3,11 +3,19 @@ on our engines: transformers' BertModel with the BERT-base config (random weight
 sequence 128, in one process (issue 35, item 6's BERT row).
 
     PYTHONPATH=. python3 bench/quant_dynamic.py [--batch 32] [--seq 128] [--layers 12] [--runs 3]
-        [--rows eager_fp32 eager_dyn8 fp32 dyn8 dyn8_portable wo8]
+        [--rows eager_fp32 eager_dyn8 fp32 dyn8 dyn8_portable wo8 eager_pt2e_x86 pt2e_x86
+                eager_pt2e_xnnpack pt2e_xnnpack]
 
 Rows (each a separate model/engine, timed the same way):
   eager_fp32     torch eager, float32
   eager_dyn8     torch eager of the torchao-quantized model (its _int_mm on torch's CPU kernel)
+  eager_pt2e_x86, eager_pt2e_xnnpack
+                 torch running the PT2E dynamic model (prepare/convert_pt2e with the X86 dynamic
+                 config, or XNNPACK symmetric per-channel dynamic; exported at the timed shape):
+                 dequantized weights, per-tensor run-time activation Q/DQ, float linears
+  pt2e_x86, pt2e_xnnpack
+                 our engine of that model (one engine: the run-time qparams in float32 aten ops,
+                 torchtrt_c/dynamo/_quant.py lower_dynamic_qparams)
   fp32           our engine, float32 (oneDNN matmuls, native attention/norms on the CPU)
   dyn8           our engine of the torchao-quantized model: per-row activation quantize in the
                  engine, aten._int_mm as a oneDNN s8 x s8 matmul native step (native_qmm.c),
@@ -51,7 +59,8 @@ def _ms(fn, kw, runs):
 
 def _out(fn, kw):
     with torch.no_grad():
-        return fn(**kw).last_hidden_state
+        out = fn(**kw)
+    return out["last_hidden_state"] if isinstance(out, dict) else getattr(out, "last_hidden_state", out[0])
 
 
 def build(layers):
@@ -83,19 +92,30 @@ def main():
     kw = {"input_ids": torch.randint(0, model.config.vocab_size, (a.batch, a.seq), generator=g),
           "attention_mask": torch.ones(a.batch, a.seq, dtype=torch.long)}
     qmodel = dyn8(model) if any("dyn8" in r for r in a.rows) else None
+    # PT2E rows without the (all ones) attention mask: XNNPACK's prepare_pt2e breaks its path
+    # in torch (an aten.index of float indices)
+    ids_only = {"input_ids": kw["input_ids"]}
+    pt2e = {}
+    for quant in ("x86", "xnnpack"):
+        if any(r.endswith("pt2e_" + quant) for r in a.rows):
+            sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+            from models.test_quant import _pt2e_dynamic
+            pt2e[quant] = _pt2e_dynamic(copy.deepcopy(model), (), quant, kwargs=ids_only)
     dev = torchtrt_c.devices()[0].name
     nat = torchtrt_c._C.native_cpu()
     print(f"# BertModel BERT-base config, {a.layers} layers, random weights, batch {a.batch} x seq {a.seq}; "
           f"device {dev}; int_mm step: {nat.get('int_mm') or 'portable'}; torch {torch.__version__}", flush=True)
     ref = {}
     res = {}
+    all_kw = kw
     for row in a.rows:
+        kw = ids_only if "pt2e" in row else all_kw
         t0 = time.perf_counter()
         if row.startswith("eager"):
-            fn = model if row == "eager_fp32" else qmodel
+            fn = model if row == "eager_fp32" else pt2e[row[11:]] if "pt2e" in row else qmodel
             compile_s = 0.0
         else:
-            src = qmodel if row.startswith("dyn8") else model
+            src = qmodel if row.startswith("dyn8") else pt2e[row[5:]] if "pt2e" in row else model
             extra = {"quantize": "int8_weight_only"} if row == "wo8" else {}
             ctx = settings.override(NATIVE_QMM=False) if row == "dyn8_portable" else settings.override()
             with ctx:
@@ -111,11 +131,13 @@ def main():
             continue
         if row.startswith("eager"):
             ref[row] = out
-        want = ref.get("eager_dyn8" if "dyn8" in row else "eager_fp32")
+        want = ref.get("eager_dyn8" if "dyn8" in row else "eager_" + row if "pt2e" in row else "eager_fp32")
         err = float((out - want).abs().max() / want.abs().max()) if want is not None else float("nan")
         res[row] = ms
+        parts = "" if row.startswith("eager") else " | engines/torch segments " + "/".join(
+            str(sum(n.startswith(p) for n, _ in fn.named_children())) for p in ("_run_on_acc_", "_run_on_gpu_"))
         print(f"| {row} | {ms:.0f} | runs {', '.join(f'{t:.0f}' for t in ts)} | compile {compile_s:.1f} s | "
-              f"err {err:.1e} |", flush=True)
+              f"err {err:.1e}{parts} |", flush=True)
         del fn
     base = res.get("fp32")
     print("\n| row | median ms | fp32 engine / row |\n|---|---|---|")

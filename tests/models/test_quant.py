@@ -9,6 +9,11 @@
 - torchao's dynamic int8 activations x int8 weights (Int8DynamicActivationInt8WeightConfig):
   per-row scales chosen at run time, aten._int_mm accumulating in int32 (exact: op cases in
   tests/device/op_cases_quant.py); one engine, int8 weights kept int8, within 1e-5;
+- PT2E dynamic quantization (a dynamic X86InductorQuantizer, or XNNPACKQuantizer symmetric per
+  channel): choose_qparams.tensor picks each activation's scale / zero point at run time and
+  quantize/dequantize_per_tensor.tensor use them; all of it runs in the engine (float32 aten ops,
+  torchtrt_c/dynamo/_quant.py lower_dynamic_qparams), its integers torch's to the bit; MLP, a
+  linear on [2, 7, K], a tiny BERT: one engine, within DYN_TOL;
 - accuracy with meaning: a small CNN trained here on scikit-learn's bundled load_digits
   images (8x8, 10 classes; 75/25 split, fixed seed), fp32 vs PT2E int8 top-1 on the held-out
   split, both through our engines. The int8 engine predicts torch's int8 class on >= 99.5%
@@ -27,15 +32,23 @@ import torchtrt_c
 from models.model_check import segments
 
 
-def _pt2e():
+def _pt2e(quantizer="x86", dynamic=False):
+    """(prepare_pt2e, convert_pt2e, quantizer): "x86": X86InductorQuantizer's default config
+    (dynamic: its is_dynamic one); "xnnpack": XNNPACKQuantizer, symmetric, per-channel weights."""
     pytest.importorskip("torchao")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-        from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
-            X86InductorQuantizer, get_default_x86_inductor_quantization_config)
-    q = X86InductorQuantizer()
-    q.set_global(get_default_x86_inductor_quantization_config())
+        if quantizer == "x86":
+            from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
+                X86InductorQuantizer, get_default_x86_inductor_quantization_config)
+            q = X86InductorQuantizer()
+            q.set_global(get_default_x86_inductor_quantization_config(is_dynamic=dynamic))
+        else:
+            from torchao.testing.pt2e._xnnpack_quantizer import (XNNPACKQuantizer,
+                                                                  get_symmetric_quantization_config)
+            q = XNNPACKQuantizer()
+            q.set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic))
     return prepare_pt2e, convert_pt2e, q
 
 
@@ -218,3 +231,174 @@ def test_digits_int8_accuracy_through_engines(mode, monkeypatch):
     assert agree >= 0.995, f"int8 engine and torch's int8 model agree on {agree:.4f} of the images"
     assert _rel_err(out_int8, out_torch_int8) <= TOL[mode]
     assert acc_int8 >= acc_fp32 - 0.02, f"int8 accuracy {acc_int8:.4f} vs fp32 {acc_fp32:.4f}"
+
+
+def _qd(name, overload="tensor"):
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_decomposed)
+    return getattr(getattr(torch.ops.quantized_decomposed, name), overload)
+
+
+class DynQDQ(torch.nn.Module):
+    """choose_qparams(_symmetric).tensor -> quantize -> dequantize_per_tensor.tensor, as
+    convert_pt2e leaves a dynamically quantized activation; returns the integers and their
+    dequantized values (scale_out: the scale as well, which keeps the op in torch)."""
+
+    def __init__(self, symmetric, dtype, scale_out=False):
+        super().__init__()
+        self.choose = _qd("choose_qparams_symmetric" if symmetric else "choose_qparams")
+        self.dtype, self.scale_out = dtype, scale_out
+        self.lo, self.hi = (0, 255) if dtype == torch.uint8 else (-128, 127)
+
+    def forward(self, x):
+        s, zp = self.choose(x, self.lo, self.hi, torch.finfo(torch.float32).eps, self.dtype)
+        q = _qd("quantize_per_tensor")(x, s, zp, self.lo, self.hi, self.dtype)
+        dq = _qd("dequantize_per_tensor")(q, s, zp, self.lo, self.hi, self.dtype)
+        return (q, dq, s) if self.scale_out else (q, dq)
+
+
+def _dyn_inputs(shape, gen):
+    n = 1
+    for d in shape:
+        n *= d
+    ties = torch.randint(-200, 311, (n,), generator=gen)
+    ties[0], ties[-1] = -200, 310   # min -6.25, max 9.6875: affine scale 1/16, every odd j a tie
+    return {
+        "randn": torch.randn(shape, generator=gen) * 3,
+        "positive": torch.rand(shape, generator=gen) + 0.5,   # min widened to 0: zero point qmin
+        "ties": (ties.to(torch.float32) / 32).reshape(shape),
+        "tiny": torch.randn(shape, generator=gen) * 1e-6,      # the scale clamped to eps
+        "zeros": torch.zeros(shape),
+    }
+
+
+@pytest.mark.parametrize("symmetric", [False, True], ids=["affine", "symmetric"])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8], ids=["u8", "s8"])
+@pytest.mark.parametrize("shape", [(5, 64), (2, 7, 33), (1, 1), (3, 1, 17)], ids=str)
+def test_pt2e_dynamic_qdq_is_torchs_to_the_bit(symmetric, dtype, shape):
+    """The run-time scale / zero point and the Q/DQ on them, in the engine, equal torch's: the
+    same float32 operations (torch only widens the float32 scale to float64 afterwards), exact
+    rounding ties (round half to even) and the eps clamp included. Tolerance 0."""
+    m = DynQDQ(symmetric, dtype).eval()
+    gen = torch.Generator().manual_seed(7)
+    cases = _dyn_inputs(shape, gen)
+    gm = torchtrt_c.compile(m, inputs=[cases["randn"]], require_full_compilation=True)
+    assert segments(gm) == (1, 0)
+    for name, x in cases.items():
+        (q, dq), (wq, wdq) = gm(x), m(x)
+        assert q.dtype == dtype and torch.equal(q, wq), (name, int((q != wq).sum()))
+        assert torch.equal(dq, wdq), name
+
+
+def test_pt2e_dynamic_qparams_read_elsewhere_stay_in_torch():
+    """A run-time scale the graph reads otherwise (here: an output, float64) is not rewritten:
+    choose_qparams runs in torch, the result stays torch's."""
+    m = DynQDQ(False, torch.uint8, scale_out=True).eval()
+    x = torch.randn(4, 9)
+    gm = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
+    assert segments(gm)[1] >= 1
+    for a, b in zip(gm(x), m(x)):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+def _pt2e_dynamic(model, args, quantizer, dynamic_shapes=None, kwargs=None):
+    """model quantized with PT2E and a dynamic quantizer (_pt2e's), exported at args / kwargs
+    (also bench/quant_dynamic.py's)."""
+    prepare_pt2e, convert_pt2e, q = _pt2e(quantizer, dynamic=True)
+    kwargs = kwargs or {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gm = torch.export.export(model.eval(), args, kwargs, dynamic_shapes=dynamic_shapes).module()
+        prepared = prepare_pt2e(gm, q)
+        with torch.no_grad():
+            prepared(*args, **kwargs)
+        qm = convert_pt2e(prepared)
+    ops = [str(n.target) for n in qm.graph.nodes if n.op == "call_function"]
+    assert "quantized_decomposed.choose_qparams.tensor" in ops, sorted(set(ops))   # the flow was dynamic
+    return qm
+
+
+# Engine vs torch on the same PT2E-dynamic model. Q/DQ are torch's to the bit given the same
+# float input (test_pt2e_dynamic_qdq_is_torchs_to_the_bit), but the float layers between them
+# sum in another order: an ulp at a later choose_qparams' input can move its min/max (so its
+# scale) by an ulp, or put a value on the other side of a rounding tie; either moves that int8
+# value by one quantization step, and the outputs after it by that step times its weights
+# (1.7e-4 of 3.5 seen on the tiny BERT, against 5e-3 of quantization error vs fp32). Bounds:
+# at most DYN_TOL of the largest output anywhere, and at most DYN_OFF of the outputs further
+# than 1e-5 of it from torch's (float summation order alone).
+DYN_TOL, DYN_OFF = 1e-3, 0.02
+
+
+def _check_dynamic(gm, qm, args):
+    with torch.no_grad():
+        got, want = gm(*args), qm(*args)
+    got, want = (torch.cat([t.flatten() for t in v]) if isinstance(v, (tuple, list)) else v.flatten()
+                 for v in (got, want))
+    scale = float(want.abs().max())
+    err = (got - want).abs()
+    off = float((err > 1e-5 * scale).float().mean())
+    print(f" max {float(err.max()) / scale:.2e} of the largest output, {off:.4f} of the outputs off by > 1e-5")
+    assert float(err.max()) <= DYN_TOL * scale and off <= DYN_OFF
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+@pytest.mark.parametrize("shape", [(5, 64), (1, 64), (13, 64), (2, 7, 64), (2, 7, 37)], ids=str)
+def test_pt2e_dynamic_linears_are_one_engine_and_match_torch(quantizer, shape):
+    torch.manual_seed(3)
+    k = shape[-1]
+    if len(shape) == 2:
+        model = torch.nn.Sequential(torch.nn.Linear(k, 48), torch.nn.ReLU(), torch.nn.Linear(48, 10))
+    else:   # one linear on a 3-d input
+        model = torch.nn.Sequential(torch.nn.Linear(k, 19))
+    x = torch.randn(*shape)
+    qm = _pt2e_dynamic(model, (x,), quantizer)
+    gm = torchtrt_c.compile(qm, inputs=[x], require_full_compilation=True)
+    assert segments(gm) == (1, 0)
+    _check_dynamic(gm, qm, (x,))
+    _check_dynamic(gm, qm, (torch.randn(*shape) * 5 + 1,))   # other run-time scales and zero points
+
+
+class _Bert(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        from transformers import BertConfig, BertModel
+        cfg = BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                         vocab_size=500, max_position_embeddings=64)
+        self.bert = BertModel(cfg)
+
+    def forward(self, ids, mask=None):
+        o = self.bert(input_ids=ids, attention_mask=mask)
+        return o.last_hidden_state, o.pooler_output   # the pooler used, else the X86 quantizer trips on it
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+@pytest.mark.parametrize("bs", [(2, 13), (1, 7), (3, 29)], ids=str)
+def test_pt2e_dynamic_tiny_bert_is_one_engine_and_matches_torch(quantizer, bs):
+    pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    model = _Bert().eval()
+    g = torch.Generator().manual_seed(bs[1])
+    ids, mask = torch.randint(3, 500, bs, generator=g), torch.ones(bs, dtype=torch.long)
+    if bs[0] > 1:
+        mask[-1, -(bs[1] // 3):] = 0   # a padded row
+    # XNNPACK's prepare_pt2e breaks BERT's attention-mask path in torch itself (an aten.index
+    # of float indices when the prepared model runs): no mask there
+    args = (ids, mask) if quantizer == "x86" else (ids,)
+    qm = _pt2e_dynamic(model, args, quantizer)
+    gm = torchtrt_c.compile(qm, inputs=list(args), require_full_compilation=True)
+    assert segments(gm) == (1, 0)
+    _check_dynamic(gm, qm, args)
+    _check_dynamic(gm, qm, (torch.randint(3, 500, bs, generator=g),) + args[1:])
+
+
+def test_pt2e_dynamic_mlp_dynamic_batch():
+    """Exported with a dynamic batch, compiled for a range: the run-time qparams over a
+    symbolic number of rows, checked at batch sizes across it."""
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(40, 24), torch.nn.ReLU(), torch.nn.Linear(24, 7))
+    x = torch.randn(5, 40)
+    qm = _pt2e_dynamic(model, (x,), "x86", dynamic_shapes=({0: torch.export.Dim("batch", max=4096)},))
+    spec = torchtrt_c.Input(min_shape=(1, 40), opt_shape=(5, 40), max_shape=(32, 40))
+    gm = torchtrt_c.compile(qm, inputs=[spec], require_full_compilation=True)
+    assert segments(gm) == (1, 0)
+    for b in (1, 5, 17, 32):
+        _check_dynamic(gm, qm, (torch.randn(b, 40) * 2,))

@@ -132,11 +132,15 @@ def partition_settings(s: CompilationSettings, forced: dict) -> dict:
 
 def _fold_quantized_layers(ep, settings) -> int:
     """PT2E's dq -> conv2d/linear <- dq(int8 weights) layers as int8 ops (dynamo/_quant.py),
-    where the target runs them as int8 kernels."""
-    if not any(n.op == "call_function" and str(n.target).startswith("quantized_decomposed.dequantize_per_")
-               for n in ep.graph.nodes):
+    where the target runs them as int8 kernels; PT2E dynamic quantization's run-time
+    quantization parameters as float32 aten ops (any target)."""
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    if not any(t.startswith("quantized_decomposed.") for t in targets):
         return 0
     from torchtrt_c.dynamo import _quant
+    _quant.lower_dynamic_qparams(ep.graph_module)
+    if not any(t.startswith("quantized_decomposed.dequantize_per_") for t in targets):
+        return 0
     return _quant.fold_qdq(ep) if _quant.int8_kernels(settings) else 0
 
 

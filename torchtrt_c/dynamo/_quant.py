@@ -24,7 +24,11 @@ On a CPU device whose native steps are on, the int8 layers run as oneDNN's int8 
 between layers; where that library is missing (a CPU with native steps through OpenBLAS only),
 the dequantized form is the faster one: its convolutions run natively in float32 while the int8
 kernels would be portable OpenCL (int8_kernels() says which form a compile takes;
-TORCHTRT_C_QUANT_KERNELS=int8 / dequant forces one)."""
+TORCHTRT_C_QUANT_KERNELS=int8 / dequant forces one).
+
+PT2E *dynamic* quantization picks an activation's scale and zero point at run time
+(choose_qparams.tensor) and quantizes / dequantizes with those tensors; lower_dynamic_qparams()
+rewrites that into float32 aten ops with torch's arithmetic, so those models are one engine."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -98,10 +102,10 @@ def int8_kernels(settings) -> bool:
     return not nat.get("available", False) or nat.get("int8") == "onednn"
 
 
-def _qd(name):
+def _qd(name, overload="default"):
     ns = getattr(torch.ops, "quantized_decomposed", None)
     op = getattr(ns, name, None) if ns is not None else None
-    return getattr(op, "default", None) if op is not None else None
+    return getattr(op, overload, None) if op is not None else None
 
 
 def _quantize_before_max_pool(g, q_t) -> int:
@@ -240,3 +244,103 @@ def qconv2d_op():
 
 def qlinear_op():
     return torch.ops.torchtrt_c.qlinear.default
+
+
+class _Emit:
+    """Inserts aten nodes before `at`, each with the fake value its op gives on its inputs'."""
+
+    def __init__(self, g, at, fake_mode):
+        self.g, self.at, self.fake = g, at, fake_mode
+
+    def __call__(self, op, *args, **kwargs):
+        with self.g.inserting_before(self.at):
+            n = self.g.call_function(op, args, kwargs)
+        vals = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
+        with self.fake:
+            n.meta["val"] = op(*vals, **kwargs)
+        return n
+
+
+def _run_time_qparams(e, x, qmin, qmax, eps, dtype, symmetric):
+    """choose_qparams(_symmetric).tensor's (scale, zero point) as float32 0-d nodes (the zero
+    point a number where it is fixed), in torch's own arithmetic (determine_qparams in
+    torch/ao/quantization/utils.py): min/max of x widened to include 0, then
+      affine:    scale = max((max - min) / (qmax - qmin), eps);
+                 zero_point = clamp(qmin - round(min / scale), qmin, qmax)
+      symmetric: scale = max(max(-min, max) / ((qmax - qmin) / 2), eps);
+                 zero_point = 128 for uint8, else 0.
+    torch computes all of it on 0-d float32 tensors and only then widens the scale to float64,
+    which is exact: the engines' float32 loses nothing."""
+    dims = list(range(x.meta["val"].dim()))
+    lo = e(_A.clamp_max.default, e(_A.amin.default, x, dims), 0.0)
+    hi = e(_A.clamp_min.default, e(_A.amax.default, x, dims), 0.0)
+    if symmetric:
+        s = e(_A.div.Tensor, e(_A.maximum.default, e(_A.neg.default, lo), hi), float(qmax - qmin) / 2)
+        return e(_A.clamp_min.default, s, eps), (128 if dtype == torch.uint8 else 0)
+    s = e(_A.clamp_min.default, e(_A.div.Tensor, e(_A.sub.Tensor, hi, lo), float(qmax - qmin)), eps)
+    zp = e(_A.add.Tensor, e(_A.neg.default, e(_A.round.default, e(_A.div.Tensor, lo, s))), float(qmin))
+    return s, e(_A.clamp.default, zp, float(qmin), float(qmax))
+
+
+def lower_dynamic_qparams(gm: torch.fx.GraphModule) -> int:
+    """PT2E dynamic quantization (a dynamic quantizer's convert_pt2e: choose_qparams.tensor or
+    choose_qparams_symmetric.tensor, then quantize_per_tensor.tensor / dequantize_per_tensor
+    .tensor on those run-time parameters) as float32 aten ops the engines run, in place;
+    returns how many choose_qparams it rewrote. torch's Q/DQ of tensor parameters are the
+    scalar ones on scale.item() / zero_point.item():
+      quantize   = clamp(round(x * (float)(1.0 / s)) + zp, qmin, qmax) -> dtype
+      dequantize = ((float)q - zp) * (float)s
+    and for a float32 s, (float)(1.0 / (double)s) is float32's 1.0f / s (rounding the quotient
+    to 53 bits first is innocuous for a 24-bit result: 53 >= 2 * 24 + 2). A choose_qparams
+    whose results reach anything else, of a non-float32 input or feeding a dequantize to
+    another dtype is left as it is (torch runs it)."""
+    import operator
+    chooses = {op: sym for op, sym in ((_qd("choose_qparams", "tensor"), False),
+                                        (_qd("choose_qparams_symmetric", "tensor"), True)) if op}
+    q_t, dq_t = _qd("quantize_per_tensor", "tensor"), _qd("dequantize_per_tensor", "tensor")
+    if not chooses or q_t is None or dq_t is None:
+        return 0
+    g = gm.graph
+    done = 0
+    for c in list(g.nodes):
+        if c.op != "call_function" or c.target not in chooses or c.kwargs or len(c.args) != 5:
+            continue
+        x, qmin, qmax, eps, dtype = c.args
+        xv = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        if xv is None or xv.dtype != torch.float32 or xv.dim() == 0 or dtype not in (torch.uint8, torch.int8):
+            continue
+        gets = list(c.users)
+        if not all(gi.target is operator.getitem and gi.args[1] in (0, 1) for gi in gets):
+            continue
+        scale = {gi for gi in gets if gi.args[1] == 0}
+        qdq = [u for u in g.nodes if any(u in gi.users for gi in gets)]   # in graph order
+        if not qdq or not all(
+                u.target in (q_t, dq_t) and len(u.args) == 6 and u.args[1] in scale
+                and u.args[2] in gets and u.args[2] not in scale and u.args[0] not in gets
+                and (u.target == dq_t or getattr(u.args[0].meta.get("val"), "dtype", None) == torch.float32)
+                and u.args[5] in (torch.uint8, torch.int8) and set(u.kwargs) <= {"out_dtype"}
+                and u.kwargs.get("out_dtype") in (None, torch.float32) for u in qdq):
+            continue
+        e = _Emit(g, c, xv.fake_mode)
+        s, zp = _run_time_qparams(e, x, qmin, qmax, eps, dtype, chooses[c.target])
+        inv = None
+        for u in qdq:
+            e.at = u
+            if u.target == q_t:
+                inv = inv if inv is not None else e(_A.reciprocal.default, s)
+                r = e(_A.add.Tensor, e(_A.round.default, e(_A.mul.Tensor, u.args[0], inv)), zp)
+                r = e(_A.clamp.default, r, float(u.args[3]), float(u.args[4]))
+                r = e(_A._to_copy.default, r, dtype=u.args[5])
+            else:
+                r = e(_A.sub.Tensor, e(_A._to_copy.default, u.args[0], dtype=torch.float32), zp)
+                r = e(_A.mul.Tensor, r, s)
+            r.meta.update({k: v for k, v in u.meta.items() if k != "val"})
+            u.replace_all_uses_with(r)
+            g.erase_node(u)
+        for gi in gets:
+            g.erase_node(gi)
+        g.erase_node(c)
+        done += 1
+    if done:
+        gm.recompile()
+    return done
