@@ -402,3 +402,64 @@ def test_pt2e_dynamic_mlp_dynamic_batch():
     assert segments(gm) == (1, 0)
     for b in (1, 5, 17, 32):
         _check_dynamic(gm, qm, (torch.randn(b, 40) * 2,))
+
+
+def _pt2e_static(model, args, quantizer, dynamic_shapes=None, calib=()):
+    """model quantized with PT2E and a static quantizer (_pt2e's), calibrated on args and calib."""
+    prepare_pt2e, convert_pt2e, q = _pt2e(quantizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gm = torch.export.export(model.eval(), args, dynamic_shapes=dynamic_shapes).module()
+        prepared = prepare_pt2e(gm, q)
+        with torch.no_grad():
+            for a in (args,) + tuple(calib):
+                prepared(*a)
+        return convert_pt2e(prepared)
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+@pytest.mark.parametrize("shape", [(2, 7, 37), (3, 2, 5, 37), (1, 1, 37)], ids=str)
+def test_pt2e_static_linears_over_rows_of_more_dims(quantizer, shape, monkeypatch):
+    """A static int8 linear over [.., K] rows (a transformer's [B, S, K]) folds into the int8
+    layer as over [M, K] (a view of the rows, the result viewed back): one engine, int8 layers
+    only, exported and compiled with a dynamic first dim and checked across it."""
+    monkeypatch.setenv("TORCHTRT_C_QUANT_KERNELS", "int8")
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(37, 29), torch.nn.ReLU(), torch.nn.Linear(29, 11))
+    x = torch.randn(2, *shape[1:])   # (an example batch of 1 would specialise the dynamic dim)
+    dyn = ({0: torch.export.Dim("batch", max=64)},)
+    qm = _pt2e_static(model, (x,), quantizer, dyn, calib=[(torch.randn(4, *shape[1:]),)])
+    spec = torchtrt_c.Input(min_shape=(1,) + shape[1:], opt_shape=shape, max_shape=(9,) + shape[1:])
+    gm = torchtrt_c.compile(qm, inputs=[spec], require_full_compilation=True)
+    assert segments(gm) == (1, 0)
+    ks = _kernels(gm)
+    assert sum(" qgemm:" in k for k in ks) == 2 and not any(" gemm:" in k for k in ks), ks
+    for b in (shape[0], 1, 9):
+        xb = torch.randn(b, *shape[1:])
+        with torch.no_grad():
+            got, want = gm(xb), qm(xb)
+        assert got.shape == want.shape
+        assert _rel_err(got, want) <= TOL["int8"], _rel_err(got, want)
+
+
+def test_pt2e_static_tiny_bert_linears_int8(monkeypatch):
+    """transformers' BertModel (tiny config) under XNNPACK's static quantizer: every linear of
+    its [B, S, H] rows (q, k, v, output, FFN up and down: 6 a layer) an int8 layer of the one
+    engine; the hidden states within the int8 tolerance of torch's execution of the model."""
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("TORCHTRT_C_QUANT_KERNELS", "int8")
+    torch.manual_seed(0)
+    model = _Bert().eval()
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, 500, (2, 13), generator=g)
+    qm = _pt2e_static(model, (ids,), "xnnpack", calib=[(torch.randint(3, 500, (2, 13), generator=g),)])
+    gm = torchtrt_c.compile(qm, inputs=[ids], require_full_compilation=True)
+    assert segments(gm) == (1, 0)
+    ks = _kernels(gm)
+    assert sum(" qgemm:" in k for k in ks) >= 12 and not any(" gemm:" in k for k in ks), ks
+    for x in (ids, torch.randint(3, 500, (2, 13), generator=g)):
+        with torch.no_grad():
+            (h, p), (wh, wp) = gm(x), qm(x)
+        err = max(_rel_err(h, wh), _rel_err(p, wp))
+        print(f" max {err:.2e} of the largest output")
+        assert err <= TOL["int8"], err

@@ -3,12 +3,13 @@
 torchao's convert_pt2e leaves a static int8 layer as
 
     y = conv2d(dequantize_per_tensor(xq, sx, zx), dequantize_per_channel(wq, sw, zw=0, axis 0), b, ...)
-    y = linear(dequantize_per_tensor(xq, sx, zx), dequantize_per_channel(wq, sw, 0, 0), b)
+    y = linear(dequantize_per_tensor(xq, sx, zx), dequantize_per_channel(wq, sw, 0, 0), b)   # x [.., K]
 
 with xq uint8/int8 (from a quantize_per_tensor) and wq an int8 constant. fold_qdq() rewrites
 each into torch.ops.torchtrt_c.qconv2d / qlinear(xq, sx, zx, wq, sw, b, ...), whose reference
 (below) is that same computation, so a segment left to torch computes exactly what the model
-did. The C core runs them as integer kernels: (xq - zx) * wq accumulated in int32, then
+did. A linear over rows of more dims (a transformer's [B, S, K]) takes them as [-1, K] and gives
+its [.., N] back by views. The C core runs them as integer kernels: (xq - zx) * wq accumulated in int32, then
 acc * (sx * sw[c]) + b[c] in the epilogue, where a following quantize_per_tensor, ReLU or
 residual add fuse as well (csrc/convert/conv_quant.c). The weights stay int8 in the engine.
 
@@ -196,9 +197,12 @@ def fold_qdq(ep: torch.export.ExportedProgram) -> int:
         if xv is None or xv.dtype not in (torch.uint8, torch.int8):
             continue
         bias = n.args[2] if len(n.args) > 2 else n.kwargs.get("bias")
+        lead = None   # a linear over [.., K] rows: the op takes them as [-1, K] (a view) and gives [.., N] back
         if n.target == _A.linear.default:
-            if xv.dim() != 2:
+            if xv.dim() < 2 or not isinstance(xv.shape[-1], int):
                 continue
+            if xv.dim() > 2:
+                lead = list(xv.shape[:-1])
             target, args = qlinear_op(), (xq, sx, zx, wq, sw, bias)
         else:
             if wt.dim() != 4:
@@ -225,9 +229,29 @@ def fold_qdq(ep: torch.export.ExportedProgram) -> int:
             sw = adder.add(f"{n.name}_w_scale", torch.full((wt.shape[0],), sw_f, dtype=torch.float32))
             args = args[:4] + (sw,) + args[5:]
         with g.inserting_before(n):
+            if lead is not None:
+                K = xv.shape[-1]
+                x2 = g.call_function(_A.reshape.default, (xq, [-1, K]))
+                x2.meta["val"] = xv.reshape(-1, K)
+                args = (x2,) + tuple(args[1:])
             q = g.call_function(target, args)
-        q.meta.update(n.meta)
-        n.replace_all_uses_with(q)
+            q.meta.update(n.meta)
+            out = q
+            if lead is not None:
+                yv = n.meta["val"]
+                q.meta["val"] = yv.reshape(-1, yv.shape[-1])
+                q.meta.pop("tensor_meta", None)
+                sizes = []
+                for i, d in enumerate(lead):
+                    if isinstance(d, int):
+                        sizes.append(d)
+                        continue
+                    sz = g.call_function(torch.ops.aten.sym_size.int, (xq, i))
+                    sz.meta["val"] = d
+                    sizes.append(sz)
+                out = g.call_function(_A.reshape.default, (q, sizes + [yv.shape[-1]]))
+                out.meta.update(n.meta)
+        n.replace_all_uses_with(out)
         g.erase_node(n)
         for d in (x, w):
             if not d.users:
