@@ -46,6 +46,8 @@ fi
     || { tail -30 "$OUTDIR/build-$PART.log"; exit 1; }
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export TORCHTRT_C_DEVICE=${TORCHTRT_C_DEVICE:-gpu}
+# pytest's -n where pytest-xdist is installed (the machine has no network to install it)
+XDIST=$("$PY" -c "import xdist" 2>/dev/null && echo "-n 8")
 
 # rows in batch-major order (1, 32, then 8): if time runs short, batch-8 rows are the ones skipped
 COMMON=(--batches 1,32,8 --order batch --precisions fp32,fp16 --warm-batches 1 --warmup 2
@@ -128,7 +130,7 @@ case "$PART" in
         step tests 150 "$PY" -m pytest tests/gpu/test_quant_gpu.py tests/gpu/test_wq_linear_cuda.py tests/gpu/test_llm_gpu.py \
             tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py tests/device/test_norm_warp.py \
             tests/device/test_wq_linear.py tests/device/test_wq_gated.py tests/device/test_kv_attention.py tests/device/test_fuse_copies.py \
-            tests/models/test_llm_kernels.py tests/models/test_llm_quant.py -q -n 8 -p no:cacheprovider -rfE
+            tests/models/test_llm_kernels.py tests/models/test_llm_quant.py -q $XDIST -p no:cacheprovider -rfE
         step quant 150 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 --prompt 128 --batches 1,8 \
             --linear '' --profile --json "$OUTDIR/quant.json"
         step quant-mma 100 env TORCHTRT_C_WQ_MMA=1 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 64 \
@@ -147,7 +149,7 @@ case "$PART" in
         step tests 110 "$PY" -m pytest tests/device/test_wq_linear.py tests/device/test_wq_rms.py tests/device/test_wq_gated.py \
             tests/models/test_llm_quant.py \
             tests/models/test_llm_kernels.py tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py \
-            tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q -n 8 -p no:cacheprovider -rfE -x
+            tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q $XDIST -p no:cacheprovider -rfE -x
         step quant 100 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 --prompt 128 --batches 1 \
             --runs 2 --linear '' --profile --json "$OUTDIR/quant.json"
         step quant-auto 80 env TORCHTRT_C_WQ_MMA=auto "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 \
