@@ -75,22 +75,22 @@ static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static bool scratch_key_ok;
 
 typedef struct {
-    void *p;
-    size_t n;
+    void *p[TTC_SCRATCH_SLOTS];
+    size_t n[TTC_SCRATCH_SLOTS];
 } scratch_buf;
 
 static void scratch_free(void *v) {
     scratch_buf *b = v;
-    free(b->p);
+    for (int i = 0; i < TTC_SCRATCH_SLOTS; i++) free(b->p[i]);
     free(b);
 }
 
 static void scratch_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
 
-/* The calling thread's buffer of at least n bytes, page-aligned; NULL when out of memory. */
-void *ttc_dnnl_scratch(size_t n) {
+/* The calling thread's buffer `slot` of at least n bytes, page-aligned; NULL when out of memory. */
+void *ttc_dnnl_scratch_at(int32_t slot, size_t n) {
     pthread_once(&scratch_once, scratch_init);
-    if (!scratch_key_ok) return NULL;
+    if (!scratch_key_ok || slot < 0 || slot >= TTC_SCRATCH_SLOTS) return NULL;
     scratch_buf *b = pthread_getspecific(scratch_key);
     if (!b) {
         if (!(b = calloc(1, sizeof *b))) return NULL;
@@ -99,15 +99,17 @@ void *ttc_dnnl_scratch(size_t n) {
             return NULL;
         }
     }
-    if (b->n < n) {
+    if (b->n[slot] < n) {
         void *p = NULL;
         if (posix_memalign(&p, 4096, n) != 0) return NULL;
-        free(b->p);
-        b->p = p;
-        b->n = n;
+        free(b->p[slot]);
+        b->p[slot] = p;
+        b->n[slot] = n;
     }
-    return b->p;
+    return b->p[slot];
 }
+
+void *ttc_dnnl_scratch(size_t n) { return ttc_dnnl_scratch_at(TTC_SCRATCH_DNNL, n); }
 
 #ifndef TTC_HAVE_DNNL
 

@@ -73,5 +73,11 @@ void *ttc_dnnl_sym(const char *name);
  * dnnl_api.c's scratchpads. */
 void *ttc_dnnl_post_attr(const ttc_dnnl_post *post);
 void *ttc_dnnl_scratch(size_t n);
+/* The calling thread's other kept buffers, beside the primitives' (TTC_SCRATCH_DNNL, the one
+ * ttc_dnnl_scratch gives): TTC_SCRATCH_WQ, the weight-only linear's dequantized weight block
+ * (native_wq.c; kept, so that every call does not fault in and zero fresh pages: 15% of a
+ * 4096-row BERT FFN linear). Each grows to the largest size asked; freed when the thread ends. */
+enum { TTC_SCRATCH_DNNL = 0, TTC_SCRATCH_WQ = 1, TTC_SCRATCH_SLOTS = 2 };
+void *ttc_dnnl_scratch_at(int32_t slot, size_t n);
 
 #endif

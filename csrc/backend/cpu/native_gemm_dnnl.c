@@ -109,12 +109,13 @@ static dnnl_primitive_desc_t matmul_pd(dgemm *d, const ttc_dnnl_post *post, cons
 static bool dgemm_build(dgemm *d, const ttc_dnnl_post *post) {
     const ttc_dnnl_gemm_shape *s = &d->s;
     if (s->m < 1 || s->n < 1 || s->k < 1) return false;
-    dnnl_dims_t ad = {s->m, s->k}, bd = {s->k, s->n}, cd = {s->m, s->n};
+    dnnl_dims_t ad = {s->m, s->k}, bd = {s->k, s->n}, cd = {s->m, s->n}, cs = {s->ldc, 1};
     dnnl_memory_desc_t ua, ub, uc, wb, bias_md;
     /* B as [K,N]: row-major, or (trans_b) [N,K] read column-major */
     if (ttc_dnnl_fn.memory_desc_init_by_tag(&ua, 2, ad, dnnl_f32, dnnl_ab) != dnnl_success ||
         ttc_dnnl_fn.memory_desc_init_by_tag(&ub, 2, bd, dnnl_f32, s->trans_b ? dnnl_ba : dnnl_ab) != dnnl_success ||
-        ttc_dnnl_fn.memory_desc_init_by_tag(&uc, 2, cd, dnnl_f32, dnnl_ab) != dnnl_success ||
+        (s->ldc > s->n ? ttc_dnnl_fn.memory_desc_init_by_strides(&uc, 2, cd, dnnl_f32, cs)
+                       : ttc_dnnl_fn.memory_desc_init_by_tag(&uc, 2, cd, dnnl_f32, dnnl_ab)) != dnnl_success ||
         ttc_dnnl_fn.memory_desc_init_by_tag(&wb, 2, bd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
         return false;
     dnnl_primitive_desc_t pd = matmul_pd(d, post, &ua, d->packed ? &wb : &ub, &uc, &bias_md);
@@ -177,7 +178,7 @@ static void *dgemm_make(void *arg) {
  * first two name the group of at most MAX_SHAPES_PER_KERNEL entries. */
 typedef struct {
     int64_t ki, slot;
-    int64_t packed, m, n, k, trans_b;
+    int64_t packed, m, n, k, trans_b, ldc;
     int64_t nd, da[TTC_DNNL_BGEMM_MAX_BATCH], db[TTC_DNNL_BGEMM_MAX_BATCH];
     int64_t sa[TTC_DNNL_BGEMM_MAX_BATCH + 2], sb[TTC_DNNL_BGEMM_MAX_BATCH + 2], sc[TTC_DNNL_BGEMM_MAX_BATCH + 2];
 } dgemm_key;
@@ -200,6 +201,7 @@ static dgemm *dgemm_get(const void *owner, int32_t ki, const ttc_dnnl_gemm_shape
     key.n = s->n;
     key.k = s->k;
     key.trans_b = s->trans_b;
+    key.ldc = s->ldc > s->n ? s->ldc : s->n;
     dgemm_args a = {s, NULL, packed, post};
     return dgemm_lookup(owner, &key, &a);
 }

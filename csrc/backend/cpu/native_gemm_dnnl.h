@@ -22,6 +22,8 @@
 typedef struct ttc_dnnl_gemm_shape {
     int64_t m, n, k;
     bool trans_b;   /* B is [N,K] (nn.Linear's weight), else [K,N] (GPT-2's Conv1D, matmul) */
+    int64_t ldc;    /* floats from one row of C to the next; 0: n (dense). More: C is a block of
+                     * columns of a wider matrix (the weight-only linear's blocks, native_wq.c) */
 } ttc_dnnl_gemm_shape;
 
 /* Batched GEMMs over strided operands (attention's Q K^T and P V over every head of a chunk in

@@ -492,13 +492,36 @@ static ttc_status slot_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) 
 }
 
 /* A GEMM runs through oneDNN's matmul (the choice ttc_native_launch makes: the target's library,
- * constant weights for "auto"), so its post-ops are worth planning: on OpenBLAS they would run
- * in plain C after it (ttc_native_post_ref_nhwc), slower than native_epi's vectorised steps. */
-static bool gemm_post_lib(const ttc_kir *k, const ttc_kop *op) {
-    int32_t lib = ttc_kir_target(k)->native_gemm, t = op->in[1];
-    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+ * constant weights for "auto"; a weight-only linear's dequantized blocks at large M for "auto"
+ * and "dnnl", gemm_lib), so its post-ops are worth planning: on OpenBLAS they would run in plain
+ * C after it (ttc_native_post_ref_nhwc), slower than native_epi's vectorised steps. */
+static bool gemm_lib(int32_t lib, const ttc_kop *op, bool w_const) {
     return ttc_dnnl_gemm_available() &&
-           (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && t >= 0 && k->ts[t].kind == TTC_ET_CONST));
+           (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && (w_const || op->kind == TTC_KOP_WQ_LINEAR)));
+}
+
+/* A weight-only linear's rows when every call has the same number, else -1. */
+static int64_t wq_static_rows(const ttc_kir *k, const ttc_kop *op) {
+    const ttc_et *out = &k->ts[op->out];
+    int64_t m = 1;
+    for (int32_t d = 0; d + 1 < out->rank; d++) {
+        if (out->dims[d].sym >= 0) return -1;
+        m *= out->dims[d].add;
+    }
+    return m;
+}
+
+static bool gemm_post_lib(const ttc_kir *k, const ttc_kop *op) {
+    int32_t t = op->in[1];
+    while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
+    /* a weight-only linear of a static TTC_WQ_VNNI_MAX_M rows or fewer (the GEMV's limit at most,
+     * ttc_native_wq_linear) keeps its epilogue in native_epi's vectorised steps: on the GEMV the
+     * post-ops would run in plain C after it */
+    if (op->kind == TTC_KOP_WQ_LINEAR) {
+        int64_t m = wq_static_rows(k, op);
+        if (m >= 0 && m <= TTC_WQ_VNNI_MAX_M) return false;
+    }
+    return gemm_lib(ttc_kir_target(k)->native_gemm, op, t >= 0 && k->ts[t].kind == TTC_ET_CONST);
 }
 
 static ttc_status qconv_args(const ttc_kir *k, const ttc_kop *op, ttc_kspec *ks) {
@@ -615,7 +638,8 @@ ttc_status ttc_codegen_native(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op
     ks->n_native_args = ks->n_args - before;
     /* the store arguments are ks->args[0, before) until gen_op rotates them behind ours */
     ttc_native_post pp;
-    bool lib = op->kind == TTC_KOP_CONV2D ? ttc_dnnl_available() : op->kind == TTC_KOP_GEMM && gemm_post_lib(k, op);
+    bool lib = op->kind == TTC_KOP_CONV2D ? ttc_dnnl_available()
+                                          : (op->kind == TTC_KOP_GEMM || op->kind == TTC_KOP_WQ_LINEAR) && gemm_post_lib(k, op);
     ks->native_post = !qmm && lib && op->epi.n > 0 && ttc_native_post_plan(k, op, &pp) &&
                       ttc_native_epi_ok_from(k, op, ks->args, before, pp.split);
     /* _int_mm: the epilogue from the float sums the matmul stores (qmm_start) in C, else all of
@@ -672,6 +696,12 @@ static int64_t conv_scratch(const int64_t *v, bool x_nhwc, bool y_nhwc) {
     if (x_nhwc) n += v[CA_C] * v[CA_H] * v[CA_W_];
     if (y_nhwc) n += v[CA_OC] * v[CA_OH] * v[CA_OW];
     return n;
+}
+
+/* The bias[channel] the post-ops add (NULL: none). */
+static const float *post_bias(const native_call *c, void *const *ptrs) {
+    return c->post && c->pp.dnnl.bias ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
+                                      : NULL;
 }
 
 static void epilogue(const native_call *c, void *const *ptrs, float *y) {
@@ -742,9 +772,7 @@ static void native_run(void *arg, void *const *ptrs) {
             batch = 1;
         }
         ttc_dnnl_gemm_shape gs = {M, N, K, c->trans_b};
-        const float *bias = c->post && c->pp.dnnl.bias
-                                ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
-                                : NULL;
+        const float *bias = post_bias(c, ptrs);
         for (int64_t b = 0; b < batch; b++) {
             const float *Ab = A + b * v[GA_SA], *Bb = B + b * v[GA_SB];
             float *Cb = C + b * M * N;
@@ -761,9 +789,11 @@ static void native_run(void *arg, void *const *ptrs) {
     }
     if (c->kind == NATIVE_WQ) {
         float *y = (float *)ptrs[2] + v[WA_YOFF];
+        const float *bias = post_bias(c, ptrs);
         ttc_native_wq a = {(const float *)m0 + v[WA_XOFF], (const int8_t *)ptrs[1] + v[WA_QOFF],
                            (const float *)ptrs[3] + v[WA_SOFF], v[WA_HASZ] ? (const float *)ptrs[4] + v[WA_ZOFF] : NULL,
-                           y, v[WA_M], v[WA_N], v[WA_K], v[WA_GROUP], (int32_t)v[WA_BITS], c->threads};
+                           y, v[WA_M], v[WA_N], v[WA_K], v[WA_GROUP], (int32_t)v[WA_BITS], c->threads,
+                           c->gemm_dnnl ? c->owner : NULL, c->ki, c->post ? &c->pp.dnnl : NULL, bias};
         ttc_native_wq_linear(&a);
         epilogue(c, ptrs, y);
         return;
@@ -842,9 +872,7 @@ static void native_run(void *arg, void *const *ptrs) {
     ttc_dnnl_conv_shape ds = {v[CA_N], C, v[CA_H], v[CA_W_], OC, v[CA_OH], v[CA_OW], G, v[CA_KH], v[CA_KW],
                               v[CA_SH], v[CA_SW], v[CA_PH], v[CA_PW], v[CA_DH], v[CA_DW], c->x_nhwc, c->y_nhwc,
                               c->wino};
-    const float *bias = c->post && c->pp.dnnl.bias
-                            ? (const float *)ptrs[c->epi.slot[c->pp.bias_leaf]] + c->epi.off[c->pp.bias_leaf]
-                            : NULL;
+    const float *bias = post_bias(c, ptrs);
     bool post_done = false;
     if (ttc_dnnl_conv_post(c->owner, c->ki, &ds, x, w, c->w_const, y, c->post ? &c->pp.dnnl : NULL, bias,
                            &post_done)) {
@@ -960,10 +988,8 @@ ttc_status ttc_native_launch(const ttc_engine_view *e, const ttc_plan *p, int32_
     c.wino = ttc_kir_target(e->k)->conv_winograd;
     c.w_const = (op->kind == TTC_KOP_CONV2D || op->kind == TTC_KOP_GEMM || op->kind == TTC_KOP_QGEMM) &&
                 p->res[op->in[1]].root == TTC_ROOT_CONST;
+    if (c.kind == NATIVE_GEMM || c.kind == NATIVE_WQ) c.gemm_dnnl = gemm_lib(ttc_kir_target(e->k)->native_gemm, op, c.w_const);
     if (c.kind == NATIVE_GEMM) {
-        int32_t lib = ttc_kir_target(e->k)->native_gemm;
-        c.gemm_dnnl = (lib == TTC_NATIVE_GEMM_DNNL || (lib == TTC_NATIVE_GEMM_AUTO && c.w_const)) &&
-                      ttc_dnnl_gemm_available();
         /* a linear's weight [N, K] in place: the GEMV reads its rows */
         int32_t gr = ttc_kir_target(e->k)->native_gemv;
         if (c.trans_b && c.w_const) c.gemv_rows = gr < 0 ? 0 : gr > TTC_GEMV_MAX_M ? TTC_GEMV_MAX_M : gr;

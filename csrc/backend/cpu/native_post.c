@@ -97,7 +97,7 @@ bool ttc_native_post_plan(const ttc_kir *k, const ttc_kop *op, ttc_native_post *
     pp->split = -1;
     const ttc_target *tg = ttc_kir_target(k);
     bool conv = op->kind == TTC_KOP_CONV2D && tg->native_post;
-    bool gemm = op->kind == TTC_KOP_GEMM && tg->native_gemm_post && gemm_rows(k, op);
+    bool gemm = (op->kind == TTC_KOP_GEMM || op->kind == TTC_KOP_WQ_LINEAR) && tg->native_gemm_post && gemm_rows(k, op);
     if (!(conv || gemm) || e->n <= 0 || k->ts[op->out].dtype != TTC_DTYPE_FLOAT32) return false;
     int32_t cur = -1;
     for (int32_t i = 0; i < e->n && cur < 0; i++)

@@ -13,6 +13,8 @@
 
 #include "../../target/knobs.h"
 #include "../blas.h"
+#include "native_gemm_dnnl.h"
+#include "native_post.h"
 #include "step_threads.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -624,37 +626,52 @@ static void deq_rows(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* Large M: blocks of weight rows dequantized, one matmul a block into y's columns [n0, n0 + rows)
+ * (oneDNN with the post-ops inside where it takes them, else the BLAS, the post-ops in C after);
+ * false: out of memory or no library, nothing written. */
+static bool deq_matmul(const ttc_native_wq *a) {
+    if (!a->owner && !ttc_blas_available()) return false;
+    /* blocks of about 16 MB of float weights */
+    int64_t nb = ((int64_t)1 << 22) / (a->K > 0 ? a->K : 1);
+    if (nb < 16) nb = 16;
+    if (nb > a->N) nb = a->N;
+    float *w = ttc_dnnl_scratch_at(TTC_SCRATCH_WQ, sizeof(float) * (size_t)(nb * a->K));
+    if (!w) return false;
+    bool ok = true;
+    for (int64_t n0 = 0; ok && n0 < a->N; n0 += nb) {
+        int64_t rows = a->N - n0 < nb ? a->N - n0 : nb;
+        deq_ctx d = {a, n0, w};
+        ttc_steps_for(a->threads, rows, ttc_steps_grain(a->K), deq_rows, &d);
+        ttc_dnnl_gemm_shape gs = {a->M, rows, a->K, true, a->N};
+        const float *bias = a->post && a->post->bias ? a->bias + n0 : NULL;
+        bool done = false;
+        if (!(a->owner && ttc_dnnl_gemm_post(a->owner, a->ki, &gs, a->x, w, false, a->y + n0, a->post, bias, &done))) {
+            ok = ttc_blas_available();
+            if (ok) ttc_blas_sgemm(true, a->M, rows, a->K, a->x, a->K, w, a->K, a->y + n0, a->N);
+        }
+        if (ok && a->post && !done)
+            for (int64_t m = 0; m < a->M; m++) ttc_native_post_ref_nhwc(a->post, bias, a->y + m * a->N + n0, 1, rows);
+    }
+    return ok;
+}
+
 void ttc_native_wq_linear(const ttc_native_wq *a) {
     if (a->M <= 0 || a->N <= 0) return;
-    if (a->M > gemv_max_m(a) && ttc_blas_available()) {
-        /* blocks of about 16 MB of float weights */
-        int64_t nb = ((int64_t)1 << 22) / (a->K > 0 ? a->K : 1);
-        if (nb < 16) nb = 16;
-        if (nb > a->N) nb = a->N;
-        float *w = malloc(sizeof(float) * (size_t)(nb * a->K));
-        if (w) {
-            for (int64_t n0 = 0; n0 < a->N; n0 += nb) {
-                int64_t rows = a->N - n0 < nb ? a->N - n0 : nb;
-                deq_ctx d = {a, n0, w};
-                ttc_steps_for(a->threads, rows, ttc_steps_grain(a->K), deq_rows, &d);
-                ttc_blas_sgemm(true, a->M, rows, a->K, a->x, a->K, w, a->K, a->y + n0, a->N);
+    if (a->M > gemv_max_m(a) && deq_matmul(a)) return;
+    if (!gemv(a)) {
+        /* out of memory for the prepared x: one row at a time through the dequantizing path */
+        for (int64_t m = 0; m < a->M; m++)
+            for (int64_t n = 0; n < a->N; n++) {
+                int64_t G = a->K / a->group;
+                float acc = 0.0f;
+                for (int64_t k = 0; k < a->K; k++) {
+                    int64_t g = k / a->group;
+                    float q = a->bits == 8 ? (float)((const int8_t *)a->q)[n * a->K + k]
+                                           : (float)((((const uint8_t *)a->q)[n * (a->K / 2) + k / 2] >> (4 * (k & 1))) & 15);
+                    acc += (q - (a->z ? a->z[n * G + g] : 0.0f)) * a->s[n * G + g] * a->x[m * a->K + k];
+                }
+                a->y[m * a->N + n] = acc;
             }
-            free(w);
-            return;
-        }
     }
-    if (gemv(a)) return;
-    /* out of memory for the prepared x: one row at a time through the dequantizing path */
-    for (int64_t m = 0; m < a->M; m++)
-        for (int64_t n = 0; n < a->N; n++) {
-            int64_t G = a->K / a->group;
-            float acc = 0.0f;
-            for (int64_t k = 0; k < a->K; k++) {
-                int64_t g = k / a->group;
-                float q = a->bits == 8 ? (float)((const int8_t *)a->q)[n * a->K + k]
-                                       : (float)((((const uint8_t *)a->q)[n * (a->K / 2) + k / 2] >> (4 * (k & 1))) & 15);
-                acc += (q - (a->z ? a->z[n * G + g] : 0.0f)) * a->s[n * G + g] * a->x[m * a->K + k];
-            }
-            a->y[m * a->N + n] = acc;
-        }
+    if (a->post) ttc_native_post_ref_nhwc(a->post, a->bias, a->y, a->M, a->N);
 }

@@ -19,14 +19,23 @@
  *   avx2     the same 8 at a time (AVX2 + FMA);
  *   generic  the same with GCC's vector extension (any x86-64, and other CPUs).
  * Larger M: blocks of weight rows (16 MB of floats) are dequantized (in parallel) and multiplied
- * by the host BLAS (one sgemm a block); without a BLAS the GEMV loop runs over every row.
+ * one matmul a block: with `owner` set, the float32 linear's oneDNN matmul (native_gemm_dnnl.h,
+ * kernel ki of engine owner; post: bias[N] and activations inside it, as the float32 linear
+ * takes them), else (or where oneDNN refuses) the host BLAS's sgemm; without a BLAS the GEMV
+ * loop runs over every row. BERT-base at batch 32 x seq 128 (2 layers): sgemm 1449 ms a call, 0.58x
+ * the float32 engine (OpenBLAS's threads against oneDNN's spinning ones between the layers); see
+ * bench/RESULTS.md "Dynamic int8" for the oneDNN figures. The post-ops are always applied on
+ * return (in C where the matmul did not: ttc_native_post_ref_nhwc).
  *
  *   ttc_native_wq_linear(&(ttc_native_wq){x, q, s, z, y, M, N, K, group, bits, threads});
+ *   ttc_native_wq_linear(&(ttc_native_wq){..., threads, engine, ki, &post, bias});
  */
 #ifndef TTC_BACKEND_CPU_NATIVE_WQ_H
 #define TTC_BACKEND_CPU_NATIVE_WQ_H
 
 #include <stdint.h>
+
+#include "native_conv_dnnl.h"
 
 /* rows of x a GEMV pass takes; up to TTC_WQ_GEMV_MAX_M rows (TTC_WQ_VNNI_MAX_M where the VNNI
  * loop takes the layer) the GEMV runs in passes of them. Float loops: a 2048 x 8192 int8 layer at
@@ -43,6 +52,10 @@ typedef struct ttc_native_wq {
     float *y;
     int64_t M, N, K, group;
     int32_t bits, threads;
+    const void *owner;           /* large M through oneDNN's matmul as kernel ki of owner; NULL: BLAS */
+    int32_t ki;
+    const ttc_dnnl_post *post;   /* NULL: none; else y = act(y + bias) (bias[N] where post->bias) */
+    const float *bias;
 } ttc_native_wq;
 
 void ttc_native_wq_linear(const ttc_native_wq *a);
