@@ -3,8 +3,8 @@ on our engines: transformers' BertModel with the BERT-base config (random weight
 sequence 128, in one process (issue 35, item 6's BERT row).
 
     PYTHONPATH=. python3 bench/quant_dynamic.py [--batch 32] [--seq 128] [--layers 12] [--runs 3]
-        [--rows eager_fp32 eager_dyn8 fp32 dyn8 dyn8_portable wo8 eager_pt2e_x86 pt2e_x86
-                eager_pt2e_xnnpack pt2e_xnnpack]
+        [--rows eager_fp32 eager_dyn8 fp32 dyn8 dyn8_portable wo8 wo8_blas wo4 eager_pt2e_x86 pt2e_x86
+                eager_pt2e_xnnpack pt2e_xnnpack] [--interleave]
 
 Rows (each a separate model/engine, timed the same way):
   eager_fp32     torch eager, float32
@@ -22,9 +22,13 @@ Rows (each a separate model/engine, timed the same way):
                  scales/bias/GELU in C after it (the default)
   dyn8_portable  the same with TORCHTRT_C_NATIVE_QMM=0: the portable OpenCL int8 kernel
   wo8            our engine with quantize="int8_weight_only" (int8 weights, float activations)
-Median ms per call of --runs after one warm-up; ratios against our fp32 engine. --layers < 12
+  wo8_blas       the same with TORCHTRT_C_NATIVE_GEMM=blas: the dequantized weight blocks at large M
+                 through OpenBLAS's sgemm (the path before oneDNN's matmul took them)
+  wo4            our engine with quantize="int4_weight_only" (int4 weights in groups of 128)
+Median ms per call of --runs after one warm-up (--interleave: all rows built, then --runs + 1 rounds
+of one call per row, the first a warm-up); ratios against our fp32 engine. --layers < 12
 keeps that many encoder layers (say so when quoting figures). Error: max |out - torch's| / max
-|torch's| of last_hidden_state, against eager fp32 for fp32/wo8 and eager torchao for dyn8."""
+|torch's| of last_hidden_state, against eager fp32 for fp32/wo8/wo4 and eager torchao for dyn8."""
 from __future__ import annotations
 
 import argparse
@@ -86,6 +90,9 @@ def main():
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rows", nargs="+", default=["eager_fp32", "eager_dyn8", "fp32", "dyn8", "wo8"])
+    ap.add_argument("--interleave", action="store_true",
+                    help="build every row first, then time one call of each row a round (load swings on a "
+                         "shared machine hit the rows alike)")
     a = ap.parse_args()
     model = build(a.layers)
     g = torch.Generator().manual_seed(1)
@@ -108,27 +115,29 @@ def main():
     ref = {}
     res = {}
     all_kw = kw
-    for row in a.rows:
-        kw = ids_only if "pt2e" in row else all_kw
+    qz = {"wo8": "int8_weight_only", "wo8_blas": "int8_weight_only", "wo4": "int4_weight_only"}
+
+    def kw_of(row):
+        return ids_only if "pt2e" in row else all_kw
+
+    def ctx(row):
+        return (settings.override(NATIVE_QMM=False) if row == "dyn8_portable" else
+                settings.override(NATIVE_GEMM="blas") if row == "wo8_blas" else settings.override())
+
+    def make(row):
         t0 = time.perf_counter()
         if row.startswith("eager"):
-            fn = model if row == "eager_fp32" else pt2e[row[11:]] if "pt2e" in row else qmodel
-            compile_s = 0.0
-        else:
-            src = qmodel if row.startswith("dyn8") else pt2e[row[5:]] if "pt2e" in row else model
-            extra = {"quantize": "int8_weight_only"} if row == "wo8" else {}
-            ctx = settings.override(NATIVE_QMM=False) if row == "dyn8_portable" else settings.override()
-            with ctx:
-                fn = torchtrt_c.compile(src, kwarg_inputs=kw, cache_built_engines=False, reuse_cached_engines=False,
-                                        **extra)
-            compile_s = time.perf_counter() - t0
-        try:
-            with (settings.override(NATIVE_QMM=False) if row == "dyn8_portable" else settings.override()):
-                ms, ts = _ms(fn, kw, a.runs)
-                out = _out(fn, kw)
-        except Exception as e:   # noqa: BLE001  (eager torchao may not run on this torch)
-            print(f"| {row} | failed: {type(e).__name__}: {str(e)[:120]} |", flush=True)
-            continue
+            return (model if row == "eager_fp32" else pt2e[row[11:]] if "pt2e" in row else qmodel), 0.0
+        src = qmodel if row.startswith("dyn8") else pt2e[row[5:]] if "pt2e" in row else model
+        extra = {"quantize": qz[row]} if row in qz else {}
+        with ctx(row):
+            fn = torchtrt_c.compile(src, kwarg_inputs=kw_of(row), cache_built_engines=False,
+                                    reuse_cached_engines=False, **extra)
+        return fn, time.perf_counter() - t0
+
+    def report(row, fn, ms, ts, compile_s):
+        with ctx(row):
+            out = _out(fn, kw_of(row))
         if row.startswith("eager"):
             ref[row] = out
         want = ref.get("eager_dyn8" if "dyn8" in row else "eager_" + row if "pt2e" in row else "eager_fp32")
@@ -138,6 +147,29 @@ def main():
             str(sum(n.startswith(p) for n, _ in fn.named_children())) for p in ("_run_on_acc_", "_run_on_gpu_"))
         print(f"| {row} | {ms:.0f} | runs {', '.join(f'{t:.0f}' for t in ts)} | compile {compile_s:.1f} s | "
               f"err {err:.1e}{parts} |", flush=True)
+
+    if a.interleave:   # every row built first, then one call of each row per round
+        fns = {row: make(row) for row in a.rows}
+        ts = {row: [] for row in a.rows}
+        with torch.no_grad():
+            for r in range(a.runs + 1):   # round 0: the warm-up
+                for row, (fn, _) in fns.items():
+                    with ctx(row):
+                        t0 = time.perf_counter()
+                        fn(**kw_of(row))
+                        if r:
+                            ts[row].append((time.perf_counter() - t0) * 1e3)
+        for row, (fn, compile_s) in fns.items():
+            report(row, fn, statistics.median(ts[row]), ts[row], compile_s)
+    for row in ([] if a.interleave else a.rows):
+        fn, compile_s = make(row)
+        try:
+            with ctx(row):
+                ms, ts = _ms(fn, kw_of(row), a.runs)
+        except Exception as e:   # noqa: BLE001  (eager torchao may not run on this torch)
+            print(f"| {row} | failed: {type(e).__name__}: {str(e)[:120]} |", flush=True)
+            continue
+        report(row, fn, ms, ts, compile_s)
         del fn
     base = res.get("fp32")
     print("\n| row | median ms | fp32 engine / row |\n|---|---|---|")
