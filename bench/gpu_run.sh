@@ -149,7 +149,8 @@ case "$PART" in
         step tests 110 "$PY" -m pytest tests/device/test_wq_linear.py tests/device/test_wq_rms.py tests/device/test_wq_gated.py \
             tests/models/test_llm_quant.py \
             tests/models/test_llm_kernels.py tests/device/test_qconv_mma.py tests/device/test_qgemm_mma.py \
-            tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q $XDIST -p no:cacheprovider -rfE -x
+            tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py tests/models/test_torchao_weight_only.py \
+            tests/models/test_quant.py -q $XDIST -p no:cacheprovider -rfE -x
         step quant 100 "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 --prompt 128 --batches 1 \
             --runs 2 --linear '' --profile --json "$OUTDIR/quant.json"
         step quant-auto 80 env TORCHTRT_C_WQ_MMA=auto "$PY" bench/quant.py --config 1b --dtype fp16 --group 128 --new 32 \
