@@ -52,18 +52,26 @@ def _step_kernels(gen):
     return out
 
 
+def _dequantize_setting(w, qz):
+    """w [N, K] as the quantize= setting leaves it, dequantized."""
+    if qz == "int8_weight_only":
+        q, s = quantize_int8(w)
+        return dequantize(q, s, None, w.shape[1], 8)
+    gs = min(GROUP, w.shape[1])
+    q, s, z = quantize_int4(w, gs)
+    return dequantize(q, s, z, gs, 4)
+
+
 def _dequantized_copy(model, qz):
+    """model with every linear's weight (nn.Linear [N, K]; transformers' Conv1D [K, N]) as the
+    quantize= setting leaves it, dequantized."""
+    from transformers.pytorch_utils import Conv1D
     dq = copy.deepcopy(model)
     for mod in dq.modules():
         if isinstance(mod, torch.nn.Linear):
-            w = mod.weight.data
-            if qz == "int8_weight_only":
-                q, s = quantize_int8(w)
-                mod.weight = torch.nn.Parameter(dequantize(q, s, None, w.shape[1], 8))
-            else:
-                gs = min(GROUP, w.shape[1])
-                q, s, z = quantize_int4(w, gs)
-                mod.weight = torch.nn.Parameter(dequantize(q, s, z, gs, 4))
+            mod.weight = torch.nn.Parameter(_dequantize_setting(mod.weight.data, qz))
+        elif isinstance(mod, Conv1D):
+            mod.weight = torch.nn.Parameter(_dequantize_setting(mod.weight.data.t(), qz).t().contiguous())
     return dq
 
 
@@ -177,3 +185,40 @@ def test_compile_llm_quantized_gated_gemv(qz, monkeypatch):
             a, b = (m(seq, attention_mask=torch.ones_like(seq)) for m in (gen, base))
             a, b = ((v.logits if hasattr(v, "logits") else v).reshape(1, -1) for v in (a, b))
             assert torch.nn.functional.cosine_similarity(a, b).item() >= 0.999
+
+
+@pytest.mark.parametrize("qz", ["int8_weight_only", "int4_weight_only"])
+def test_quantize_setting_takes_gpt2_conv1d(qz):
+    """GPT-2's projections are transformers' Conv1D (addmm(bias, x, W) with W [K, N]), not
+    nn.Linear: the quantize= setting takes them too. Forward (input_ids=): 4 wq_linear kernels a
+    layer (c_attn, attention c_proj, c_fc, MLP c_proj) and the LM head, no float GEMM, logits
+    within 1e-4 of the largest of torch's on the dequantized copy; compile_llm: 64 greedy tokens
+    equal the dequantized copy's."""
+    torch.manual_seed(0)
+    model = T.GPT2LMHeadModel(T.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=128,
+                                           bos_token_id=1, eos_token_id=2)).eval()
+    dq = _dequantized_copy(model, qz)
+    ids = _prompt()
+
+    class Logits(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, ids):
+            return self.m(input_ids=ids, use_cache=False).logits
+
+    trt = torchtrt_c.compile(Logits(model), inputs=[ids], quantize=qz, quantize_group_size=GROUP)
+    ks = []
+    for name, mod in trt.named_children():
+        if name.startswith("_run_on_acc"):
+            ks += C.Engine.deserialize(bytes(mod.engine.numpy()), cache_dir="").info()["kernels"]
+    assert sum(" wq_linear:" in k for k in ks) == 2 * 4 + 1 and not any(" gemm:" in k for k in ks), ks
+    assert "_run_on_gpu" not in str(trt.graph)
+    with torch.no_grad():
+        got, want = trt(ids), dq(input_ids=ids).logits
+    assert float((got - want).abs().max()) <= 1e-4 * float(want.abs().max())
+    gen = torchtrt_c.compile_llm(model, max_seq_len=PROMPT + NEW + 1, quantize=qz, quantize_group_size=GROUP)
+    assert not any(" gemm:" in k for k in _step_kernels(gen))
+    assert torch.equal(gen.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW,
+                                    min_new_tokens=NEW, do_sample=False), _greedy(dq, ids))

@@ -274,6 +274,51 @@ def _from_dequantize_affine(c: _Consts, dq, w_shape):
     return None
 
 
+def _quantize_setting(w: torch.Tensor, quantize: str, group_size: int, name: str):
+    """(q, scales, zeros, group, bits) of the float weight w [N, K] under the quantize= setting."""
+    N, K = w.shape
+    if quantize == "int8_weight_only":
+        q, s = quantize_int8(w)
+        return q, s, None, K, 8
+    gs = min(group_size, K)
+    if K % gs or gs % 2:
+        raise ValueError(f"quantize='int4_weight_only': linear {name} has K = {K} input features, "
+                         f"not a multiple of quantize_group_size={group_size} (set "
+                         f"quantize_group_size to a divisor of {K}, or quantize='int8_weight_only')")
+    q, s, z = quantize_int4(w, gs)
+    return q, s, z, gs, 4
+
+
+def _setting_layer(ep, c, adder, n, quantize: str, group_size: int):
+    """The quantize= setting on node n: a linear with a constant float weight [N, K], or a product
+    x [M, K] @ W [K, N] with one (transformers' Conv1D in GPT-2 and its kin: addmm(bias, x, W);
+    mm(x, W)), rewritten into wq_linear. Returns whether n was."""
+    idx = {_A.linear.default: (1, 0, 2), _A.addmm.default: (2, 1, 0), _A.mm.default: (1, 0, None)}.get(n.target)
+    if idx is None:
+        return False
+    wi, xi, bi = idx
+    wn = n.args[wi] if len(n.args) > wi else None
+    if not (isinstance(wn, torch.fx.Node) and wn.op == "placeholder" and wn.name in c.values):
+        return False
+    if n.target is _A.addmm.default and (n.kwargs.get("beta", 1) != 1 or n.kwargs.get("alpha", 1) != 1):
+        return False
+    w = c.value(wn)
+    if type(w) not in (torch.Tensor, torch.nn.Parameter) or w.dim() != 2 \
+            or w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return False
+    if n.target is not _A.linear.default:
+        w = w.t()   # [N, K]
+    bias = n.args[bi] if bi is not None and len(n.args) > bi else None
+    if bias is not None and n.target is _A.addmm.default:
+        bv = bias.meta.get("val") if isinstance(bias, torch.fx.Node) else None
+        if not (isinstance(bv, torch.Tensor) and tuple(bv.shape) in ((w.shape[0],), (1, w.shape[0]))):
+            return False   # a bias of the product's full shape: not a linear layer's
+    out = _emit(ep, adder, n, n.args[xi], *_quantize_setting(w, quantize, group_size, n.name), bias, n.name, n.meta)
+    n.replace_all_uses_with(out)
+    ep.graph_module.graph.erase_node(n)
+    return True
+
+
 def rewrite_weight_only(ep, quantize: Optional[str] = None, group_size: int = 128) -> int:
     """Rewrites the program's weight-only quantized linears (torchao's, and with quantize= every
     linear with constant float weights) into torchtrt_c.wq_linear; returns how many. In place."""
@@ -290,6 +335,10 @@ def rewrite_weight_only(ep, quantize: Optional[str] = None, group_size: int = 12
         if n.op != "call_function":
             continue
         name = n.name
+        # the quantize= setting (a float weight; torchao's layers below hold integer ones)
+        if quantize and _setting_layer(ep, c, adder, n, quantize, group_size):
+            done += 1
+            continue
         # torchao IntxWeightOnlyConfig (and dequantize_affine weights in general)
         if n.target is _A.linear.default and isinstance(n.args[1], torch.fx.Node) and \
                 n.args[1].op == "call_function" and n.args[1].target in dq_ops:
@@ -344,29 +393,6 @@ def rewrite_weight_only(ep, quantize: Optional[str] = None, group_size: int = 12
             g.erase_node(n)
             done += 1
             continue
-        # the quantize= setting: linear with a constant float weight
-        if quantize and n.target is _A.linear.default and isinstance(n.args[1], torch.fx.Node) \
-                and n.args[1].op == "placeholder" and n.args[1].name in c.values:
-            w = c.value(n.args[1])
-            if type(w) not in (torch.Tensor, torch.nn.Parameter) or w.dim() != 2 \
-                    or w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-                continue
-            N, K = w.shape
-            bias = n.args[2] if len(n.args) > 2 else None
-            if quantize == "int8_weight_only":
-                q, s = quantize_int8(w)
-                out = _emit(ep, adder, n, n.args[0], q, s, None, K, 8, bias, name, n.meta)
-            else:
-                gs = min(group_size, K)
-                if K % gs or gs % 2:
-                    raise ValueError(f"quantize='int4_weight_only': linear {name} has K = {K} input features, "
-                                     f"not a multiple of quantize_group_size={group_size} (set "
-                                     f"quantize_group_size to a divisor of {K}, or quantize='int8_weight_only')")
-                q, s, z = quantize_int4(w, gs)
-                out = _emit(ep, adder, n, n.args[0], q, s, z, gs, 4, bias, name, n.meta)
-            n.replace_all_uses_with(out)
-            g.erase_node(n)
-            done += 1
     if done:
         # checks torch.export left on the replaced weights' pieces (dtype asserts) go with them
         for n in list(g.nodes):
