@@ -7,6 +7,14 @@ scales (and zero points) / time. Loops the CPU lacks run as the best it has (the
 which ran).
 
     PYTHONPATH=$PWD python3 bench/wq_loops.py --nk 8192,2048 --rows 1,4,8
+
+--crossover: the GEMV against the large-M path (dequantized weight blocks + the float32 matmul,
+TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M=0; also read on every call) on one engine a shape, layout and M,
+the GEMV with each loop of --loops as the cap (float loops up to --float-max-m rows), all
+interleaved; --nk takes several shapes (8192,2048:768,768). The path that ran is checked by the
+GEMV's counters. Medians of --runs batches (of calls adding up to ~30 ms).
+
+    PYTHONPATH=$PWD python3 bench/wq_loops.py --crossover --nk 768,768:3072,768 --rows 1,8,16,32,64
 """
 from __future__ import annotations
 
@@ -46,13 +54,78 @@ def weights(N, K, group, bits):
     return pack_int4(torch.randint(0, 16, (N, K), generator=g)), s, torch.randint(0, 16, s.shape, generator=g).float()
 
 
+def crossover(a):
+    import torchtrt_c
+    import torchtrt_c._C as C
+    loops = a.loops.split(",")
+    cols = loops + ["matmul"]
+    print(f"# wq_linear GEMV loops vs dequantized blocks + matmul on CPU, step threads "
+          f"{C.native_cpu()['step_threads']}, best loop {C.native_cpu()['wq_isa']}, matmul {C.native_cpu()['gemm']}; "
+          f"load {os.getloadavg()[0]:.2f}")
+    print("| N x K | layout | M | " + " | ".join(f"{c} ms" for c in cols) + " | matmul / best GEMV |")
+    print("|---|---|---|" + "---|" * (len(cols) + 1))
+    for nk in a.nk.split(":"):
+        N, K = (int(v) for v in nk.split(","))
+        for layout in a.layouts.split(","):
+            b, g = layout.split(":")
+            bits, group = int(b[3:]), (K if g == "K" else int(g))
+            q, s, z = weights(N, K, group, bits)
+            for M in (int(m) for m in a.rows.split(",")):
+                x = torch.randn(M, K)
+                trt = torchtrt_c.compile(WQ(q, s, z, group, bits).eval(), inputs=[x], min_block_size=1)
+                run = [c for c in cols if c in ("vnni", "matmul") or M <= a.float_max_m]
+                times = {c: [] for c in run}
+                ran = {}
+
+                def setup(c):
+                    if c == "matmul":
+                        os.environ["TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M"] = "0"
+                        os.environ.pop("TORCHTRT_C_NATIVE_WQ_ISA", None)
+                    else:
+                        os.environ["TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M"] = "100000"
+                        os.environ["TORCHTRT_C_NATIVE_WQ_ISA"] = c
+
+                reps = {}
+                with torch.no_grad():
+                    for c in run:   # warm-up, and the calls a batch
+                        setup(c)
+                        trt(x)
+                        t = time.perf_counter()
+                        trt(x)
+                        reps[c] = max(1, min(10, int(0.03 / (time.perf_counter() - t))))
+                    for _ in range(a.runs):
+                        for c in run:   # interleaved: the machine's load hits every path alike
+                            setup(c)
+                            before = C.native_cpu()["wq_calls"]
+                            t = time.perf_counter()
+                            for _ in range(reps[c]):
+                                trt(x)
+                            times[c].append((time.perf_counter() - t) / reps[c])
+                            after = C.native_cpu()["wq_calls"]
+                            d = {k: after[k] - before[k] for k in after}
+                            ran[c] = "matmul" if not any(d.values()) else max(d, key=d.get)
+                for v in ("TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M", "TORCHTRT_C_NATIVE_WQ_ISA"):
+                    os.environ.pop(v, None)
+                med = {c: statistics.median(times[c]) for c in run}
+                cells = [("-" if c not in med else f"{med[c] * 1e3:.3f}" + ("" if ran[c] == c else f" [{ran[c]}]"))
+                         for c in cols]
+                best = min(med[c] for c in run if c != "matmul")
+                print(f"| {N}x{K} | int{bits} g{g} | {M} | " + " | ".join(cells) + f" | {med['matmul'] / best:.2f} |",
+                      flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--crossover", action="store_true")
+    ap.add_argument("--loops", default="vnni,avx512,avx2", help="--crossover: the GEMV loops to time")
+    ap.add_argument("--float-max-m", type=int, default=32, help="--crossover: the float loops up to these rows")
     ap.add_argument("--nk", default="8192,2048")
     ap.add_argument("--rows", default="1,4,8")
     ap.add_argument("--layouts", default="int8:K,int8:32,int4:32,int4:128", help="bits:group (K: per channel)")
     ap.add_argument("--runs", type=int, default=7)
     a = ap.parse_args()
+    if a.crossover:
+        return crossover(a)
     import torchtrt_c
     import torchtrt_c._C as C
     N, K = (int(v) for v in a.nk.split(","))

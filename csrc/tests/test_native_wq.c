@@ -47,6 +47,17 @@ static ttc_wq_isa expected(ttc_wq_isa cap, int64_t K, int64_t group, int bits) {
     return isa;
 }
 
+/* The GEMV's row limit for the loop that runs (native_wq.h's table, restated): past it the
+ * dequantized blocks + the BLAS. */
+static int64_t expected_max_m(ttc_wq_isa want, int64_t N, int64_t K, int bits) {
+    switch (want) {
+    case TTC_WQ_VNNI: return bits == 8 || N * K >= ((int64_t)1 << 22) ? 64 : 32;
+    case TTC_WQ_AVX512: return bits == 8 ? 32 : 16;
+    case TTC_WQ_AVX2: return bits == 8 ? 32 : 12;
+    default: return 16;
+    }
+}
+
 static void case_(ttc_wq_isa cap, int64_t M, int64_t N, int64_t K, int64_t group, int bits, bool zeros) {
     int64_t G = K / group, B = bits == 8 ? K : K / 2;
     float *x = malloc(sizeof(float) * (size_t)(M * K)), *s = malloc(sizeof(float) * (size_t)(N * G));
@@ -70,7 +81,7 @@ static void case_(ttc_wq_isa cap, int64_t M, int64_t N, int64_t K, int64_t group
     unsetenv("TORCHTRT_C_NATIVE_WQ_ISA");
     ttc_wq_isa want = expected(cap, K, group, bits);
     /* more rows: dequantized blocks + sgemm where a BLAS loads (no loop's counter) */
-    bool gemv_path = M <= TTC_WQ_GEMV_MAX_M || (want == TTC_WQ_VNNI && M <= TTC_WQ_VNNI_MAX_M) || !ttc_blas_available();
+    bool gemv_path = M <= expected_max_m(want, N, K, bits) || !ttc_blas_available();
     int64_t ran = 0;
     for (int i = 0; i < TTC_WQ_ISAS; i++) ran += after[i] - before[i];
     CHECK(ran == (gemv_path ? 1 : 0), "M%lld: %lld GEMV calls", (long long)M, (long long)ran);
@@ -129,7 +140,9 @@ static const struct { int64_t K, group; int bits; } LAYERS[] = {
 };
 
 static void test_layers(void) {
-    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 40, 70};
+    /* both sides of every row limit: 12 | 13 (AVX2 int4), 16 | 24 (AVX-512 int4), 32 | 33 (float
+     * int8, VNNI int4), 40 | 70 (VNNI int8) */
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16, 24, 32, 33, 40, 70};
     static const int64_t ns[] = {1, 5, 37};
     for (int cap = 0; cap < TTC_WQ_ISAS; cap++)
         for (size_t l = 0; l < sizeof LAYERS / sizeof LAYERS[0]; l++)

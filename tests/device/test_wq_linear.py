@@ -31,7 +31,7 @@ PATHS = {
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
     for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA", "TORCHTRT_C_WQ_SPLIT",
-              "TORCHTRT_C_WQ_MMA"):
+              "TORCHTRT_C_WQ_MMA", "TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -260,6 +260,15 @@ def _expected_isa(cap, K, group, bits):
     return isa
 
 
+def gemv_max_m(isa, N, K, bits):
+    """The GEMV's row limit for the loop that runs (backend/cpu/native_wq.h's table, restated)."""
+    if isa == "vnni":
+        return 64 if bits == 8 or N * K >= 1 << 22 else 32
+    if isa in ("avx512", "avx2"):
+        return 32 if bits == 8 else 16 if isa == "avx512" else 12
+    return 16
+
+
 @pytest.mark.parametrize("M", [1, 2, 5, 8, 13, 20, 70])
 @pytest.mark.parametrize("layer", WIDE, ids=lambda c: f"N{c[0]}-K{c[1]}-g{c[2]}-b{c[3]}")
 def test_wq_linear_native_loops(layer, M, monkeypatch):
@@ -267,9 +276,9 @@ def test_wq_linear_native_loops(layer, M, monkeypatch):
     float64 reference on the same dequantized weights, the loop that ran checked by its counter.
     Bounds: 1e-5 * sum_k (|q| + |z|) s |x| (q the stored integers: the loops take the zero
     point's term apart, z s sum x); the VNNI loop (x rounded to int16 per row) adds
-    max|x| * sum_k |q s| / 65534. M 13: GEMV passes of 8 + 5 rows; M 20: the VNNI loop's passes
-    where it takes the layer, else dequantized blocks + sgemm (no GEMV); M 70: blocks + sgemm
-    for every cap."""
+    max|x| * sum_k |q s| / 65534. M 13: GEMV passes of 8 + 5 rows (the AVX2 loop's int4: blocks +
+    sgemm); M 20: the VNNI loop's passes and the float loops' int8 ones, else dequantized blocks +
+    sgemm (no GEMV); M 70: blocks + sgemm for every cap (gemv_max_m)."""
     if not C.native_cpu()["available"]:
         pytest.skip("no native CPU steps on this device")
     N, K, group, bits = layer
@@ -292,7 +301,7 @@ def test_wq_linear_native_loops(layer, M, monkeypatch):
             y = trt(x).double()
         after = C.native_cpu()["wq_calls"]
         ran = {k: after[k] - before[k] for k in after}
-        gemv = M <= 16 or (want == "vnni" and M <= 64)
+        gemv = M <= gemv_max_m(want, N, K, bits)
         if gemv:
             assert ran[want] == 1 and sum(ran.values()) == 1, (cap, want, ran)
         else:

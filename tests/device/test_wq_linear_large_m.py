@@ -1,5 +1,5 @@
 """Weight-only quantized linear at large M on the native CPU step (issue 35; backend/cpu/native_wq.c):
-above the GEMV's row limit (16 rows, 64 where the VNNI loop takes the layer) the packed weights
+above the GEMV's row limit (12 to 64 rows by loop, bits and layer size: native_wq.h) the packed weights
 are dequantized a block of rows at a time into a kept per-thread buffer and multiplied by the
 float32 linear's oneDNN matmul (native_gemm_dnnl.c), the epilogue's bias and activation inside
 it as post-ops (the plan the float32 linear takes, native_post.c), a residual add after it in C;
@@ -31,8 +31,8 @@ TOL_GEMV = 1e-4   # the VNNI GEMV rounds x to int16 per row (test_wq_linear's na
 
 @pytest.fixture(autouse=True)
 def plain_env(monkeypatch):
-    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA", "TORCHTRT_C_NATIVE_GEMM",
-              "TORCHTRT_C_NATIVE_GEMM_POST"):
+    for v in ("TORCHTRT_C_KERNELS", "TORCHTRT_C_NATIVE", "TORCHTRT_C_NATIVE_WQ_ISA", "TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M",
+              "TORCHTRT_C_NATIVE_GEMM", "TORCHTRT_C_NATIVE_GEMM_POST"):
         monkeypatch.delenv(v, raising=False)
     if not C.native_cpu()["available"]:
         pytest.skip("no native CPU steps on this device")
@@ -141,7 +141,7 @@ def test_wq_linear_dynamic_rows_post(bits):
 
 
 def test_wq_linear_static_small_rows_keep_native_epilogue():
-    """Rows that always take the GEMV (static M <= 64): no post-ops planned, the epilogue stays in
+    """Rows that always take the GEMV (static M within the GEMV's limit): no post-ops planned, the epilogue stays in
     native_epi's vectorised steps."""
     N, K = 40, 64
     q, s, z = random_weights(N, K, K, 8, False, seed=1)
@@ -152,3 +152,78 @@ def test_wq_linear_static_small_rows_keep_native_epilogue():
     assert len(ks) == 1 and "(native)" in ks[0] and "+post" not in ks[0], ks
     with torch.no_grad():
         check(trt(x, r), reference(m, x, r), TOL_GEMV)
+
+
+ISAS = ("generic", "avx2", "avx512", "vnni")
+
+
+def gemv_max_m(cap, N, K, group, bits):
+    """The GEMV's row limit (native_wq.h's table, restated) for the loop that runs under cap."""
+    best = C.native_cpu()["wq_isa"]
+    isa = ISAS[min(ISAS.index(cap), ISAS.index(best))]
+    gb = group if bits == 8 else group // 2
+    if isa == "vnni" and not (K == group or gb % 32 == 0 or gb in (2, 4, 8, 16)):
+        isa = "avx512"
+    if isa == "vnni":
+        return 64 if bits == 8 or N * K >= 1 << 22 else 32
+    if isa in ("avx512", "avx2"):
+        return 32 if bits == 8 else 16 if isa == "avx512" else 12
+    return 16
+
+
+LIMIT_LAYERS = [  # N, K, group, bits
+    (45, 96, 96, 8),        # int8 per channel: 64 rows (VNNI), 32 (float loops)
+    (67, 256, 32, 4),       # int4, a small layer: 32 rows (VNNI), 16 (AVX-512), 12 (AVX2)
+    (1024, 4096, 32, 4),    # int4, N K = 4M: 64 rows (VNNI)
+]
+
+
+@pytest.mark.parametrize("cap", ["vnni", "avx512", "avx2"])
+@pytest.mark.parametrize("layer", LIMIT_LAYERS, ids=lambda c: f"N{c[0]}-K{c[1]}-g{c[2]}-b{c[3]}")
+def test_wq_linear_row_limit_both_sides(layer, cap, monkeypatch):
+    """Static rows at the GEMV's limit and one past it, the loop capped by NATIVE_WQ_ISA at compile
+    and run time: at the limit the GEMV runs (its counter) and the bias + GELU stay in native_epi;
+    past it the dequantized blocks + matmul (no GEMV call), the post-ops planned into oneDNN's
+    matmul; both equal torch (TOL_GEMV / TOL)."""
+    N, K, group, bits = layer
+    monkeypatch.setenv("TORCHTRT_C_NATIVE_WQ_ISA", cap)
+    lim = gemv_max_m(cap, N, K, group, bits)
+    q, s, z = random_weights(N, K, group, bits, bits == 4, seed=N)
+    g = torch.Generator().manual_seed(K)
+    m = WQAct(q, s, z, group, bits, torch.randn(N, generator=g), "gelu").eval()
+    dnnl = C.native_cpu()["gemm"] == "onednn" and C.native_cpu()["gemm_post"]
+    for M in (lim, lim + 1):
+        x, r = torch.randn(M, K, generator=g), torch.randn(M, N, generator=g)
+        trt = torchtrt_c.compile(m, inputs=[x, r], min_block_size=1)
+        ks = [k for k in kernels(trt) if " wq_linear:" in k]
+        assert len(ks) == 1 and "(native)" in ks[0], ks
+        assert ("+post" in ks[0]) == (dnnl and M > lim), (M, lim, ks)
+        before = sum(C.native_cpu()["wq_calls"].values())
+        with torch.no_grad():
+            y = trt(x, r)
+        assert sum(C.native_cpu()["wq_calls"].values()) - before == (1 if M <= lim else 0), (M, lim)
+        check(y, reference(m, x, r), TOL_GEMV if M <= lim else TOL)
+
+
+def test_wq_linear_gemv_max_m_setting(monkeypatch):
+    """TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M (read on every call) moves the limit on one engine: 0 sends
+    a single row to the matmul, 100 keeps 70 rows on the GEMV; unset, 70 rows take the matmul.
+    Every call equals torch; the post-ops (planned: the rows are dynamic) run either way."""
+    N, K, group = 37, 96, 32
+    q, s, z = random_weights(N, K, group, 8, True, seed=5)
+    g = torch.Generator().manual_seed(5)
+    m = WQAct(q, s, z, group, 8, torch.randn(N, generator=g), "silu").eval()
+    specs = [torchtrt_c.Input(min_shape=(1, K), opt_shape=(64, K), max_shape=(100, K)),
+             torchtrt_c.Input(min_shape=(1, N), opt_shape=(64, N), max_shape=(100, N))]
+    trt = torchtrt_c.compile(m, inputs=specs, min_block_size=1)
+    for setting, M, gemv in (("0", 1, False), ("100", 70, True), (None, 70, False), (None, 1, True)):
+        if setting is None:
+            monkeypatch.delenv("TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M", raising=False)
+        else:
+            monkeypatch.setenv("TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M", setting)
+        x, r = torch.randn(M, K, generator=g), torch.randn(M, N, generator=g)
+        before = sum(C.native_cpu()["wq_calls"].values())
+        with torch.no_grad():
+            y = trt(x, r)
+        assert (sum(C.native_cpu()["wq_calls"].values()) - before == 1) == gemv, (setting, M)
+        check(y, reference(m, x, r), TOL_GEMV if gemv else TOL)

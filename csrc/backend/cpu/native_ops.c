@@ -514,12 +514,12 @@ static int64_t wq_static_rows(const ttc_kir *k, const ttc_kop *op) {
 static bool gemm_post_lib(const ttc_kir *k, const ttc_kop *op) {
     int32_t t = op->in[1];
     while (t >= 0 && k->ts[t].kind == TTC_ET_VIEW) t = k->ts[t].base;
-    /* a weight-only linear of a static TTC_WQ_VNNI_MAX_M rows or fewer (the GEMV's limit at most,
-     * ttc_native_wq_linear) keeps its epilogue in native_epi's vectorised steps: on the GEMV the
-     * post-ops would run in plain C after it */
+    /* a weight-only linear of static rows that take the GEMV (ttc_native_wq_gemv_max_m, as
+     * ttc_native_wq_linear asks it) keeps its epilogue in native_epi's vectorised steps: on the
+     * GEMV the post-ops would run in plain C after it */
     if (op->kind == TTC_KOP_WQ_LINEAR) {
         int64_t m = wq_static_rows(k, op);
-        if (m >= 0 && m <= TTC_WQ_VNNI_MAX_M) return false;
+        if (m >= 0 && m <= ttc_native_wq_gemv_max_m(op->p.wq.n, op->p.wq.k, op->p.wq.group, op->p.wq.bits)) return false;
     }
     return gemm_lib(ttc_kir_target(k)->native_gemm, op, t >= 0 && k->ts[t].kind == TTC_ET_CONST);
 }

@@ -547,14 +547,31 @@ ttc_wq_isa ttc_native_wq_isa(void) {
     return (ttc_wq_isa)b;
 }
 
-/* The most rows of x the GEMV takes for this layer (more: dequantized blocks + sgemm). */
-static int64_t gemv_max_m(const ttc_native_wq *a) {
+/* The row limits of native_wq.h: past them the dequantized blocks + oneDNN's matmul took less
+ * time (bench/wq_loops.py --crossover; bench/RESULTS.md). */
+int64_t ttc_native_wq_gemv_max_m(int64_t N, int64_t K, int64_t group, int32_t bits) {
+    const char *v = ttc_knob_str(TTC_KNOB_NATIVE_WQ_GEMV_MAX_M);   /* an A/B override, read on every call */
+    if (v) {
+        char *end;
+        long long m = strtoll(v, &end, 10);
+        if (end != v && !*end && m >= 0) return (int64_t)m;
+    }
+    ttc_wq_isa isa = ttc_native_wq_isa();
 #ifdef WQ_AVX512
-    int64_t cpg, gpc;
-    float X;
-    if (a->M > TTC_WQ_GEMV_MAX_M && ttc_native_wq_isa() == TTC_WQ_VNNI && vnni_layout(a, &cpg, &gpc, &X))
-        return TTC_WQ_VNNI_MAX_M;
+    if (isa == TTC_WQ_VNNI) {
+        int64_t cpg, gpc;
+        float X;
+        ttc_native_wq l = {.N = N, .K = K, .group = group, .bits = bits};
+        if (K > 0 && group > 0 && vnni_layout(&l, &cpg, &gpc, &X))
+            return bits == 8 || N * K >= TTC_WQ_VNNI_INT4_BIG ? TTC_WQ_VNNI_MAX_M : TTC_WQ_VNNI_INT4_MAX_M;
+        isa = TTC_WQ_AVX512;   /* the float form takes the layer */
+    }
+    if (isa == TTC_WQ_AVX512) return bits == 8 ? TTC_WQ_FLOAT_INT8_MAX_M : TTC_WQ_GEMV_MAX_M;
 #endif
+#ifdef WQ_AVX2
+    if (isa == TTC_WQ_AVX2) return bits == 8 ? TTC_WQ_FLOAT_INT8_MAX_M : TTC_WQ_AVX2_INT4_MAX_M;
+#endif
+    (void)N, (void)K, (void)group, (void)bits, (void)isa;
     return TTC_WQ_GEMV_MAX_M;
 }
 
@@ -657,7 +674,7 @@ static bool deq_matmul(const ttc_native_wq *a) {
 
 void ttc_native_wq_linear(const ttc_native_wq *a) {
     if (a->M <= 0 || a->N <= 0) return;
-    if (a->M > gemv_max_m(a) && deq_matmul(a)) return;
+    if (a->M > ttc_native_wq_gemv_max_m(a->N, a->K, a->group, a->bits) && deq_matmul(a)) return;
     if (!gemv(a)) {
         /* out of memory for the prepared x: one row at a time through the dequantizing path */
         for (int64_t m = 0; m < a->M; m++)

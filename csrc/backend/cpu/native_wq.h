@@ -3,8 +3,8 @@
  * x [M, K] times the dequantized weight [N, K] transposed, the weight int8 [N, K] or int4 packed
  * two per byte [N, K / 2] (kir.h, TTC_KOP_WQ_LINEAR), scales and zero points [N, K / group].
  *
- * M <= TTC_WQ_GEMV_MAX_M (decode, short prompts; TTC_WQ_VNNI_MAX_M with the VNNI loop): a GEMV
- * over the weight rows, split among `threads` threads,
+ * M up to a limit (ttc_native_wq_gemv_max_m: 12 to 64 rows by loop, bits and layer size, below;
+ * decode and short prompts): a GEMV over the weight rows, split among `threads` threads,
  * up to 8 rows of x at once, so the packed weights are read once per 8 rows. Its inner loop is the
  * best the CPU has (ttc_native_wq_isa, at most TORCHTRT_C_NATIVE_WQ_ISA, read on every call):
  *   vnni     AVX512-VNNI: x quantized per row to int16 (scale max|x| / 32767, less for groups so
@@ -37,13 +37,24 @@
 
 #include "native_conv_dnnl.h"
 
-/* rows of x a GEMV pass takes; up to TTC_WQ_GEMV_MAX_M rows (TTC_WQ_VNNI_MAX_M where the VNNI
- * loop takes the layer) the GEMV runs in passes of them. Float loops: a 2048 x 8192 int8 layer at
- * 16 rows took 70 ms that way, 150 ms through dequantized blocks + sgemm (fp32 sgemm: 32 ms; 2
- * loaded cores); they are compute-bound at 8 rows a pass, so more rows go to sgemm. The VNNI
- * loop: 1.45 ms a pass of 8 rows on that layer (int8 per channel; int4 g32 1.7 ms), where
- * dequantized blocks + sgemm took 12 ms at 32 rows, 15 ms at 64, 23 ms at 128 (2 cores, load 3). */
-enum { TTC_WQ_GEMV_ROWS = 8, TTC_WQ_GEMV_MAX_M = 16, TTC_WQ_VNNI_MAX_M = 64 };
+/* Rows of x a GEMV pass takes (TTC_WQ_GEMV_ROWS), and the most rows the GEMV takes
+ * (ttc_native_wq_gemv_max_m; more: dequantized blocks + oneDNN's matmul), from the crossover
+ * measured against that matmul (bench/wq_loops.py --crossover, 2 cores of an AVX512-VNNI Xeon,
+ * N x K 768x768 .. 8192x2048, M 1..192; bench/RESULTS.md). The matmul's cost is mostly the
+ * dequantization (N K floats written and read a call) up to tens of rows, the GEMV's grows with
+ * the rows (compute-bound from 8 rows a pass), so the crossover grows with N K:
+ *   vnni     int8: 64 (crossovers 48..64 at 768x768 / 768x3072, 80 to over 192 from 2048x2048);
+ *            int4: 32 below N K = 4M (crossovers around 40, 32..64: int4's group scales cost the
+ *            GEMV more a row, most with groups of 32), 64 from there (64 to over 128);
+ *   avx512   int8: 32 (the GEMV 1.0..1.9x faster at 32 rows); int4: 16 (crossovers 12..24);
+ *   avx2     int8: 32 (1.15..1.7x at 32); int4: 12 (about 12 with groups of 32, 16..24 with 128);
+ *   generic  16 (not measured).
+ * The float loops were timed as caps on the VNNI machine, oneDNN held to the same ISA
+ * (ONEDNN_MAX_CPU_ISA). M <= 8 (decode) always takes the GEMV. */
+enum {
+    TTC_WQ_GEMV_ROWS = 8, TTC_WQ_GEMV_MAX_M = 16, TTC_WQ_FLOAT_INT8_MAX_M = 32, TTC_WQ_AVX2_INT4_MAX_M = 12,
+    TTC_WQ_VNNI_MAX_M = 64, TTC_WQ_VNNI_INT4_MAX_M = 32, TTC_WQ_VNNI_INT4_BIG = 1 << 22
+};
 
 typedef struct ttc_native_wq {
     const float *x;
@@ -59,6 +70,11 @@ typedef struct ttc_native_wq {
 } ttc_native_wq;
 
 void ttc_native_wq_linear(const ttc_native_wq *a);
+
+/* The most rows of x the GEMV takes for an N x K layer of this group and bits (more: dequantized
+ * blocks + the matmul, where a library is there): TORCHTRT_C_NATIVE_WQ_GEMV_MAX_M where set, else
+ * the rule above. Codegen asks it too (a static-row layer on the GEMV keeps its epilogue). */
+int64_t ttc_native_wq_gemv_max_m(int64_t N, int64_t K, int64_t group, int32_t bits);
 
 /* The GEMV's inner loops, from the baseline up. */
 typedef enum ttc_wq_isa { TTC_WQ_GENERIC, TTC_WQ_AVX2, TTC_WQ_AVX512, TTC_WQ_VNNI, TTC_WQ_ISAS } ttc_wq_isa;
