@@ -35,6 +35,15 @@ static const char *vtype(const ttc_kir *k, ttc_dtype d) {
     return "uchar";
 }
 
+/* The dtype of the op's own value: the output's, or with an epilogue fused in, its
+ * accumulator's (a concatenation of float32 values quantized to uint8 after it holds float32
+ * values until the epilogue: typed as the stored uint8, the values were truncated first). */
+static ttc_dtype val_dtype(const ttc_kir *k, const ttc_kop *op) {
+    for (int32_t i = 0; i < op->epi.n; i++)
+        if (op->epi.nodes[i].op == TTC_EOP_LEAF && op->epi.nodes[i].a < 0) return op->epi.nodes[i].dtype;
+    return k->ts[op->out].dtype;
+}
+
 /* Writes value expression `val` at output element `lin`: through the store function when an
  * epilogue was fused in, else directly in the output's type (int64 data is copied exactly). */
 void ttc_codegen_write_out(const ttc_kgen *g, const char *val, const char *lin) {
@@ -90,7 +99,7 @@ static void concat_params(ttc_kparams *p, const ttc_kop *op, const char *pre) {
 static void concat_value(ttc_sbuf *src, const ttc_kir *k, const ttc_spelling *sp, const ttc_kop *op, const char *pre) {
     const ttc_et *out = &k->ts[op->out];
     int32_t R = out->rank, D = op->p.concat.dim, n = op->p.concat.n;
-    const char *vt = vtype(k, out->dtype);
+    const char *vt = vtype(k, val_dtype(k, op));
     ttc_sbuf_printf(src, "    int c = i%d;\n    %s v;\n", D, vt);
     for (int32_t i = 0; i < n; i++) {
         bool st = (op->p.concat.stacked >> i) & 1u;
@@ -197,7 +206,7 @@ static ttc_status gen_pad(const ttc_kgen *g, ttc_kparams *p) {
         ttc_kp_int(p, TTC_ARG_DIM, op->in[0], d, 0, 0, "xd%d", d);
     }
     TTC_TRY(open_kernel(src, p, ks, P, R));
-    const char *vt = vtype(k, out->dtype);
+    const char *vt = vtype(k, val_dtype(k, op));
     ttc_sbuf_printf(src, "    int p = x_off;\n    bool ok = true;\n");
     for (int32_t d = 0; d < R; d++)
         ttc_sbuf_printf(src, "    int s%d = i%d - (%lld); ok = ok && s%d >= 0 && s%d < xd%d; p += s%d * x_s%d;\n", d, d,
@@ -205,7 +214,7 @@ static ttc_status gen_pad(const ttc_kgen *g, ttc_kparams *p) {
     ttc_sbuf_printf(src, "    %s v = ok ? (%s)(", vt, vt);
     ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ") : ");
-    ttc_codegen_literal(src, g->sp, op->p.pad.value, out->dtype, vtype(k, out->dtype));
+    ttc_codegen_literal(src, g->sp, op->p.pad.value, val_dtype(k, op), vtype(k, val_dtype(k, op)));
     ttc_sbuf_printf(src, ";\n");
     ttc_codegen_write_out(g, "v", "lin");
     ttc_sbuf_printf(src, "}\n");
@@ -265,7 +274,7 @@ static ttc_status gen_index(const ttc_kgen *g, ttc_kparams *p) {
         if (oom) return TTC_ERR_NOMEM;
         ttc_sbuf_printf(src, "    p += v%d * x_s%d;\n", j, op->p.index.dims[j]);
     }
-    ttc_sbuf_printf(src, "    %s v = bad ? (%s)0 : (%s)(", vtype(k, out->dtype), vtype(k, out->dtype), vtype(k, out->dtype));
+    ttc_sbuf_printf(src, "    %s v = bad ? (%s)0 : (%s)(", vtype(k, val_dtype(k, op)), vtype(k, val_dtype(k, op)), vtype(k, val_dtype(k, op)));
     ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     ttc_codegen_write_out(g, "v", "lin");
@@ -296,8 +305,8 @@ static ttc_status gen_gather(const ttc_kgen *g, ttc_kparams *p) {
     ttc_sbuf_printf(src, "    long p = x_off + v0 * x_s%d", D);
     for (int32_t d = 0; d < R; d++)
         if (d != D) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
-    ttc_sbuf_printf(src, ";\n    %s v = bad ? (%s)0 : (%s)(", vtype(k, out->dtype), vtype(k, out->dtype),
-                    vtype(k, out->dtype));
+    ttc_sbuf_printf(src, ";\n    %s v = bad ? (%s)0 : (%s)(", vtype(k, val_dtype(k, op)), vtype(k, val_dtype(k, op)),
+                    vtype(k, val_dtype(k, op)));
     ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     ttc_codegen_write_out(g, "v", "lin");
@@ -345,7 +354,7 @@ static ttc_status gen_resize(const ttc_kgen *g, ttc_kparams *p) {
                              "    float w%s1 = clamp(r%s - (float)%s0, 0.0f, 1.0f), w%s0 = 1.0f - w%s1;\n",
                         c, c, c, c, c, in, c, c, c, c, c);
     }
-    const char *vt = vtype(k, out->dtype);
+    const char *vt = vtype(k, val_dtype(k, op));
     if (!op->p.resize.bilinear) {
         ttc_sbuf_printf(src, "    int p = base + y0 * x_s2 + x0 * x_s3;\n    %s v = (%s)(", vt, vt);
         ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
@@ -542,9 +551,9 @@ static ttc_status gen_sort(const ttc_kgen *g, ttc_kparams *p) {
 static ttc_status scatter_reduce_body(ttc_sbuf *src, const ttc_kir *k, const ttc_kop *op, const char *upd) {
     const ttc_et *out = &k->ts[op->out];
     int32_t R = out->rank, D = op->p.scatter.dim, red = op->p.scatter.reduce;
-    bool fl = is_fl(out->dtype), incl = op->p.scatter.include_self;
+    bool fl = is_fl(val_dtype(k, op)), incl = op->p.scatter.include_self;
     if (op->in[1] < 0) return ttc_fail(TTC_ERR_INTERNAL, "scatter %s: a reduction without src", op->name);
-    const char *at = fl ? "float" : vtype(k, out->dtype);
+    const char *at = fl ? "float" : vtype(k, val_dtype(k, op));
     ttc_sbuf_printf(src, "    %s a = (%s)v;\n    int cnt = 0;\n    if (1", at, at);
     for (int32_t d = 0; d < R; d++)
         if (d != D) ttc_sbuf_printf(src, " && i%d < ixd%d", d, d);
@@ -577,7 +586,7 @@ static ttc_status scatter_reduce_body(ttc_sbuf *src, const ttc_kir *k, const ttc
         else ttc_sbuf_printf(src, "        %s r = a / c;\n        if (a %% c != 0 && a < 0) r -= 1;\n        a = r;\n", at);
         ttc_sbuf_printf(src, "    }\n");
     }
-    ttc_sbuf_printf(src, "    v = (%s)a;\n", vtype(k, out->dtype));
+    ttc_sbuf_printf(src, "    v = (%s)a;\n", vtype(k, val_dtype(k, op)));
     return TTC_OK;
 }
 
@@ -614,14 +623,14 @@ static ttc_status gen_scatter(const ttc_kgen *g, ttc_kparams *p) {
     }
     ttc_kp_errflag(p, op->out);
     TTC_TRY(open_kernel(src, p, ks, P, R));
-    const char *vt = vtype(k, out->dtype);
+    const char *vt = vtype(k, val_dtype(k, op));
     ttc_sbuf_printf(src, "    long p = x_off");
     for (int32_t d = 0; d < R; d++) ttc_sbuf_printf(src, " + (long)i%d * x_s%d", d, d);
     ttc_sbuf_printf(src, ";\n    %s v = (%s)(", vt, vt);
     ttc_codegen_load(src, k, g->sp, x->dtype, "x", "p");
     ttc_sbuf_printf(src, ");\n");
     ttc_sbuf upd = {0};
-    if (!has_src) ttc_codegen_literal(&upd, g->sp, op->p.scatter.value, out->dtype, vtype(k, out->dtype));
+    if (!has_src) ttc_codegen_literal(&upd, g->sp, op->p.scatter.value, val_dtype(k, op), vtype(k, val_dtype(k, op)));
     else {
         ttc_sbuf_printf(&upd, "(%s)(", vt);
         ttc_codegen_load(&upd, k, g->sp, k->ts[op->in[1]].dtype, "u", "q");

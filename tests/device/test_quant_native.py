@@ -286,18 +286,23 @@ def test_pt2e_relu6_between_quantizes(kind, shape):
     _compile_check(qm, x, 1)
 
 
-@pytest.mark.parametrize("kind", ["xnnpack_channel", "xnnpack_tensor", "x86_qat"])
-def test_torchvision_mobilenet_v2_int8(kind):
-    """torchvision's MobileNetV2 (ReLU6 after every expansion and depthwise convolution,
-    residual adds without ReLU), random weights and batch-norm statistics, quantized by PT2E:
-    one engine, its convolutions int8 steps, the logits within 2e-2 of torch's largest one (as
-    the module docstring says, a value on a rounding tie moves by one step: with XNNPACK's s8
-    activations 1-6 of some 6000 values a layer do, and the 10 small logits after the average
-    pool and the classifier move by 1.3e-2 of their largest; without the clip fix 0.48)."""
+@pytest.mark.parametrize("name,kind", [("mobilenet_v2", "xnnpack_channel"), ("mobilenet_v2", "xnnpack_tensor"),
+                                       ("mobilenet_v2", "x86_qat"), ("squeezenet1_1", "x86"), ("googlenet", "x86")])
+def test_torchvision_int8(name, kind):
+    """torchvision models, random weights and batch-norm statistics, quantized by PT2E: one
+    engine, its convolutions int8 steps, the logits within 2e-2 of torch's largest one.
+    MobileNetV2: ReLU6 after every expansion and depthwise convolution, residual adds without
+    ReLU (as the module docstring says, a value on a rounding tie moves by one step: with
+    XNNPACK's s8 activations 1-6 of some 6000 values a layer do, and the 10 small logits after
+    the average pool and the classifier move by 1.3e-2 of their largest; without the clip fix
+    0.48). SqueezeNet's Fire modules and GoogLeNet's inception blocks: a torch.cat whose quantize
+    is the concatenation kernel's epilogue, read by the next int8 layers (the kernel truncated
+    its float values to the stored uint8 before quantizing: 0.93 / 0.11 off; now 0 / 7e-4)."""
     from thirdparty import import_torchvision, randomize_constant_init
     tv = import_torchvision()
     torch.manual_seed(0)
-    m = randomize_constant_init(tv.models.mobilenet_v2(num_classes=10))
+    kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    m = randomize_constant_init(getattr(tv.models, name)(num_classes=10, **kw))
     calib = [torch.randn(2, 3, 64, 64) for _ in range(2)]
     qm = _pt2e(m, calib, kind)
     x = torch.randn(1, 3, 64, 64)
@@ -305,7 +310,7 @@ def test_torchvision_mobilenet_v2_int8(kind):
         gm = torchtrt_c.compile(qm, inputs=[x], require_full_compilation=True)
     ks = _kernels(gm)
     layers = [k for k in ks if " qconv2d:" in k or " qgemm:" in k]
-    assert len(layers) >= 52, ks
+    assert len(layers) >= 20, ks
     if _native_int8():
         assert all("(native)" in k for k in layers), ks
     with torch.no_grad():
