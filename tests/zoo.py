@@ -326,6 +326,18 @@ def record_compiles(monkeypatch) -> list:
     return calls
 
 
+class Logits(nn.Module):
+    """A transformers causal LM called as users call it, m(input_ids=ids, use_cache=False),
+    returning its logits: a module of one tensor input and output to compile."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, ids):
+        return self.m(input_ids=ids, use_cache=False).logits
+
+
 def ops_in(mod) -> set:
     """The aten ops (as 'aten.add.Tensor') called by a torch segment."""
     return {str(n.target) for n in mod.graph.nodes if n.op == "call_function"

@@ -19,9 +19,10 @@ import torch
 
 import torchtrt_c
 import torchtrt_c._C as C
-from torchtrt_c.dynamo._weight_only import dequantize, pack_int4
+from torchtrt_c.dynamo._weight_only import dequantize
 
 from engine_kernels import kernels  # noqa: E402
+from test_wq_linear import random_weights  # noqa: E402
 
 F = torch.nn.functional
 ACTS = {"gelu": F.gelu, "silu": F.silu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
@@ -36,19 +37,6 @@ def plain_env(monkeypatch):
         monkeypatch.delenv(v, raising=False)
     if not C.native_cpu()["available"]:
         pytest.skip("no native CPU steps on this device")
-
-
-def random_weights(N, K, group, bits, zeros, seed):
-    g = torch.Generator().manual_seed(seed)
-    G = K // group
-    s = torch.rand(N, G, generator=g) * 0.05 + 0.01
-    if bits == 8:
-        q = torch.randint(-128, 128, (N, K), generator=g, dtype=torch.int8)
-        z = torch.randint(-4, 5, (N, G), generator=g).float() if zeros else None
-    else:
-        q = pack_int4(torch.randint(0, 16, (N, K), generator=g))
-        z = torch.randint(0, 16, (N, G), generator=g).float() if zeros else None
-    return q, s, z
 
 
 class WQAct(torch.nn.Module):

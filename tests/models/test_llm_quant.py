@@ -20,6 +20,7 @@ import torch
 import torchtrt_c
 import torchtrt_c._C as C
 from torchtrt_c.dynamo._weight_only import dequantize, quantize_int4, quantize_int8
+from zoo import Logits
 
 T = pytest.importorskip("transformers")
 
@@ -205,14 +206,6 @@ def test_quantize_setting_takes_gpt2_conv1d(qz):
                                            bos_token_id=1, eos_token_id=2)).eval()
     dq = _dequantized_copy(model, qz)
     ids = _prompt()
-
-    class Logits(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, ids):
-            return self.m(input_ids=ids, use_cache=False).logits
 
     trt = torchtrt_c.compile(Logits(model), inputs=[ids], quantize=qz, quantize_group_size=GROUP)
     ks = []

@@ -13,6 +13,7 @@ import torch
 
 import torchtrt_c
 import torchtrt_c._C as C
+from zoo import Logits, record_compiles
 
 ao = pytest.importorskip("torchao", reason="torchao is not installed (run.sh install_model_libs)")
 from torchao.quantization import quantize_  # noqa: E402
@@ -100,14 +101,6 @@ def test_hf_llama(cfg):
     quantize_(model, configs()[cfg]())
     ids = torch.randint(0, 256, (1, 12))
 
-    class Logits(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, ids):
-            return self.m(input_ids=ids, use_cache=False).logits
-
     w = Logits(model).eval()
     trt = torchtrt_c.compile(w, inputs=[ids], min_block_size=1)
     ks = kernels_of(trt)
@@ -193,15 +186,7 @@ def test_float8_weight_only_llama_torch_compile(monkeypatch):
     called with input_ids= as users call it: one engine, no torch segment, logits as torch's
     (fp32, 1e-5)."""
     transformers = pytest.importorskip("transformers")
-    from torchtrt_c import backend as B
-    seen = []
-    orig = B._Graph._compile
-
-    def spy(self, *a, **k):
-        mod = orig(self, *a, **k)
-        seen.append(None if mod is None else [n for n, _ in mod.named_children()])
-        return mod
-    monkeypatch.setattr(B._Graph, "_compile", spy)
+    calls = record_compiles(monkeypatch)
     cfgm = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
     torch.manual_seed(0)
@@ -211,4 +196,5 @@ def test_float8_weight_only_llama_torch_compile(monkeypatch):
     tc = torch.compile(model, backend="torchtrt_c")
     with torch.no_grad():
         close(tc(input_ids=ids).logits, model(input_ids=ids).logits, 1e-5)
-    assert seen == [["_run_on_acc_0"]], seen
+    assert len(calls) == 1, calls
+    assert [n for n, _ in calls[0][2].named_children()] == ["_run_on_acc_0"]
