@@ -20,6 +20,9 @@
 #                            the tensor-core weight-only form (TORCHTRT_C_WQ_MMA=1, then =auto), bench/quant.py
 #                            without the gated GEMV (TORCHTRT_C_WQ_GLU=0, A/B), bench/qconv_mma.py
 #                            and bench/llm.py, each within the time left; logs in $OUT
+#   bench/gpu_run.sh ab      settings A/B on the 1B Llama's batch-1 decode step (bench/decode_ab.py;
+#                            AB_RUNS lines "MODES VARIANT...", default the weight-only GEMV's geometry
+#                            and the norm's row split), then the quick tests
 #   bench/gpu_run.sh quick   quant's essentials in about 5 minutes (LIMIT 300): the tests, batch-1
 #                            decode with the profile, batch 8 and the prompt under WQ_MMA=auto
 # Registers NVIDIA's OpenCL ICD when the driver library is there, builds the extension, and
@@ -30,7 +33,7 @@
 #   python bench/report.py OUTDIR/*.json --md bench/results/gpu.md --png bench/results/gpu-ratios.png
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant|quick}
+PART=${1:?usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant|quick|ab}
 LIMIT=${LIMIT:-$(case "$PART" in quant) echo 560 ;; quick) echo 300 ;; *) echo 500 ;; esac)}
 ROW_MAX=${ROW_MAX:-50}          # a typical late row (s): no row starts later than LIMIT-ROW_MAX
 OUTDIR=${OUT:-bench/out/gpu}
@@ -157,7 +160,29 @@ case "$PART" in
             --prompt 128 --batches 8 --runs 2 --modes int8,int4 --linear '' --json "$OUTDIR/quant-auto.json"
         echo "gpu_run.sh quick done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
         exit 0 ;;
-    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant|quick" >&2; exit 2 ;;
+    ab)
+        # A/B of settings on the 1B Llama's batch-1 decode step (bench/decode_ab.py: ms/token, the
+        # step's kernels by device time, their registers), then the quick tests. AB_RUNS: lines
+        # "MODES VARIANT..." (one decode_ab.py call each), default the weight-only GEMV's geometry
+        # and the norm's row split
+        AB_RUNS=${AB_RUNS:-"int8 base WQ_MB=1 WQ_MB=1,WQ_U=4 WQ_MB=2 WQ_MB=1,WQ_R=2 WQ_MB=1,WQ_R=8
+int4 base WQ_MB=1 WQ_MB=1,WQ_U=4
+float base NORM_SPLIT=0"}
+        n=0
+        while read -r modes variants; do
+            [ -z "$modes" ] && continue
+            n=$((n + 1))
+            # shellcheck disable=SC2086
+            step "ab$n" "$([ "$n" = 1 ] && echo 190 || echo 100)" "$PY" bench/decode_ab.py --config 1b --dtype fp16 --modes "$modes" \
+                --variants $variants --json "$OUTDIR/ab$n.json"
+            grep -E "^#|^ " "$OUTDIR/ab$n.log" >&2
+        done <<< "$AB_RUNS"
+        step tests 110 "$PY" -m pytest tests/device/test_norm_warp.py tests/device/test_wq_linear.py tests/device/test_wq_rms.py \
+            tests/device/test_wq_gated.py tests/models/test_llm_quant.py tests/models/test_llm_kernels.py \
+            tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q $XDIST -p no:cacheprovider -rfE
+        echo "gpu_run.sh ab done in $(( $(date +%s) - T0 ))s; logs in $OUTDIR" >&2
+        exit 0 ;;
+    *) echo "usage: bench/gpu_run.sh 1|2|3|all|par|check|vision|quant|quick|ab" >&2; exit 2 ;;
 esac
 # merged tables (and chart, where matplotlib is) of every JSON in OUTDIR so far
 png=()

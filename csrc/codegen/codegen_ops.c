@@ -340,7 +340,8 @@ ttc_status ttc_gen_norm(const ttc_kgen *g) {
     const char *defs[] = {"KNAME", ks->name, "STORE_FN", store, "EPI_PARAMS", rp ? rp : P, "EPI_ARGS", A_,
                           "TX", ttc_cl_storage_type(x->dtype), "TW", ttc_cl_storage_type(wd),
                           "HAS_W", hw ? "1" : "0", "HAS_B", hb ? "1" : "0", "GROUP", op->p.norm.group ? "1" : "0",
-                          "RMS", op->p.norm.rms ? "1" : "0", "EPS", eps, "LS", ls, "RPW", "4", "NPL", npl, NULL};
+                          "RMS", op->p.norm.rms ? "1" : "0", "EPS", eps, "LS", ls, "RPW", "4", "NPL", npl,
+                          "SPLIT", ttc_kir_target(k)->norm_split ? "1" : "0", NULL};
     const char *none[] = {NULL};
     int32_t wt = hw ? op->in[1] : hb ? op->in[2] : op->in[0], bt = hb ? op->in[2] : wt;
     ttc_kparams p;

@@ -28,7 +28,17 @@
 
 #include <stdio.h>
 
-enum { WQ_WARPS = 4, WQ_R = 4, WQ_MB = 8, WQ_U = 2 };
+enum { WQ_WARPS = 4 };
+/* the GEMV's geometry: weight rows a warp (WQ_R), rows of x a work-group (WQ_MB), 16-byte chunks
+ * of a row a work-item loads before using them (WQ_U); TORCHTRT_C_WQ_R/_MB/_U force them */
+#define WQ_R wq_geom(g->k, 0)
+#define WQ_MB wq_geom(g->k, 1)
+#define WQ_U wq_geom(g->k, 2)
+static int32_t wq_geom(const ttc_kir *k, int which) {
+    const ttc_target *t = ttc_kir_target(k);
+    int32_t f = which == 0 ? t->wq_r : which == 1 ? t->wq_mb : t->wq_u;
+    return f > 0 ? f : which == 0 ? 4 : which == 1 ? 8 : 2;
+}
 /* TORCHTRT_C_WQ_MMA=auto: calls with more rows of x than this take the tensor-core form */
 enum { WQ_MMA_ROWS = 8 };
 /* the tensor-core form: chunks of 8 rows of x a work-group (each weight block dequantized once for them) */

@@ -19,7 +19,8 @@
  * element's output is written by the work-item that reads its operands, at the same index) and
  * the affine terms are read with x.
  * Specialised by: KNAME STORE_FN EPI_PARAMS EPI_ARGS TX TW LDX LDW HAS_W HAS_B GROUP RMS EPS RPW NPL
- * (0: the row's length is a run-time value). */
+ * (0: the row's length is a run-time value) SPLIT (1: a work-group's warps split rows when there
+ * are at most RPW of them). */
 #define NW_U 8
 __kernel __attribute__((reqd_work_group_size(32 * RPW, 1, 1)))
 void KNAME(__global const TX *restrict X, int offX, __global const TW *restrict Wt, int offW,
@@ -29,21 +30,45 @@ void KNAME(__global const TX *restrict X, int offX, __global const TW *restrict 
     bool live = r < rows;
     int base = (live ? r : 0) * N;
 #if NPL > 0   /* a row known when building, up to 32 * NPL elements: read once, held in registers */
+    /* SPLIT: at most RPW rows (a decode step's; one work-group) are split between the group's
+     * RPW warps, NQ elements a lane instead of NPL (the time follows the elements a lane,
+     * above), the rows one after another, the warps' sums added through local memory. The
+     * loop's trip count and its barriers are the same for every work-item (the emulated
+     * shuffles hold barriers too). Otherwise a warp a row, one pass. */
+#if SPLIT && RPW > 1
+#define NQ ((NPL + RPW - 1) / RPW)
+    __local float part[RPW];
+    bool split = rows <= RPW;
+    int nrow = split ? rows : 1, cnt = split ? NQ : NPL, i0 = split ? ttc_warp() * NQ : 0;
+#undef NQ
+#else
+    bool split = false;
+    int nrow = 1, cnt = NPL, i0 = 0;
+#endif
+    for (int rr = 0; rr < nrow; rr++) {
+    bool lv = split || live;
+    int rb = split ? rr * N : base;
     float xv[NPL];
 #pragma unroll
     for (int i = 0; i < NPL; i++) {
-        int j = lane + 32 * i;
-        xv[i] = live && j < N ? LDX(X, offX + base + j) : 0.0f;
+        int j = lane + 32 * (i0 + i);
+        xv[i] = lv && i < cnt && j < N ? LDX(X, offX + rb + j) : 0.0f;
     }
 #if HAS_W   /* the affine terms too, all loads in flight before the first store */
     float wv[NPL];
 #pragma unroll
-    for (int i = 0; i < NPL; i++) wv[i] = lane + 32 * i < N ? LDW(Wt, offW + lane + 32 * i) : 0.0f;
+    for (int i = 0; i < NPL; i++) {
+        int j = lane + 32 * (i0 + i);
+        wv[i] = i < cnt && j < N ? LDW(Wt, offW + j) : 0.0f;
+    }
 #endif
 #if HAS_B
     float bv[NPL];
 #pragma unroll
-    for (int i = 0; i < NPL; i++) bv[i] = lane + 32 * i < N ? LDW(Bs, offB + lane + 32 * i) : 0.0f;
+    for (int i = 0; i < NPL; i++) {
+        int j = lane + 32 * (i0 + i);
+        bv[i] = i < cnt && j < N ? LDW(Bs, offB + j) : 0.0f;
+    }
 #endif
 #if RMS
     float mean = 0.0f;
@@ -53,28 +78,49 @@ void KNAME(__global const TX *restrict X, int offX, __global const TW *restrict 
     for (int i = 0; i < NPL; i++) s += xv[i];
 #pragma unroll
     for (int m = 16; m > 0; m >>= 1) s += ttc_shfl_xor(s, m, scr);
+#if SPLIT && RPW > 1
+    if (lane == 0) part[ttc_warp()] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (split) {
+        s = 0.0f;
+        for (int q = 0; q < RPW; q++) s += part[q];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     float mean = s / (float)N;
 #endif
     float v = 0.0f;
 #pragma unroll
     for (int i = 0; i < NPL; i++)
-        if (lane + 32 * i < N) { float d = xv[i] - mean; v += d * d; }
+        if (i < cnt && lane + 32 * (i0 + i) < N) { float d = xv[i] - mean; v += d * d; }
 #pragma unroll
     for (int m = 16; m > 0; m >>= 1) v += ttc_shfl_xor(v, m, scr);
+#if SPLIT && RPW > 1
+    if (lane == 0) part[ttc_warp()] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (split) {
+        v = 0.0f;
+        for (int q = 0; q < RPW; q++) v += part[q];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     float rstd = rsqrt(v / (float)N + EPS);
-    if (!live) return;
+    if (lv) {
 #pragma unroll
-    for (int i = 0; i < NPL; i++) {
-        int j = lane + 32 * i;
-        if (j >= N) break;
-        float y = (xv[i] - mean) * rstd;
+        for (int i = 0; i < NPL; i++) {
+            int j = lane + 32 * (i0 + i);
+            if (i < cnt && j < N) {
+                float y = (xv[i] - mean) * rstd;
 #if HAS_W
-        y *= wv[i];
+                y *= wv[i];
 #endif
 #if HAS_B
-        y += bv[i];
+                y += bv[i];
 #endif
-        STORE_FN(y, base + j EPI_ARGS);
+                STORE_FN(y, rb + j EPI_ARGS);
+            }
+        }
+    }
     }
 #else
 #if RMS   /* RMS norm: the mean square, around 0 */

@@ -50,6 +50,7 @@ static void decisions_default(ttc_target *t) {
     t->attn_mma = -1;
     t->qgemm_mma = -1;
     t->wq_glu = true;
+    t->norm_split = true;
     t->build_threads = 1;
     t->build_procs = 1;
     t->build_proc_bytes = 64 * 1024;
@@ -173,8 +174,13 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     if (SET(QGEMM_MMA)) t.qgemm_mma = (int32_t)VAL(QGEMM_MMA);
     static const int32_t wq_split[] = {1, 2, 4};  /* 1|2|4 */
     if (SET(WQ_SPLIT)) t.wq_split = wq_split[VAL(WQ_SPLIT)];
+    static const int32_t wq_mb[] = {1, 2, 4, 8}, wq_u[] = {1, 2, 4}, wq_r[] = {2, 4, 8};
+    if (SET(WQ_MB)) t.wq_mb = wq_mb[VAL(WQ_MB)];
+    if (SET(WQ_U)) t.wq_u = wq_u[VAL(WQ_U)];
+    if (SET(WQ_R)) t.wq_r = wq_r[VAL(WQ_R)];
     if (SET(WQ_MMA)) t.wq_mma = (int32_t)VAL(WQ_MMA);   /* 0|1|auto */
     t.wq_glu = FLAG(WQ_GLU, true);
+    t.norm_split = FLAG(NORM_SPLIT, true);
     const char *v;
     if ((v = ttc_knob_str(TTC_KNOB_ATTN_TILE))) {
         int nw = 0, bn = 0;

@@ -70,3 +70,41 @@ def test_group_norm_keeps_group_kernel():
     trt = torchtrt_c.compile(m, inputs=[x], min_block_size=1)
     assert not any("TTC_PTX_SCRATCH(scr, RPW)" in s for s in _sources(trt))
     assert (trt(x) - m(x)).abs().max().item() <= 1e-5
+
+
+class _RMS(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return y * self.w + 0.25
+
+
+@pytest.mark.parametrize("split", ["1", "0"])
+@pytest.mark.parametrize("rows,n", [(1, 2048), (2, 1000), (3, 97), (4, 2048), (4, 1), (5, 2048)])
+@pytest.mark.parametrize("kind", ["layer", "rms"])
+def test_split_rows(monkeypatch, split, rows, n, kind):
+    """At most 4 rows (decode steps): the work-group's 4 warps split each row (NORM_SPLIT, on by
+    default); 5 rows and NORM_SPLIT=0 take a warp a row. Same answers either way."""
+    monkeypatch.setenv("TORCHTRT_C_NORM_SPLIT", split)
+    torch.manual_seed(rows * 10 + n)
+    m = (_LN(n, True) if kind == "layer" else _RMS(n)).eval()
+    x = torch.randn(rows, n) * 3 + 1
+    for prec in (torch.float32, torch.float16):
+        trt = torchtrt_c.compile(m, inputs=[x], enabled_precisions={prec}, min_block_size=1)
+        srcs = _sources(trt)
+        assert any("TTC_PTX_SCRATCH(scr, RPW)" in s for s in srcs), "the warp-per-row kernel was not used"
+        assert any(f"#define SPLIT {split}" in s for s in srcs)
+        _check(m, x, trt, prec, f"{kind} {rows}x{n} split={split} {prec}")
+
+
+def test_split_rows_dynamic():
+    """A dynamic row count crossing the split rule's 4 rows in one engine."""
+    torch.manual_seed(5)
+    m = _RMS(2048).eval()
+    spec = torchtrt_c.Input(min_shape=(1, 2048), opt_shape=(2, 2048), max_shape=(9, 2048))
+    trt = torchtrt_c.compile(m, inputs=[spec], min_block_size=1)
+    for b in (1, 3, 4, 5, 9):
+        _check(m, torch.randn(b, 2048), trt, torch.float32, f"rows {b}")
