@@ -167,7 +167,7 @@ case "$PART" in
         # and the norm's row split
         AB_RUNS=${AB_RUNS:-"int8 base WQ_MB=1 WQ_MB=1,WQ_U=4 WQ_MB=2 WQ_MB=1,WQ_R=2 WQ_MB=1,WQ_R=8
 int4 base WQ_MB=1 WQ_MB=1,WQ_U=4
-float base NORM_SPLIT=0"}
+float base NORM_SPLIT=0 GEMM_GEMV=auto"}
         n=0
         while read -r modes variants; do
             [ -z "$modes" ] && continue
@@ -177,6 +177,8 @@ float base NORM_SPLIT=0"}
                 --variants $variants --json "$OUTDIR/ab$n.json"
             grep -E "^#|^ " "$OUTDIR/ab$n.log" >&2
         done <<< "$AB_RUNS"
+        step argmax 25 "$PY" bench/argmax_rows.py
+        cat "$OUTDIR/argmax.log" >&2
         step tests 110 "$PY" -m pytest tests/device/test_norm_warp.py tests/device/test_wq_linear.py tests/device/test_wq_rms.py \
             tests/device/test_wq_gated.py tests/models/test_llm_quant.py tests/models/test_llm_kernels.py \
             tests/gpu/test_llm_gpu.py tests/gpu/test_wq_linear_cuda.py -q $XDIST -p no:cacheprovider -rfE
