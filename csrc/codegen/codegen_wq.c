@@ -233,6 +233,8 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
      * GEMV's ceil(N / (WR * WQ_R))) */
     bool mma = ttc_kir_target(k)->wq_mma == 2 && wq_mma_ok(k, op) && mfirst;
     bool glu = op->p.wq.glu;
+    /* WQ_PIPE: a pass's weight loads issued before the previous pass's products */
+    bool pipe = ttc_kir_target(k)->wq_pipe;
     /* the row tests and weight rows of row c0 + r: the plain kernel's, or the gated ones */
     char ok[48], row[48], crow[48], cmin[48], cok[48];
     snprintf(ok, sizeof ok, glu ? "WQ_OK(c0 + r)" : "c0 + r < %d", N);
@@ -269,14 +271,34 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
         ttc_sbuf_printf(src,
                         "        if (((size_t)(q + q_off) & 15) == 0) {\n"
                         "            __global const uint4 *qr = (__global const uint4 *)(q + q_off);\n"
-                        "            bool xvec = %s;\n"
-                        "            for (int ch0 = ws * 32 + lane; ch0 < %d; ch0 += %d) {\n"
-                        "                uint4 u[%d];\n"
-                        "                WQ_UNROLL for (int j = 0; j < %d; j++)\n"
-                        "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
-                        "                        int ch = ch0 + %d * j;\n"
-                        "                        u[j * %d + r] = ch < %d && %s ? qr[%s * %d + ch] : (uint4)(0u);\n"
-                        "                    }\n"
+                        "            bool xvec = %s;\n",
+                        xvec_ok ? "((size_t)(x + xb) & 15) == 0" : "false");
+        /* the chunks of a pass into u (pipe: the next pass's into un while u is used) */
+        char ld[512];
+        snprintf(ld, sizeof ld,
+                 "WQ_UNROLL for (int j = 0; j < %d; j++)\n"
+                 "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
+                 "                        int ch = %%s + %d * j;\n"
+                 "                        %%s[j * %d + r] = ch < %d && %s ? qr[%s * %d + ch] : (uint4)(0u);\n"
+                 "                    }\n",
+                 WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, ok, row, RB / 16);
+        if (pipe) {
+            ttc_sbuf_printf(src, "            uint4 u[%d];\n            {\n                int ch0 = ws * 32 + lane;\n                ",
+                            WQ_U * WQ_R);
+            ttc_sbuf_printf(src, ld, "ch0", "u");
+            ttc_sbuf_printf(src, "            }\n");
+        }
+        ttc_sbuf_printf(src, "            for (int ch0 = ws * 32 + lane; ch0 < %d; ch0 += %d) {\n", RB / 16, 32 * KS * WQ_U);
+        if (pipe) {
+            char nx[32];
+            snprintf(nx, sizeof nx, "(ch0 + %d)", 32 * KS * WQ_U);
+            ttc_sbuf_printf(src, "                uint4 un[%d];\n                ", WQ_U * WQ_R);
+            ttc_sbuf_printf(src, ld, nx, "un");
+        } else {
+            ttc_sbuf_printf(src, "                uint4 u[%d];\n                ", WQ_U * WQ_R);
+            ttc_sbuf_printf(src, ld, "ch0", "u");
+        }
+        ttc_sbuf_printf(src,
                         "                WQ_UNROLL for (int j = 0; j < %d; j++) {\n"
                         "                    int ch = ch0 + %d * j;\n"
                         "                    if (ch < %d) {\n"
@@ -291,8 +313,7 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "                        if (i < mb) {\n"
                         "                        int xi = xb + i * %d + k0;\n"
                         "                        float xv[%d];\n",
-                        xvec_ok ? "((size_t)(x + xb) & 15) == 0" : "false", RB / 16, 32 * KS * WQ_U,
-                        WQ_U * WQ_R, WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, ok, row, RB / 16, WQ_U, 32 * KS, RB / 16, EPC, GS,
+                        WQ_U, 32 * KS, RB / 16, EPC, GS,
                         WQ_R, WQ_R, WQ_R, cmin, G, G, WQ_MB, K, EPC);
         load_x_chunk(src, xd, EPC, "                        ");
         /* rms: the row's sum of squares, then x times the norm's scale */
@@ -319,7 +340,9 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         WQ_MB);
         ttc_sbuf_printf(src,
                         "                        }\n                        }\n                    }\n                    }\n"
-                        "                }\n            }\n        } else {\n");
+                        "                }\n");
+        if (pipe) ttc_sbuf_printf(src, "                WQ_UNROLL for (int e = 0; e < %d; e++) u[e] = un[e];\n", WQ_U * WQ_R);
+        ttc_sbuf_printf(src, "            }\n        } else {\n");
     } else {
         ttc_sbuf_printf(src, "        {\n");
     }

@@ -181,6 +181,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     if (SET(WQ_MMA)) t.wq_mma = (int32_t)VAL(WQ_MMA);   /* 0|1|auto */
     t.wq_glu = FLAG(WQ_GLU, true);
     t.norm_split = FLAG(NORM_SPLIT, true);
+    t.wq_pipe = FLAG(WQ_PIPE, false);
     const char *v;
     if ((v = ttc_knob_str(TTC_KNOB_ATTN_TILE))) {
         int nw = 0, bn = 0;

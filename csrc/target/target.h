@@ -127,7 +127,8 @@ typedef struct ttc_target {
     int32_t wq_split;             /* weight-only GEMVs (codegen_wq.c): warps splitting a row's K;
                                    * 0 choose, 1/2/4 forced */
     bool norm_split;              /* norms of at most 4 rows split between a group's warps (norm_warp.cl) */
-    int32_t wq_mb, wq_u, wq_r;    /* weight-only GEMVs (codegen_wq.c): rows of x a work-group, 16-byte
+    int32_t wq_mb, wq_u, wq_r;
+    bool wq_pipe;                 /* weight-only GEMVs: next pass's loads before this pass's products */    /* weight-only GEMVs (codegen_wq.c): rows of x a work-group, 16-byte
                                    * chunks in flight a row, weight rows a warp; 0 choose */
     int32_t wq_mma;               /* weight-only products on fp16 tensor cores (codegen_wq.c):
                                    * 0 never, 1 always (gen_wq_mma), 2 (auto) the GEMV's kernel
