@@ -13,10 +13,11 @@
  * is the epilogue, which is how bias, activation and residual adds fold into them.
  *
  *   ttc_kir *k = ttc_kir_new();
- *   int32_t x = ttc_kir_input(k, "x", TTC_DTYPE_FLOAT32, 2, dims);
+ *   int32_t x = ttc_kir_tensor(k, TTC_ET_INPUT, TTC_DTYPE_FLOAT32, 2, dims, "x");
  *   ttc_expr e; ttc_expr_init(&e);
- *   int32_t a = ttc_expr_leaf(&e, x), r = ttc_expr_unary(&e, TTC_EOP_RELU, a);
- *   int32_t y = ttc_kir_elementwise(k, &e, r, TTC_DTYPE_FLOAT32, 2, dims, "relu");
+ *   int32_t a = ttc_expr_leaf(&e, x, TTC_DTYPE_FLOAT32);
+ *   ttc_expr_op(&e, TTC_EOP_RELU, a, -1, -1, TTC_DTYPE_FLOAT32);   (the newest node is the result)
+ *   int32_t y = ttc_kir_elementwise(k, &e, TTC_DTYPE_FLOAT32, 2, dims, "relu");
  */
 #ifndef TTC_KIR_KIR_H
 #define TTC_KIR_KIR_H
