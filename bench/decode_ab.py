@@ -1,6 +1,6 @@
 """A/B of settings on an LLM's decode step, in one process on one device: for each weight mode
 (fp16/fp32 float, int8, int4) and each variant (a set of TORCHTRT_C_ settings applied while
-compiling), compile_llm's batch-1 decode ms/token and where the step's device time goes, by
+compiling), compile_llm's decode ms/token and TTFT (batch 1, and --batches) and where the batch-1 the step's device time goes, by
 kernel (torch.profiler, CUDA only), plus the registers and spills of the step's kernels where
 ptxas is found (triton's copy).
 
@@ -110,7 +110,7 @@ def registers(cache_dir: str, since: float, kernels: set) -> dict:
             continue
         with open(f, "rb") as fh:
             data = fh.read()
-        if b".entry" not in data:
+        if not any((".entry " + k + "(").encode() in data for k in kernels):
             continue
         with tempfile.NamedTemporaryFile(suffix=".ptx", delete=False) as t:
             t.write(data.rstrip(b"\0"))
@@ -145,6 +145,7 @@ def main():
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--batches", default="1", help="decode batches measured (the profile: batch 1)")
     ap.add_argument("--top", type=int, default=12, help="kernels listed per variant")
     ap.add_argument("--variants", nargs="+", default=["base"])
     ap.add_argument("--json", default=None)
@@ -153,6 +154,7 @@ def main():
     import torchtrt_c
     from torchtrt_c import settings as knobs
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    batches = sorted({1, *(int(b) for b in a.batches.split(","))})
     dtype = torch.float16 if a.dtype == "fp16" else torch.float32
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**L.CONFIGS[a.config])).to(dev, dtype).eval()
@@ -167,25 +169,29 @@ def main():
             t0 = time.time()
             try:
                 with knobs.override(**sets):
-                    gen = torchtrt_c.compile_llm(model, max_seq_len=a.prompt + a.new + 8, max_batch_size=1,
+                    gen = torchtrt_c.compile_llm(model, max_seq_len=a.prompt + a.new + 8, max_batch_size=max(batches),
                                                  max_prompt_len=a.prompt, quantize=MODES[mode],
                                                  quantize_group_size=a.group)
-                    ttft, dec = L.measure(lambda ids, n: gen.generate_tokens(ids, max_new_tokens=n), 1, a.prompt,
-                                          a.new, a.runs, dev)
+                    per_b = {B: L.measure(lambda ids, n: gen.generate_tokens(ids, max_new_tokens=n), B, a.prompt,
+                                          a.new, a.runs, dev) for B in batches}
+                    ttft, dec = per_b[1]
             except Exception as ex:  # noqa: BLE001
                 print(f"## {mode} [{v}]: failed: {type(ex).__name__}: {ex}", flush=True)
                 continue
             comp = time.time() - t0
             rows = step_profile(gen, dev) if dev.type == "cuda" else []
-            regs = registers(cache_dir, t0, {r[0] for r in rows}) if dev.type == "cuda" else {}
+            regs = registers(cache_dir, t0, {r[0] for r in rows[:a.top]}) if dev.type == "cuda" else {}
             dev_us = sum(c * us for _, _, c, us in rows)
             print(f"## {mode} [{v}]: decode {dec * 1e3:.3f} ms/token, ttft {ttft * 1e3:.1f} ms, "
-                  f"device {dev_us / 1e3:.3f} ms a step ({comp:.0f} s)", flush=True)
+                  f"device {dev_us / 1e3:.3f} ms a step ({comp:.0f} s)" +
+                  "".join(f"; batch {B}: decode {d * 1e3:.3f} ms/token, ttft {t * 1e3:.1f} ms"
+                          for B, (t, d) in per_b.items() if B != 1), flush=True)
             for n, what, c, us in rows[:a.top]:
                 rg = regs.get(n, {})
                 rs = f" [{rg.get('regs', '?')} regs, {rg.get('spill', 0)} spill]" if rg else ""
                 print(f"   {us:8.1f} us x {c:4.1f}  {n} {what[:70]}{rs}", flush=True)
             results.append({"mode": mode, "variant": v, "decode_ms": dec * 1e3, "ttft_ms": ttft * 1e3,
+                            "batches": {B: {"decode_ms": d * 1e3, "ttft_ms": t * 1e3} for B, (t, d) in per_b.items()},
                             "device_ms": dev_us / 1e3, "kernels": rows, "regs": regs})
             del gen
     if a.json:

@@ -21,7 +21,7 @@
 #                            without the gated GEMV (TORCHTRT_C_WQ_GLU=0, A/B), bench/qconv_mma.py
 #                            and bench/llm.py, each within the time left; logs in $OUT
 #   bench/gpu_run.sh ab      settings A/B on the 1B Llama's batch-1 decode step (bench/decode_ab.py;
-#                            AB_RUNS lines "MODES VARIANT...", default the weight-only GEMV's geometry
+#                            AB_RUNS lines "MODES VARIANT...", AB_BATCHES (default 1), default the weight-only GEMV's geometry
 #                            and the norm's row split), then the quick tests
 #   bench/gpu_run.sh quick   quant's essentials in about 5 minutes (LIMIT 300): the tests, batch-1
 #                            decode with the profile, batch 8 and the prompt under WQ_MMA=auto
@@ -176,7 +176,7 @@ float base NORM_SPLIT=0 GEMM_GEMV=auto"}
             n=$((n + 1))
             # shellcheck disable=SC2086
             step "ab$n" "$([ "$n" = 1 ] && echo 190 || echo 100)" "$PY" bench/decode_ab.py --config 1b --dtype fp16 --modes "$modes" \
-                --variants $variants --json "$OUTDIR/ab$n.json"
+                --batches "${AB_BATCHES:-1}" --variants $variants --json "$OUTDIR/ab$n.json"
             grep -E "^#|^ " "$OUTDIR/ab$n.log" >&2
         done <<< "$AB_RUNS"
         step argmax 25 "$PY" bench/argmax_rows.py
