@@ -175,7 +175,9 @@ float base NORM_SPLIT=0 GEMM_GEMV=auto"}
             [ -z "$modes" ] && continue
             n=$((n + 1))
             # shellcheck disable=SC2086
-            step "ab$n" "$([ "$n" = 1 ] && echo 190 || echo 100)" "$PY" bench/decode_ab.py --config 1b --dtype fp16 --modes "$modes" \
+            # AB_LIMITS: seconds for each line (default 190 for the first, 100 for the others)
+            lim=$(echo "${AB_LIMITS:-}" | awk -v n="$n" '{print $n}')
+            step "ab$n" "${lim:-$([ "$n" = 1 ] && echo 190 || echo 100)}" "$PY" bench/decode_ab.py --config 1b --dtype fp16 --modes "$modes" \
                 --batches "${AB_BATCHES:-1}" --variants $variants --json "$OUTDIR/ab$n.json"
             grep -E "^#|^ " "$OUTDIR/ab$n.log" >&2
         done <<< "$AB_RUNS"
