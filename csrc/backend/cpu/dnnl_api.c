@@ -174,12 +174,91 @@ dnnl_primitive_attr_t ttc_dnnl_scratch_attr(void) {
     return attr;
 }
 
+static dnnl_alg_kind_t act_alg(ttc_dnnl_act a) {
+    switch (a) {
+    case TTC_DNNL_RELU: return dnnl_eltwise_relu;
+    case TTC_DNNL_CLIP: return dnnl_eltwise_clip;
+    case TTC_DNNL_SWISH: return dnnl_eltwise_swish;
+    case TTC_DNNL_LOGISTIC: return dnnl_eltwise_logistic;
+    case TTC_DNNL_HARDSWISH: return dnnl_eltwise_hardswish;
+    case TTC_DNNL_LINEAR: return dnnl_eltwise_linear;
+    case TTC_DNNL_TANH: return dnnl_eltwise_tanh;
+    case TTC_DNNL_GELU_ERF: return dnnl_eltwise_gelu_erf;
+    case TTC_DNNL_GELU_TANH: return dnnl_eltwise_gelu_tanh;
+    }
+    return dnnl_alg_kind_undef;
+}
+
+/* The primitive attributes: a user scratchpad and post's activations (post NULL: none). */
+static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
+    if (!(*attr = ttc_dnnl_scratch_attr())) return false;
+    if (!post || post->n_act == 0) return true;
+    dnnl_post_ops_t po = NULL;
+    if (ttc_dnnl_fn.post_ops_create(&po) != dnnl_success) {
+        ttc_dnnl_fn.primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return false;
+    }
+    bool ok = true;
+    for (int32_t i = 0; i < post->n_act && ok; i++)
+        ok = ttc_dnnl_fn.post_ops_append_eltwise(po, 1.0f, act_alg(post->act[i]), post->alpha[i], post->beta[i]) ==
+             dnnl_success;
+    ok = ok && ttc_dnnl_fn.primitive_attr_set_post_ops(*attr, po) == dnnl_success;
+    ttc_dnnl_fn.post_ops_destroy(po);
+    if (!ok && *attr) {
+        ttc_dnnl_fn.primitive_attr_destroy(*attr);
+        *attr = NULL;
+    }
+    return ok;
+}
+
+dnnl_primitive_desc_t ttc_dnnl_primitive_desc(const_dnnl_op_desc_t op, const ttc_dnnl_post *post) {
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    if (!post_attr(post, &attr)) return NULL;
+    if (ttc_dnnl_fn.primitive_desc_create(&pd, op, attr, ttc_dnnl_eng(), NULL) != dnnl_success) pd = NULL;
+    ttc_dnnl_fn.primitive_attr_destroy(attr);
+    return pd;
+}
+
 bool ttc_dnnl_scratch_mem(dnnl_primitive_desc_t pd, dnnl_memory_t *mem, size_t *size) {
     const dnnl_memory_desc_t *md = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t n = md ? ttc_dnnl_fn.memory_desc_get_size(md) : 0;
     if (n == 0) return true;
     *size = n > *size ? n : *size;
-    return ttc_dnnl_fn.memory_create(mem, md, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success;
+    return !mem || ttc_dnnl_fn.memory_create(mem, md, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success;
+}
+
+bool ttc_dnnl_primitive(dnnl_primitive_desc_t pd, dnnl_primitive_t *p, dnnl_memory_t *sm, size_t *size) {
+    return ttc_dnnl_fn.primitive_create(p, pd) == dnnl_success && ttc_dnnl_scratch_mem(pd, sm, size);
+}
+
+dnnl_primitive_desc_t ttc_dnnl_reorder_pd(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to) {
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = ttc_dnnl_scratch_attr();
+    if (!attr) return NULL;
+    dnnl_status_t st = ttc_dnnl_fn.reorder_primitive_desc_create(&pd, from, ttc_dnnl_eng(), to, ttc_dnnl_eng(), attr);
+    ttc_dnnl_fn.primitive_attr_destroy(attr);
+    return st == dnnl_success ? pd : NULL;
+}
+
+bool ttc_dnnl_reorder(const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
+                      dnnl_primitive_t *p, dnnl_memory_t *mem, dnnl_memory_t *sm, size_t *size) {
+    if (ttc_dnnl_fn.memory_desc_equal(user, want)) return true;
+    dnnl_primitive_desc_t pd = to_user ? ttc_dnnl_reorder_pd(want, user) : ttc_dnnl_reorder_pd(user, want);
+    if (!pd) return false;
+    bool ok = ttc_dnnl_primitive(pd, p, sm, size) &&
+              ttc_dnnl_fn.memory_create(mem, want, ttc_dnnl_eng(), DNNL_MEMORY_ALLOCATE) == dnnl_success;
+    ttc_dnnl_fn.primitive_desc_destroy(pd);
+    return ok;
+}
+
+bool ttc_dnnl_bind(size_t scratch, void **scr, int n, const dnnl_memory_t *ms, const void *const *ps) {
+    *scr = scratch ? ttc_dnnl_scratch(scratch) : NULL;
+    if (scratch && !*scr) return false;
+    for (int i = 0; i < n; i++)
+        if (ms[i] && ttc_dnnl_fn.memory_set_data_handle(ms[i], (void *)ps[i]) != dnnl_success) return false;
+    return true;
 }
 
 bool ttc_dnnl_exec(dnnl_primitive_t p, dnnl_stream_t stream, dnnl_exec_arg_t *args, int n, dnnl_memory_t sm,
@@ -189,6 +268,21 @@ bool ttc_dnnl_exec(dnnl_primitive_t p, dnnl_stream_t stream, dnnl_exec_arg_t *ar
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
     }
     return ttc_dnnl_fn.primitive_execute(p, stream, n, args) == dnnl_success;
+}
+
+bool ttc_dnnl_reorder_exec(dnnl_primitive_t p, dnnl_stream_t stream, dnnl_memory_t from, dnnl_memory_t to,
+                           dnnl_memory_t sm, void *scr) {
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return ttc_dnnl_exec(p, stream, args, 2, sm, scr);
+}
+
+void ttc_dnnl_destroy(const dnnl_primitive_t *ps, size_t np, const dnnl_memory_t *ms, size_t nm,
+                      dnnl_stream_t stream) {
+    for (size_t i = 0; i < np; i++)
+        if (ps[i]) ttc_dnnl_fn.primitive_destroy(ps[i]);
+    for (size_t i = 0; i < nm; i++)
+        if (ms[i]) ttc_dnnl_fn.memory_destroy(ms[i]);
+    if (stream) ttc_dnnl_fn.stream_destroy(stream);
 }
 
 #endif

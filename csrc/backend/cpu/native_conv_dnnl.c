@@ -37,7 +37,6 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
 }
 void ttc_dnnl_forget(const void *owner) { (void)owner; }
 int64_t ttc_dnnl_wino_primitives(void) { return 0; }
-void *ttc_dnnl_post_attr(const ttc_dnnl_post *post) { (void)post; return NULL; }
 
 #else
 
@@ -72,77 +71,11 @@ int64_t ttc_dnnl_wino_primitives(void) { return __atomic_load_n(&wino_made, __AT
 static void dconv_free(void *v) {
     dconv *d = v;
     dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst};
-    for (size_t i = 0; i < 4; i++)
-        if (ps[i]) ttc_dnnl_fn.primitive_destroy(ps[i]);
     dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_src, d->m_wei, d->m_dst, d->m_b,
                           d->s_conv, d->s_src, d->s_wei, d->s_dst};
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i]) ttc_dnnl_fn.memory_destroy(ms[i]);
-    if (d->stream) ttc_dnnl_fn.stream_destroy(d->stream);
+    ttc_dnnl_destroy(ps, sizeof ps / sizeof ps[0], ms, sizeof ms / sizeof ms[0], d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d);
-}
-
-/* A reorder user -> want (or back), with a library-allocated memory for the blocked side;
- * nothing when the layouts agree. */
-static bool reorder_for(dconv *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
-                        dnnl_primitive_t *prim, dnnl_memory_t *mem, dnnl_memory_t *scratch) {
-    if (ttc_dnnl_fn.memory_desc_equal(user, want)) return true;
-    dnnl_primitive_desc_t pd = NULL;
-    const dnnl_memory_desc_t *from = to_user ? want : user, *to = to_user ? user : want;
-    dnnl_primitive_attr_t attr = ttc_dnnl_scratch_attr();
-    if (!attr) return false;
-    dnnl_status_t st = ttc_dnnl_fn.reorder_primitive_desc_create(&pd, from, ttc_dnnl_eng(), to, ttc_dnnl_eng(), attr);
-    ttc_dnnl_fn.primitive_attr_destroy(attr);
-    if (st != dnnl_success) return false;
-    bool ok = ttc_dnnl_fn.primitive_create(prim, pd) == dnnl_success &&
-              ttc_dnnl_scratch_mem(pd, scratch, &d->scratch) &&
-              ttc_dnnl_fn.memory_create(mem, want, ttc_dnnl_eng(), DNNL_MEMORY_ALLOCATE) == dnnl_success;
-    ttc_dnnl_fn.primitive_desc_destroy(pd);
-    return ok;
-}
-
-static dnnl_alg_kind_t act_alg(ttc_dnnl_act a) {
-    switch (a) {
-    case TTC_DNNL_RELU: return dnnl_eltwise_relu;
-    case TTC_DNNL_CLIP: return dnnl_eltwise_clip;
-    case TTC_DNNL_SWISH: return dnnl_eltwise_swish;
-    case TTC_DNNL_LOGISTIC: return dnnl_eltwise_logistic;
-    case TTC_DNNL_HARDSWISH: return dnnl_eltwise_hardswish;
-    case TTC_DNNL_LINEAR: return dnnl_eltwise_linear;
-    case TTC_DNNL_TANH: return dnnl_eltwise_tanh;
-    case TTC_DNNL_GELU_ERF: return dnnl_eltwise_gelu_erf;
-    case TTC_DNNL_GELU_TANH: return dnnl_eltwise_gelu_tanh;
-    }
-    return dnnl_alg_kind_undef;
-}
-
-/* The primitive attributes: a user scratchpad and post's activations (post NULL: none). */
-static bool post_attr(const ttc_dnnl_post *post, dnnl_primitive_attr_t *attr) {
-    if (!(*attr = ttc_dnnl_scratch_attr())) return false;
-    if (!post || post->n_act == 0) return true;
-    dnnl_post_ops_t po = NULL;
-    if (ttc_dnnl_fn.post_ops_create(&po) != dnnl_success) {
-        ttc_dnnl_fn.primitive_attr_destroy(*attr);
-        *attr = NULL;
-        return false;
-    }
-    bool ok = true;
-    for (int32_t i = 0; i < post->n_act && ok; i++)
-        ok = ttc_dnnl_fn.post_ops_append_eltwise(po, 1.0f, act_alg(post->act[i]), post->alpha[i], post->beta[i]) ==
-             dnnl_success;
-    ok = ok && ttc_dnnl_fn.primitive_attr_set_post_ops(*attr, po) == dnnl_success;
-    ttc_dnnl_fn.post_ops_destroy(po);
-    if (!ok && *attr) {
-        ttc_dnnl_fn.primitive_attr_destroy(*attr);
-        *attr = NULL;
-    }
-    return ok;
-}
-
-void *ttc_dnnl_post_attr(const ttc_dnnl_post *post) {
-    dnnl_primitive_attr_t attr = NULL;
-    return ttc_dnnl_cpu_engine() && post_attr(post, &attr) ? attr : NULL;
 }
 
 /* The convolution's primitive descriptor for src/weights/dst descriptions ax/aw/ay, with the
@@ -158,14 +91,11 @@ static dnnl_primitive_desc_t conv_pd(dconv *d, const ttc_dnnl_post *post, dnnl_a
     dnnl_primitive_desc_t pd = NULL;
     for (int with = post != NULL; with >= 0 && !pd; with--) {
         bool bias = with && post->bias;
-        dnnl_primitive_attr_t attr = NULL;
         if (bias && ttc_dnnl_fn.memory_desc_init_by_tag(ub, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) continue;
         if (ttc_dnnl_fn.dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, ax, aw,
                                                          bias ? ub : NULL, ay, st, dl, pl, pr) != dnnl_success)
             return NULL;
-        if (!post_attr(with ? post : NULL, &attr)) continue;
-        if (ttc_dnnl_fn.primitive_desc_create(&pd, &cd, attr, ttc_dnnl_eng(), NULL) != dnnl_success) pd = NULL;
-        if (attr) ttc_dnnl_fn.primitive_attr_destroy(attr);
+        pd = ttc_dnnl_primitive_desc(&cd, with ? post : NULL);
         d->post_in = pd && with;
         d->bias_in = pd && bias;
     }
@@ -181,23 +111,11 @@ static bool slow_impl(dnnl_primitive_desc_t pd) {
 
 static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     const ttc_dnnl_conv_shape *s = &d->s;
-    /* the bottom/right padding that yields torch's output size. Negative where floor division
-     * drops input rows (a 1x1 stride-2 convolution of an even image: ResNet's downsampling);
-     * oneDNN's size check divides with floor too, so 0 gives the same output size there
-     * (the shortfall is below one stride), where a negative one left those convolutions to
-     * im2col + sgemm at a sixth of the speed. */
-    int64_t prh = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->h - s->ph;
-    int64_t prw = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1 - s->w - s->pw;
-    prh = prh < 0 && prh > -s->sh ? 0 : prh;
-    prw = prw < 0 && prw > -s->sw ? 0 : prw;
+    int64_t prh = ttc_dnnl_pad_end(s->oh, s->sh, s->kh, s->dh, s->h, s->ph);
+    int64_t prw = ttc_dnnl_pad_end(s->ow, s->sw, s->kw, s->dw, s->w, s->pw);
     if (prh < 0 || prw < 0 || s->g < 1 || s->c % s->g || s->oc % s->g) return false;
-    dnnl_dims_t xd = {s->n, s->c, s->h, s->w}, yd = {s->n, s->oc, s->oh, s->ow};
-    dnnl_dims_t wd = {s->g, s->oc / s->g, s->c / s->g, s->kh, s->kw};
-    if (s->g == 1) {
-        dnnl_dims_t w4 = {s->oc, s->c, s->kh, s->kw};
-        memcpy(wd, w4, sizeof w4);
-    }
-    int wr = s->g == 1 ? 4 : 5;
+    dnnl_dims_t xd = {s->n, s->c, s->h, s->w}, yd = {s->n, s->oc, s->oh, s->ow}, wd;
+    int wr = ttc_dnnl_weight_dims(wd, s->g, s->oc, s->c, s->kh, s->kw);
     dnnl_memory_desc_t ux, uw, uy, ax, aw, ay, ub;
     if (ttc_dnnl_fn.memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, s->x_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
         ttc_dnnl_fn.memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, s->y_nhwc ? dnnl_nhwc : dnnl_nchw) != dnnl_success ||
@@ -245,23 +163,15 @@ static bool dconv_build(dconv *d, const ttc_dnnl_post *post) {
     dnnl_memory_desc_t px = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     dnnl_memory_desc_t pw = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_desc_t py = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    bool ok = ttc_dnnl_fn.primitive_create(&d->conv, pd) == dnnl_success &&
-              ttc_dnnl_scratch_mem(pd, &d->s_conv, &d->scratch);
+    bool ok = ttc_dnnl_primitive(pd, &d->conv, &d->s_conv, &d->scratch);
     ttc_dnnl_fn.primitive_desc_destroy(pd);
-    return ok && ttc_dnnl_fn.stream_create(&d->stream, ttc_dnnl_eng(), dnnl_stream_default_flags) == dnnl_success &&
-           ttc_dnnl_fn.memory_create(&d->m_x, &ux, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
-           ttc_dnnl_fn.memory_create(&d->m_w, &uw, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
-           ttc_dnnl_fn.memory_create(&d->m_y, &uy, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
-           reorder_for(d, &ux, &px, false, &d->r_src, &d->m_src, &d->s_src) &&
-           reorder_for(d, &uw, &pw, false, &d->r_wei, &d->m_wei, &d->s_wei) &&
-           reorder_for(d, &uy, &py, true, &d->r_dst, &d->m_dst, &d->s_dst) &&
-           (!d->bias_in || ttc_dnnl_fn.memory_create(&d->m_b, &ub, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success);
-}
-
-static bool run2(dconv *d, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1, dnnl_memory_t m1, dnnl_memory_t sm,
-                 void *scr) {
-    dnnl_exec_arg_t args[3] = {{a0, m0}, {a1, m1}};
-    return ttc_dnnl_exec(p, d->stream, args, 2, sm, scr);
+    /* reorders around the primitive where it takes other layouts than x's, w's, y's */
+    return ok && ttc_dnnl_stream(&d->stream) && ttc_dnnl_mem(&d->m_x, &ux) && ttc_dnnl_mem(&d->m_w, &uw) &&
+           ttc_dnnl_mem(&d->m_y, &uy) &&
+           ttc_dnnl_reorder(&ux, &px, false, &d->r_src, &d->m_src, &d->s_src, &d->scratch) &&
+           ttc_dnnl_reorder(&uw, &pw, false, &d->r_wei, &d->m_wei, &d->s_wei, &d->scratch) &&
+           ttc_dnnl_reorder(&uy, &py, true, &d->r_dst, &d->m_dst, &d->s_dst, &d->scratch) &&
+           (!d->bias_in || ttc_dnnl_mem(&d->m_b, &ub));
 }
 
 static ttc_dnnl_cache cache = TTC_DNNL_CACHE_INIT(dconv_free);
@@ -344,16 +254,15 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
         return ttc_dnnl_conv_post(owner, ki, &direct, x, w, w_const, y, post, bias, post_done);
     }
     /* the calling thread's scratchpad, shared by every primitive this thread runs (one at a time) */
-    void *scr = d->scratch ? ttc_dnnl_scratch(d->scratch) : NULL;
-    bool ok = (!d->scratch || scr) && ttc_dnnl_fn.memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
-              ttc_dnnl_fn.memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
-              ttc_dnnl_fn.memory_set_data_handle(d->m_y, y) == dnnl_success &&
-              (!d->bias_in || ttc_dnnl_fn.memory_set_data_handle(d->m_b, (void *)bias) == dnnl_success);
+    void *scr;
+    bool ok = ttc_dnnl_bind(d->scratch, &scr, 4,
+                            (dnnl_memory_t[]){d->m_x, d->m_w, d->m_y, d->bias_in ? d->m_b : NULL},
+                            (const void *[]){x, w, y, bias});
     dnnl_memory_t src = d->r_src ? d->m_src : d->m_x, wei = d->r_wei ? d->m_wei : d->m_w;
     dnnl_memory_t dst = d->r_dst ? d->m_dst : d->m_y;
-    if (ok && d->r_src) ok = run2(d, d->r_src, DNNL_ARG_FROM, d->m_x, DNNL_ARG_TO, d->m_src, d->s_src, scr);
+    if (ok && d->r_src) ok = ttc_dnnl_reorder_exec(d->r_src, d->stream, d->m_x, d->m_src, d->s_src, scr);
     if (ok && d->r_wei && !(w_const && d->wei_ready && d->wkey == w)) {
-        ok = run2(d, d->r_wei, DNNL_ARG_FROM, d->m_w, DNNL_ARG_TO, d->m_wei, d->s_wei, scr);
+        ok = ttc_dnnl_reorder_exec(d->r_wei, d->stream, d->m_w, d->m_wei, d->s_wei, scr);
         d->wei_ready = ok && w_const;
         d->wkey = w;
     }
@@ -362,7 +271,7 @@ bool ttc_dnnl_conv_post(const void *owner, int32_t ki, const ttc_dnnl_conv_shape
                                    {DNNL_ARG_BIAS, d->m_b}};
         ok = ttc_dnnl_exec(d->conv, d->stream, args, d->bias_in ? 4 : 3, d->s_conv, scr);
     }
-    if (ok && d->r_dst) ok = run2(d, d->r_dst, DNNL_ARG_FROM, d->m_dst, DNNL_ARG_TO, d->m_y, d->s_dst, scr);
+    if (ok && d->r_dst) ok = ttc_dnnl_reorder_exec(d->r_dst, d->stream, d->m_dst, d->m_y, d->s_dst, scr);
     ok = ok && ttc_dnnl_fn.stream_wait(d->stream) == dnnl_success;
     if (!ok) d->wei_ready = false;
     *post_done = ok && d->post_in;

@@ -66,12 +66,9 @@ void ttc_dnnl_forget(const void *owner);
  * TORCHTRT_C_NATIVE_CONV says), an entry point by name, and "oneDNN <version>" or why not. */
 void *ttc_dnnl_cpu_engine(void);
 void *ttc_dnnl_sym(const char *name);
-/* For them too: primitive attributes (a dnnl_primitive_attr_t the caller destroys; NULL where
- * oneDNN refuses) in user scratchpad mode with post's activations as eltwise post-ops (post
- * NULL: none), and the calling thread's scratchpad buffer of at least n bytes (NULL: out of
+/* For them too: the calling thread's scratchpad buffer of at least n bytes (NULL: out of
  * memory; dnnl_api.c). Every primitive runs with the buffer of the thread that runs it: see
  * dnnl_api.c's scratchpads. */
-void *ttc_dnnl_post_attr(const ttc_dnnl_post *post);
 void *ttc_dnnl_scratch(size_t n);
 /* The calling thread's other kept buffers, beside the primitives' (TTC_SCRATCH_DNNL, the one
  * ttc_dnnl_scratch gives): TTC_SCRATCH_WQ, the weight-only linear's dequantized weight block

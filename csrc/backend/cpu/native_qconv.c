@@ -349,14 +349,9 @@ int64_t ttc_qconv_dnnl_calls(void) { return __atomic_load_n(&dnnl_calls, __ATOMI
 static void qprim_free(void *v) {
     qprim *d = v;
     dnnl_primitive_t ps[] = {d->conv, d->r_src, d->r_wei, d->r_dst, d->r_res};
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
-        if (ps[i]) ttc_dnnl_fn.primitive_destroy(ps[i]);
     dnnl_memory_t ms[] = {d->m_x, d->m_w, d->m_y, d->m_r, d->m_b, d->m_src, d->m_wei, d->m_dst, d->m_res, d->m_scr};
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i]) ttc_dnnl_fn.memory_destroy(ms[i]);
-    for (int32_t i = 0; i < d->n_k; i++)
-        if (d->m_k[i]) ttc_dnnl_fn.memory_destroy(d->m_k[i]);
-    if (d->stream) ttc_dnnl_fn.stream_destroy(d->stream);
+    ttc_dnnl_destroy(ps, sizeof ps / sizeof ps[0], ms, sizeof ms / sizeof ms[0], NULL);
+    ttc_dnnl_destroy(NULL, 0, d->m_k, (size_t)d->n_k, d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d->bias);
     free(d->oscale);
@@ -370,20 +365,14 @@ static dnnl_data_type_t dnnl_dt(int64_t dt) {
 static ttc_dnnl_cache qcache = TTC_DNNL_CACHE_INIT(qprim_free);
 
 /* A reorder between the stored layout and the primitive's (user -> want, or back when to_user),
- * with a library-allocated memory for the primitive's side; nothing when they agree. */
+ * with a library-allocated memory for the primitive's side; nothing when they agree. Unlike
+ * ttc_dnnl_reorder, no scratchpad memory of its own: d->scratch grows to its size (run_prim). */
 static bool reorder_for(qprim *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool to_user,
                         dnnl_primitive_t *prim, dnnl_memory_t *mem) {
     if (ttc_dnnl_fn.memory_desc_equal(user, want)) return true;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_attr_t attr = ttc_dnnl_scratch_attr();
-    if (!attr) return false;
-    const dnnl_memory_desc_t *from = to_user ? want : user, *to = to_user ? user : want;
-    dnnl_status_t st = ttc_dnnl_fn.reorder_primitive_desc_create(&pd, from, ttc_dnnl_eng(), to, ttc_dnnl_eng(), attr);
-    ttc_dnnl_fn.primitive_attr_destroy(attr);
-    if (st != dnnl_success) return false;
-    const dnnl_memory_desc_t *smd = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t sn = smd ? ttc_dnnl_fn.memory_desc_get_size(smd) : 0;
-    d->scratch = sn > d->scratch ? sn : d->scratch;
+    dnnl_primitive_desc_t pd = to_user ? ttc_dnnl_reorder_pd(want, user) : ttc_dnnl_reorder_pd(user, want);
+    if (!pd) return false;
+    ttc_dnnl_scratch_mem(pd, NULL, &d->scratch);
     bool ok = ttc_dnnl_fn.primitive_create(prim, pd) == dnnl_success &&
               ttc_dnnl_fn.memory_create(mem, want, ttc_dnnl_eng(), DNNL_MEMORY_ALLOCATE) == dnnl_success;
     ttc_dnnl_fn.primitive_desc_destroy(pd);
@@ -402,18 +391,11 @@ static dnnl_alg_kind_t qp_alg(int32_t kind) {
 
 static bool qprim_build(qprim *d, const ttc_qconv_plan *p, const float *scale, const float *bias) {
     const ttc_qconv_shape *s = &d->s;
-    int64_t prh = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->h - s->ph;
-    int64_t prw = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1 - s->w - s->pw;
-    prh = prh < 0 && prh > -s->sh ? 0 : prh;
-    prw = prw < 0 && prw > -s->sw ? 0 : prw;
+    int64_t prh = ttc_dnnl_pad_end(s->oh, s->sh, s->kh, s->dh, s->h, s->ph);
+    int64_t prw = ttc_dnnl_pad_end(s->ow, s->sw, s->kw, s->dw, s->w, s->pw);
     if (prh < 0 || prw < 0 || s->g < 1 || s->c % s->g || s->oc % s->g) return false;
-    dnnl_dims_t xd = {s->n, s->c, s->h, s->w}, yd = {s->n, s->oc, s->oh, s->ow};
-    dnnl_dims_t wd = {s->g, s->oc / s->g, s->c / s->g, s->kh, s->kw}, bd = {s->oc};
-    if (s->g == 1) {
-        dnnl_dims_t w4 = {s->oc, s->c, s->kh, s->kw};
-        memcpy(wd, w4, sizeof w4);
-    }
-    int wr = s->g == 1 ? 4 : 5;
+    dnnl_dims_t xd = {s->n, s->c, s->h, s->w}, yd = {s->n, s->oc, s->oh, s->ow}, wd, bd = {s->oc};
+    int wr = ttc_dnnl_weight_dims(wd, s->g, s->oc, s->c, s->kh, s->kw);
     dnnl_data_type_t xt = dnnl_dt(s->x_dt), yt = dnnl_dt(s->y_dt), rt = dnnl_dt(s->r_dt);
     dnnl_memory_desc_t ux, uy, uw, ur, ub, ax, ay, aw, ar;
     bool res = s->r_dt >= 0;
@@ -497,17 +479,13 @@ static bool qprim_build(qprim *d, const ttc_qconv_plan *p, const float *scale, c
     ttc_dnnl_fn.primitive_attr_destroy(attr);
     if (!pd) return false;
     dnnl_memory_desc_t pw = *ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    const dnnl_memory_desc_t *smd = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t sn = smd ? ttc_dnnl_fn.memory_desc_get_size(smd) : 0;
-    d->scratch = sn > d->scratch ? sn : d->scratch;
+    ttc_dnnl_scratch_mem(pd, NULL, &d->scratch);   /* the size: one memory for every primitive (run_prim) */
     ok = ttc_dnnl_fn.primitive_create(&d->conv, pd) == dnnl_success;
     ttc_dnnl_fn.primitive_desc_destroy(pd);
-    return ok && ttc_dnnl_fn.stream_create(&d->stream, ttc_dnnl_eng(), dnnl_stream_default_flags) == dnnl_success &&
-           ttc_dnnl_fn.memory_create(&d->m_x, &ux, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
-           ttc_dnnl_fn.memory_create(&d->m_w, &uw, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
-           ttc_dnnl_fn.memory_create(&d->m_y, &uy, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
+    return ok && ttc_dnnl_stream(&d->stream) && ttc_dnnl_mem(&d->m_x, &ux) && ttc_dnnl_mem(&d->m_w, &uw) &&
+           ttc_dnnl_mem(&d->m_y, &uy) &&
            ttc_dnnl_fn.memory_create(&d->m_b, &ub, ttc_dnnl_eng(), d->bias) == dnnl_success &&
-           (!res || ttc_dnnl_fn.memory_create(&d->m_r, &ur, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success) &&
+           (!res || ttc_dnnl_mem(&d->m_r, &ur)) &&
            reorder_for(d, &ux, &ax, false, &d->r_src, &d->m_src) &&
            reorder_for(d, &uw, &pw, false, &d->r_wei, &d->m_wei) &&
            reorder_for(d, &uy, &ay, true, &d->r_dst, &d->m_dst) &&
@@ -544,28 +522,23 @@ static qprim *qprim_get(const void *owner, int32_t ki, const ttc_qconv_shape *s,
     return ttc_dnnl_cache_get(&qcache, owner, &key, sizeof key, 0, 0, qprim_make, &a);
 }
 
+/* Every primitive of this entry shares one scratchpad memory (m_scr, made on the first call),
+ * over the calling thread's buffer of the largest scratchpad among them (one at a time), seen as
+ * bytes; m_scr stays NULL while none needs one. */
+static bool scratch_ready(qprim *d) {
+    if (!d->scratch || d->m_scr) return true;
+    dnnl_dims_t dims = {(dnnl_dim_t)d->scratch};
+    dnnl_memory_desc_t md;
+    return ttc_dnnl_fn.memory_desc_init_by_tag(&md, 1, dims, dnnl_u8, dnnl_a) == dnnl_success &&
+           ttc_dnnl_mem(&d->m_scr, &md);
+}
+
 static bool run_prim(qprim *d, dnnl_primitive_t p, dnnl_exec_arg_t *args, int n, void *scr) {
-    dnnl_memory_t sm = NULL;
-    if (d->scratch) {
-        /* every primitive of this entry shares the calling thread's buffer of the largest
-         * scratchpad among them (one at a time), seen as bytes */
-        if (!d->m_scr) {
-            dnnl_dims_t dims = {(dnnl_dim_t)d->scratch};
-            dnnl_memory_desc_t md;
-            if (ttc_dnnl_fn.memory_desc_init_by_tag(&md, 1, dims, dnnl_u8, dnnl_a) != dnnl_success ||
-                ttc_dnnl_fn.memory_create(&d->m_scr, &md, ttc_dnnl_eng(), DNNL_MEMORY_NONE) != dnnl_success)
-                return false;
-        }
-        sm = d->m_scr;
-        if (ttc_dnnl_fn.memory_set_data_handle(sm, scr) != dnnl_success) return false;
-        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
-    }
-    return ttc_dnnl_fn.primitive_execute(p, d->stream, n, args) == dnnl_success;
+    return scratch_ready(d) && ttc_dnnl_exec(p, d->stream, args, n, d->m_scr, scr);
 }
 
 static bool run_reorder(qprim *d, dnnl_primitive_t p, dnnl_memory_t from, dnnl_memory_t to, void *scr) {
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    return run_prim(d, p, args, 2, scr);
+    return scratch_ready(d) && ttc_dnnl_reorder_exec(p, d->stream, from, to, d->m_scr, scr);
 }
 
 static bool qconv_dnnl(const void *owner, int32_t ki, const ttc_qconv_shape *s, const ttc_qconv_plan *p,
@@ -575,11 +548,9 @@ static bool qconv_dnnl(const void *owner, int32_t ki, const ttc_qconv_shape *s, 
     qprim *d = qprim_get(owner, ki, s, p, scale, bias);
     if (!d || !d->ok) return false;
     pthread_mutex_lock(&d->lock);
-    void *scr = d->scratch ? ttc_dnnl_scratch(d->scratch) : NULL;
-    bool ok = (!d->scratch || scr) && ttc_dnnl_fn.memory_set_data_handle(d->m_x, (void *)x) == dnnl_success &&
-              ttc_dnnl_fn.memory_set_data_handle(d->m_w, (void *)w) == dnnl_success &&
-              ttc_dnnl_fn.memory_set_data_handle(d->m_y, y) == dnnl_success &&
-              (!d->m_r || ttc_dnnl_fn.memory_set_data_handle(d->m_r, (void *)res) == dnnl_success);
+    void *scr;
+    bool ok = ttc_dnnl_bind(d->scratch, &scr, 4, (dnnl_memory_t[]){d->m_x, d->m_w, d->m_y, d->m_r},
+                            (const void *[]){x, w, y, res});
     dnnl_memory_t src = d->r_src ? d->m_src : d->m_x, wei = d->r_wei ? d->m_wei : d->m_w;
     dnnl_memory_t dst = d->r_dst ? d->m_dst : d->m_y, rm = d->r_res ? d->m_res : d->m_r;
     if (ok && d->r_src) ok = run_reorder(d, d->r_src, d->m_x, d->m_src, scr);

@@ -73,12 +73,9 @@ int64_t ttc_qmm_dnnl_calls(void) { return __atomic_load_n(&n_calls, __ATOMIC_REL
 
 static void qmm_free(void *v) {
     qmm *d = v;
-    if (d->mm) ttc_dnnl_fn.primitive_destroy(d->mm);
-    if (d->r_wei) ttc_dnnl_fn.primitive_destroy(d->r_wei);
+    dnnl_primitive_t ps[] = {d->mm, d->r_wei};
     dnnl_memory_t ms[] = {d->m_a, d->m_b, d->m_c, d->m_wei, d->s_mm, d->s_wei};
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i]) ttc_dnnl_fn.memory_destroy(ms[i]);
-    if (d->stream) ttc_dnnl_fn.stream_destroy(d->stream);
+    ttc_dnnl_destroy(ps, sizeof ps / sizeof ps[0], ms, sizeof ms / sizeof ms[0], d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -106,35 +103,19 @@ static bool qmm_build(qmm *d) {
         return false;
     dnnl_matmul_desc_t md;
     if (ttc_dnnl_fn.matmul_desc_init(&md, &ua, d->packed ? &wb : &ub, NULL, &uc) != dnnl_success) return false;
-    dnnl_primitive_attr_t attr = ttc_dnnl_post_attr(NULL);   /* user scratchpad */
-    if (!attr) return false;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t st = ttc_dnnl_fn.primitive_desc_create(&pd, &md, attr, ttc_dnnl_eng(), NULL);
-    ttc_dnnl_fn.primitive_attr_destroy(attr);
-    if (st != dnnl_success) return false;
+    dnnl_primitive_desc_t pd = ttc_dnnl_primitive_desc(&md, NULL);
+    if (!pd) return false;
     /* oneDNN's reference kernel is orders of magnitude slower than its own plain C here */
     const char *impl = NULL;
     const dnnl_memory_desc_t *qw = ttc_dnnl_fn.primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_desc_t pw = qw ? *qw : ub;
     bool ok = ttc_dnnl_fn.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-              strncmp(impl, "ref", 3) != 0 && qw && ttc_dnnl_fn.primitive_create(&d->mm, pd) == dnnl_success &&
-              ttc_dnnl_scratch_mem(pd, &d->s_mm, &d->scratch);
+              strncmp(impl, "ref", 3) != 0 && qw && ttc_dnnl_primitive(pd, &d->mm, &d->s_mm, &d->scratch);
     ttc_dnnl_fn.primitive_desc_destroy(pd);
-    ok = ok && ttc_dnnl_fn.stream_create(&d->stream, ttc_dnnl_eng(), dnnl_stream_default_flags) == dnnl_success &&
-         ttc_dnnl_fn.memory_create(&d->m_a, &ua, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
-         ttc_dnnl_fn.memory_create(&d->m_b, &ub, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success &&
-         ttc_dnnl_fn.memory_create(&d->m_c, &uc, ttc_dnnl_eng(), DNNL_MEMORY_NONE) == dnnl_success;
-    if (!ok || !d->packed || ttc_dnnl_fn.memory_desc_equal(&ub, &pw)) return ok;
-    dnnl_primitive_desc_t rpd = NULL;
-    if (!(attr = ttc_dnnl_post_attr(NULL))) return false;
-    st = ttc_dnnl_fn.reorder_primitive_desc_create(&rpd, &ub, ttc_dnnl_eng(), &pw, ttc_dnnl_eng(), attr);
-    ttc_dnnl_fn.primitive_attr_destroy(attr);
-    if (st != dnnl_success) return false;
-    ok = ttc_dnnl_fn.primitive_create(&d->r_wei, rpd) == dnnl_success &&
-         ttc_dnnl_scratch_mem(rpd, &d->s_wei, &d->scratch) &&
-         ttc_dnnl_fn.memory_create(&d->m_wei, &pw, ttc_dnnl_eng(), DNNL_MEMORY_ALLOCATE) == dnnl_success;
-    ttc_dnnl_fn.primitive_desc_destroy(rpd);
-    return ok;
+    ok = ok && ttc_dnnl_stream(&d->stream) && ttc_dnnl_mem(&d->m_a, &ua) && ttc_dnnl_mem(&d->m_b, &ub) &&
+         ttc_dnnl_mem(&d->m_c, &uc);
+    if (!ok || !d->packed) return ok;
+    return ttc_dnnl_reorder(&ub, &pw, false, &d->r_wei, &d->m_wei, &d->s_wei, &d->scratch);
 }
 
 /* Shapes kept per engine kernel (a dynamic batch makes one primitive, and with constant
@@ -179,13 +160,10 @@ static bool qmm_dnnl(const void *owner, int32_t ki, const ttc_qmm_shape *s, cons
     if (!d || !d->ok) return false;
     pthread_mutex_lock(&d->lock);
     /* the calling thread's scratchpad (dnnl_api.c: one primitive at a time per thread) */
-    void *scr = d->scratch ? ttc_dnnl_scratch(d->scratch) : NULL;
-    bool ok = (!d->scratch || scr) && ttc_dnnl_fn.memory_set_data_handle(d->m_a, (void *)A) == dnnl_success &&
-              ttc_dnnl_fn.memory_set_data_handle(d->m_b, (void *)B) == dnnl_success &&
-              ttc_dnnl_fn.memory_set_data_handle(d->m_c, C) == dnnl_success;
+    void *scr;
+    bool ok = ttc_dnnl_bind(d->scratch, &scr, 3, (dnnl_memory_t[]){d->m_a, d->m_b, d->m_c}, (const void *[]){A, B, C});
     if (ok && d->r_wei && !(d->wei_ready && d->wkey == B)) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, d->m_b}, {DNNL_ARG_TO, d->m_wei}};
-        ok = ttc_dnnl_exec(d->r_wei, d->stream, args, 2, d->s_wei, scr);
+        ok = ttc_dnnl_reorder_exec(d->r_wei, d->stream, d->m_b, d->m_wei, d->s_wei, scr);
         d->wei_ready = ok;
         d->wkey = B;
     }
