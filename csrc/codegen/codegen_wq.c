@@ -210,6 +210,19 @@ static void glu_rows(ttc_sbuf *src, int32_t RW, int32_t N) {
                     RW, RW / 2, RW / 2, N / 2, RW, RW / 2, N / 2, N - 1);
 }
 
+/* A pass's 16-byte chunks into arr[U * R]: chunk base + 32 * KS * j of each of the warp's R
+ * rows (zeros past the row's C chunks or the last row). */
+static void chunk_loads(ttc_sbuf *src, int32_t U, int32_t R, int32_t KS, int32_t C, const char *ok, const char *row,
+                        const char *base, const char *arr) {
+    ttc_sbuf_printf(src,
+                    "                WQ_UNROLL for (int j = 0; j < %d; j++)\n"
+                    "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
+                    "                        int ch = %s + %d * j;\n"
+                    "                        %s[j * %d + r] = ch < %d && %s ? qr[%s * %d + ch] : (uint4)(0u);\n"
+                    "                    }\n",
+                    U, R, base, 32 * KS, arr, R, C, ok, row, C);
+}
+
 static ttc_status gen_gemv(const ttc_kgen *g) {
     TTC_KGEN_LOCALS(g);
     int32_t N = op->p.wq.n, K = op->p.wq.k, GS = op->p.wq.group, G = K / GS, bits = op->p.wq.bits;
@@ -274,29 +287,20 @@ static ttc_status gen_gemv(const ttc_kgen *g) {
                         "            bool xvec = %s;\n",
                         xvec_ok ? "((size_t)(x + xb) & 15) == 0" : "false");
         /* the chunks of a pass into u (pipe: the next pass's into un while u is used) */
-        char ld[512];
-        snprintf(ld, sizeof ld,
-                 "WQ_UNROLL for (int j = 0; j < %d; j++)\n"
-                 "                    WQ_UNROLL for (int r = 0; r < %d; r++) {\n"
-                 "                        int ch = %%s + %d * j;\n"
-                 "                        %%s[j * %d + r] = ch < %d && %s ? qr[%s * %d + ch] : (uint4)(0u);\n"
-                 "                    }\n",
-                 WQ_U, WQ_R, 32 * KS, WQ_R, RB / 16, ok, row, RB / 16);
         if (pipe) {
-            ttc_sbuf_printf(src, "            uint4 u[%d];\n            {\n                int ch0 = ws * 32 + lane;\n                ",
-                            WQ_U * WQ_R);
-            ttc_sbuf_printf(src, ld, "ch0", "u");
+            ttc_sbuf_printf(src, "            uint4 u[%d];\n            {\n                int ch0 = ws * 32 + lane;\n", WQ_U * WQ_R);
+            chunk_loads(src, WQ_U, WQ_R, KS, RB / 16, ok, row, "ch0", "u");
             ttc_sbuf_printf(src, "            }\n");
         }
         ttc_sbuf_printf(src, "            for (int ch0 = ws * 32 + lane; ch0 < %d; ch0 += %d) {\n", RB / 16, 32 * KS * WQ_U);
         if (pipe) {
             char nx[32];
             snprintf(nx, sizeof nx, "(ch0 + %d)", 32 * KS * WQ_U);
-            ttc_sbuf_printf(src, "                uint4 un[%d];\n                ", WQ_U * WQ_R);
-            ttc_sbuf_printf(src, ld, nx, "un");
+            ttc_sbuf_printf(src, "                uint4 un[%d];\n", WQ_U * WQ_R);
+            chunk_loads(src, WQ_U, WQ_R, KS, RB / 16, ok, row, nx, "un");
         } else {
-            ttc_sbuf_printf(src, "                uint4 u[%d];\n                ", WQ_U * WQ_R);
-            ttc_sbuf_printf(src, ld, "ch0", "u");
+            ttc_sbuf_printf(src, "                uint4 u[%d];\n", WQ_U * WQ_R);
+            chunk_loads(src, WQ_U, WQ_R, KS, RB / 16, ok, row, "ch0", "u");
         }
         ttc_sbuf_printf(src,
                         "                WQ_UNROLL for (int j = 0; j < %d; j++) {\n"
