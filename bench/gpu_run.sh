@@ -167,8 +167,8 @@ case "$PART" in
         # and the norm's row split
         AB_RUNS=${AB_RUNS:-"int8 base WQ_MB=1 WQ_MB=1,WQ_U=4 WQ_MB=2 WQ_MB=1,WQ_R=2 WQ_MB=1,WQ_R=8
 int4 base WQ_MB=1 WQ_MB=1,WQ_U=4
-float base NORM_SPLIT=0 GEMM_GEMV=auto"}
-        # the kernels whose defaults changed without a GPU first (the norm's row split)
+float base NORM_SPLIT=1 GEMM_GEMV=auto"}
+        # the norm kernel's tests first (its row split, NORM_SPLIT, was tested on PoCL only)
         step pretest 60 "$PY" -m pytest tests/device/test_norm_warp.py -q $XDIST -p no:cacheprovider -rfE
         n=0
         while read -r modes variants; do

@@ -50,7 +50,7 @@ static void decisions_default(ttc_target *t) {
     t->attn_mma = -1;
     t->qgemm_mma = -1;
     t->wq_glu = true;
-    t->norm_split = true;
+    t->norm_split = false;   /* until the GPU measurement (knobs.def) */
     t->build_threads = 1;
     t->build_procs = 1;
     t->build_proc_bytes = 64 * 1024;
@@ -180,7 +180,7 @@ ttc_status ttc_target_decide(const ttc_target *facts, const ttc_target_probes *p
     if (SET(WQ_R)) t.wq_r = wq_r[VAL(WQ_R)];
     if (SET(WQ_MMA)) t.wq_mma = (int32_t)VAL(WQ_MMA);   /* 0|1|auto */
     t.wq_glu = FLAG(WQ_GLU, true);
-    t.norm_split = FLAG(NORM_SPLIT, true);
+    t.norm_split = FLAG(NORM_SPLIT, false);
     t.wq_pipe = FLAG(WQ_PIPE, false);
     const char *v;
     if ((v = ttc_knob_str(TTC_KNOB_ATTN_TILE))) {
