@@ -22,6 +22,21 @@
  * (0: the row's length is a run-time value) SPLIT (1: a work-group's warps split rows when there
  * are at most RPW of them). */
 #define NW_U 8
+#if SPLIT && RPW > 1 && !defined(TTC_NW_SPLIT_SUM)
+#define TTC_NW_SPLIT_SUM
+/* A warp's sum v (its butterfly done); split: the sum of the work-group's RPW warps' through
+ * part[]. Every work-item makes the same two barriers either way. */
+TTC_INL float nw_split_sum(float v, int lane, bool split, __local float *part) {
+    if (lane == 0) part[ttc_warp()] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (split) {
+        v = 0.0f;
+        for (int q = 0; q < RPW; q++) v += part[q];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return v;
+}
+#endif
 __kernel __attribute__((reqd_work_group_size(32 * RPW, 1, 1)))
 void KNAME(__global const TX *restrict X, int offX, __global const TW *restrict Wt, int offW,
            __global const TW *restrict Bs, int offB, int N, int rows, int HW, int CG, int G EPI_PARAMS) {
@@ -79,13 +94,7 @@ void KNAME(__global const TX *restrict X, int offX, __global const TW *restrict 
 #pragma unroll
     for (int m = 16; m > 0; m >>= 1) s += ttc_shfl_xor(s, m, scr);
 #if SPLIT && RPW > 1
-    if (lane == 0) part[ttc_warp()] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (split) {
-        s = 0.0f;
-        for (int q = 0; q < RPW; q++) s += part[q];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    s = nw_split_sum(s, lane, split, part);
 #endif
     float mean = s / (float)N;
 #endif
@@ -96,13 +105,7 @@ void KNAME(__global const TX *restrict X, int offX, __global const TW *restrict 
 #pragma unroll
     for (int m = 16; m > 0; m >>= 1) v += ttc_shfl_xor(v, m, scr);
 #if SPLIT && RPW > 1
-    if (lane == 0) part[ttc_warp()] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (split) {
-        v = 0.0f;
-        for (int q = 0; q < RPW; q++) v += part[q];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    v = nw_split_sum(v, lane, split, part);
 #endif
     float rstd = rsqrt(v / (float)N + EPS);
     if (lv) {
